@@ -1,0 +1,823 @@
+//! Direct Telemetry Access reports (reporter → translator, UDP port 40040) and NACKs
+//! (translator → reporter, UDP port 40044), wire-compatible with the reference implementation
+//! (github.com/jonlanglet/DTA), with two extensions of ours: a priority in the 3-byte base header
+//! and the Sketch-Merge primitive (opcode 5).
+//!
+//! The base header has two forms that cannot be told apart on the wire; the receiver is
+//! configured with one ([`BaseForm`]):
+//!
+//! * short, 2 bytes: opcode 8, immediate 1, reserved 7 (the reference reporter);
+//! * long, 3 bytes: opcode 8, seqnum 8, immediate 1, retransmittable 1, **priority 2**, reserved 4
+//!   (the reference generators and `-DDO_NACK_TRACKING` translator; priority is ours and sits in
+//!   the two high reserved bits, so reference reports read as low priority).
+//!
+//! Sub-headers follow directly: Key-Write (redundancy 8, key 32, data 4/12/28 bytes),
+//! Key-Increment (redundancy 8, key 32, counter 64), Append (list 32, data 32), Postcarder
+//! (key 32, hop 8, data 32) and Sketch-Merge (sketch 16, reporter 16, column 32, count 16,
+//! merge op 8, reserved 8, counters 32 × count).
+//!
+//! The wire layer checks structure only. Semantic bounds — redundancy within the configured
+//! maximum, a hop number within the path length, a list that exists — are the translator's.
+//!
+//! [`keywrite_checksum`] and [`keywrite_slot_hash`] give the collector memory addressing both the
+//! translator and the collector need (CRC-32/ISO-HDLC over the key's little-endian bytes).
+
+use crate::error::{Error, Result, need, space};
+use crate::field::{set_u16, set_u32, set_u64, u16_at, u32_at, u64_at};
+
+/// Length of the short base header.
+pub const SHORT_BASE_LEN: usize = 2;
+/// Length of the long base header.
+pub const LONG_BASE_LEN: usize = 3;
+/// Length of a DTA NACK.
+pub const NACK_LEN: usize = 2;
+/// Key-Write data length of the reference default build.
+pub const DEFAULT_KEYWRITE_DATA_LEN: usize = 4;
+
+/// DTA opcodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Opcode {
+    /// Key-Write.
+    KeyWrite = 1,
+    /// Append.
+    Append = 2,
+    /// Key-Increment.
+    KeyIncrement = 3,
+    /// Postcarder.
+    Postcarder = 4,
+    /// Sketch-Merge (our extension).
+    SketchMerge = 5,
+}
+
+impl Opcode {
+    /// Decode an opcode byte; unknown values are [`Error::Unsupported`].
+    pub const fn from_u8(v: u8) -> Result<Self> {
+        Ok(match v {
+            1 => Self::KeyWrite,
+            2 => Self::Append,
+            3 => Self::KeyIncrement,
+            4 => Self::Postcarder,
+            5 => Self::SketchMerge,
+            _ => {
+                return Err(Error::Unsupported {
+                    field: "dta.opcode",
+                    value: v as u64,
+                });
+            }
+        })
+    }
+}
+
+/// Which base-header form a receiver expects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum BaseForm {
+    /// 2 bytes, no sequence number (reference reporter).
+    Short,
+    /// 3 bytes with sequence number, retransmittable flag and priority (reference generators).
+    #[default]
+    Long,
+}
+
+impl BaseForm {
+    /// Header length of this form.
+    pub const fn len(self) -> usize {
+        match self {
+            Self::Short => SHORT_BASE_LEN,
+            Self::Long => LONG_BASE_LEN,
+        }
+    }
+
+    /// Never empty; present for symmetry with `len`.
+    pub const fn is_empty(self) -> bool {
+        false
+    }
+}
+
+/// How to parse reports: the base form and the Key-Write data length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Format {
+    /// Base header form.
+    pub base: BaseForm,
+    /// Key-Write data bytes: 4 by default, 12 or 28 in the reference's larger builds.
+    pub keywrite_data_len: usize,
+}
+
+impl Default for Format {
+    fn default() -> Self {
+        Self {
+            base: BaseForm::Long,
+            keywrite_data_len: DEFAULT_KEYWRITE_DATA_LEN,
+        }
+    }
+}
+
+/// Report priority (our extension, in the long base header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+#[repr(u8)]
+pub enum Priority {
+    /// Dropped first under rate limiting.
+    #[default]
+    Low = 0,
+    /// Medium.
+    Medium = 1,
+    /// Parked and re-injected rather than dropped.
+    High = 2,
+}
+
+impl Priority {
+    /// Decode the 2-bit field; 3 is [`Error::Invalid`].
+    pub const fn from_bits(v: u8) -> Result<Self> {
+        Ok(match v {
+            0 => Self::Low,
+            1 => Self::Medium,
+            2 => Self::High,
+            _ => {
+                return Err(Error::Invalid {
+                    field: "dta.priority",
+                    value: v as u64,
+                });
+            }
+        })
+    }
+}
+
+/// The sequencing fields of the long base header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Sequence {
+    /// Per-reporter sequence number (wraps at 8 bits).
+    pub seqnum: u8,
+    /// The reporter keeps this report for retransmission; the translator tracks its sequence.
+    pub retransmittable: bool,
+    /// Priority.
+    pub priority: Priority,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Views
+
+/// A read/write view of a DTA report: base header of the given form, then the sub-header.
+#[derive(Debug, Clone)]
+pub struct DtaPacket<T: AsRef<[u8]>> {
+    buffer: T,
+    form: BaseForm,
+}
+
+impl<T: AsRef<[u8]>> DtaPacket<T> {
+    /// Wrap a buffer without checking it; accessors may panic on a short buffer.
+    pub const fn new_unchecked(buffer: T, form: BaseForm) -> Self {
+        Self { buffer, form }
+    }
+
+    /// Wrap a buffer after checking it holds the base header.
+    pub fn new_checked(buffer: T, form: BaseForm) -> Result<Self> {
+        need("dta.base", form.len(), buffer.as_ref().len())?;
+        Ok(Self { buffer, form })
+    }
+
+    /// The underlying buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    /// The base form.
+    pub const fn form(&self) -> BaseForm {
+        self.form
+    }
+
+    /// Raw opcode byte.
+    pub fn opcode(&self) -> u8 {
+        self.buffer.as_ref()[0]
+    }
+
+    fn flags(&self) -> u8 {
+        self.buffer.as_ref()[self.form.len() - 1]
+    }
+
+    /// Immediate flag: the collector's CPU should be told of this report.
+    pub fn immediate(&self) -> bool {
+        self.flags() & 0x80 != 0
+    }
+
+    /// Sequence number (long form only).
+    pub fn seqnum(&self) -> Option<u8> {
+        (self.form == BaseForm::Long).then(|| self.buffer.as_ref()[1])
+    }
+
+    /// Retransmittable flag (long form only; false in the short form).
+    pub fn retransmittable(&self) -> bool {
+        self.form == BaseForm::Long && self.flags() & 0x40 != 0
+    }
+
+    /// Raw 2-bit priority (long form only; 0 in the short form).
+    pub fn priority_bits(&self) -> u8 {
+        if self.form == BaseForm::Long {
+            (self.flags() >> 4) & 0x03
+        } else {
+            0
+        }
+    }
+
+    /// The bytes after the base header.
+    pub fn primitive(&self) -> &[u8] {
+        &self.buffer.as_ref()[self.form.len()..]
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> DtaPacket<T> {
+    /// Set the sequence number (long form only; does nothing on the short form).
+    pub fn set_seqnum(&mut self, s: u8) {
+        if self.form == BaseForm::Long {
+            self.buffer.as_mut()[1] = s;
+        }
+    }
+
+    /// The bytes after the base header, writable.
+    pub fn primitive_mut(&mut self) -> &mut [u8] {
+        let h = self.form.len();
+        &mut self.buffer.as_mut()[h..]
+    }
+}
+
+fixed_view!(
+    /// A view of a Key-Write sub-header: redundancy, key, then the data bytes.
+    KeyWriteHeader, 9, "dta.keywrite"
+);
+
+impl<T: AsRef<[u8]>> KeyWriteHeader<T> {
+    /// Redundancy N: how many copies to write.
+    pub fn redundancy(&self) -> u8 {
+        self.buffer.as_ref()[0]
+    }
+    /// Key.
+    pub fn key(&self) -> u32 {
+        u32_at(self.buffer.as_ref(), 1)
+    }
+    /// Everything after the key (the data, and any trailing bytes).
+    pub fn data(&self) -> &[u8] {
+        &self.buffer.as_ref()[5..]
+    }
+}
+
+fixed_view!(
+    /// A view of a Key-Increment sub-header.
+    KeyIncrementHeader, 13, "dta.keyincrement"
+);
+
+impl<T: AsRef<[u8]>> KeyIncrementHeader<T> {
+    /// Redundancy N.
+    pub fn redundancy(&self) -> u8 {
+        self.buffer.as_ref()[0]
+    }
+    /// Key.
+    pub fn key(&self) -> u32 {
+        u32_at(self.buffer.as_ref(), 1)
+    }
+    /// The increment.
+    pub fn counter(&self) -> u64 {
+        u64_at(self.buffer.as_ref(), 5)
+    }
+}
+
+fixed_view!(
+    /// A view of an Append sub-header.
+    AppendHeader, 8, "dta.append"
+);
+
+impl<T: AsRef<[u8]>> AppendHeader<T> {
+    /// List ID.
+    pub fn list_id(&self) -> u32 {
+        u32_at(self.buffer.as_ref(), 0)
+    }
+    /// Datum.
+    pub fn data(&self) -> u32 {
+        u32_at(self.buffer.as_ref(), 4)
+    }
+}
+
+fixed_view!(
+    /// A view of a Postcarder sub-header.
+    PostcarderHeader, 9, "dta.postcarder"
+);
+
+impl<T: AsRef<[u8]>> PostcarderHeader<T> {
+    /// Flow key.
+    pub fn key(&self) -> u32 {
+        u32_at(self.buffer.as_ref(), 0)
+    }
+    /// Hop number (1-based in the reference).
+    pub fn hop(&self) -> u8 {
+        self.buffer.as_ref()[4]
+    }
+    /// The hop's value.
+    pub fn data(&self) -> u32 {
+        u32_at(self.buffer.as_ref(), 5)
+    }
+}
+
+fixed_view!(
+    /// A view of a Sketch-Merge sub-header (our opcode 5): 12 fixed bytes, then the counters.
+    SketchMergeHeader, 12, "dta.sketchmerge"
+);
+
+impl<T: AsRef<[u8]>> SketchMergeHeader<T> {
+    /// Sketch ID.
+    pub fn sketch_id(&self) -> u16 {
+        u16_at(self.buffer.as_ref(), 0)
+    }
+    /// Reporter ID.
+    pub fn reporter_id(&self) -> u16 {
+        u16_at(self.buffer.as_ref(), 2)
+    }
+    /// Index of the first column carried.
+    pub fn column(&self) -> u32 {
+        u32_at(self.buffer.as_ref(), 4)
+    }
+    /// Number of 32-bit counters that follow.
+    pub fn counter_count(&self) -> u16 {
+        u16_at(self.buffer.as_ref(), 8)
+    }
+    /// Raw merge operation.
+    pub fn merge_op(&self) -> u8 {
+        self.buffer.as_ref()[10]
+    }
+    /// Counter `i`, if within the buffer.
+    pub fn counter(&self, i: usize) -> Option<u32> {
+        let at = 12 + 4 * i;
+        let b = self.buffer.as_ref();
+        (at + 4 <= b.len()).then(|| u32_at(b, at))
+    }
+}
+
+fixed_view!(
+    /// A view of a DTA NACK (translator → reporter).
+    NackHeader, 2, "dta.nack"
+);
+
+impl<T: AsRef<[u8]>> NackHeader<T> {
+    /// The last in-order sequence number the translator holds.
+    pub fn seqnum(&self) -> u8 {
+        self.buffer.as_ref()[0]
+    }
+    /// NACK flag.
+    pub fn nack(&self) -> bool {
+        self.buffer.as_ref()[1] & 0x80 != 0
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reprs
+
+/// How Sketch-Merge combines a reporter's counters with the column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum MergeOp {
+    /// Element-wise sum (Count-Min, Count sketches).
+    Sum = 0,
+    /// Element-wise maximum (HyperLogLog registers).
+    Max = 1,
+    /// Element-wise minimum.
+    Min = 2,
+}
+
+impl MergeOp {
+    /// Decode; unknown values are [`Error::Unsupported`].
+    pub const fn from_u8(v: u8) -> Result<Self> {
+        Ok(match v {
+            0 => Self::Sum,
+            1 => Self::Max,
+            2 => Self::Min,
+            _ => {
+                return Err(Error::Unsupported {
+                    field: "dta.sketchmerge.merge_op",
+                    value: v as u64,
+                });
+            }
+        })
+    }
+
+    /// Merge one counter.
+    pub const fn apply(self, a: u32, b: u32) -> u32 {
+        match self {
+            Self::Sum => a.wrapping_add(b),
+            Self::Max => {
+                if a > b {
+                    a
+                } else {
+                    b
+                }
+            }
+            Self::Min => {
+                if a < b {
+                    a
+                } else {
+                    b
+                }
+            }
+        }
+    }
+}
+
+/// One primitive's sub-header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Primitive<'a> {
+    /// Key-Write: store `data` under `key` in N slots.
+    KeyWrite {
+        /// Redundancy N.
+        redundancy: u8,
+        /// Key.
+        key: u32,
+        /// Data, exactly the configured length.
+        data: &'a [u8],
+    },
+    /// Append `data` to list `list_id`.
+    Append {
+        /// List ID.
+        list_id: u32,
+        /// Datum.
+        data: u32,
+    },
+    /// Key-Increment: add `counter` to the N slots of `key`.
+    KeyIncrement {
+        /// Redundancy N.
+        redundancy: u8,
+        /// Key.
+        key: u32,
+        /// Increment.
+        counter: u64,
+    },
+    /// Postcarder: one hop's value of a flow's path.
+    Postcarder {
+        /// Flow key.
+        key: u32,
+        /// Hop number.
+        hop: u8,
+        /// Value.
+        data: u32,
+    },
+    /// Sketch-Merge: a run of counters of one sketch column from one reporter.
+    SketchMerge {
+        /// Sketch ID.
+        sketch_id: u16,
+        /// Reporter ID.
+        reporter_id: u16,
+        /// First column.
+        column: u32,
+        /// Merge operation.
+        op: MergeOp,
+        /// Counters, big-endian 32-bit each (length a multiple of 4).
+        counters: &'a [u8],
+    },
+}
+
+impl Primitive<'_> {
+    /// The opcode of this primitive.
+    pub const fn opcode(&self) -> Opcode {
+        match self {
+            Self::KeyWrite { .. } => Opcode::KeyWrite,
+            Self::Append { .. } => Opcode::Append,
+            Self::KeyIncrement { .. } => Opcode::KeyIncrement,
+            Self::Postcarder { .. } => Opcode::Postcarder,
+            Self::SketchMerge { .. } => Opcode::SketchMerge,
+        }
+    }
+
+    /// Sub-header length.
+    pub const fn buffer_len(&self) -> usize {
+        match self {
+            Self::KeyWrite { data, .. } => 5 + data.len(),
+            Self::Append { .. } => 8,
+            Self::KeyIncrement { .. } => 13,
+            Self::Postcarder { .. } => 9,
+            Self::SketchMerge { counters, .. } => 12 + counters.len(),
+        }
+    }
+}
+
+/// A parsed DTA report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DtaRepr<'a> {
+    /// Immediate flag.
+    pub immediate: bool,
+    /// Sequencing fields: `Some` for the long base form, `None` for the short one.
+    pub seq: Option<Sequence>,
+    /// The primitive.
+    pub primitive: Primitive<'a>,
+}
+
+impl<'a> DtaRepr<'a> {
+    /// Parse a report (the UDP payload). Bytes after the sub-header are ignored, as the
+    /// reference translator ignores them.
+    pub fn parse(buf: &'a [u8], format: Format) -> Result<Self> {
+        let p = DtaPacket::new_checked(buf, format.base)?;
+        let opcode = Opcode::from_u8(p.opcode())?;
+        let seq = match format.base {
+            BaseForm::Short => None,
+            BaseForm::Long => Some(Sequence {
+                seqnum: buf[1],
+                retransmittable: p.retransmittable(),
+                priority: Priority::from_bits(p.priority_bits())?,
+            }),
+        };
+        let body = &buf[format.base.len()..];
+        let primitive = match opcode {
+            Opcode::KeyWrite => {
+                let h = KeyWriteHeader::new_checked(body)?;
+                need(
+                    "dta.keywrite.data",
+                    format.keywrite_data_len,
+                    h.data().len(),
+                )?;
+                Primitive::KeyWrite {
+                    redundancy: h.redundancy(),
+                    key: h.key(),
+                    data: &body[5..5 + format.keywrite_data_len],
+                }
+            }
+            Opcode::Append => {
+                let h = AppendHeader::new_checked(body)?;
+                Primitive::Append {
+                    list_id: h.list_id(),
+                    data: h.data(),
+                }
+            }
+            Opcode::KeyIncrement => {
+                let h = KeyIncrementHeader::new_checked(body)?;
+                Primitive::KeyIncrement {
+                    redundancy: h.redundancy(),
+                    key: h.key(),
+                    counter: h.counter(),
+                }
+            }
+            Opcode::Postcarder => {
+                let h = PostcarderHeader::new_checked(body)?;
+                Primitive::Postcarder {
+                    key: h.key(),
+                    hop: h.hop(),
+                    data: h.data(),
+                }
+            }
+            Opcode::SketchMerge => {
+                let h = SketchMergeHeader::new_checked(body)?;
+                let op = MergeOp::from_u8(h.merge_op())?;
+                let n = 4 * usize::from(h.counter_count());
+                need("dta.sketchmerge.counter_count", 12 + n, body.len())?;
+                Primitive::SketchMerge {
+                    sketch_id: h.sketch_id(),
+                    reporter_id: h.reporter_id(),
+                    column: h.column(),
+                    op,
+                    counters: &body[12..12 + n],
+                }
+            }
+        };
+        Ok(Self {
+            immediate: p.immediate(),
+            seq,
+            primitive,
+        })
+    }
+
+    /// The base form this report is emitted in.
+    pub const fn form(&self) -> BaseForm {
+        if self.seq.is_some() {
+            BaseForm::Long
+        } else {
+            BaseForm::Short
+        }
+    }
+
+    /// Length of base header and sub-header.
+    pub const fn buffer_len(&self) -> usize {
+        self.form().len() + self.primitive.buffer_len()
+    }
+
+    /// Write the report. Sketch-Merge counters must be whole 32-bit words, at most 65 535.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
+        if let Primitive::SketchMerge { counters, .. } = self.primitive
+            && (!counters.len().is_multiple_of(4) || counters.len() / 4 > usize::from(u16::MAX))
+        {
+            return Err(Error::Invalid {
+                field: "dta.sketchmerge.counter_count",
+                value: counters.len() as u64,
+            });
+        }
+        space("dta", self.buffer_len(), buf.len())?;
+        buf[0] = self.primitive.opcode() as u8;
+        let imm = u8::from(self.immediate) << 7;
+        let at = match self.seq {
+            None => {
+                buf[1] = imm;
+                SHORT_BASE_LEN
+            }
+            Some(s) => {
+                buf[1] = s.seqnum;
+                buf[2] = imm | (u8::from(s.retransmittable) << 6) | ((s.priority as u8) << 4);
+                LONG_BASE_LEN
+            }
+        };
+        let b = &mut buf[at..];
+        match self.primitive {
+            Primitive::KeyWrite {
+                redundancy,
+                key,
+                data,
+            } => {
+                b[0] = redundancy;
+                set_u32(b, 1, key);
+                b[5..5 + data.len()].copy_from_slice(data);
+            }
+            Primitive::Append { list_id, data } => {
+                set_u32(b, 0, list_id);
+                set_u32(b, 4, data);
+            }
+            Primitive::KeyIncrement {
+                redundancy,
+                key,
+                counter,
+            } => {
+                b[0] = redundancy;
+                set_u32(b, 1, key);
+                set_u64(b, 5, counter);
+            }
+            Primitive::Postcarder { key, hop, data } => {
+                set_u32(b, 0, key);
+                b[4] = hop;
+                set_u32(b, 5, data);
+            }
+            Primitive::SketchMerge {
+                sketch_id,
+                reporter_id,
+                column,
+                op,
+                counters,
+            } => {
+                set_u16(b, 0, sketch_id);
+                set_u16(b, 2, reporter_id);
+                set_u32(b, 4, column);
+                set_u16(b, 8, (counters.len() / 4) as u16);
+                b[10] = op as u8;
+                b[11] = 0;
+                b[12..12 + counters.len()].copy_from_slice(counters);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A DTA NACK: "I hold everything up to `seqnum`; resend what follows".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NackRepr {
+    /// Last in-order sequence number.
+    pub seqnum: u8,
+    /// NACK flag (always set by the translator).
+    pub nack: bool,
+}
+
+impl NackRepr {
+    /// Parse a NACK (the UDP payload).
+    pub fn parse(buf: &[u8]) -> Result<Self> {
+        let h = NackHeader::new_checked(buf)?;
+        Ok(Self {
+            seqnum: h.seqnum(),
+            nack: h.nack(),
+        })
+    }
+
+    /// Length: 2.
+    pub const fn buffer_len(&self) -> usize {
+        NACK_LEN
+    }
+
+    /// Write the NACK.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
+        space("dta.nack", NACK_LEN, buf.len())?;
+        buf[0] = self.seqnum;
+        buf[1] = u8::from(self.nack) << 7;
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Collector addressing
+
+/// The Key-Write checksum stored with each slot: CRC-32/ISO-HDLC over the key's four
+/// little-endian bytes (the reference byte-swaps the key before hashing).
+#[inline]
+pub fn keywrite_checksum(key: u32) -> u32 {
+    crc32fast::hash(&key.to_le_bytes())
+}
+
+/// The slot hash of copy `n` of `key`: CRC-32/ISO-HDLC over the key's little-endian bytes and
+/// the byte `n`. Mask it with the (power-of-two) slot count to get the slot index.
+#[inline]
+pub fn keywrite_slot_hash(key: u32, n: u8) -> u32 {
+    let k = key.to_le_bytes();
+    crc32fast::hash(&[k[0], k[1], k[2], k[3], n])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn design_test_vectors() {
+        // ../shared/design/DTA.md, "Test vectors".
+        let vectors: [(u32, u32, [u32; 4]); 3] = [
+            (
+                0,
+                0x2144df1c,
+                [0xc622f71d, 0xb125c78b, 0x282c9631, 0x5f2ba6a7],
+            ),
+            (
+                1,
+                0x99f8b879,
+                [0xfb42dead, 0x8c45ee3b, 0x154cbf81, 0x624b8f17],
+            ),
+            (
+                123456,
+                0x092db2ae,
+                [0xe3654cd0, 0x94627c46, 0x0d6b2dfc, 0x7a6c1d6a],
+            ),
+        ];
+        for (key, checksum, slots) in vectors {
+            assert_eq!(keywrite_checksum(key), checksum, "checksum of key {key}");
+            for (n, slot) in slots.into_iter().enumerate() {
+                assert_eq!(
+                    keywrite_slot_hash(key, n as u8),
+                    slot,
+                    "slot hash of key {key}, n={n}"
+                );
+            }
+        }
+        // "key 1: slot 173 of 256" for n = 0.
+        assert_eq!(keywrite_slot_hash(1, 0) & 255, 173);
+    }
+
+    #[test]
+    fn priority_rides_in_the_reserved_bits() {
+        let r = DtaRepr {
+            immediate: true,
+            seq: Some(Sequence {
+                seqnum: 9,
+                retransmittable: true,
+                priority: Priority::High,
+            }),
+            primitive: Primitive::Append {
+                list_id: 1,
+                data: 2,
+            },
+        };
+        let mut b = [0u8; 11];
+        r.emit(&mut b).unwrap();
+        assert_eq!(&b[..3], &[2, 9, 0b1110_0000]);
+        assert_eq!(DtaRepr::parse(&b, Format::default()).unwrap(), r);
+        b[2] |= 0x30;
+        assert_eq!(
+            DtaRepr::parse(&b, Format::default()).unwrap_err().field(),
+            "dta.priority"
+        );
+    }
+
+    #[test]
+    fn bad_reports_name_their_field() {
+        let f = Format::default();
+        assert_eq!(
+            DtaRepr::parse(&[9, 0, 0, 0], f).unwrap_err(),
+            Error::Unsupported {
+                field: "dta.opcode",
+                value: 9
+            }
+        );
+        assert_eq!(DtaRepr::parse(&[1, 0], f).unwrap_err().field(), "dta.base");
+        assert_eq!(
+            DtaRepr::parse(&[1, 0, 0, 2, 0, 0, 0, 1, 0xaa], f)
+                .unwrap_err()
+                .field(),
+            "dta.keywrite"
+        );
+        let wide = Format {
+            keywrite_data_len: 12,
+            ..f
+        };
+        assert_eq!(
+            DtaRepr::parse(&[1, 0, 0, 2, 0, 0, 0, 1, 1, 2, 3, 4], wide)
+                .unwrap_err()
+                .field(),
+            "dta.keywrite.data"
+        );
+        let mut sm = [0u8; 3 + 12 + 4];
+        sm[0] = 5;
+        sm[3 + 9] = 2; // two counters claimed, one present
+        assert_eq!(
+            DtaRepr::parse(&sm, f).unwrap_err().field(),
+            "dta.sketchmerge.counter_count"
+        );
+        sm[3 + 9] = 1;
+        sm[3 + 10] = 7;
+        assert_eq!(
+            DtaRepr::parse(&sm, f).unwrap_err().field(),
+            "dta.sketchmerge.merge_op"
+        );
+    }
+}

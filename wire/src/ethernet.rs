@@ -1,0 +1,335 @@
+//! Ethernet II frames with an optional IEEE 802.1Q tag.
+//!
+//! Buffers hold the frame from the destination address up to, not including, the FCS (NICs and
+//! the kernel add and strip it). A frame with one 802.1Q tag (TPID `0x8100`) carries its
+//! priority code point, which selects the priority queue of the switch.
+
+use core::fmt;
+
+use crate::error::{Error, Result, need, space};
+use crate::field::{array_at, u16_at};
+
+/// A 48-bit Ethernet address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct EthernetAddress(pub [u8; 6]);
+
+impl EthernetAddress {
+    /// `ff:ff:ff:ff:ff:ff`.
+    pub const BROADCAST: Self = Self([0xff; 6]);
+    /// The MAC Control multicast address PAUSE and PFC frames are sent to: `01:80:c2:00:00:01`.
+    pub const MAC_CONTROL: Self = Self([0x01, 0x80, 0xc2, 0x00, 0x00, 0x01]);
+
+    /// The address bytes.
+    pub const fn as_bytes(&self) -> &[u8; 6] {
+        &self.0
+    }
+
+    /// Group (multicast or broadcast) address: the I/G bit of the first octet is set.
+    pub const fn is_multicast(&self) -> bool {
+        self.0[0] & 0x01 != 0
+    }
+
+    /// The broadcast address.
+    pub const fn is_broadcast(&self) -> bool {
+        matches!(self.0, [0xff, 0xff, 0xff, 0xff, 0xff, 0xff])
+    }
+}
+
+impl fmt::Display for EthernetAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0;
+        write!(
+            f,
+            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+            b[0], b[1], b[2], b[3], b[4], b[5]
+        )
+    }
+}
+
+/// An EtherType value. Unknown values are kept as they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EtherType(pub u16);
+
+impl EtherType {
+    /// IPv4.
+    pub const IPV4: Self = Self(0x0800);
+    /// ARP.
+    pub const ARP: Self = Self(0x0806);
+    /// IEEE 802.1Q customer VLAN tag (TPID).
+    pub const VLAN: Self = Self(0x8100);
+    /// IPv6.
+    pub const IPV6: Self = Self(0x86dd);
+    /// IEEE 802.3 MAC Control: PAUSE (802.3x) and PFC (802.1Qbb).
+    pub const MAC_CONTROL: Self = Self(0x8808);
+    /// RoCE v1 (IB GRH directly over Ethernet).
+    pub const ROCE_V1: Self = Self(0x8915);
+    /// Hawkeye polling packets (reference switch code).
+    pub const HAWKEYE_POLLING: Self = Self(0x6888);
+}
+
+/// Length of an untagged Ethernet II header.
+pub const HEADER_LEN: usize = 14;
+/// Length of an 802.1Q tag.
+pub const VLAN_TAG_LEN: usize = 4;
+/// Minimum frame length without the FCS; shorter frames are padded with zeros.
+pub const MIN_FRAME_LEN: usize = 60;
+
+/// A read/write view of an Ethernet II frame, optionally 802.1Q tagged.
+#[derive(Debug, Clone)]
+pub struct EthernetFrame<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> EthernetFrame<T> {
+    /// Wrap a buffer without checking it. Accessors may panic if the buffer is too short;
+    /// use [`new_checked`](Self::new_checked) on untrusted input.
+    pub const fn new_unchecked(buffer: T) -> Self {
+        Self { buffer }
+    }
+
+    /// Wrap a buffer after checking it holds the whole header (with the tag, if tagged).
+    pub fn new_checked(buffer: T) -> Result<Self> {
+        let f = Self::new_unchecked(buffer);
+        f.check_len()?;
+        Ok(f)
+    }
+
+    /// Check the buffer holds the whole header.
+    pub fn check_len(&self) -> Result<()> {
+        let b = self.buffer.as_ref();
+        need("ethernet", HEADER_LEN, b.len())?;
+        if u16_at(b, 12) == EtherType::VLAN.0 {
+            need("ethernet.vlan", HEADER_LEN + VLAN_TAG_LEN, b.len())?;
+        }
+        Ok(())
+    }
+
+    /// The underlying buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    /// Destination address.
+    pub fn dst_addr(&self) -> EthernetAddress {
+        EthernetAddress(array_at(self.buffer.as_ref(), 0))
+    }
+
+    /// Source address.
+    pub fn src_addr(&self) -> EthernetAddress {
+        EthernetAddress(array_at(self.buffer.as_ref(), 6))
+    }
+
+    /// The EtherType at offset 12 (the TPID when tagged).
+    pub fn outer_ethertype(&self) -> EtherType {
+        EtherType(u16_at(self.buffer.as_ref(), 12))
+    }
+
+    /// Whether the frame carries an 802.1Q tag.
+    pub fn is_tagged(&self) -> bool {
+        self.outer_ethertype() == EtherType::VLAN
+    }
+
+    /// The EtherType of the payload (after the tag, if tagged).
+    pub fn ethertype(&self) -> EtherType {
+        if self.is_tagged() {
+            EtherType(u16_at(self.buffer.as_ref(), 16))
+        } else {
+            self.outer_ethertype()
+        }
+    }
+
+    /// The tag control information of a tagged frame.
+    pub fn vlan(&self) -> Option<VlanRepr> {
+        self.is_tagged()
+            .then(|| VlanRepr::from_tci(u16_at(self.buffer.as_ref(), 14)))
+    }
+
+    /// Header length: 14, or 18 when tagged.
+    pub fn header_len(&self) -> usize {
+        if self.is_tagged() {
+            HEADER_LEN + VLAN_TAG_LEN
+        } else {
+            HEADER_LEN
+        }
+    }
+
+    /// The bytes after the header.
+    pub fn payload(&self) -> &[u8] {
+        &self.buffer.as_ref()[self.header_len()..]
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> EthernetFrame<T> {
+    /// Set the destination address.
+    pub fn set_dst_addr(&mut self, a: EthernetAddress) {
+        self.buffer.as_mut()[0..6].copy_from_slice(&a.0);
+    }
+
+    /// Set the source address.
+    pub fn set_src_addr(&mut self, a: EthernetAddress) {
+        self.buffer.as_mut()[6..12].copy_from_slice(&a.0);
+    }
+
+    /// Set the payload EtherType (after the tag, if tagged).
+    pub fn set_ethertype(&mut self, t: EtherType) {
+        let at = if self.is_tagged() { 16 } else { 12 };
+        self.buffer.as_mut()[at..at + 2].copy_from_slice(&t.0.to_be_bytes());
+    }
+
+    /// Set the priority code point of a tagged frame; does nothing on an untagged one.
+    pub fn set_pcp(&mut self, pcp: u8) {
+        if self.is_tagged() {
+            let b = self.buffer.as_mut();
+            b[14] = (b[14] & 0x1f) | ((pcp & 0x07) << 5);
+        }
+    }
+
+    /// The bytes after the header, writable.
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        let h = self.header_len();
+        &mut self.buffer.as_mut()[h..]
+    }
+}
+
+/// An 802.1Q tag's control information.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct VlanRepr {
+    /// Priority code point, 0..=7.
+    pub pcp: u8,
+    /// Drop eligible indicator.
+    pub dei: bool,
+    /// VLAN identifier, 0..=4095.
+    pub vid: u16,
+}
+
+impl VlanRepr {
+    /// Decode a 16-bit TCI.
+    pub const fn from_tci(tci: u16) -> Self {
+        Self {
+            pcp: (tci >> 13) as u8,
+            dei: tci & 0x1000 != 0,
+            vid: tci & 0x0fff,
+        }
+    }
+
+    /// Encode as a 16-bit TCI (out-of-range fields are masked).
+    pub const fn tci(&self) -> u16 {
+        ((self.pcp as u16 & 0x7) << 13) | ((self.dei as u16) << 12) | (self.vid & 0x0fff)
+    }
+}
+
+/// A parsed Ethernet II header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EthernetRepr {
+    /// Source address.
+    pub src_addr: EthernetAddress,
+    /// Destination address.
+    pub dst_addr: EthernetAddress,
+    /// The 802.1Q tag, if any.
+    pub vlan: Option<VlanRepr>,
+    /// EtherType of the payload. With `vlan: None` it must not be [`EtherType::VLAN`].
+    pub ethertype: EtherType,
+}
+
+impl EthernetRepr {
+    /// Parse the header at the start of `buf`.
+    pub fn parse(buf: &[u8]) -> Result<Self> {
+        let frame = EthernetFrame::new_checked(buf)?;
+        Ok(Self {
+            src_addr: frame.src_addr(),
+            dst_addr: frame.dst_addr(),
+            vlan: frame.vlan(),
+            ethertype: frame.ethertype(),
+        })
+    }
+
+    /// Header length on the wire.
+    pub const fn buffer_len(&self) -> usize {
+        if self.vlan.is_some() {
+            HEADER_LEN + VLAN_TAG_LEN
+        } else {
+            HEADER_LEN
+        }
+    }
+
+    /// Write the header into the first [`buffer_len`](Self::buffer_len) bytes of `buf`.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
+        space("ethernet", self.buffer_len(), buf.len())?;
+        buf[0..6].copy_from_slice(&self.dst_addr.0);
+        buf[6..12].copy_from_slice(&self.src_addr.0);
+        match self.vlan {
+            Some(v) => {
+                buf[12..14].copy_from_slice(&EtherType::VLAN.0.to_be_bytes());
+                buf[14..16].copy_from_slice(&v.tci().to_be_bytes());
+                buf[16..18].copy_from_slice(&self.ethertype.0.to_be_bytes());
+            }
+            None => buf[12..14].copy_from_slice(&self.ethertype.0.to_be_bytes()),
+        }
+        Ok(())
+    }
+
+    /// The priority code point, if tagged.
+    pub fn pcp(&self) -> Option<u8> {
+        self.vlan.map(|v| v.pcp)
+    }
+}
+
+impl fmt::Display for EthernetRepr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Ethernet {} > {} type {:#06x}",
+            self.src_addr, self.dst_addr, self.ethertype.0
+        )?;
+        if let Some(v) = self.vlan {
+            write!(f, " vlan {} pcp {}", v.vid, v.pcp)?;
+        }
+        Ok(())
+    }
+}
+
+/// Parse error helper for callers that expect a given EtherType.
+pub fn expect_ethertype(got: EtherType, want: EtherType) -> Result<()> {
+    if got == want {
+        Ok(())
+    } else {
+        Err(Error::Unsupported {
+            field: "ethernet.ethertype",
+            value: u64::from(got.0),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tagged_frame() {
+        let mut buf = [0u8; 64];
+        let repr = EthernetRepr {
+            src_addr: EthernetAddress([2, 0, 0, 0, 0, 1]),
+            dst_addr: EthernetAddress::BROADCAST,
+            vlan: Some(VlanRepr {
+                pcp: 3,
+                dei: false,
+                vid: 100,
+            }),
+            ethertype: EtherType::IPV4,
+        };
+        repr.emit(&mut buf).unwrap();
+        assert_eq!(&buf[12..18], &[0x81, 0x00, 0x60, 0x64, 0x08, 0x00]);
+        let f = EthernetFrame::new_checked(&buf[..]).unwrap();
+        assert_eq!(f.header_len(), 18);
+        assert_eq!(EthernetRepr::parse(&buf).unwrap(), repr);
+    }
+
+    #[test]
+    fn truncated_tag_is_an_error() {
+        let mut buf = [0u8; 16];
+        buf[12] = 0x81;
+        let e = EthernetFrame::new_checked(&buf[..]).unwrap_err();
+        assert_eq!(e.field(), "ethernet.vlan");
+        assert!(EthernetFrame::new_checked(&buf[..10]).is_err());
+    }
+}

@@ -1,0 +1,55 @@
+//! Big-endian field access on byte slices.
+//!
+//! Views check their length once in `new_checked`; after that, these accessors index within
+//! bounds. They take fixed offsets so the compiler folds the bounds checks together.
+
+#[inline(always)]
+pub(crate) fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([b[at], b[at + 1]])
+}
+
+#[inline(always)]
+pub(crate) fn u24_at(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([0, b[at], b[at + 1], b[at + 2]])
+}
+
+#[inline(always)]
+pub(crate) fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+#[inline(always)]
+pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_be_bytes(a)
+}
+
+#[inline(always)]
+pub(crate) fn set_u16(b: &mut [u8], at: usize, v: u16) {
+    b[at..at + 2].copy_from_slice(&v.to_be_bytes());
+}
+
+#[inline(always)]
+pub(crate) fn set_u24(b: &mut [u8], at: usize, v: u32) {
+    let x = v.to_be_bytes();
+    b[at..at + 3].copy_from_slice(&x[1..]);
+}
+
+#[inline(always)]
+pub(crate) fn set_u32(b: &mut [u8], at: usize, v: u32) {
+    b[at..at + 4].copy_from_slice(&v.to_be_bytes());
+}
+
+#[inline(always)]
+pub(crate) fn set_u64(b: &mut [u8], at: usize, v: u64) {
+    b[at..at + 8].copy_from_slice(&v.to_be_bytes());
+}
+
+/// Copy `N` bytes starting at `at` into an array.
+#[inline(always)]
+pub(crate) fn array_at<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
+    let mut a = [0u8; N];
+    a.copy_from_slice(&b[at..at + N]);
+    a
+}

@@ -1,0 +1,345 @@
+//! HPCC++ in-band telemetry (seed `004`, §6.1): one record per hop, taken at a single egress
+//! snapshot, carried in probes (UDP port 40051) that take the data path and queue, or on data
+//! packets between two of our agents.
+//!
+//! The draft leaves the encoding open. Ours is a 4-byte shim and a fixed array of hop slots the
+//! sender allocates, so a switch writes in place and the packet never grows:
+//!
+//! ```text
+//! shim:  n_hop 8 | max_hop 8 | flags 8 (bit 7: overflow) | reserved 8
+//! hop (16 bytes, × max_hop ≤ 8):
+//!   switch_id 16 | port_id 16 | rate 16 (units of 100 Mb/s) | qlen 16 (units of 128 B, saturating)
+//!   ts 32 (ns, wraps every 4.29 s) | tx_bytes 32 (bytes, wraps every 4 GiB)
+//! ```
+//!
+//! Rates from 100 Mb/s to 6.5 Tb/s fit; queues up to 8 MiB are exact to 128 B and larger ones
+//! read as 8 MiB. A sender only ever uses differences of `ts` and `tx_bytes` between two ACKs of
+//! the same hop, taken well within one wrap ([`IntHopRepr::ts_delta`],
+//! [`IntHopRepr::tx_bytes_delta`]). A switch that finds no free slot sets the overflow flag and
+//! leaves the record out; the sender then ignores the feedback, as HPCC's simulator does.
+
+use crate::error::{Error, Result, need, space};
+use crate::field::{set_u16, set_u32, u16_at, u32_at};
+
+/// Shim length.
+pub const SHIM_LEN: usize = 4;
+/// Length of one hop record.
+pub const HOP_LEN: usize = 16;
+/// Most hop slots a header may carry.
+pub const MAX_HOPS: usize = 8;
+/// Flag: a switch found no free slot.
+pub const FLAG_OVERFLOW: u8 = 0x80;
+/// Unit of the rate field, in bits per second.
+pub const RATE_UNIT_BPS: u64 = 100_000_000;
+/// Unit of the queue-length field, in bytes.
+pub const QLEN_UNIT_BYTES: u64 = 128;
+
+/// A read/write view of an INT header: the shim and `max_hop` slots.
+#[derive(Debug, Clone)]
+pub struct IntHeader<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> IntHeader<T> {
+    /// Wrap a buffer without checking it; accessors may panic on a short buffer.
+    pub const fn new_unchecked(buffer: T) -> Self {
+        Self { buffer }
+    }
+
+    /// Wrap a buffer after [`check_len`](Self::check_len).
+    pub fn new_checked(buffer: T) -> Result<Self> {
+        let h = Self::new_unchecked(buffer);
+        h.check_len()?;
+        Ok(h)
+    }
+
+    /// Check the shim, that `1 <= max_hop <= 8`, that `n_hop <= max_hop`, and that all slots fit.
+    pub fn check_len(&self) -> Result<()> {
+        let b = self.buffer.as_ref();
+        need("int", SHIM_LEN, b.len())?;
+        let max = usize::from(b[1]);
+        if max == 0 || max > MAX_HOPS {
+            return Err(Error::Invalid {
+                field: "int.max_hop",
+                value: max as u64,
+            });
+        }
+        if usize::from(b[0]) > max {
+            return Err(Error::Invalid {
+                field: "int.n_hop",
+                value: u64::from(b[0]),
+            });
+        }
+        need("int.max_hop", SHIM_LEN + HOP_LEN * max, b.len())
+    }
+
+    /// The underlying buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    /// Hops recorded.
+    pub fn n_hop(&self) -> u8 {
+        self.buffer.as_ref()[0]
+    }
+
+    /// Slots allocated.
+    pub fn max_hop(&self) -> u8 {
+        self.buffer.as_ref()[1]
+    }
+
+    /// Flags.
+    pub fn flags(&self) -> u8 {
+        self.buffer.as_ref()[2]
+    }
+
+    /// Whether some hop found no free slot.
+    pub fn overflow(&self) -> bool {
+        self.flags() & FLAG_OVERFLOW != 0
+    }
+
+    /// Header length: shim and all slots.
+    pub fn header_len(&self) -> usize {
+        SHIM_LEN + HOP_LEN * usize::from(self.max_hop())
+    }
+
+    /// Hop record `i` (`i < max_hop`).
+    pub fn hop(&self, i: usize) -> IntHopRepr {
+        IntHopRepr::read(&self.buffer.as_ref()[SHIM_LEN + HOP_LEN * i..])
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> IntHeader<T> {
+    /// Record `hop` in the next free slot, as a switch does at egress. Returns `false` and sets
+    /// the overflow flag when every slot is taken.
+    pub fn push_hop(&mut self, hop: &IntHopRepr) -> bool {
+        let b = self.buffer.as_mut();
+        let n = usize::from(b[0]);
+        if n >= usize::from(b[1]) {
+            b[2] |= FLAG_OVERFLOW;
+            return false;
+        }
+        hop.write(&mut b[SHIM_LEN + HOP_LEN * n..]);
+        b[0] += 1;
+        true
+    }
+}
+
+/// One hop's telemetry, in wire units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct IntHopRepr {
+    /// Switch ID.
+    pub switch_id: u16,
+    /// Egress port ID.
+    pub port_id: u16,
+    /// Link bandwidth B, in units of 100 Mb/s.
+    pub rate: u16,
+    /// Egress queue length, in units of 128 bytes (saturating).
+    pub qlen: u16,
+    /// Egress timestamp, ns (low 32 bits).
+    pub ts: u32,
+    /// Bytes transmitted on the port (low 32 bits).
+    pub tx_bytes: u32,
+}
+
+impl IntHopRepr {
+    /// Encode one egress snapshot in physical units. Rate and queue length saturate; timestamp
+    /// and byte counter are truncated to 32 bits.
+    pub fn from_snapshot(
+        switch_id: u16,
+        port_id: u16,
+        rate_bps: u64,
+        qlen_bytes: u64,
+        ts_ns: u64,
+        tx_bytes: u64,
+    ) -> Self {
+        Self {
+            switch_id,
+            port_id,
+            rate: (rate_bps / RATE_UNIT_BPS).min(u64::from(u16::MAX)) as u16,
+            qlen: qlen_bytes
+                .div_ceil(QLEN_UNIT_BYTES)
+                .min(u64::from(u16::MAX)) as u16,
+            ts: ts_ns as u32,
+            tx_bytes: tx_bytes as u32,
+        }
+    }
+
+    /// Link bandwidth in bits per second.
+    pub const fn rate_bps(&self) -> u64 {
+        self.rate as u64 * RATE_UNIT_BPS
+    }
+
+    /// Queue length in bytes.
+    pub const fn qlen_bytes(&self) -> u64 {
+        self.qlen as u64 * QLEN_UNIT_BYTES
+    }
+
+    /// Nanoseconds from `earlier` to `self` at the same hop, across a wrap.
+    pub const fn ts_delta(&self, earlier: &Self) -> u32 {
+        self.ts.wrapping_sub(earlier.ts)
+    }
+
+    /// Bytes sent from `earlier` to `self` at the same hop, across a wrap.
+    pub const fn tx_bytes_delta(&self, earlier: &Self) -> u32 {
+        self.tx_bytes.wrapping_sub(earlier.tx_bytes)
+    }
+
+    fn read(b: &[u8]) -> Self {
+        Self {
+            switch_id: u16_at(b, 0),
+            port_id: u16_at(b, 2),
+            rate: u16_at(b, 4),
+            qlen: u16_at(b, 6),
+            ts: u32_at(b, 8),
+            tx_bytes: u32_at(b, 12),
+        }
+    }
+
+    fn write(&self, b: &mut [u8]) {
+        set_u16(b, 0, self.switch_id);
+        set_u16(b, 2, self.port_id);
+        set_u16(b, 4, self.rate);
+        set_u16(b, 6, self.qlen);
+        set_u32(b, 8, self.ts);
+        set_u32(b, 12, self.tx_bytes);
+    }
+}
+
+/// A parsed INT header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct IntRepr {
+    /// Slots allocated, 1..=8.
+    pub max_hop: u8,
+    /// Overflow flag.
+    pub overflow: bool,
+    /// Hops recorded: the first `n_hop` entries of `hops`.
+    pub n_hop: u8,
+    /// Hop records; entries at `n_hop` and beyond are zero.
+    pub hops: [IntHopRepr; MAX_HOPS],
+}
+
+impl IntRepr {
+    /// An empty header with `max_hop` slots, as a sender allocates it.
+    pub fn empty(max_hop: u8) -> Self {
+        Self {
+            max_hop,
+            overflow: false,
+            n_hop: 0,
+            hops: [IntHopRepr::default(); MAX_HOPS],
+        }
+    }
+
+    /// The recorded hops.
+    pub fn recorded(&self) -> &[IntHopRepr] {
+        &self.hops[..usize::from(self.n_hop).min(MAX_HOPS)]
+    }
+
+    /// Parse an INT header. Unused slots are read as zero whatever they hold.
+    pub fn parse(buf: &[u8]) -> Result<Self> {
+        let h = IntHeader::new_checked(buf)?;
+        let mut r = Self::empty(h.max_hop());
+        r.overflow = h.overflow();
+        r.n_hop = h.n_hop();
+        for (i, hop) in r.hops.iter_mut().enumerate().take(usize::from(r.n_hop)) {
+            *hop = h.hop(i);
+        }
+        Ok(r)
+    }
+
+    /// Length: shim and slots.
+    pub const fn buffer_len(&self) -> usize {
+        SHIM_LEN + HOP_LEN * self.max_hop as usize
+    }
+
+    /// Write the header; unused slots are zeroed.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
+        let max = usize::from(self.max_hop);
+        if max == 0 || max > MAX_HOPS {
+            return Err(Error::Invalid {
+                field: "int.max_hop",
+                value: max as u64,
+            });
+        }
+        if self.n_hop > self.max_hop {
+            return Err(Error::Invalid {
+                field: "int.n_hop",
+                value: u64::from(self.n_hop),
+            });
+        }
+        space("int", self.buffer_len(), buf.len())?;
+        buf[0] = self.n_hop;
+        buf[1] = self.max_hop;
+        buf[2] = if self.overflow { FLAG_OVERFLOW } else { 0 };
+        buf[3] = 0;
+        for i in 0..max {
+            let hop = if i < usize::from(self.n_hop) {
+                self.hops[i]
+            } else {
+                IntHopRepr::default()
+            };
+            hop.write(&mut buf[SHIM_LEN + HOP_LEN * i..]);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn switches_fill_slots_then_overflow() {
+        let mut buf = [0u8; SHIM_LEN + 2 * HOP_LEN];
+        IntRepr::empty(2).emit(&mut buf).unwrap();
+        let mut h = IntHeader::new_checked(&mut buf[..]).unwrap();
+        let hop =
+            IntHopRepr::from_snapshot(7, 3, 100_000_000_000, 1500, 5_000_000_123, 1 << 33 | 42);
+        assert!(h.push_hop(&hop));
+        assert!(h.push_hop(&hop));
+        assert!(!h.push_hop(&hop));
+        let r = IntRepr::parse(&buf).unwrap();
+        assert_eq!(r.n_hop, 2);
+        assert!(r.overflow);
+        let got = r.recorded()[0];
+        assert_eq!(got.rate_bps(), 100_000_000_000);
+        assert_eq!(got.qlen_bytes(), 1536);
+        assert_eq!(got.ts, (5_000_000_123u64 & 0xffff_ffff) as u32);
+        assert_eq!(got.tx_bytes, 42);
+    }
+
+    #[test]
+    fn deltas_cross_the_wrap() {
+        let a = IntHopRepr {
+            ts: u32::MAX - 10,
+            tx_bytes: u32::MAX - 99,
+            ..Default::default()
+        };
+        let b = IntHopRepr {
+            ts: 20,
+            tx_bytes: 900,
+            ..Default::default()
+        };
+        assert_eq!(b.ts_delta(&a), 31);
+        assert_eq!(b.tx_bytes_delta(&a), 1000);
+    }
+
+    #[test]
+    fn inconsistent_counts() {
+        assert_eq!(
+            IntRepr::parse(&[0, 0, 0, 0]).unwrap_err().field(),
+            "int.max_hop"
+        );
+        assert_eq!(
+            IntRepr::parse(&[0, 9, 0, 0]).unwrap_err().field(),
+            "int.max_hop"
+        );
+        let mut b = [0u8; SHIM_LEN + HOP_LEN];
+        b[1] = 1;
+        b[0] = 2;
+        assert_eq!(IntRepr::parse(&b).unwrap_err().field(), "int.n_hop");
+        b[0] = 0;
+        b[1] = 2; // two slots claimed, one present
+        assert_eq!(IntRepr::parse(&b).unwrap_err().field(), "int.max_hop");
+    }
+}

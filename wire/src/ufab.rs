@@ -1,0 +1,361 @@
+//! µFAB probe and response packets (seed `003`, Appendix G, Figure 22), carried in UDP (port
+//! 40050) or after a source-routing header.
+//!
+//! ```text
+//! header (4 bytes): type 4 | n_hop 4 | phi_pair 24
+//! per hop (8 bytes, × slots): w 16 | phi_l 16 | tx_l 16 | q_l 12 | c_l 4
+//! ```
+//!
+//! Figure 22 draws φ_{a→b} as 16 bits and its legend says 24; we use 24, which keeps the header
+//! word-aligned. The sender allocates one slot per hop of the (source-routed) path and writes its
+//! window w^l_{a→b} into each; the switch at hop `n_hop` reads that window, replaces it with the
+//! link total W_l, writes Φ_l, tx_l, q_l and C_l, and increments `n_hop`. Units, chosen so that
+//! 100G and 400G links fit:
+//!
+//! | field | unit | range |
+//! |---|---|---|
+//! | φ_{a→b}, Φ_l | bandwidth tokens (B_u per token is a deployment parameter) | 2^24, 2^16 (saturating) |
+//! | w^l_{a→b} / W_l | 256 bytes | 16 MiB |
+//! | tx_l | 10 Mb/s | 655 Gb/s |
+//! | q_l | 1 KiB | 4 MiB |
+//! | C_l | speed class ([`speed_class_bps`]) | 1G … 800G |
+
+use crate::error::{Error, Result, need, space};
+use crate::field::{set_u16, u16_at, u24_at};
+
+/// Header length.
+pub const HEADER_LEN: usize = 4;
+/// Length of one hop record.
+pub const HOP_LEN: usize = 8;
+/// Most hop slots (`n_hop` is 4 bits).
+pub const MAX_HOPS: usize = 15;
+/// Unit of windows, in bytes.
+pub const WINDOW_UNIT_BYTES: u64 = 256;
+/// Unit of tx_l, in bits per second.
+pub const TX_UNIT_BPS: u64 = 10_000_000;
+/// Unit of q_l, in bytes.
+pub const QLEN_UNIT_BYTES: u64 = 1024;
+
+/// Speed classes of the C_l field, in bits per second; the index is the code, 0 = unknown.
+const SPEED_CLASSES: [u64; 10] = [
+    0,
+    1_000_000_000,
+    10_000_000_000,
+    25_000_000_000,
+    40_000_000_000,
+    50_000_000_000,
+    100_000_000_000,
+    200_000_000_000,
+    400_000_000_000,
+    800_000_000_000,
+];
+
+/// The link speed a C_l code stands for; `None` for 0 (unknown) and reserved codes.
+pub const fn speed_class_bps(code: u8) -> Option<u64> {
+    if code == 0 || code as usize >= SPEED_CLASSES.len() {
+        None
+    } else {
+        Some(SPEED_CLASSES[code as usize])
+    }
+}
+
+/// The C_l code of a link speed: the largest class not above it (0 below 1 Gb/s).
+pub fn speed_class_of(bps: u64) -> u8 {
+    SPEED_CLASSES
+        .iter()
+        .rposition(|&c| c != 0 && c <= bps)
+        .unwrap_or(0) as u8
+}
+
+/// Packet type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum UfabKind {
+    /// Probe from the sender's µFAB-E, collecting each hop's state.
+    Probe = 1,
+    /// The receiver's response carrying the probe's telemetry back.
+    Response = 2,
+    /// The pair finished (idle or migrated): switches remove it from Φ_l and W_l.
+    Finish = 3,
+    /// Failure notification.
+    FailureResponse = 4,
+}
+
+impl UfabKind {
+    /// Decode the 4-bit type; other values are [`Error::Unsupported`].
+    pub const fn from_u8(v: u8) -> Result<Self> {
+        Ok(match v {
+            1 => Self::Probe,
+            2 => Self::Response,
+            3 => Self::Finish,
+            4 => Self::FailureResponse,
+            _ => {
+                return Err(Error::Unsupported {
+                    field: "ufab.type",
+                    value: v as u64,
+                });
+            }
+        })
+    }
+}
+
+/// A read/write view of a µFAB probe or response.
+#[derive(Debug, Clone)]
+pub struct UfabPacket<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> UfabPacket<T> {
+    /// Wrap a buffer without checking it; accessors may panic on a short buffer.
+    pub const fn new_unchecked(buffer: T) -> Self {
+        Self { buffer }
+    }
+
+    /// Wrap a buffer after [`check_len`](Self::check_len).
+    pub fn new_checked(buffer: T) -> Result<Self> {
+        let p = Self::new_unchecked(buffer);
+        p.check_len()?;
+        Ok(p)
+    }
+
+    /// Check the header fits and `n_hop` slots lie within the buffer.
+    pub fn check_len(&self) -> Result<()> {
+        let b = self.buffer.as_ref();
+        need("ufab", HEADER_LEN, b.len())?;
+        need(
+            "ufab.n_hop",
+            HEADER_LEN + HOP_LEN * usize::from(b[0] & 0x0f),
+            b.len(),
+        )
+    }
+
+    /// The underlying buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    /// Raw 4-bit type.
+    pub fn kind_bits(&self) -> u8 {
+        self.buffer.as_ref()[0] >> 4
+    }
+
+    /// Hops traversed so far.
+    pub fn n_hop(&self) -> u8 {
+        self.buffer.as_ref()[0] & 0x0f
+    }
+
+    /// φ_{a→b}: the pair's tokens (sender's in a probe, receiver's in a response).
+    pub fn phi_pair(&self) -> u32 {
+        u24_at(self.buffer.as_ref(), 1)
+    }
+
+    /// Hop slots the buffer holds (at most 15).
+    pub fn slots(&self) -> usize {
+        ((self.buffer.as_ref().len() - HEADER_LEN) / HOP_LEN).min(MAX_HOPS)
+    }
+
+    /// Hop record `i` (`i < slots()`).
+    pub fn hop(&self, i: usize) -> UfabHopRepr {
+        UfabHopRepr::read(&self.buffer.as_ref()[HEADER_LEN + HOP_LEN * i..])
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> UfabPacket<T> {
+    /// Set `n_hop`.
+    pub fn set_n_hop(&mut self, n: u8) {
+        let b = self.buffer.as_mut();
+        b[0] = (b[0] & 0xf0) | (n & 0x0f);
+    }
+
+    /// Overwrite hop record `i` (`i < slots()`).
+    pub fn set_hop(&mut self, i: usize, hop: &UfabHopRepr) {
+        hop.write(&mut self.buffer.as_mut()[HEADER_LEN + HOP_LEN * i..]);
+    }
+}
+
+/// One hop's record, in wire units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct UfabHopRepr {
+    /// w^l_{a→b} as sent (the pair's window on this link), replaced by W_l (the link's total
+    /// window) at the switch; units of 256 B.
+    pub window: u16,
+    /// Φ_l: total tokens of the active pairs on the link (seed `003` §3.3).
+    pub phi_l: u16,
+    /// tx_l: the link's TX rate, units of 10 Mb/s.
+    pub tx_l: u16,
+    /// q_l: the egress queue, units of 1 KiB, 12 bits.
+    pub q_l: u16,
+    /// C_l: the egress port's speed class, 4 bits.
+    pub c_l: u8,
+}
+
+impl UfabHopRepr {
+    fn read(b: &[u8]) -> Self {
+        let w = u16_at(b, 6);
+        Self {
+            window: u16_at(b, 0),
+            phi_l: u16_at(b, 2),
+            tx_l: u16_at(b, 4),
+            q_l: w >> 4,
+            c_l: (w & 0x0f) as u8,
+        }
+    }
+
+    fn write(&self, b: &mut [u8]) {
+        set_u16(b, 0, self.window);
+        set_u16(b, 2, self.phi_l);
+        set_u16(b, 4, self.tx_l);
+        set_u16(
+            b,
+            6,
+            ((self.q_l & 0x0fff) << 4) | u16::from(self.c_l & 0x0f),
+        );
+    }
+
+    /// Window field in bytes.
+    pub const fn window_bytes(&self) -> u64 {
+        self.window as u64 * WINDOW_UNIT_BYTES
+    }
+
+    /// tx_l in bits per second.
+    pub const fn tx_bps(&self) -> u64 {
+        self.tx_l as u64 * TX_UNIT_BPS
+    }
+
+    /// q_l in bytes.
+    pub const fn q_bytes(&self) -> u64 {
+        self.q_l as u64 * QLEN_UNIT_BYTES
+    }
+
+    /// Encode a window in bytes (rounded up, saturating).
+    pub fn encode_window(bytes: u64) -> u16 {
+        bytes.div_ceil(WINDOW_UNIT_BYTES).min(u64::from(u16::MAX)) as u16
+    }
+
+    /// Encode a TX rate (saturating).
+    pub fn encode_tx(bps: u64) -> u16 {
+        (bps / TX_UNIT_BPS).min(u64::from(u16::MAX)) as u16
+    }
+
+    /// Encode a queue length (rounded up, saturating at 12 bits).
+    pub fn encode_q(bytes: u64) -> u16 {
+        bytes.div_ceil(QLEN_UNIT_BYTES).min(0x0fff) as u16
+    }
+}
+
+/// A parsed probe, response, finish or failure packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct UfabRepr {
+    /// Type.
+    pub kind: UfabKind,
+    /// Hops traversed.
+    pub n_hop: u8,
+    /// φ_{a→b}, 24 bits.
+    pub phi_pair: u32,
+    /// Hop slots carried (`n_hop <= slots <= 15`).
+    pub slots: u8,
+    /// The slots; entries at `slots` and beyond are zero.
+    pub hops: [UfabHopRepr; MAX_HOPS],
+}
+
+impl UfabRepr {
+    /// Parse a packet; every whole 8-byte record after the header (up to 15) is a slot.
+    pub fn parse(buf: &[u8]) -> Result<Self> {
+        let p = UfabPacket::new_checked(buf)?;
+        let kind = UfabKind::from_u8(p.kind_bits())?;
+        let slots = p.slots();
+        let mut hops = [UfabHopRepr::default(); MAX_HOPS];
+        for (i, h) in hops.iter_mut().enumerate().take(slots) {
+            *h = p.hop(i);
+        }
+        Ok(Self {
+            kind,
+            n_hop: p.n_hop(),
+            phi_pair: p.phi_pair(),
+            slots: slots as u8,
+            hops,
+        })
+    }
+
+    /// Length: header and slots.
+    pub const fn buffer_len(&self) -> usize {
+        HEADER_LEN + HOP_LEN * self.slots as usize
+    }
+
+    /// Write the packet.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
+        if usize::from(self.slots) > MAX_HOPS {
+            return Err(Error::Invalid {
+                field: "ufab.slots",
+                value: u64::from(self.slots),
+            });
+        }
+        if self.n_hop > self.slots {
+            return Err(Error::Invalid {
+                field: "ufab.n_hop",
+                value: u64::from(self.n_hop),
+            });
+        }
+        space("ufab", self.buffer_len(), buf.len())?;
+        buf[0] = ((self.kind as u8) << 4) | (self.n_hop & 0x0f);
+        let phi = (self.phi_pair & 0x00ff_ffff).to_be_bytes();
+        buf[1..4].copy_from_slice(&phi[1..]);
+        for (i, h) in self.hops.iter().enumerate().take(usize::from(self.slots)) {
+            h.write(&mut buf[HEADER_LEN + HOP_LEN * i..]);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hop_bit_layout() {
+        let h = UfabHopRepr {
+            window: 0x1234,
+            phi_l: 0x5678,
+            tx_l: 0x9abc,
+            q_l: 0xdef,
+            c_l: 6,
+        };
+        let mut b = [0u8; 8];
+        h.write(&mut b);
+        assert_eq!(b, [0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf6]);
+        assert_eq!(UfabHopRepr::read(&b), h);
+    }
+
+    #[test]
+    fn speed_classes() {
+        assert_eq!(speed_class_of(100_000_000_000), 6);
+        assert_eq!(speed_class_of(400_000_000_000), 8);
+        assert_eq!(speed_class_of(30_000_000_000), 3);
+        assert_eq!(speed_class_of(1), 0);
+        assert_eq!(speed_class_bps(6), Some(100_000_000_000));
+        assert_eq!(speed_class_bps(12), None);
+        // 400G at full rate fits in tx_l.
+        assert!(UfabHopRepr::encode_tx(400_000_000_000) < u16::MAX);
+    }
+
+    #[test]
+    fn n_hop_past_the_buffer() {
+        let b = [(1 << 4) | 3, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0];
+        assert_eq!(
+            UfabRepr::parse(&b).unwrap_err(),
+            Error::Truncated {
+                field: "ufab.n_hop",
+                need: 28,
+                have: 12
+            }
+        );
+        assert_eq!(
+            UfabRepr::parse(&[0x51, 0, 0, 0]).unwrap_err().field(),
+            "ufab.n_hop"
+        );
+        assert_eq!(
+            UfabRepr::parse(&[0x50, 0, 0, 0]).unwrap_err().field(),
+            "ufab.type"
+        );
+    }
+}
