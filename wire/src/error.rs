@@ -102,3 +102,17 @@ pub(crate) const fn space(field: &'static str, need: usize, have: usize) -> Resu
         Ok(())
     }
 }
+
+/// The first `N` bytes of `buf` as an array, or [`Error::NoSpace`] naming `field`.
+#[inline(always)]
+pub(crate) fn chunk<'a, const N: usize>(
+    field: &'static str,
+    buf: &'a mut [u8],
+) -> Result<&'a mut [u8; N]> {
+    let have = buf.len();
+    buf.first_chunk_mut::<N>().ok_or(Error::NoSpace {
+        field,
+        need: N,
+        have,
+    })
+}

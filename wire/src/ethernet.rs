@@ -6,7 +6,7 @@
 
 use core::fmt;
 
-use crate::error::{Error, Result, need, space};
+use crate::error::{Error, Result, chunk, need};
 use crate::field::{array_at, u16_at};
 
 /// A 48-bit Ethernet address.
@@ -253,17 +253,23 @@ impl EthernetRepr {
     }
 
     /// Write the header into the first [`buffer_len`](Self::buffer_len) bytes of `buf`.
+    #[inline]
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        space("ethernet", self.buffer_len(), buf.len())?;
-        buf[0..6].copy_from_slice(&self.dst_addr.0);
-        buf[6..12].copy_from_slice(&self.src_addr.0);
         match self.vlan {
-            Some(v) => {
-                buf[12..14].copy_from_slice(&EtherType::VLAN.0.to_be_bytes());
-                buf[14..16].copy_from_slice(&v.tci().to_be_bytes());
-                buf[16..18].copy_from_slice(&self.ethertype.0.to_be_bytes());
+            None => {
+                let b = chunk::<HEADER_LEN>("ethernet", buf)?;
+                b[0..6].copy_from_slice(&self.dst_addr.0);
+                b[6..12].copy_from_slice(&self.src_addr.0);
+                b[12..14].copy_from_slice(&self.ethertype.0.to_be_bytes());
             }
-            None => buf[12..14].copy_from_slice(&self.ethertype.0.to_be_bytes()),
+            Some(v) => {
+                let b = chunk::<{ HEADER_LEN + VLAN_TAG_LEN }>("ethernet", buf)?;
+                b[0..6].copy_from_slice(&self.dst_addr.0);
+                b[6..12].copy_from_slice(&self.src_addr.0);
+                b[12..14].copy_from_slice(&EtherType::VLAN.0.to_be_bytes());
+                b[14..16].copy_from_slice(&v.tci().to_be_bytes());
+                b[16..18].copy_from_slice(&self.ethertype.0.to_be_bytes());
+            }
         }
         Ok(())
     }

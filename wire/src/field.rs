@@ -53,3 +53,52 @@ pub(crate) fn array_at<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
     a.copy_from_slice(&b[at..at + N]);
     a
 }
+
+/// Copy `src` into the start of `dst` (`dst.len() >= src.len()`), without a call into `memcpy`
+/// for the short runs packet headers and DTA payloads are: up to 32 bytes are moved with two
+/// fixed-size, possibly overlapping, copies. Longer runs use `copy_from_slice`.
+#[inline(always)]
+pub(crate) fn copy_short(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    let dst = &mut dst[..n];
+    match n {
+        0 => {}
+        1..=3 => {
+            for (d, s) in dst.iter_mut().zip(src) {
+                *d = *s;
+            }
+        }
+        4..=7 => {
+            dst[..4].copy_from_slice(&src[..4]);
+            dst[n - 4..].copy_from_slice(&src[n - 4..]);
+        }
+        8..=15 => {
+            dst[..8].copy_from_slice(&src[..8]);
+            dst[n - 8..].copy_from_slice(&src[n - 8..]);
+        }
+        16..=32 => {
+            dst[..16].copy_from_slice(&src[..16]);
+            dst[n - 16..].copy_from_slice(&src[n - 16..]);
+        }
+        _ => dst.copy_from_slice(src),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_short_copies_every_length() {
+        let src: [u8; 80] = core::array::from_fn(|i| i as u8 + 1);
+        for n in 0..=80 {
+            let mut dst = [0u8; 81];
+            copy_short(&mut dst, &src[..n]);
+            assert_eq!(&dst[..n], &src[..n]);
+            assert!(
+                dst[n..].iter().all(|&b| b == 0),
+                "length {n} wrote past the end"
+            );
+        }
+    }
+}

@@ -5,8 +5,8 @@
 use core::net::Ipv4Addr;
 
 use crate::checksum;
-use crate::error::{Error, Result, need, space};
-use crate::field::{set_u16, u16_at, u32_at};
+use crate::error::{Error, Result, chunk, need};
+use crate::field::{set_u16, set_u32, u16_at, u32_at};
 
 /// Length of a header without options.
 pub const HEADER_LEN: usize = 20;
@@ -308,8 +308,8 @@ impl Ipv4Repr {
 
     /// Write a 20-byte header with a correct checksum into the start of `buf`. The payload is
     /// the caller's to write. Fails if the payload length does not fit the 16-bit total length.
+    #[inline]
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        space("ipv4", HEADER_LEN, buf.len())?;
         let total = self.payload_len + HEADER_LEN;
         if total > usize::from(u16::MAX) {
             return Err(Error::Invalid {
@@ -317,21 +317,40 @@ impl Ipv4Repr {
                 value: total as u64,
             });
         }
-        let b = &mut buf[..HEADER_LEN];
+        self.write(total as u16, chunk::<HEADER_LEN>("ipv4", buf)?);
+        Ok(())
+    }
+
+    /// Write the 20 header bytes for this total length, checksum included. The checksum is
+    /// summed from the field values rather than read back from memory.
+    #[inline(always)]
+    fn write(&self, total: u16, b: &mut [u8; HEADER_LEN]) {
+        let tos = (self.dscp << 2) | (self.ecn & 0x03);
+        let flags = (u16::from(self.dont_frag) << 14)
+            | (u16::from(self.more_frags) << 13)
+            | (self.frag_offset & 0x1fff);
+        let (src, dst) = (self.src_addr.to_bits(), self.dst_addr.to_bits());
+        let sum = 0x4500
+            + u64::from(tos)
+            + u64::from(total)
+            + u64::from(self.ident)
+            + u64::from(flags)
+            + (u64::from(self.ttl) << 8)
+            + u64::from(self.protocol)
+            + u64::from(src >> 16)
+            + u64::from(src & 0xffff)
+            + u64::from(dst >> 16)
+            + u64::from(dst & 0xffff);
         b[0] = 0x45;
-        b[1] = (self.dscp << 2) | (self.ecn & 0x03);
-        set_u16(b, 2, total as u16);
+        b[1] = tos;
+        set_u16(b, 2, total);
         set_u16(b, 4, self.ident);
-        let flags = (u16::from(self.dont_frag) << 14) | (u16::from(self.more_frags) << 13);
-        set_u16(b, 6, flags | (self.frag_offset & 0x1fff));
+        set_u16(b, 6, flags);
         b[8] = self.ttl;
         b[9] = self.protocol;
-        set_u16(b, 10, 0);
-        b[12..16].copy_from_slice(&self.src_addr.octets());
-        b[16..20].copy_from_slice(&self.dst_addr.octets());
-        let c = checksum::checksum(b);
-        set_u16(b, 10, c);
-        Ok(())
+        set_u16(b, 10, checksum::finish(sum));
+        set_u32(b, 12, src);
+        set_u32(b, 16, dst);
     }
 }
 

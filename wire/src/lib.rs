@@ -31,7 +31,7 @@
 //! translator expects, which redundancy it allows, what a switch does with a PFC frame — that is
 //! the `dataplane`, `roce` and `collector` crates' business.
 #![cfg_attr(not(test), no_std)]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 #[macro_use]

@@ -31,69 +31,103 @@ pub fn pause_duration_ns(quanta: u16, link_bps: u64) -> u64 {
     bits.div_ceil(u128::from(link_bps)) as u64
 }
 
-/// A read/write view of a MAC Control payload (after the Ethernet header).
+/// The opcode of a MAC Control payload (after the Ethernet header).
+pub fn opcode(buf: &[u8]) -> Result<u16> {
+    need("mac_control", 2, buf.len())?;
+    Ok(u16_at(buf, 0))
+}
+
+fn expect_opcode(buf: &[u8], want: u16) -> Result<()> {
+    match opcode(buf)? {
+        op if op == want => Ok(()),
+        op => Err(Error::Unsupported {
+            field: "mac_control.opcode",
+            value: u64::from(op),
+        }),
+    }
+}
+
+/// A read/write view of a PFC payload (after the Ethernet header).
 #[derive(Debug, Clone)]
-pub struct MacControlPacket<T: AsRef<[u8]>> {
+pub struct PfcPacket<T: AsRef<[u8]>> {
     buffer: T,
 }
 
-impl<T: AsRef<[u8]>> MacControlPacket<T> {
+impl<T: AsRef<[u8]>> PfcPacket<T> {
     /// Wrap a buffer without checking it; accessors may panic on a short buffer.
     pub const fn new_unchecked(buffer: T) -> Self {
         Self { buffer }
     }
 
-    /// Wrap a buffer after checking it holds the whole payload for its opcode.
+    /// Wrap a buffer after checking its opcode is PFC and it holds the whole payload.
     pub fn new_checked(buffer: T) -> Result<Self> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
+        expect_opcode(buffer.as_ref(), OPCODE_PFC)?;
+        need("pfc", PFC_LEN, buffer.as_ref().len())?;
+        Ok(Self { buffer })
     }
 
-    /// Check length for the opcode; unknown opcodes are [`Error::Unsupported`].
-    pub fn check_len(&self) -> Result<()> {
-        let b = self.buffer.as_ref();
-        need("mac_control", 2, b.len())?;
-        match u16_at(b, 0) {
-            OPCODE_PAUSE => need("pause", PAUSE_LEN, b.len()),
-            OPCODE_PFC => need("pfc", PFC_LEN, b.len()),
-            op => Err(Error::Unsupported {
-                field: "mac_control.opcode",
-                value: u64::from(op),
-            }),
-        }
+    /// The underlying buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
     }
 
-    /// The opcode.
-    pub fn opcode(&self) -> u16 {
-        u16_at(self.buffer.as_ref(), 0)
-    }
-
-    /// PAUSE: the pause time in quanta.
-    pub fn pause_time(&self) -> u16 {
-        u16_at(self.buffer.as_ref(), 2)
-    }
-
-    /// PFC: the class-enable vector (low 8 bits; reserved bits masked off).
+    /// The class-enable vector (low 8 bits; the reserved high bits are ignored).
     pub fn class_enable(&self) -> u8 {
         u16_at(self.buffer.as_ref(), 2) as u8
     }
 
-    /// PFC: the pause time of `priority` (0..=7) in quanta.
+    /// The pause time of `priority` (taken modulo 8) in quanta.
     pub fn quanta(&self, priority: usize) -> u16 {
         u16_at(self.buffer.as_ref(), 4 + 2 * (priority & 7))
     }
 }
 
-impl<T: AsRef<[u8]> + AsMut<[u8]>> MacControlPacket<T> {
-    /// PFC: set the class-enable vector.
+impl<T: AsRef<[u8]> + AsMut<[u8]>> PfcPacket<T> {
+    /// Set the class-enable vector.
     pub fn set_class_enable(&mut self, v: u8) {
         set_u16(self.buffer.as_mut(), 2, u16::from(v));
     }
 
-    /// PFC: set the pause time of `priority`.
+    /// Set the pause time of `priority` (taken modulo 8).
     pub fn set_quanta(&mut self, priority: usize, q: u16) {
         set_u16(self.buffer.as_mut(), 4 + 2 * (priority & 7), q);
+    }
+}
+
+/// A read/write view of an 802.3x PAUSE payload (after the Ethernet header).
+#[derive(Debug, Clone)]
+pub struct PausePacket<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> PausePacket<T> {
+    /// Wrap a buffer without checking it; accessors may panic on a short buffer.
+    pub const fn new_unchecked(buffer: T) -> Self {
+        Self { buffer }
+    }
+
+    /// Wrap a buffer after checking its opcode is PAUSE and it holds the whole payload.
+    pub fn new_checked(buffer: T) -> Result<Self> {
+        expect_opcode(buffer.as_ref(), OPCODE_PAUSE)?;
+        need("pause", PAUSE_LEN, buffer.as_ref().len())?;
+        Ok(Self { buffer })
+    }
+
+    /// The underlying buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    /// The pause time in quanta (0 = resume).
+    pub fn quanta(&self) -> u16 {
+        u16_at(self.buffer.as_ref(), 2)
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> PausePacket<T> {
+    /// Set the pause time.
+    pub fn set_quanta(&mut self, q: u16) {
+        set_u16(self.buffer.as_mut(), 2, q);
     }
 }
 
@@ -150,22 +184,20 @@ pub enum MacControlRepr {
 impl MacControlRepr {
     /// Parse a MAC Control payload (after the Ethernet header). Padding after it is ignored.
     pub fn parse(buf: &[u8]) -> Result<Self> {
-        let p = MacControlPacket::new_checked(buf)?;
-        Ok(match p.opcode() {
-            OPCODE_PAUSE => Self::Pause {
-                quanta: p.pause_time(),
-            },
-            _ => {
-                let mut quanta = [0u16; 8];
-                for (i, q) in quanta.iter_mut().enumerate() {
-                    *q = p.quanta(i);
-                }
-                Self::Pfc(PfcRepr {
-                    class_enable: p.class_enable(),
-                    quanta,
-                })
-            }
-        })
+        if opcode(buf)? == OPCODE_PAUSE {
+            return Ok(Self::Pause {
+                quanta: PausePacket::new_checked(buf)?.quanta(),
+            });
+        }
+        let p = PfcPacket::new_checked(buf)?;
+        let mut quanta = [0u16; 8];
+        for (i, q) in quanta.iter_mut().enumerate() {
+            *q = p.quanta(i);
+        }
+        Ok(Self::Pfc(PfcRepr {
+            class_enable: p.class_enable(),
+            quanta,
+        }))
     }
 
     /// Payload length before padding.
@@ -219,7 +251,9 @@ mod tests {
 
     #[test]
     fn pfc_frame_known_answer() {
-        // XOFF for priority 3 with 0xffff quanta, from 02:00:00:00:00:01.
+        // XOFF for priority 3 with 0xffff quanta, from 02:00:00:00:00:01. scapy 2.5 builds the
+        // same 60 bytes from `Ether(src=..., dst="01:80:c2:00:00:01")/
+        // MACControlClassBasedFlowControl(c3_enabled=1, c3_pause_time=0xffff)`.
         let mut buf = [0xaau8; 64];
         let repr = MacControlRepr::Pfc(PfcRepr::pause(1 << 3, 0xffff));
         let n = emit_frame(EthernetAddress([2, 0, 0, 0, 0, 1]), &repr, &mut buf).unwrap();

@@ -1,13 +1,17 @@
 //! Builders that write a whole frame — Ethernet, IPv4, UDP and a payload — into a caller's
-//! buffer with no allocation. [`RoceStack`] adds the RoCEv2 headers and the ICRC; the DTA
-//! translator and the NIC agent build every RoCEv2 packet with it.
+//! buffer with no allocation. [`RoceStack`] adds the RoCEv2 headers and the ICRC for any packet;
+//! [`RoceTemplate`] is the per-QP fast path for a stream of packets of one shape (one opcode and
+//! payload length), which is what the DTA translator and the NIC agent send.
 
 use core::net::Ipv4Addr;
 
-use crate::error::{Result, space};
+use crate::error::{Error, Result, space};
 use crate::ethernet::{EtherType, EthernetAddress, EthernetRepr, VlanRepr};
 use crate::ipv4::{self, Ipv4Repr};
-use crate::roce::{RoceRepr, icrc};
+use crate::roce::icrc::IcrcPrefix;
+use crate::roce::{
+    BthRepr, ICRC_LEN, Layout, Opcode, PSN_MASK, RoceExt, RoceRepr, icrc, write_tail,
+};
 use crate::udp::{self, UdpPacket, UdpRepr};
 
 /// The addressing of one Ethernet/IPv4/UDP flow: everything the headers carry but the length.
@@ -148,6 +152,154 @@ impl RoceStack<'_> {
     }
 }
 
+/// Bytes of the BTH that are the same in every packet of a template: all but AckReq and PSN.
+const BTH_CONSTANT: usize = 8;
+/// Longest constant prefix: tagged Ethernet, IPv4, UDP, the constant BTH bytes.
+const PREFIX_MAX: usize = 18 + ipv4::HEADER_LEN + udp::HEADER_LEN + BTH_CONSTANT;
+
+/// A prebuilt RoCEv2 packet shape for one queue pair, one opcode and one payload length.
+///
+/// Everything but the PSN, the AckReq bit, the extension headers and the payload is the same in
+/// every packet of a QP's stream: addresses, ports, IP length and checksum (the identification
+/// is the flow's, constant, as RFC 6864 allows with DF set), UDP length, BTH opcode, P_Key and
+/// destination QP. `new` writes those bytes once, and also folds the ICRC over the blocks that
+/// only they cover; `emit` copies them, writes the rest and folds the remaining blocks.
+#[derive(Debug, Clone)]
+pub struct RoceTemplate {
+    prefix: [u8; PREFIX_MAX],
+    l2_len: usize,
+    opcode: Opcode,
+    layout: Layout,
+    payload_len: usize,
+    frame_len: usize,
+    icrc: IcrcPrefix,
+}
+
+impl RoceTemplate {
+    /// A template for packets of `flow` (UDP destination forced to 4791) with this BTH
+    /// (`psn` and `ack_req` are per packet and ignored here) carrying `payload_len` bytes.
+    pub fn new(flow: &UdpFlow, bth: &BthRepr, payload_len: usize) -> Result<Self> {
+        let layout = bth.opcode.layout().ok_or(Error::Unsupported {
+            field: "bth.opcode",
+            value: u64::from(bth.opcode.0),
+        })?;
+        if payload_len > 0 && !layout.payload {
+            return Err(Error::Invalid {
+                field: "roce.payload",
+                value: payload_len as u64,
+            });
+        }
+        let pad = crate::roce::pad_len(payload_len);
+        let roce_len = BthRepr::LEN + layout.ext_len() + payload_len + pad + ICRC_LEN;
+        let flow = UdpFlow {
+            dst_port: udp::port::ROCE_V2,
+            ..*flow
+        };
+        let mut prefix = [0u8; PREFIX_MAX];
+        let h = flow.emit_headers(roce_len, &mut prefix)?;
+        let bth = BthRepr {
+            pad_count: pad as u8,
+            psn: 0,
+            ack_req: false,
+            ..*bth
+        };
+        let mut bth_bytes = [0u8; BthRepr::LEN];
+        bth.write(&mut bth_bytes);
+        prefix[h..h + BTH_CONSTANT].copy_from_slice(&bth_bytes[..BTH_CONSTANT]);
+        let l2_len = h - udp::HEADER_LEN - ipv4::HEADER_LEN;
+        let ip_len = ipv4::HEADER_LEN + udp::HEADER_LEN + roce_len;
+        let icrc = IcrcPrefix::new(&prefix[l2_len..h + BTH_CONSTANT], ip_len);
+        Ok(Self {
+            prefix,
+            l2_len,
+            opcode: bth.opcode,
+            layout,
+            payload_len,
+            frame_len: h + roce_len,
+            icrc,
+        })
+    }
+
+    /// Length of every frame this template emits.
+    pub const fn frame_len(&self) -> usize {
+        self.frame_len
+    }
+
+    /// The opcode of this template.
+    pub const fn opcode(&self) -> Opcode {
+        self.opcode
+    }
+
+    /// Write one packet: the template's constant bytes, then AckReq and PSN, the extension
+    /// headers (which must be those the opcode calls for), the payload (exactly the template's
+    /// length), pad, and the ICRC. Returns the frame length.
+    ///
+    /// For a burst, [`write`](Self::write) every packet and then [`seal`](Self::seal) them:
+    /// computing a packet's ICRC right after writing it waits for its stores to retire.
+    #[inline]
+    pub fn emit(
+        &self,
+        buf: &mut [u8],
+        psn: u32,
+        ack_req: bool,
+        ext: &RoceExt,
+        payload: &[u8],
+    ) -> Result<usize> {
+        let n = self.write(buf, psn, ack_req, ext, payload)?;
+        self.seal(&mut buf[..n]);
+        Ok(n)
+    }
+
+    /// Write one packet as [`emit`](Self::emit) does, with a zero ICRC; [`seal`](Self::seal)
+    /// completes it. Returns the frame length.
+    #[inline]
+    pub fn write(
+        &self,
+        buf: &mut [u8],
+        psn: u32,
+        ack_req: bool,
+        ext: &RoceExt,
+        payload: &[u8],
+    ) -> Result<usize> {
+        if payload.len() != self.payload_len {
+            return Err(Error::Invalid {
+                field: "roce.payload",
+                value: payload.len() as u64,
+            });
+        }
+        if ext.layout(self.layout.payload) != self.layout {
+            ext.check(self.opcode, payload.len())?;
+        }
+        space("roce_template", self.frame_len, buf.len())?;
+        let b = &mut buf[..self.frame_len];
+        let p = self.l2_len + ipv4::HEADER_LEN + udp::HEADER_LEN + BTH_CONSTANT;
+        // Two fixed-size copies rather than one of variable length, so no call to memcpy.
+        if self.l2_len == 14 {
+            b[..50].copy_from_slice(&self.prefix[..50]);
+        } else {
+            b[..PREFIX_MAX].copy_from_slice(&self.prefix);
+        }
+        let word = (u32::from(ack_req) << 31) | (psn & PSN_MASK);
+        b[p..p + 4].copy_from_slice(&word.to_be_bytes());
+        write_tail(&mut b[p + 4..], ext, payload)?;
+        Ok(self.frame_len)
+    }
+
+    /// Compute and store the ICRC of a frame this template wrote (`frame` is exactly
+    /// [`frame_len`](Self::frame_len) bytes; anything else is left unsealed, as a packet whose
+    /// ICRC a receiver rejects).
+    #[inline]
+    pub fn seal(&self, frame: &mut [u8]) {
+        if frame.len() != self.frame_len {
+            return;
+        }
+        let ip = &mut frame[self.l2_len..];
+        let crc = self.icrc.compute(ip);
+        let n = ip.len();
+        ip[n - ICRC_LEN..].copy_from_slice(&crc.to_le_bytes());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,7 +339,7 @@ mod tests {
             },
             b"abcdefgh",
         );
-        roce.reth = Some(RethRepr {
+        roce.ext.reth = Some(RethRepr {
             va: 0,
             rkey: 0,
             dma_len: 0,
@@ -199,5 +351,155 @@ mod tests {
         assert_eq!(n, 82);
         let got: String = buf[..n].iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(got, expect);
+    }
+}
+
+#[cfg(test)]
+mod template_tests {
+    use super::*;
+    use crate::ethernet::VlanRepr;
+    use crate::roce::{AethRepr, AtomicEthRepr, DethRepr, ImmDtRepr, RethRepr, Syndrome};
+
+    /// Every supported opcode, payload lengths 0..80, with and without a VLAN tag: the template
+    /// writes the same bytes as the general builder.
+    #[test]
+    fn template_matches_general_builder() {
+        let mut flow = tests_flow();
+        let payload: [u8; 80] = core::array::from_fn(|i| i as u8 ^ 0x5a);
+        for vlan in [
+            None,
+            Some(VlanRepr {
+                pcp: 3,
+                dei: false,
+                vid: 7,
+            }),
+        ] {
+            flow.vlan = vlan;
+            for op in 0..=255u8 {
+                let Some(layout) = Opcode(op).layout() else {
+                    continue;
+                };
+                let max = if layout.payload { 80 } else { 0 };
+                for len in 0..=max {
+                    if op == Opcode::CNP.0 && len != 16 {
+                        continue;
+                    }
+                    let bth = BthRepr {
+                        opcode: Opcode(op),
+                        pkey: 0xffff,
+                        dest_qp: 0x123456,
+                        migreq: true,
+                        ..Default::default()
+                    };
+                    let t = RoceTemplate::new(&flow, &bth, len).unwrap();
+                    let ext = RoceExt {
+                        deth: layout.deth.then_some(DethRepr {
+                            qkey: 0x8001_0000,
+                            src_qp: 1,
+                        }),
+                        reth: layout.reth.then_some(RethRepr {
+                            va: 0x1122_3344_5566_7788 + len as u64,
+                            rkey: 9,
+                            dma_len: len as u32,
+                        }),
+                        atomic_eth: layout.atomic_eth.then_some(AtomicEthRepr {
+                            va: 64,
+                            rkey: 3,
+                            swap_add: 5,
+                            compare: 0,
+                        }),
+                        aeth: layout.aeth.then_some(AethRepr {
+                            syndrome: Syndrome::Ack { credits: 31 },
+                            msn: 77,
+                        }),
+                        atomic_ack_eth: layout
+                            .atomic_ack_eth
+                            .then_some(crate::roce::AtomicAckEthRepr { original: 8 }),
+                        immdt: layout.immdt.then_some(ImmDtRepr { imm: 0xdead_beef }),
+                    };
+                    let psn = 0x00ab_cdef ^ len as u32;
+                    let mut a = [0u8; 256];
+                    let n = t
+                        .emit(&mut a, psn, len % 2 == 1, &ext, &payload[..len])
+                        .unwrap();
+                    let general = RoceStack {
+                        flow,
+                        roce: RoceRepr {
+                            bth: BthRepr {
+                                psn,
+                                ack_req: len % 2 == 1,
+                                ..bth
+                            },
+                            ext,
+                            payload: &payload[..len],
+                        },
+                    };
+                    let mut b = [0u8; 256];
+                    let m = general.emit(&mut b).unwrap();
+                    assert_eq!(n, m);
+                    assert_eq!(&a[..n], &b[..m], "opcode {op:#x} len {len} vlan {vlan:?}");
+                    icrc::verify(&a[t.l2_len..n]).unwrap();
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn template_rejects_the_wrong_shape() {
+        let bth = BthRepr {
+            opcode: Opcode::RC_RDMA_WRITE_ONLY,
+            ..Default::default()
+        };
+        let t = RoceTemplate::new(&tests_flow(), &bth, 8).unwrap();
+        let mut buf = [0u8; 128];
+        let ext = RoceExt {
+            reth: Some(RethRepr::default()),
+            ..Default::default()
+        };
+        assert_eq!(
+            t.emit(&mut buf, 0, false, &ext, &[0; 4])
+                .unwrap_err()
+                .field(),
+            "roce.payload"
+        );
+        assert_eq!(
+            t.emit(&mut buf, 0, false, &RoceExt::default(), &[0; 8])
+                .unwrap_err()
+                .field(),
+            "roce.reth"
+        );
+        assert_eq!(
+            t.emit(&mut buf[..40], 0, false, &ext, &[0; 8])
+                .unwrap_err()
+                .field(),
+            "roce_template"
+        );
+        let ack = BthRepr {
+            opcode: Opcode::RC_ACKNOWLEDGE,
+            ..Default::default()
+        };
+        assert_eq!(
+            RoceTemplate::new(&tests_flow(), &ack, 4)
+                .unwrap_err()
+                .field(),
+            "roce.payload"
+        );
+    }
+
+    fn tests_flow() -> UdpFlow {
+        UdpFlow {
+            eth_src: EthernetAddress([2, 0, 0, 0, 0, 1]),
+            eth_dst: EthernetAddress([2, 0, 0, 0, 0, 2]),
+            vlan: None,
+            ip_src: Ipv4Addr::new(10, 0, 0, 101),
+            ip_dst: Ipv4Addr::new(10, 0, 0, 51),
+            dscp: 26,
+            ecn: 2,
+            ttl: 64,
+            ident: 0,
+            dont_frag: true,
+            src_port: 49999,
+            dst_port: 4791,
+        }
     }
 }

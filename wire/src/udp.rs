@@ -3,7 +3,7 @@
 use core::net::Ipv4Addr;
 
 use crate::checksum;
-use crate::error::{Error, Result, need, space};
+use crate::error::{Error, Result, chunk, need};
 use crate::field::{set_u16, u16_at};
 use crate::ipv4::protocol;
 
@@ -178,8 +178,8 @@ impl UdpRepr {
 
     /// Write the header with checksum 0 (none). Use [`UdpPacket::fill_checksum`] once the
     /// payload is in place to add one.
+    #[inline]
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        space("udp", HEADER_LEN, buf.len())?;
         let len = self.payload_len + HEADER_LEN;
         if len > usize::from(u16::MAX) {
             return Err(Error::Invalid {
@@ -187,10 +187,12 @@ impl UdpRepr {
                 value: len as u64,
             });
         }
-        set_u16(buf, 0, self.src_port);
-        set_u16(buf, 2, self.dst_port);
-        set_u16(buf, 4, len as u16);
-        set_u16(buf, 6, 0);
+        let (s, d, l) = (
+            self.src_port.to_be_bytes(),
+            self.dst_port.to_be_bytes(),
+            (len as u16).to_be_bytes(),
+        );
+        *chunk::<HEADER_LEN>("udp", buf)? = [s[0], s[1], d[0], d[1], l[0], l[1], 0, 0];
         Ok(())
     }
 }

@@ -1,7 +1,7 @@
 //! The InfiniBand transport headers RoCEv2 carries (IBTA Vol. 1 §9.2–9.5, Annex A17):
 //! BTH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt and DETH.
 
-use crate::error::{Error, Result, space};
+use crate::error::{Error, Result, chunk};
 use crate::field::{set_u16, set_u24, set_u32, set_u64, u16_at, u24_at, u32_at, u64_at};
 
 use super::Opcode;
@@ -149,18 +149,24 @@ impl BthRepr {
     }
 
     /// Write the header; reserved bits are zero and 24-bit fields are masked.
+    #[inline]
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        space("bth", Self::LEN, buf.len())?;
-        buf[0] = self.opcode.0;
-        buf[1] = (u8::from(self.solicited) << 7)
+        self.write(chunk::<{ Self::LEN }>("bth", buf)?);
+        Ok(())
+    }
+
+    /// Write the header into exactly its length of bytes, every byte (reserved ones zero).
+    #[inline(always)]
+    pub fn write(&self, b: &mut [u8; Self::LEN]) {
+        b[0] = self.opcode.0;
+        b[1] = (u8::from(self.solicited) << 7)
             | (u8::from(self.migreq) << 6)
             | ((self.pad_count & 0x03) << 4);
-        set_u16(buf, 2, self.pkey);
-        buf[4] = (u8::from(self.fecn) << 7) | (u8::from(self.becn) << 6);
-        set_u24(buf, 5, self.dest_qp);
-        buf[8] = u8::from(self.ack_req) << 7;
-        set_u24(buf, 9, self.psn);
-        Ok(())
+        set_u16(b, 2, self.pkey);
+        b[4] = (u8::from(self.fecn) << 7) | (u8::from(self.becn) << 6);
+        set_u24(b, 5, self.dest_qp);
+        b[8] = u8::from(self.ack_req) << 7;
+        set_u24(b, 9, self.psn);
     }
 }
 
@@ -233,12 +239,18 @@ impl RethRepr {
     }
 
     /// Write the header.
+    #[inline]
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        space("reth", Self::LEN, buf.len())?;
-        set_u64(buf, 0, self.va);
-        set_u32(buf, 8, self.rkey);
-        set_u32(buf, 12, self.dma_len);
+        self.write(chunk::<{ Self::LEN }>("reth", buf)?);
         Ok(())
+    }
+
+    /// Write the header into exactly its length of bytes, every byte (reserved ones zero).
+    #[inline(always)]
+    pub fn write(&self, b: &mut [u8; Self::LEN]) {
+        set_u64(b, 0, self.va);
+        set_u32(b, 8, self.rkey);
+        set_u32(b, 12, self.dma_len);
     }
 }
 
@@ -303,13 +315,19 @@ impl AtomicEthRepr {
     }
 
     /// Write the header.
+    #[inline]
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        space("atomic_eth", Self::LEN, buf.len())?;
-        set_u64(buf, 0, self.va);
-        set_u32(buf, 8, self.rkey);
-        set_u64(buf, 12, self.swap_add);
-        set_u64(buf, 20, self.compare);
+        self.write(chunk::<{ Self::LEN }>("atomic_eth", buf)?);
         Ok(())
+    }
+
+    /// Write the header into exactly its length of bytes, every byte (reserved ones zero).
+    #[inline(always)]
+    pub fn write(&self, b: &mut [u8; Self::LEN]) {
+        set_u64(b, 0, self.va);
+        set_u32(b, 8, self.rkey);
+        set_u64(b, 12, self.swap_add);
+        set_u64(b, 20, self.compare);
     }
 }
 
@@ -448,11 +466,17 @@ impl AethRepr {
     }
 
     /// Write the header.
+    #[inline]
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        space("aeth", Self::LEN, buf.len())?;
-        buf[0] = self.syndrome.to_u8();
-        set_u24(buf, 1, self.msn);
+        self.write(chunk::<{ Self::LEN }>("aeth", buf)?);
         Ok(())
+    }
+
+    /// Write the header into exactly its length of bytes, every byte (reserved ones zero).
+    #[inline(always)]
+    pub fn write(&self, b: &mut [u8; Self::LEN]) {
+        b[0] = self.syndrome.to_u8();
+        set_u24(b, 1, self.msn);
     }
 }
 
@@ -495,10 +519,16 @@ impl AtomicAckEthRepr {
     }
 
     /// Write the header.
+    #[inline]
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        space("atomic_ack_eth", Self::LEN, buf.len())?;
-        set_u64(buf, 0, self.original);
+        self.write(chunk::<{ Self::LEN }>("atomic_ack_eth", buf)?);
         Ok(())
+    }
+
+    /// Write the header into exactly its length of bytes, every byte (reserved ones zero).
+    #[inline(always)]
+    pub fn write(&self, b: &mut [u8; Self::LEN]) {
+        set_u64(b, 0, self.original);
     }
 }
 
@@ -541,10 +571,16 @@ impl ImmDtRepr {
     }
 
     /// Write the header.
+    #[inline]
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        space("immdt", Self::LEN, buf.len())?;
-        set_u32(buf, 0, self.imm);
+        self.write(chunk::<{ Self::LEN }>("immdt", buf)?);
         Ok(())
+    }
+
+    /// Write the header into exactly its length of bytes, every byte (reserved ones zero).
+    #[inline(always)]
+    pub fn write(&self, b: &mut [u8; Self::LEN]) {
+        set_u32(b, 0, self.imm);
     }
 }
 
@@ -595,12 +631,18 @@ impl DethRepr {
     }
 
     /// Write the header.
+    #[inline]
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        space("deth", Self::LEN, buf.len())?;
-        set_u32(buf, 0, self.qkey);
-        buf[4] = 0;
-        set_u24(buf, 5, self.src_qp);
+        self.write(chunk::<{ Self::LEN }>("deth", buf)?);
         Ok(())
+    }
+
+    /// Write the header into exactly its length of bytes, every byte (reserved ones zero).
+    #[inline(always)]
+    pub fn write(&self, b: &mut [u8; Self::LEN]) {
+        set_u32(b, 0, self.qkey);
+        b[4] = 0;
+        set_u24(b, 5, self.src_qp);
     }
 }
 

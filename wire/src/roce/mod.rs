@@ -15,6 +15,7 @@ pub use headers::{
 };
 
 use crate::error::{Error, Result, need, space};
+use crate::field::copy_short;
 
 /// Length of the ICRC trailer.
 pub const ICRC_LEN: usize = 4;
@@ -163,12 +164,9 @@ impl Opcode {
     }
 }
 
-/// A parsed RoCEv2 UDP payload: BTH, the extension headers its opcode calls for, and the payload
-/// (without pad bytes and ICRC).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RoceRepr<'a> {
-    /// Base transport header. On emit, `pad_count` is derived from the payload length.
-    pub bth: BthRepr,
+/// The extension headers of one packet; which must be present follows from the opcode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RoceExt {
     /// DETH (UD SEND).
     pub deth: Option<DethRepr>,
     /// RETH (WRITE First/Only, READ request).
@@ -181,19 +179,160 @@ pub struct RoceRepr<'a> {
     pub atomic_ack_eth: Option<AtomicAckEthRepr>,
     /// Immediate data.
     pub immdt: Option<ImmDtRepr>,
-    /// Payload, without padding. A CNP's 16 reserved bytes count as its payload.
-    pub payload: &'a [u8],
 }
 
-fn presence(field: &'static str, want: bool, have: bool) -> Result<()> {
-    if want == have {
-        Ok(())
-    } else {
+impl RoceExt {
+    /// Parse the extension headers `layout` calls for from the start of `buf`.
+    pub fn parse(buf: &[u8], layout: Layout) -> Result<Self> {
+        need("roce", layout.ext_len(), buf.len())?;
+        let mut at = 0;
+        let mut next = |len: usize| {
+            let s = &buf[at..at + len];
+            at += len;
+            s
+        };
+        let mut e = Self::default();
+        if layout.deth {
+            e.deth = Some(DethRepr::parse(next(DethRepr::LEN))?);
+        }
+        if layout.reth {
+            e.reth = Some(RethRepr::parse(next(RethRepr::LEN))?);
+        }
+        if layout.atomic_eth {
+            e.atomic_eth = Some(AtomicEthRepr::parse(next(AtomicEthRepr::LEN))?);
+        }
+        if layout.aeth {
+            e.aeth = Some(AethRepr::parse(next(AethRepr::LEN))?);
+        }
+        if layout.atomic_ack_eth {
+            e.atomic_ack_eth = Some(AtomicAckEthRepr::parse(next(AtomicAckEthRepr::LEN))?);
+        }
+        if layout.immdt {
+            e.immdt = Some(ImmDtRepr::parse(next(ImmDtRepr::LEN))?);
+        }
+        Ok(e)
+    }
+
+    /// Total length of the headers present.
+    pub const fn buffer_len(&self) -> usize {
+        self.layout(false).ext_len()
+    }
+
+    /// The headers present, as a layout (with the given payload flag).
+    pub const fn layout(&self, payload: bool) -> Layout {
+        Layout {
+            deth: self.deth.is_some(),
+            reth: self.reth.is_some(),
+            atomic_eth: self.atomic_eth.is_some(),
+            aeth: self.aeth.is_some(),
+            atomic_ack_eth: self.atomic_ack_eth.is_some(),
+            immdt: self.immdt.is_some(),
+            payload,
+        }
+    }
+
+    /// `Ok` if these headers and a payload of `payload_len` bytes are what `opcode` carries;
+    /// otherwise an error naming the first header (or the payload) that is not.
+    pub fn check(&self, opcode: Opcode, payload_len: usize) -> Result<Layout> {
+        let want = opcode.layout().ok_or(Error::Unsupported {
+            field: "bth.opcode",
+            value: u64::from(opcode.0),
+        })?;
+        let have = self.layout(want.payload);
+        if have == want && (want.payload || payload_len == 0) {
+            return Ok(want);
+        }
+        let (field, value) = if want.deth != have.deth {
+            ("roce.deth", have.deth)
+        } else if want.reth != have.reth {
+            ("roce.reth", have.reth)
+        } else if want.atomic_eth != have.atomic_eth {
+            ("roce.atomic_eth", have.atomic_eth)
+        } else if want.aeth != have.aeth {
+            ("roce.aeth", have.aeth)
+        } else if want.atomic_ack_eth != have.atomic_ack_eth {
+            ("roce.atomic_ack_eth", have.atomic_ack_eth)
+        } else if want.immdt != have.immdt {
+            ("roce.immdt", have.immdt)
+        } else {
+            return Err(Error::Invalid {
+                field: "roce.payload",
+                value: payload_len as u64,
+            });
+        };
         Err(Error::Invalid {
             field,
-            value: u64::from(have),
+            value: u64::from(value),
         })
     }
+
+    /// Write the headers present, in wire order, at the start of `buf`; returns their length.
+    #[inline(always)]
+    fn write(&self, buf: &mut [u8]) -> Result<usize> {
+        let mut at = 0;
+        if let Some(h) = self.deth {
+            h.write(chunk(&mut buf[at..])?);
+            at += DethRepr::LEN;
+        }
+        if let Some(h) = self.reth {
+            h.write(chunk(&mut buf[at..])?);
+            at += RethRepr::LEN;
+        }
+        if let Some(h) = self.atomic_eth {
+            h.write(chunk(&mut buf[at..])?);
+            at += AtomicEthRepr::LEN;
+        }
+        if let Some(h) = self.aeth {
+            h.write(chunk(&mut buf[at..])?);
+            at += AethRepr::LEN;
+        }
+        if let Some(h) = self.atomic_ack_eth {
+            h.write(chunk(&mut buf[at..])?);
+            at += AtomicAckEthRepr::LEN;
+        }
+        if let Some(h) = self.immdt {
+            h.write(chunk(&mut buf[at..])?);
+            at += ImmDtRepr::LEN;
+        }
+        Ok(at)
+    }
+}
+
+/// Pad bytes that bring a payload of `len` bytes to a multiple of four.
+pub const fn pad_len(len: usize) -> usize {
+    (4 - len % 4) % 4
+}
+
+/// Write extension headers, payload, zero pad and a zero ICRC placeholder at the start of `buf`
+/// (checked by the caller to be long enough); returns the length written.
+#[inline(always)]
+pub(crate) fn write_tail(buf: &mut [u8], ext: &RoceExt, payload: &[u8]) -> Result<usize> {
+    let at = ext.write(buf)?;
+    let end = at + payload.len();
+    copy_short(&mut buf[at..], payload);
+    // Pad (0..=3 bytes) and ICRC placeholder: two overlapping 4-byte zero stores.
+    let len = end + pad_len(payload.len()) + ICRC_LEN;
+    buf[end..end + 4].fill(0);
+    buf[len - 4..len].fill(0);
+    Ok(len)
+}
+
+/// The first `N` bytes of `buf` as an array; a short buffer is [`Error::NoSpace`].
+#[inline(always)]
+fn chunk<const N: usize>(buf: &mut [u8]) -> Result<&mut [u8; N]> {
+    crate::error::chunk("roce", buf)
+}
+
+/// A parsed RoCEv2 UDP payload: BTH, the extension headers its opcode calls for, and the payload
+/// (without pad bytes and ICRC).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoceRepr<'a> {
+    /// Base transport header. On emit, `pad_count` is derived from the payload length.
+    pub bth: BthRepr,
+    /// Extension headers.
+    pub ext: RoceExt,
+    /// Payload, without padding. A CNP's 16 reserved bytes count as its payload.
+    pub payload: &'a [u8],
 }
 
 impl<'a> RoceRepr<'a> {
@@ -201,12 +340,14 @@ impl<'a> RoceRepr<'a> {
     pub const fn new(bth: BthRepr, payload: &'a [u8]) -> Self {
         Self {
             bth,
-            deth: None,
-            reth: None,
-            atomic_eth: None,
-            aeth: None,
-            atomic_ack_eth: None,
-            immdt: None,
+            ext: RoceExt {
+                deth: None,
+                reth: None,
+                atomic_eth: None,
+                aeth: None,
+                atomic_ack_eth: None,
+                immdt: None,
+            },
             payload,
         }
     }
@@ -226,31 +367,7 @@ impl<'a> RoceRepr<'a> {
         })?;
         let ext_end = BthRepr::LEN + layout.ext_len();
         need("roce", ext_end + ICRC_LEN, buf.len())?;
-        let mut at = BthRepr::LEN;
-        let mut next = |len: usize| {
-            let s = &buf[at..at + len];
-            at += len;
-            s
-        };
-        let mut r = RoceRepr::new(bth, &[]);
-        if layout.deth {
-            r.deth = Some(DethRepr::parse(next(DethRepr::LEN))?);
-        }
-        if layout.reth {
-            r.reth = Some(RethRepr::parse(next(RethRepr::LEN))?);
-        }
-        if layout.atomic_eth {
-            r.atomic_eth = Some(AtomicEthRepr::parse(next(AtomicEthRepr::LEN))?);
-        }
-        if layout.aeth {
-            r.aeth = Some(AethRepr::parse(next(AethRepr::LEN))?);
-        }
-        if layout.atomic_ack_eth {
-            r.atomic_ack_eth = Some(AtomicAckEthRepr::parse(next(AtomicAckEthRepr::LEN))?);
-        }
-        if layout.immdt {
-            r.immdt = Some(ImmDtRepr::parse(next(ImmDtRepr::LEN))?);
-        }
+        let ext = RoceExt::parse(&buf[BthRepr::LEN..], layout)?;
         let body = &buf[ext_end..buf.len() - ICRC_LEN];
         let pad = usize::from(bth.pad_count);
         if pad > body.len() {
@@ -259,7 +376,7 @@ impl<'a> RoceRepr<'a> {
                 value: pad as u64,
             });
         }
-        r.payload = &body[..body.len() - pad];
+        let payload = &body[..body.len() - pad];
         if !layout.payload && !body.is_empty() {
             return Err(Error::Invalid {
                 field: "roce.payload",
@@ -272,26 +389,26 @@ impl<'a> RoceRepr<'a> {
                 value: body.len() as u64,
             });
         }
-        if let Some(reth) = r.reth {
+        if let Some(reth) = ext.reth {
             let dma = reth.dma_len as usize;
-            let payload = r.payload.len();
+            let have = payload.len();
             match bth.opcode.0 & 0x1f {
                 // WRITE Only (with or without immediate): the DMA length is this payload.
-                0x0a | 0x0b if dma > payload => {
+                0x0a | 0x0b if dma > have => {
                     return Err(Error::Truncated {
                         field: "reth.dma_length",
                         need: dma,
-                        have: payload,
+                        have,
                     });
                 }
-                0x0a | 0x0b if dma < payload => {
+                0x0a | 0x0b if dma < have => {
                     return Err(Error::Invalid {
                         field: "reth.dma_length",
                         value: dma as u64,
                     });
                 }
                 // WRITE First: the message is at least this packet.
-                0x06 if dma < payload => {
+                0x06 if dma < have => {
                     return Err(Error::Invalid {
                         field: "reth.dma_length",
                         value: dma as u64,
@@ -300,12 +417,12 @@ impl<'a> RoceRepr<'a> {
                 _ => {}
             }
         }
-        Ok(r)
+        Ok(Self { bth, ext, payload })
     }
 
     /// Pad bytes needed to bring the payload to a multiple of four.
     pub const fn pad_len(&self) -> usize {
-        (4 - self.payload.len() % 4) % 4
+        pad_len(self.payload.len())
     }
 
     /// Length of the UDP payload this emits: headers, payload, pad and ICRC.
@@ -317,65 +434,15 @@ impl<'a> RoceRepr<'a> {
     /// Write the UDP payload into `buf`: headers, payload, zero pad and a zero ICRC placeholder
     /// (fill it with [`icrc::fill`] once the IP and UDP headers are in place). Fails if the
     /// extension headers present do not match the opcode.
+    #[inline]
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize> {
-        let layout = self.bth.opcode.layout().ok_or(Error::Unsupported {
-            field: "bth.opcode",
-            value: u64::from(self.bth.opcode.0),
-        })?;
-        presence("roce.deth", layout.deth, self.deth.is_some())?;
-        presence("roce.reth", layout.reth, self.reth.is_some())?;
-        presence(
-            "roce.atomic_eth",
-            layout.atomic_eth,
-            self.atomic_eth.is_some(),
-        )?;
-        presence("roce.aeth", layout.aeth, self.aeth.is_some())?;
-        presence(
-            "roce.atomic_ack_eth",
-            layout.atomic_ack_eth,
-            self.atomic_ack_eth.is_some(),
-        )?;
-        presence("roce.immdt", layout.immdt, self.immdt.is_some())?;
-        if !layout.payload && !self.payload.is_empty() {
-            return Err(Error::Invalid {
-                field: "roce.payload",
-                value: self.payload.len() as u64,
-            });
-        }
-        let len = self.buffer_len();
+        let layout = self.ext.check(self.bth.opcode, self.payload.len())?;
+        let len = BthRepr::LEN + layout.ext_len() + self.payload.len() + self.pad_len() + ICRC_LEN;
         space("roce", len, buf.len())?;
-        let pad = self.pad_len();
         let mut bth = self.bth;
-        bth.pad_count = pad as u8;
-        bth.emit(buf)?;
-        let mut at = BthRepr::LEN;
-        if let Some(h) = self.deth {
-            h.emit(&mut buf[at..])?;
-            at += DethRepr::LEN;
-        }
-        if let Some(h) = self.reth {
-            h.emit(&mut buf[at..])?;
-            at += RethRepr::LEN;
-        }
-        if let Some(h) = self.atomic_eth {
-            h.emit(&mut buf[at..])?;
-            at += AtomicEthRepr::LEN;
-        }
-        if let Some(h) = self.aeth {
-            h.emit(&mut buf[at..])?;
-            at += AethRepr::LEN;
-        }
-        if let Some(h) = self.atomic_ack_eth {
-            h.emit(&mut buf[at..])?;
-            at += AtomicAckEthRepr::LEN;
-        }
-        if let Some(h) = self.immdt {
-            h.emit(&mut buf[at..])?;
-            at += ImmDtRepr::LEN;
-        }
-        buf[at..at + self.payload.len()].copy_from_slice(self.payload);
-        at += self.payload.len();
-        buf[at..at + pad + ICRC_LEN].fill(0);
+        bth.pad_count = self.pad_len() as u8;
+        bth.write(chunk(buf)?);
+        write_tail(&mut buf[BthRepr::LEN..len], &self.ext, self.payload)?;
         Ok(len)
     }
 }
@@ -419,22 +486,22 @@ mod tests {
                 },
                 payload,
             );
-            r.deth = l.deth.then_some(DethRepr {
+            r.ext.deth = l.deth.then_some(DethRepr {
                 qkey: GSI_QKEY,
                 src_qp: 1,
             });
-            r.reth = l.reth.then_some(RethRepr {
+            r.ext.reth = l.reth.then_some(RethRepr {
                 va: 1,
                 rkey: 2,
                 dma_len: payload.len() as u32,
             });
-            r.atomic_eth = l.atomic_eth.then_some(AtomicEthRepr::default());
-            r.aeth = l.aeth.then_some(AethRepr {
+            r.ext.atomic_eth = l.atomic_eth.then_some(AtomicEthRepr::default());
+            r.ext.aeth = l.aeth.then_some(AethRepr {
                 syndrome: Syndrome::Ack { credits: 31 },
                 msn: 3,
             });
-            r.atomic_ack_eth = l.atomic_ack_eth.then_some(AtomicAckEthRepr { original: 9 });
-            r.immdt = l.immdt.then_some(ImmDtRepr { imm: 7 });
+            r.ext.atomic_ack_eth = l.atomic_ack_eth.then_some(AtomicAckEthRepr { original: 9 });
+            r.ext.immdt = l.immdt.then_some(ImmDtRepr { imm: 7 });
             let mut buf = [0u8; 128];
             let n = r.emit(&mut buf).unwrap();
             let mut back = RoceRepr::parse(&buf[..n]).unwrap();
@@ -452,7 +519,7 @@ mod tests {
             },
             &[1, 2, 3, 4],
         );
-        r.reth = Some(RethRepr {
+        r.ext.reth = Some(RethRepr {
             va: 0,
             rkey: 0,
             dma_len: 64,
