@@ -569,9 +569,8 @@ fn int_repr() -> impl Strategy<Value = IntRepr> {
                 let mut r = IntRepr::empty(max_hop);
                 r.overflow = overflow;
                 r.n_hop = n_hop;
-                for i in 0..usize::from(n_hop) {
-                    r.hops[i] = hops[i];
-                }
+                let n = usize::from(n_hop);
+                r.hops[..n].copy_from_slice(&hops[..n]);
                 r
             })
         })
