@@ -259,6 +259,21 @@ impl<T: AsRef<[u8]>> KeyWriteHeader<T> {
     }
 }
 
+impl<T: AsRef<[u8]> + AsMut<[u8]>> KeyWriteHeader<T> {
+    /// Set the redundancy.
+    pub fn set_redundancy(&mut self, n: u8) {
+        self.buffer.as_mut()[0] = n;
+    }
+    /// Set the key.
+    pub fn set_key(&mut self, k: u32) {
+        set_u32(self.buffer.as_mut(), 1, k);
+    }
+    /// The data bytes (and anything after them), writable.
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        &mut self.buffer.as_mut()[5..]
+    }
+}
+
 fixed_view!(
     /// A view of a Key-Increment sub-header.
     KeyIncrementHeader, 13, "dta.keyincrement"
@@ -279,6 +294,21 @@ impl<T: AsRef<[u8]>> KeyIncrementHeader<T> {
     }
 }
 
+impl<T: AsRef<[u8]> + AsMut<[u8]>> KeyIncrementHeader<T> {
+    /// Set the redundancy.
+    pub fn set_redundancy(&mut self, n: u8) {
+        self.buffer.as_mut()[0] = n;
+    }
+    /// Set the key.
+    pub fn set_key(&mut self, k: u32) {
+        set_u32(self.buffer.as_mut(), 1, k);
+    }
+    /// Set the increment.
+    pub fn set_counter(&mut self, c: u64) {
+        set_u64(self.buffer.as_mut(), 5, c);
+    }
+}
+
 fixed_view!(
     /// A view of an Append sub-header.
     AppendHeader, 8, "dta.append"
@@ -292,6 +322,17 @@ impl<T: AsRef<[u8]>> AppendHeader<T> {
     /// Datum.
     pub fn data(&self) -> u32 {
         u32_at(self.buffer.as_ref(), 4)
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> AppendHeader<T> {
+    /// Set the list ID.
+    pub fn set_list_id(&mut self, l: u32) {
+        set_u32(self.buffer.as_mut(), 0, l);
+    }
+    /// Set the datum.
+    pub fn set_data(&mut self, d: u32) {
+        set_u32(self.buffer.as_mut(), 4, d);
     }
 }
 
@@ -312,6 +353,21 @@ impl<T: AsRef<[u8]>> PostcarderHeader<T> {
     /// The hop's value.
     pub fn data(&self) -> u32 {
         u32_at(self.buffer.as_ref(), 5)
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> PostcarderHeader<T> {
+    /// Set the flow key.
+    pub fn set_key(&mut self, k: u32) {
+        set_u32(self.buffer.as_mut(), 0, k);
+    }
+    /// Set the hop number.
+    pub fn set_hop(&mut self, h: u8) {
+        self.buffer.as_mut()[4] = h;
+    }
+    /// Set the value.
+    pub fn set_data(&mut self, d: u32) {
+        set_u32(self.buffer.as_mut(), 5, d);
     }
 }
 
@@ -349,6 +405,19 @@ impl<T: AsRef<[u8]>> SketchMergeHeader<T> {
     }
 }
 
+impl<T: AsRef<[u8]> + AsMut<[u8]>> SketchMergeHeader<T> {
+    /// Set counter `i`; returns `false` (and writes nothing) past the buffer.
+    pub fn set_counter(&mut self, i: usize, v: u32) -> bool {
+        let at = 12 + 4 * i;
+        let b = self.buffer.as_mut();
+        let fits = at + 4 <= b.len();
+        if fits {
+            set_u32(b, at, v);
+        }
+        fits
+    }
+}
+
 fixed_view!(
     /// A view of a DTA NACK (translator → reporter).
     NackHeader, 2, "dta.nack"
@@ -362,6 +431,17 @@ impl<T: AsRef<[u8]>> NackHeader<T> {
     /// NACK flag.
     pub fn nack(&self) -> bool {
         self.buffer.as_ref()[1] & 0x80 != 0
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> NackHeader<T> {
+    /// Set the sequence number.
+    pub fn set_seqnum(&mut self, s: u8) {
+        self.buffer.as_mut()[0] = s;
+    }
+    /// Set the NACK flag (reserved bits zero).
+    pub fn set_nack(&mut self, n: bool) {
+        self.buffer.as_mut()[1] = u8::from(n) << 7;
     }
 }
 

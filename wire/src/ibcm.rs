@@ -755,6 +755,13 @@ impl<T: AsRef<[u8]>> CmaHeader<T> {
     }
 }
 
+impl<T: AsRef<[u8]> + AsMut<[u8]>> CmaHeader<T> {
+    /// Set the initiator's source port.
+    pub fn set_port(&mut self, p: u16) {
+        set_u16(self.buffer.as_mut(), 2, p);
+    }
+}
+
 /// Addresses in a CMA header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CmaAddrs {

@@ -281,6 +281,25 @@ impl<T: AsRef<[u8]>> AtomicEthHeader<T> {
     }
 }
 
+impl<T: AsRef<[u8]> + AsMut<[u8]>> AtomicEthHeader<T> {
+    /// Set the remote virtual address.
+    pub fn set_va(&mut self, va: u64) {
+        set_u64(self.buffer.as_mut(), 0, va);
+    }
+    /// Set the remote key.
+    pub fn set_rkey(&mut self, k: u32) {
+        set_u32(self.buffer.as_mut(), 8, k);
+    }
+    /// Set the swap value or addend.
+    pub fn set_swap_add(&mut self, v: u64) {
+        set_u64(self.buffer.as_mut(), 12, v);
+    }
+    /// Set the compare value.
+    pub fn set_compare(&mut self, v: u64) {
+        set_u64(self.buffer.as_mut(), 20, v);
+    }
+}
+
 /// A parsed AtomicETH.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct AtomicEthRepr {
@@ -347,6 +366,17 @@ impl<T: AsRef<[u8]>> AethHeader<T> {
     /// Message sequence number, 24 bits.
     pub fn msn(&self) -> u32 {
         u24_at(self.buffer.as_ref(), 1)
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> AethHeader<T> {
+    /// Set the syndrome.
+    pub fn set_syndrome(&mut self, s: Syndrome) {
+        self.buffer.as_mut()[0] = s.to_u8();
+    }
+    /// Set the MSN (24 bits).
+    pub fn set_msn(&mut self, msn: u32) {
+        set_u24(self.buffer.as_mut(), 1, msn);
     }
 }
 
@@ -495,6 +525,13 @@ impl<T: AsRef<[u8]>> AtomicAckEthHeader<T> {
     }
 }
 
+impl<T: AsRef<[u8]> + AsMut<[u8]>> AtomicAckEthHeader<T> {
+    /// Set the original remote data.
+    pub fn set_original(&mut self, v: u64) {
+        set_u64(self.buffer.as_mut(), 0, v);
+    }
+}
+
 /// A parsed AtomicAckETH.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct AtomicAckEthRepr {
@@ -544,6 +581,13 @@ impl<T: AsRef<[u8]>> ImmDtHeader<T> {
     /// The immediate value as it is on the wire (big-endian).
     pub fn imm(&self) -> u32 {
         u32_at(self.buffer.as_ref(), 0)
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> ImmDtHeader<T> {
+    /// Set the immediate value.
+    pub fn set_imm(&mut self, v: u32) {
+        set_u32(self.buffer.as_mut(), 0, v);
     }
 }
 
@@ -600,6 +644,17 @@ impl<T: AsRef<[u8]>> DethHeader<T> {
     /// Source QP, 24 bits.
     pub fn src_qp(&self) -> u32 {
         u24_at(self.buffer.as_ref(), 5)
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> DethHeader<T> {
+    /// Set the queue key.
+    pub fn set_qkey(&mut self, k: u32) {
+        set_u32(self.buffer.as_mut(), 0, k);
+    }
+    /// Set the source QP (24 bits).
+    pub fn set_src_qp(&mut self, qp: u32) {
+        set_u24(self.buffer.as_mut(), 5, qp);
     }
 }
 

@@ -352,6 +352,27 @@ impl<'a> RoceRepr<'a> {
         }
     }
 
+    /// A Congestion Notification Packet to `dest_qp` (RoCEv2 Annex A17.9.3): BTH with BECN set
+    /// and P_Key 0xffff, 16 reserved zero bytes.
+    pub const fn cnp(dest_qp: u32) -> RoceRepr<'static> {
+        const BODY: [u8; CNP_BODY_LEN] = [0; CNP_BODY_LEN];
+        RoceRepr::new(
+            BthRepr {
+                opcode: Opcode::CNP,
+                solicited: false,
+                migreq: false,
+                pad_count: 0,
+                pkey: DEFAULT_PKEY,
+                fecn: false,
+                becn: true,
+                dest_qp: dest_qp & PSN_MASK,
+                ack_req: false,
+                psn: 0,
+            },
+            &BODY,
+        )
+    }
+
     /// Parse a RoCEv2 UDP payload (BTH through ICRC). The ICRC is not checked here; see
     /// [`icrc::verify`], which needs the IP header.
     ///
@@ -559,6 +580,18 @@ mod tests {
         );
         buf[0] = Opcode::RC_ACKNOWLEDGE.0;
         assert_eq!(RoceRepr::parse(&buf[..18]).unwrap_err().field(), "roce");
+    }
+
+    #[test]
+    fn cnp_layout() {
+        let c = RoceRepr::cnp(0x12_3456);
+        let mut b = [0u8; 32];
+        assert_eq!(c.emit(&mut b).unwrap(), 12 + 16 + 4);
+        assert_eq!(
+            &b[..12],
+            &[0x81, 0, 0xff, 0xff, 0x40, 0x12, 0x34, 0x56, 0, 0, 0, 0]
+        );
+        assert_eq!(RoceRepr::parse(&b[..32]).unwrap(), c);
     }
 
     #[test]
