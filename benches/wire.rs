@@ -34,21 +34,11 @@ fn flow(dst_port: u16) -> UdpFlow {
 fn keywrite_frame() -> Vec<u8> {
     let repr = DtaRepr {
         immediate: false,
-        seq: Some(Sequence {
-            seqnum: 1,
-            retransmittable: false,
-            priority: Priority::Low,
-        }),
-        primitive: Primitive::KeyWrite {
-            redundancy: 2,
-            key: 0x1234_5678,
-            data: &[0, 0, 0, 42],
-        },
+        seq: Some(Sequence { seqnum: 1, retransmittable: false, priority: Priority::Low }),
+        primitive: Primitive::KeyWrite { redundancy: 2, key: 0x1234_5678, data: &[0, 0, 0, 42] },
     };
     let mut buf = vec![0u8; 64];
-    let n = flow(40040)
-        .emit_with(repr.buffer_len(), false, &mut buf, |b| repr.emit(b))
-        .unwrap();
+    let n = flow(40040).emit_with(repr.buffer_len(), false, &mut buf, |b| repr.emit(b)).unwrap();
     buf.truncate(n);
     buf
 }
@@ -69,19 +59,10 @@ fn parse_keywrite(frame: &[u8]) -> Option<(u32, u8, u32)> {
     if udp.dst_port() != 40040 {
         return None;
     }
-    match DtaRepr::parse(udp.payload(), Format::default())
-        .ok()?
-        .primitive
-    {
-        Primitive::KeyWrite {
-            redundancy,
-            key,
-            data,
-        } => Some((
-            key,
-            redundancy,
-            u32::from_be_bytes([data[0], data[1], data[2], data[3]]),
-        )),
+    match DtaRepr::parse(udp.payload(), Format::default()).ok()?.primitive {
+        Primitive::KeyWrite { redundancy, key, data } => {
+            Some((key, redundancy, u32::from_be_bytes([data[0], data[1], data[2], data[3]])))
+        }
         _ => None,
     }
 }
@@ -91,9 +72,7 @@ fn bench_parse(c: &mut Criterion) {
     assert_eq!(parse_keywrite(&frame), Some((0x1234_5678, 2, 42)));
     let mut g = c.benchmark_group("parse");
     g.throughput(Throughput::Elements(1));
-    g.bench_function("eth_ipv4_udp_dta_keywrite", |b| {
-        b.iter(|| parse_keywrite(black_box(&frame)))
-    });
+    g.bench_function("eth_ipv4_udp_dta_keywrite", |b| b.iter(|| parse_keywrite(black_box(&frame))));
     g.finish();
 }
 
@@ -106,51 +85,26 @@ fn bench_build(c: &mut Criterion) {
         p
     };
     let payload = payload_of(7);
+    // One Key-Write copy: an RDMA WRITE Only to QP 0x11, its VA following the PSN.
+    let bth =
+        BthRepr { opcode: Opcode::RC_RDMA_WRITE_ONLY, pkey: 0xffff, dest_qp: 0x11, ..Default::default() };
+    let ext_of = |psn: u32| RoceExt {
+        reth: Some(RethRepr { va: 0x7f00_0000_0000 + u64::from(psn) * 8, rkey: 0x1234, dma_len: 8 }),
+        ..RoceExt::default()
+    };
+    // The general builder: every header from scratch.
     let write = |psn: u32, payload: &[u8; 8], buf: &mut [u8]| {
-        let mut roce = RoceRepr::new(
-            BthRepr {
-                opcode: Opcode::RC_RDMA_WRITE_ONLY,
-                pkey: 0xffff,
-                dest_qp: 0x11,
-                psn,
-                ..Default::default()
-            },
-            payload,
-        );
-        roce.ext.reth = Some(RethRepr {
-            va: 0x7f00_0000_0000 + u64::from(psn) * 8,
-            rkey: 0x1234,
-            dma_len: 8,
-        });
-        RoceStack {
-            flow: flow(4791),
-            roce,
-        }
-        .emit(buf)
+        let roce = RoceRepr { bth: BthRepr { psn, ..bth }, ext: ext_of(psn), payload };
+        RoceStack { flow: flow(4791), roce }.emit(buf)
     };
     let mut buf = [0u8; 128];
     assert_eq!(write(0, &payload, &mut buf).unwrap(), 82);
     icrc::verify(&buf[14..82]).unwrap();
 
     // The translator's path: one template per QP, built once.
-    let bth = BthRepr {
-        opcode: Opcode::RC_RDMA_WRITE_ONLY,
-        pkey: 0xffff,
-        dest_qp: 0x11,
-        ..Default::default()
-    };
     let template = RoceTemplate::new(&flow(4791), &bth, 8).unwrap();
-    let templated = |psn: u32, payload: &[u8; 8], buf: &mut [u8]| {
-        let ext = RoceExt {
-            reth: Some(RethRepr {
-                va: 0x7f00_0000_0000 + u64::from(psn) * 8,
-                rkey: 0x1234,
-                dma_len: 8,
-            }),
-            ..RoceExt::default()
-        };
-        template.emit(buf, psn, false, &ext, payload)
-    };
+    let templated =
+        |psn: u32, payload: &[u8; 8], buf: &mut [u8]| template.emit(buf, psn, false, &ext_of(psn), payload);
     let mut other = [0u8; 128];
     assert_eq!(templated(5, &payload, &mut other).unwrap(), 82);
     write(5, &payload, &mut buf).unwrap();
@@ -188,15 +142,7 @@ fn bench_build(c: &mut Criterion) {
         b.iter(|| {
             for (i, f) in frames.iter_mut().enumerate() {
                 let psn = (psn + i as u32) & 0xff_ffff;
-                let ext = RoceExt {
-                    reth: Some(RethRepr {
-                        va: 0x7f00_0000_0000 + u64::from(psn) * 8,
-                        rkey: 0x1234,
-                        dma_len: 8,
-                    }),
-                    ..RoceExt::default()
-                };
-                let _ = template.write(f, psn, false, &ext, &payload_of(psn));
+                let _ = template.write(f, psn, false, &ext_of(psn), &payload_of(psn));
             }
             for f in frames.iter_mut() {
                 template.seal(&mut f[..82]);
@@ -213,9 +159,7 @@ fn bench_build(c: &mut Criterion) {
     let mut g = c.benchmark_group("icrc");
     g.throughput(Throughput::Elements(1));
     write(1, &payload, &mut buf).unwrap();
-    g.bench_function("compute_82B_frame", |b| {
-        b.iter(|| icrc::compute(black_box(&buf[14..82])))
-    });
+    g.bench_function("compute_82B_frame", |b| b.iter(|| icrc::compute(black_box(&buf[14..82]))));
     g.finish();
 }
 

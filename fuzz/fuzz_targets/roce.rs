@@ -10,7 +10,8 @@ use wire::roce::{
 
 fuzz_target!(|data: &[u8]| {
     let _ = (BthRepr::parse(data), RethRepr::parse(data), AtomicEthRepr::parse(data));
-    let _ = (AethRepr::parse(data), AtomicAckEthRepr::parse(data), ImmDtRepr::parse(data), DethRepr::parse(data));
+    let _ =
+        (AethRepr::parse(data), AtomicAckEthRepr::parse(data), ImmDtRepr::parse(data), DethRepr::parse(data));
     if let Ok(r) = RoceRepr::parse(data) {
         let mut b = vec![0u8; r.buffer_len()];
         assert_eq!(r.emit(&mut b).unwrap(), b.len());

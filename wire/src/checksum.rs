@@ -77,10 +77,7 @@ mod tests {
 
     #[test]
     fn odd_length_pads_with_zero() {
-        assert_eq!(
-            checksum(&[0x12, 0x34, 0x56]),
-            checksum(&[0x12, 0x34, 0x56, 0x00])
-        );
+        assert_eq!(checksum(&[0x12, 0x34, 0x56]), checksum(&[0x12, 0x34, 0x56, 0x00]));
     }
 
     #[test]

@@ -45,10 +45,7 @@ impl DaietEntry {
 
     /// Read a pair from 20 bytes.
     pub fn read(b: &[u8]) -> Self {
-        Self {
-            key: array_at(b, 0),
-            value: u32_at(b, KEY_LEN),
-        }
+        Self { key: array_at(b, 0), value: u32_at(b, KEY_LEN) }
     }
 }
 
@@ -60,10 +57,7 @@ impl<'a> Entries<'a> {
     /// Wrap raw pairs; the length must be a multiple of 20.
     pub fn new(raw: &'a [u8]) -> Result<Self> {
         if !raw.len().is_multiple_of(ENTRY_LEN) {
-            return Err(Error::Invalid {
-                field: "daiet.entries",
-                value: raw.len() as u64,
-            });
+            return Err(Error::Invalid { field: "daiet.entries", value: raw.len() as u64 });
         }
         Ok(Self(raw))
     }
@@ -94,25 +88,12 @@ impl<'a> Entries<'a> {
     }
 }
 
-/// A read/write view of a DAIET packet (after the UDP header).
-#[derive(Debug, Clone)]
-pub struct DaietPacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
+view!(
+    /// A read/write view of a DAIET packet (after the UDP header).
+    DaietPacket
+);
 
 impl<T: AsRef<[u8]>> DaietPacket<T> {
-    /// Wrap a buffer without checking it; accessors may panic on a short buffer.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Self { buffer }
-    }
-
-    /// Wrap a buffer after [`check_len`](Self::check_len).
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
     /// Check the frame type is known and that the preamble and every claimed pair fit.
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();
@@ -132,16 +113,8 @@ impl<T: AsRef<[u8]>> DaietPacket<T> {
                 Ok(())
             }
             FRAME_END => need("daiet.end", END_LEN, b.len()),
-            t => Err(Error::Unsupported {
-                field: "daiet.frame_type",
-                value: u64::from(t),
-            }),
+            t => Err(Error::Unsupported { field: "daiet.frame_type", value: u64::from(t) }),
         }
-    }
-
-    /// The underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     /// Frame type.
@@ -157,11 +130,7 @@ impl<T: AsRef<[u8]>> DaietPacket<T> {
 
     /// Number of pairs (data packets; 0 for END).
     pub fn number_of_entries(&self) -> u32 {
-        if self.frame_type() == FRAME_DATA {
-            u32_at(self.buffer.as_ref(), 1)
-        } else {
-            0
-        }
+        if self.frame_type() == FRAME_DATA { u32_at(self.buffer.as_ref(), 1) } else { 0 }
     }
 
     /// Pair `i` of a data packet (`i < number_of_entries`).
@@ -204,9 +173,7 @@ impl<'a> DaietRepr<'a> {
     pub fn parse(buf: &'a [u8]) -> Result<Self> {
         let p = DaietPacket::new_checked(buf)?;
         Ok(match p.frame_type() {
-            FRAME_END => Self::End {
-                tree_id: p.tree_id(),
-            },
+            FRAME_END => Self::End { tree_id: p.tree_id() },
             _ => {
                 let n = p.number_of_entries() as usize;
                 Self::Data {
@@ -258,29 +225,21 @@ mod tests {
         raw[29..31].copy_from_slice(b"BB");
         raw[48] = 6;
         let r = DaietRepr::parse(&raw).unwrap();
-        let DaietRepr::Data { tree_id, entries } = r else {
-            panic!("not data")
-        };
+        let DaietRepr::Data { tree_id, entries } = r else { panic!("not data") };
         assert_eq!(tree_id, 7);
         let pairs: std::vec::Vec<_> = entries.iter().map(|e| (e.key[0], e.value)).collect();
         assert_eq!(pairs, [(b'A', 5), (b'B', 6)]);
         let mut out = [0u8; 49];
         r.emit(&mut out).unwrap();
         assert_eq!(out, raw);
-        assert_eq!(
-            DaietRepr::parse(&[1, 0, 0, 0, 8]).unwrap(),
-            DaietRepr::End { tree_id: 8 }
-        );
+        assert_eq!(DaietRepr::parse(&[1, 0, 0, 0, 8]).unwrap(), DaietRepr::End { tree_id: 8 });
     }
 
     #[test]
     fn claimed_pairs_past_the_buffer() {
         let e = DaietRepr::parse(&[0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1]).unwrap_err();
         assert_eq!(e.field(), "daiet.number_of_entries");
-        assert_eq!(
-            DaietRepr::parse(&[2]).unwrap_err().field(),
-            "daiet.frame_type"
-        );
+        assert_eq!(DaietRepr::parse(&[2]).unwrap_err().field(), "daiet.frame_type");
         assert_eq!(DaietRepr::parse(&[1, 0]).unwrap_err().field(), "daiet.end");
     }
 }

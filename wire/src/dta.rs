@@ -60,10 +60,7 @@ impl Opcode {
             4 => Self::Postcarder,
             5 => Self::SketchMerge,
             _ => {
-                return Err(Error::Unsupported {
-                    field: "dta.opcode",
-                    value: v as u64,
-                });
+                return Err(Error::Unsupported { field: "dta.opcode", value: v as u64 });
             }
         })
     }
@@ -105,10 +102,7 @@ pub struct Format {
 
 impl Default for Format {
     fn default() -> Self {
-        Self {
-            base: BaseForm::Long,
-            keywrite_data_len: DEFAULT_KEYWRITE_DATA_LEN,
-        }
+        Self { base: BaseForm::Long, keywrite_data_len: DEFAULT_KEYWRITE_DATA_LEN }
     }
 }
 
@@ -133,10 +127,7 @@ impl Priority {
             1 => Self::Medium,
             2 => Self::High,
             _ => {
-                return Err(Error::Invalid {
-                    field: "dta.priority",
-                    value: v as u64,
-                });
+                return Err(Error::Invalid { field: "dta.priority", value: v as u64 });
             }
         })
     }
@@ -211,11 +202,7 @@ impl<T: AsRef<[u8]>> DtaPacket<T> {
 
     /// Raw 2-bit priority (long form only; 0 in the short form).
     pub fn priority_bits(&self) -> u8 {
-        if self.form == BaseForm::Long {
-            (self.flags() >> 4) & 0x03
-        } else {
-            0
-        }
+        if self.form == BaseForm::Long { (self.flags() >> 4) & 0x03 } else { 0 }
     }
 
     /// The bytes after the base header.
@@ -468,10 +455,7 @@ impl MergeOp {
             1 => Self::Max,
             2 => Self::Min,
             _ => {
-                return Err(Error::Unsupported {
-                    field: "dta.sketchmerge.merge_op",
-                    value: v as u64,
-                });
+                return Err(Error::Unsupported { field: "dta.sketchmerge.merge_op", value: v as u64 });
             }
         })
     }
@@ -603,11 +587,7 @@ impl<'a> DtaRepr<'a> {
         let primitive = match opcode {
             Opcode::KeyWrite => {
                 let h = KeyWriteHeader::new_checked(body)?;
-                need(
-                    "dta.keywrite.data",
-                    format.keywrite_data_len,
-                    h.data().len(),
-                )?;
+                need("dta.keywrite.data", format.keywrite_data_len, h.data().len())?;
                 Primitive::KeyWrite {
                     redundancy: h.redundancy(),
                     key: h.key(),
@@ -616,26 +596,15 @@ impl<'a> DtaRepr<'a> {
             }
             Opcode::Append => {
                 let h = AppendHeader::new_checked(body)?;
-                Primitive::Append {
-                    list_id: h.list_id(),
-                    data: h.data(),
-                }
+                Primitive::Append { list_id: h.list_id(), data: h.data() }
             }
             Opcode::KeyIncrement => {
                 let h = KeyIncrementHeader::new_checked(body)?;
-                Primitive::KeyIncrement {
-                    redundancy: h.redundancy(),
-                    key: h.key(),
-                    counter: h.counter(),
-                }
+                Primitive::KeyIncrement { redundancy: h.redundancy(), key: h.key(), counter: h.counter() }
             }
             Opcode::Postcarder => {
                 let h = PostcarderHeader::new_checked(body)?;
-                Primitive::Postcarder {
-                    key: h.key(),
-                    hop: h.hop(),
-                    data: h.data(),
-                }
+                Primitive::Postcarder { key: h.key(), hop: h.hop(), data: h.data() }
             }
             Opcode::SketchMerge => {
                 let h = SketchMergeHeader::new_checked(body)?;
@@ -651,20 +620,12 @@ impl<'a> DtaRepr<'a> {
                 }
             }
         };
-        Ok(Self {
-            immediate: p.immediate(),
-            seq,
-            primitive,
-        })
+        Ok(Self { immediate: p.immediate(), seq, primitive })
     }
 
     /// The base form this report is emitted in.
     pub const fn form(&self) -> BaseForm {
-        if self.seq.is_some() {
-            BaseForm::Long
-        } else {
-            BaseForm::Short
-        }
+        if self.seq.is_some() { BaseForm::Long } else { BaseForm::Short }
     }
 
     /// Length of base header and sub-header.
@@ -698,11 +659,7 @@ impl<'a> DtaRepr<'a> {
         };
         let b = &mut buf[at..];
         match self.primitive {
-            Primitive::KeyWrite {
-                redundancy,
-                key,
-                data,
-            } => {
+            Primitive::KeyWrite { redundancy, key, data } => {
                 b[0] = redundancy;
                 set_u32(b, 1, key);
                 b[5..5 + data.len()].copy_from_slice(data);
@@ -711,11 +668,7 @@ impl<'a> DtaRepr<'a> {
                 set_u32(b, 0, list_id);
                 set_u32(b, 4, data);
             }
-            Primitive::KeyIncrement {
-                redundancy,
-                key,
-                counter,
-            } => {
+            Primitive::KeyIncrement { redundancy, key, counter } => {
                 b[0] = redundancy;
                 set_u32(b, 1, key);
                 set_u64(b, 5, counter);
@@ -725,13 +678,7 @@ impl<'a> DtaRepr<'a> {
                 b[4] = hop;
                 set_u32(b, 5, data);
             }
-            Primitive::SketchMerge {
-                sketch_id,
-                reporter_id,
-                column,
-                op,
-                counters,
-            } => {
+            Primitive::SketchMerge { sketch_id, reporter_id, column, op, counters } => {
                 set_u16(b, 0, sketch_id);
                 set_u16(b, 2, reporter_id);
                 set_u32(b, 4, column);
@@ -758,10 +705,7 @@ impl NackRepr {
     /// Parse a NACK (the UDP payload).
     pub fn parse(buf: &[u8]) -> Result<Self> {
         let h = NackHeader::new_checked(buf)?;
-        Ok(Self {
-            seqnum: h.seqnum(),
-            nack: h.nack(),
-        })
+        Ok(Self { seqnum: h.seqnum(), nack: h.nack() })
     }
 
     /// Length: 2.
@@ -804,30 +748,14 @@ mod tests {
     fn design_test_vectors() {
         // ../shared/design/DTA.md, "Test vectors".
         let vectors: [(u32, u32, [u32; 4]); 3] = [
-            (
-                0,
-                0x2144df1c,
-                [0xc622f71d, 0xb125c78b, 0x282c9631, 0x5f2ba6a7],
-            ),
-            (
-                1,
-                0x99f8b879,
-                [0xfb42dead, 0x8c45ee3b, 0x154cbf81, 0x624b8f17],
-            ),
-            (
-                123456,
-                0x092db2ae,
-                [0xe3654cd0, 0x94627c46, 0x0d6b2dfc, 0x7a6c1d6a],
-            ),
+            (0, 0x2144df1c, [0xc622f71d, 0xb125c78b, 0x282c9631, 0x5f2ba6a7]),
+            (1, 0x99f8b879, [0xfb42dead, 0x8c45ee3b, 0x154cbf81, 0x624b8f17]),
+            (123456, 0x092db2ae, [0xe3654cd0, 0x94627c46, 0x0d6b2dfc, 0x7a6c1d6a]),
         ];
         for (key, checksum, slots) in vectors {
             assert_eq!(keywrite_checksum(key), checksum, "checksum of key {key}");
             for (n, slot) in slots.into_iter().enumerate() {
-                assert_eq!(
-                    keywrite_slot_hash(key, n as u8),
-                    slot,
-                    "slot hash of key {key}, n={n}"
-                );
+                assert_eq!(keywrite_slot_hash(key, n as u8), slot, "slot hash of key {key}, n={n}");
             }
         }
         // "key 1: slot 173 of 256" for n = 0.
@@ -838,25 +766,15 @@ mod tests {
     fn priority_rides_in_the_reserved_bits() {
         let r = DtaRepr {
             immediate: true,
-            seq: Some(Sequence {
-                seqnum: 9,
-                retransmittable: true,
-                priority: Priority::High,
-            }),
-            primitive: Primitive::Append {
-                list_id: 1,
-                data: 2,
-            },
+            seq: Some(Sequence { seqnum: 9, retransmittable: true, priority: Priority::High }),
+            primitive: Primitive::Append { list_id: 1, data: 2 },
         };
         let mut b = [0u8; 11];
         r.emit(&mut b).unwrap();
         assert_eq!(&b[..3], &[2, 9, 0b1110_0000]);
         assert_eq!(DtaRepr::parse(&b, Format::default()).unwrap(), r);
         b[2] |= 0x30;
-        assert_eq!(
-            DtaRepr::parse(&b, Format::default()).unwrap_err().field(),
-            "dta.priority"
-        );
+        assert_eq!(DtaRepr::parse(&b, Format::default()).unwrap_err().field(), "dta.priority");
     }
 
     #[test]
@@ -864,40 +782,21 @@ mod tests {
         let f = Format::default();
         assert_eq!(
             DtaRepr::parse(&[9, 0, 0, 0], f).unwrap_err(),
-            Error::Unsupported {
-                field: "dta.opcode",
-                value: 9
-            }
+            Error::Unsupported { field: "dta.opcode", value: 9 }
         );
         assert_eq!(DtaRepr::parse(&[1, 0], f).unwrap_err().field(), "dta.base");
+        assert_eq!(DtaRepr::parse(&[1, 0, 0, 2, 0, 0, 0, 1, 0xaa], f).unwrap_err().field(), "dta.keywrite");
+        let wide = Format { keywrite_data_len: 12, ..f };
         assert_eq!(
-            DtaRepr::parse(&[1, 0, 0, 2, 0, 0, 0, 1, 0xaa], f)
-                .unwrap_err()
-                .field(),
-            "dta.keywrite"
-        );
-        let wide = Format {
-            keywrite_data_len: 12,
-            ..f
-        };
-        assert_eq!(
-            DtaRepr::parse(&[1, 0, 0, 2, 0, 0, 0, 1, 1, 2, 3, 4], wide)
-                .unwrap_err()
-                .field(),
+            DtaRepr::parse(&[1, 0, 0, 2, 0, 0, 0, 1, 1, 2, 3, 4], wide).unwrap_err().field(),
             "dta.keywrite.data"
         );
         let mut sm = [0u8; 3 + 12 + 4];
         sm[0] = 5;
         sm[3 + 9] = 2; // two counters claimed, one present
-        assert_eq!(
-            DtaRepr::parse(&sm, f).unwrap_err().field(),
-            "dta.sketchmerge.counter_count"
-        );
+        assert_eq!(DtaRepr::parse(&sm, f).unwrap_err().field(), "dta.sketchmerge.counter_count");
         sm[3 + 9] = 1;
         sm[3 + 10] = 7;
-        assert_eq!(
-            DtaRepr::parse(&sm, f).unwrap_err().field(),
-            "dta.sketchmerge.merge_op"
-        );
+        assert_eq!(DtaRepr::parse(&sm, f).unwrap_err().field(), "dta.sketchmerge.merge_op");
     }
 }

@@ -86,33 +86,18 @@ pub type Result<T> = core::result::Result<T, Error>;
 /// `Err(Truncated)` unless `have >= need`.
 #[inline]
 pub(crate) const fn need(field: &'static str, need: usize, have: usize) -> Result<()> {
-    if have < need {
-        Err(Error::Truncated { field, need, have })
-    } else {
-        Ok(())
-    }
+    if have < need { Err(Error::Truncated { field, need, have }) } else { Ok(()) }
 }
 
 /// `Err(NoSpace)` unless `have >= need`.
 #[inline]
 pub(crate) const fn space(field: &'static str, need: usize, have: usize) -> Result<()> {
-    if have < need {
-        Err(Error::NoSpace { field, need, have })
-    } else {
-        Ok(())
-    }
+    if have < need { Err(Error::NoSpace { field, need, have }) } else { Ok(()) }
 }
 
 /// The first `N` bytes of `buf` as an array, or [`Error::NoSpace`] naming `field`.
 #[inline(always)]
-pub(crate) fn chunk<'a, const N: usize>(
-    field: &'static str,
-    buf: &'a mut [u8],
-) -> Result<&'a mut [u8; N]> {
+pub(crate) fn chunk<'a, const N: usize>(field: &'static str, buf: &'a mut [u8]) -> Result<&'a mut [u8; N]> {
     let have = buf.len();
-    buf.first_chunk_mut::<N>().ok_or(Error::NoSpace {
-        field,
-        need: N,
-        have,
-    })
+    buf.first_chunk_mut::<N>().ok_or(Error::NoSpace { field, need: N, have })
 }

@@ -38,11 +38,7 @@ impl EthernetAddress {
 impl fmt::Display for EthernetAddress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.0;
-        write!(
-            f,
-            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
-            b[0], b[1], b[2], b[3], b[4], b[5]
-        )
+        write!(f, "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", b[0], b[1], b[2], b[3], b[4], b[5])
     }
 }
 
@@ -74,26 +70,12 @@ pub const VLAN_TAG_LEN: usize = 4;
 /// Minimum frame length without the FCS; shorter frames are padded with zeros.
 pub const MIN_FRAME_LEN: usize = 60;
 
-/// A read/write view of an Ethernet II frame, optionally 802.1Q tagged.
-#[derive(Debug, Clone)]
-pub struct EthernetFrame<T: AsRef<[u8]>> {
-    buffer: T,
-}
+view!(
+    /// A read/write view of an Ethernet II frame, optionally 802.1Q tagged.
+    EthernetFrame
+);
 
 impl<T: AsRef<[u8]>> EthernetFrame<T> {
-    /// Wrap a buffer without checking it. Accessors may panic if the buffer is too short;
-    /// use [`new_checked`](Self::new_checked) on untrusted input.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Self { buffer }
-    }
-
-    /// Wrap a buffer after checking it holds the whole header (with the tag, if tagged).
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let f = Self::new_unchecked(buffer);
-        f.check_len()?;
-        Ok(f)
-    }
-
     /// Check the buffer holds the whole header.
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();
@@ -102,11 +84,6 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
             need("ethernet.vlan", HEADER_LEN + VLAN_TAG_LEN, b.len())?;
         }
         Ok(())
-    }
-
-    /// The underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     /// Destination address.
@@ -131,26 +108,17 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
 
     /// The EtherType of the payload (after the tag, if tagged).
     pub fn ethertype(&self) -> EtherType {
-        if self.is_tagged() {
-            EtherType(u16_at(self.buffer.as_ref(), 16))
-        } else {
-            self.outer_ethertype()
-        }
+        if self.is_tagged() { EtherType(u16_at(self.buffer.as_ref(), 16)) } else { self.outer_ethertype() }
     }
 
     /// The tag control information of a tagged frame.
     pub fn vlan(&self) -> Option<VlanRepr> {
-        self.is_tagged()
-            .then(|| VlanRepr::from_tci(u16_at(self.buffer.as_ref(), 14)))
+        self.is_tagged().then(|| VlanRepr::from_tci(u16_at(self.buffer.as_ref(), 14)))
     }
 
     /// Header length: 14, or 18 when tagged.
     pub fn header_len(&self) -> usize {
-        if self.is_tagged() {
-            HEADER_LEN + VLAN_TAG_LEN
-        } else {
-            HEADER_LEN
-        }
+        if self.is_tagged() { HEADER_LEN + VLAN_TAG_LEN } else { HEADER_LEN }
     }
 
     /// The bytes after the header.
@@ -205,11 +173,7 @@ pub struct VlanRepr {
 impl VlanRepr {
     /// Decode a 16-bit TCI.
     pub const fn from_tci(tci: u16) -> Self {
-        Self {
-            pcp: (tci >> 13) as u8,
-            dei: tci & 0x1000 != 0,
-            vid: tci & 0x0fff,
-        }
+        Self { pcp: (tci >> 13) as u8, dei: tci & 0x1000 != 0, vid: tci & 0x0fff }
     }
 
     /// Encode as a 16-bit TCI (out-of-range fields are masked).
@@ -245,11 +209,7 @@ impl EthernetRepr {
 
     /// Header length on the wire.
     pub const fn buffer_len(&self) -> usize {
-        if self.vlan.is_some() {
-            HEADER_LEN + VLAN_TAG_LEN
-        } else {
-            HEADER_LEN
-        }
+        if self.vlan.is_some() { HEADER_LEN + VLAN_TAG_LEN } else { HEADER_LEN }
     }
 
     /// Write the header into the first [`buffer_len`](Self::buffer_len) bytes of `buf`.
@@ -282,11 +242,7 @@ impl EthernetRepr {
 
 impl fmt::Display for EthernetRepr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "Ethernet {} > {} type {:#06x}",
-            self.src_addr, self.dst_addr, self.ethertype.0
-        )?;
+        write!(f, "Ethernet {} > {} type {:#06x}", self.src_addr, self.dst_addr, self.ethertype.0)?;
         if let Some(v) = self.vlan {
             write!(f, " vlan {} pcp {}", v.vid, v.pcp)?;
         }
@@ -299,10 +255,7 @@ pub fn expect_ethertype(got: EtherType, want: EtherType) -> Result<()> {
     if got == want {
         Ok(())
     } else {
-        Err(Error::Unsupported {
-            field: "ethernet.ethertype",
-            value: u64::from(got.0),
-        })
+        Err(Error::Unsupported { field: "ethernet.ethertype", value: u64::from(got.0) })
     }
 }
 
@@ -316,11 +269,7 @@ mod tests {
         let repr = EthernetRepr {
             src_addr: EthernetAddress([2, 0, 0, 0, 0, 1]),
             dst_addr: EthernetAddress::BROADCAST,
-            vlan: Some(VlanRepr {
-                pcp: 3,
-                dei: false,
-                vid: 100,
-            }),
+            vlan: Some(VlanRepr { pcp: 3, dei: false, vid: 100 }),
             ethertype: EtherType::IPV4,
         };
         repr.emit(&mut buf).unwrap();

@@ -95,10 +95,7 @@ mod tests {
             let mut dst = [0u8; 81];
             copy_short(&mut dst, &src[..n]);
             assert_eq!(&dst[..n], &src[..n]);
-            assert!(
-                dst[n..].iter().all(|&b| b == 0),
-                "length {n} wrote past the end"
-            );
+            assert!(dst[n..].iter().all(|&b| b == 0), "length {n} wrote past the end");
         }
     }
 }

@@ -183,10 +183,7 @@ mod tests {
         r.emit(&mut b).unwrap();
         assert_eq!(
             b,
-            [
-                0x40, 0xff, 0x80, 0xff, 0x80, 0x2a, 10, 0, 0, 1, 10, 0, 0, 2, 17, 0xc0, 0x00, 0x12,
-                0xb7
-            ]
+            [0x40, 0xff, 0x80, 0xff, 0x80, 0x2a, 10, 0, 0, 1, 10, 0, 0, 2, 17, 0xc0, 0x00, 0x12, 0xb7]
         );
         assert_eq!(PollingRepr::parse(&b).unwrap(), r);
         assert_eq!(PollingRepr::parse(&b[..18]).unwrap_err().field(), "hawkeye");

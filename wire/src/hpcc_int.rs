@@ -34,48 +34,24 @@ pub const RATE_UNIT_BPS: u64 = 100_000_000;
 /// Unit of the queue-length field, in bytes.
 pub const QLEN_UNIT_BYTES: u64 = 128;
 
-/// A read/write view of an INT header: the shim and `max_hop` slots.
-#[derive(Debug, Clone)]
-pub struct IntHeader<T: AsRef<[u8]>> {
-    buffer: T,
-}
+view!(
+    /// A read/write view of an INT header: the shim and `max_hop` slots.
+    IntHeader
+);
 
 impl<T: AsRef<[u8]>> IntHeader<T> {
-    /// Wrap a buffer without checking it; accessors may panic on a short buffer.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Self { buffer }
-    }
-
-    /// Wrap a buffer after [`check_len`](Self::check_len).
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let h = Self::new_unchecked(buffer);
-        h.check_len()?;
-        Ok(h)
-    }
-
     /// Check the shim, that `1 <= max_hop <= 8`, that `n_hop <= max_hop`, and that all slots fit.
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();
         need("int", SHIM_LEN, b.len())?;
         let max = usize::from(b[1]);
         if max == 0 || max > MAX_HOPS {
-            return Err(Error::Invalid {
-                field: "int.max_hop",
-                value: max as u64,
-            });
+            return Err(Error::Invalid { field: "int.max_hop", value: max as u64 });
         }
         if usize::from(b[0]) > max {
-            return Err(Error::Invalid {
-                field: "int.n_hop",
-                value: u64::from(b[0]),
-            });
+            return Err(Error::Invalid { field: "int.n_hop", value: u64::from(b[0]) });
         }
         need("int.max_hop", SHIM_LEN + HOP_LEN * max, b.len())
-    }
-
-    /// The underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     /// Hops recorded.
@@ -157,9 +133,7 @@ impl IntHopRepr {
             switch_id,
             port_id,
             rate: (rate_bps / RATE_UNIT_BPS).min(u64::from(u16::MAX)) as u16,
-            qlen: qlen_bytes
-                .div_ceil(QLEN_UNIT_BYTES)
-                .min(u64::from(u16::MAX)) as u16,
+            qlen: qlen_bytes.div_ceil(QLEN_UNIT_BYTES).min(u64::from(u16::MAX)) as u16,
             ts: ts_ns as u32,
             tx_bytes: tx_bytes as u32,
         }
@@ -222,12 +196,7 @@ pub struct IntRepr {
 impl IntRepr {
     /// An empty header with `max_hop` slots, as a sender allocates it.
     pub fn empty(max_hop: u8) -> Self {
-        Self {
-            max_hop,
-            overflow: false,
-            n_hop: 0,
-            hops: [IntHopRepr::default(); MAX_HOPS],
-        }
+        Self { max_hop, overflow: false, n_hop: 0, hops: [IntHopRepr::default(); MAX_HOPS] }
     }
 
     /// The recorded hops.
@@ -256,16 +225,10 @@ impl IntRepr {
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
         let max = usize::from(self.max_hop);
         if max == 0 || max > MAX_HOPS {
-            return Err(Error::Invalid {
-                field: "int.max_hop",
-                value: max as u64,
-            });
+            return Err(Error::Invalid { field: "int.max_hop", value: max as u64 });
         }
         if self.n_hop > self.max_hop {
-            return Err(Error::Invalid {
-                field: "int.n_hop",
-                value: u64::from(self.n_hop),
-            });
+            return Err(Error::Invalid { field: "int.n_hop", value: u64::from(self.n_hop) });
         }
         space("int", self.buffer_len(), buf.len())?;
         buf[0] = self.n_hop;
@@ -273,11 +236,7 @@ impl IntRepr {
         buf[2] = if self.overflow { FLAG_OVERFLOW } else { 0 };
         buf[3] = 0;
         for i in 0..max {
-            let hop = if i < usize::from(self.n_hop) {
-                self.hops[i]
-            } else {
-                IntHopRepr::default()
-            };
+            let hop = if i < usize::from(self.n_hop) { self.hops[i] } else { IntHopRepr::default() };
             hop.write(&mut buf[SHIM_LEN + HOP_LEN * i..]);
         }
         Ok(())
@@ -293,8 +252,7 @@ mod tests {
         let mut buf = [0u8; SHIM_LEN + 2 * HOP_LEN];
         IntRepr::empty(2).emit(&mut buf).unwrap();
         let mut h = IntHeader::new_checked(&mut buf[..]).unwrap();
-        let hop =
-            IntHopRepr::from_snapshot(7, 3, 100_000_000_000, 1500, 5_000_000_123, 1 << 33 | 42);
+        let hop = IntHopRepr::from_snapshot(7, 3, 100_000_000_000, 1500, 5_000_000_123, 1 << 33 | 42);
         assert!(h.push_hop(&hop));
         assert!(h.push_hop(&hop));
         assert!(!h.push_hop(&hop));
@@ -310,30 +268,16 @@ mod tests {
 
     #[test]
     fn deltas_cross_the_wrap() {
-        let a = IntHopRepr {
-            ts: u32::MAX - 10,
-            tx_bytes: u32::MAX - 99,
-            ..Default::default()
-        };
-        let b = IntHopRepr {
-            ts: 20,
-            tx_bytes: 900,
-            ..Default::default()
-        };
+        let a = IntHopRepr { ts: u32::MAX - 10, tx_bytes: u32::MAX - 99, ..Default::default() };
+        let b = IntHopRepr { ts: 20, tx_bytes: 900, ..Default::default() };
         assert_eq!(b.ts_delta(&a), 31);
         assert_eq!(b.tx_bytes_delta(&a), 1000);
     }
 
     #[test]
     fn inconsistent_counts() {
-        assert_eq!(
-            IntRepr::parse(&[0, 0, 0, 0]).unwrap_err().field(),
-            "int.max_hop"
-        );
-        assert_eq!(
-            IntRepr::parse(&[0, 9, 0, 0]).unwrap_err().field(),
-            "int.max_hop"
-        );
+        assert_eq!(IntRepr::parse(&[0, 0, 0, 0]).unwrap_err().field(), "int.max_hop");
+        assert_eq!(IntRepr::parse(&[0, 9, 0, 0]).unwrap_err().field(), "int.max_hop");
         let mut b = [0u8; SHIM_LEN + HOP_LEN];
         b[1] = 1;
         b[0] = 2;

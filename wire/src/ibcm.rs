@@ -12,7 +12,7 @@
 
 use core::net::Ipv4Addr;
 
-use crate::error::{Error, Result, need, space};
+use crate::error::{Error, Result, space};
 use crate::field::{array_at, set_u16, set_u24, set_u32, set_u64, u16_at, u24_at, u32_at, u64_at};
 
 /// Length of a MAD.
@@ -100,9 +100,7 @@ pub mod transport {
 /// A GID for an IPv4 address: `::ffff:a.b.c.d`, as RoCEv2 uses.
 pub const fn ipv4_mapped_gid(a: Ipv4Addr) -> [u8; 16] {
     let o = a.octets();
-    [
-        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, o[0], o[1], o[2], o[3],
-    ]
+    [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, o[0], o[1], o[2], o[3]]
 }
 
 #[inline]
@@ -113,29 +111,14 @@ fn bits(b: u8, shift: u8, width: u8) -> u8 {
 // ---------------------------------------------------------------------------------------------
 // The MAD view
 
-/// A read/write view of a 256-byte CM MAD: the common header and the message area.
-#[derive(Debug, Clone)]
-pub struct MadPacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
+fixed_view!(
+    /// A read/write view of a 256-byte CM MAD: the common header and the message area.
+    MadPacket,
+    MAD_LEN,
+    "mad"
+);
 
 impl<T: AsRef<[u8]>> MadPacket<T> {
-    /// Wrap a buffer without checking it; accessors may panic on a short buffer.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Self { buffer }
-    }
-
-    /// Wrap a buffer after checking it holds a whole MAD.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        need("mad", MAD_LEN, buffer.as_ref().len())?;
-        Ok(Self { buffer })
-    }
-
-    /// The underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     /// Base version (1).
     pub fn base_version(&self) -> u8 {
         self.buffer.as_ref()[0]
@@ -252,11 +235,7 @@ impl PathRepr {
         set_u16(b, 2, self.remote_lid);
         b[4..20].copy_from_slice(&self.local_gid);
         b[20..36].copy_from_slice(&self.remote_gid);
-        set_u32(
-            b,
-            36,
-            ((self.flow_label & 0xf_ffff) << 12) | u32::from(self.packet_rate & 0x3f),
-        );
+        set_u32(b, 36, ((self.flow_label & 0xf_ffff) << 12) | u32::from(self.packet_rate & 0x3f));
         b[40] = self.traffic_class;
         b[41] = self.hop_limit;
         b[42] = ((self.sl & 0x0f) << 4) | (u8::from(self.subnet_local) << 3);
@@ -372,9 +351,8 @@ impl ReqRepr {
         set_u24(b, 44, self.starting_psn);
         b[47] = ((self.local_cm_response_timeout & 0x1f) << 3) | (self.retry_count & 0x07);
         set_u16(b, 48, self.pkey);
-        b[50] = ((self.path_mtu & 0x0f) << 4)
-            | (u8::from(self.rdc_exists) << 3)
-            | (self.rnr_retry_count & 0x07);
+        b[50] =
+            ((self.path_mtu & 0x0f) << 4) | (u8::from(self.rdc_exists) << 3) | (self.rnr_retry_count & 0x07);
         b[51] = ((self.max_cm_retries & 0x0f) << 4)
             | (u8::from(self.srq) << 3)
             | (self.extended_transport_type & 0x07);
@@ -584,10 +562,7 @@ impl CmMessage {
                 private_data: array_at(b, 8),
             }),
             a => {
-                return Err(Error::Unsupported {
-                    field: "mad.attr_id",
-                    value: u64::from(a),
-                });
+                return Err(Error::Unsupported { field: "mad.attr_id", value: u64::from(a) });
             }
         })
     }
@@ -645,14 +620,7 @@ pub struct CmMadRepr {
 impl CmMadRepr {
     /// A `Send` MAD carrying `message`.
     pub const fn send(tid: u64, message: CmMessage) -> Self {
-        Self {
-            method: METHOD_SEND,
-            status: 0,
-            class_specific: 0,
-            tid,
-            attr_mod: 0,
-            message,
-        }
+        Self { method: METHOD_SEND, status: 0, class_specific: 0, tid, attr_mod: 0, message }
     }
 
     /// Parse a MAD (the UD SEND payload). Base version, class and class version must be those of
@@ -660,16 +628,10 @@ impl CmMadRepr {
     pub fn parse(buf: &[u8]) -> Result<Self> {
         let p = MadPacket::new_checked(buf)?;
         if p.base_version() != BASE_VERSION {
-            return Err(Error::Unsupported {
-                field: "mad.base_version",
-                value: u64::from(p.base_version()),
-            });
+            return Err(Error::Unsupported { field: "mad.base_version", value: u64::from(p.base_version()) });
         }
         if p.mgmt_class() != MGMT_CLASS_CM {
-            return Err(Error::Unsupported {
-                field: "mad.mgmt_class",
-                value: u64::from(p.mgmt_class()),
-            });
+            return Err(Error::Unsupported { field: "mad.mgmt_class", value: u64::from(p.mgmt_class()) });
         }
         if p.class_version() != CM_CLASS_VERSION {
             return Err(Error::Unsupported {
@@ -717,22 +679,14 @@ impl CmMadRepr {
 /// Length of librdmacm's `struct cma_hdr`.
 pub const CMA_HEADER_LEN: usize = 36;
 
-/// A read/write view of librdmacm's private-data header.
-#[derive(Debug, Clone)]
-pub struct CmaHeader<T: AsRef<[u8]>> {
-    buffer: T,
-}
+fixed_view!(
+    /// A read/write view of librdmacm's private-data header.
+    CmaHeader,
+    CMA_HEADER_LEN,
+    "cma"
+);
 
 impl<T: AsRef<[u8]>> CmaHeader<T> {
-    /// Wrap a buffer without checking it; accessors may panic on a short buffer.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Self { buffer }
-    }
-    /// Wrap a buffer after checking it holds the header.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        need("cma", CMA_HEADER_LEN, buffer.as_ref().len())?;
-        Ok(Self { buffer })
-    }
     /// CMA version (0).
     pub fn version(&self) -> u8 {
         self.buffer.as_ref()[0]
@@ -805,17 +759,10 @@ impl CmaHeaderRepr {
             },
             6 => CmaAddrs::V6 { src: s, dst: d },
             v => {
-                return Err(Error::Unsupported {
-                    field: "cma.ip_version",
-                    value: u64::from(v),
-                });
+                return Err(Error::Unsupported { field: "cma.ip_version", value: u64::from(v) });
             }
         };
-        Ok(Self {
-            version: h.version(),
-            port: h.port(),
-            addrs,
-        })
+        Ok(Self { version: h.version(), port: h.port(), addrs })
     }
 
     /// Length: 36.
@@ -855,10 +802,7 @@ mod tests {
         CmaHeaderRepr {
             version: 0,
             port: 0xd079,
-            addrs: CmaAddrs::V4 {
-                src: Ipv4Addr::new(10, 0, 0, 101),
-                dst: Ipv4Addr::new(10, 0, 0, 51),
-            },
+            addrs: CmaAddrs::V4 { src: Ipv4Addr::new(10, 0, 0, 101), dst: Ipv4Addr::new(10, 0, 0, 51) },
         }
         .emit(&mut private_data)
         .unwrap();
@@ -948,9 +892,7 @@ mod tests {
             private_data: [0; private_len::REP],
         };
         let mut buf = [0u8; MAD_LEN];
-        CmMadRepr::send(1, CmMessage::Rep(rep))
-            .emit(&mut buf)
-            .unwrap();
+        CmMadRepr::send(1, CmMessage::Rep(rep)).emit(&mut buf).unwrap();
         let d = &buf[MAD_HEADER_LEN..];
         assert_eq!(&d[12..15], &[0xab, 0xcd, 0xef]);
         assert_eq!(&d[20..23], &[0x12, 0x34, 0x56]);
@@ -959,9 +901,7 @@ mod tests {
     #[test]
     fn wrong_class_or_attribute() {
         let mut buf = [0u8; MAD_LEN];
-        CmMadRepr::send(1, CmMessage::Req(req()))
-            .emit(&mut buf)
-            .unwrap();
+        CmMadRepr::send(1, CmMessage::Req(req())).emit(&mut buf).unwrap();
         let mut b = buf;
         b[1] = 0x04;
         assert_eq!(CmMadRepr::parse(&b).unwrap_err().field(), "mad.mgmt_class");
@@ -969,10 +909,7 @@ mod tests {
         b[17] = 0x11;
         assert_eq!(
             CmMadRepr::parse(&b).unwrap_err(),
-            Error::Unsupported {
-                field: "mad.attr_id",
-                value: 0x11
-            }
+            Error::Unsupported { field: "mad.attr_id", value: 0x11 }
         );
         assert_eq!(CmMadRepr::parse(&buf[..255]).unwrap_err().field(), "mad");
     }

@@ -33,25 +33,12 @@ pub mod ecn {
     pub const CE: u8 = 0b11;
 }
 
-/// A read/write view of an IPv4 packet.
-#[derive(Debug, Clone)]
-pub struct Ipv4Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+view!(
+    /// A read/write view of an IPv4 packet.
+    Ipv4Packet
+);
 
 impl<T: AsRef<[u8]>> Ipv4Packet<T> {
-    /// Wrap a buffer without checking it; accessors may panic on a short buffer.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Self { buffer }
-    }
-
-    /// Wrap a buffer after [`check_len`](Self::check_len).
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
     /// Check that the header, its options and the total length all fit in the buffer, and that
     /// IHL and total length are consistent. Bytes past the total length (Ethernet padding)
     /// are allowed and ignored.
@@ -60,25 +47,14 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         need("ipv4", HEADER_LEN, b.len())?;
         let ihl = usize::from(b[0] & 0x0f);
         if ihl < 5 {
-            return Err(Error::Invalid {
-                field: "ipv4.ihl",
-                value: ihl as u64,
-            });
+            return Err(Error::Invalid { field: "ipv4.ihl", value: ihl as u64 });
         }
         need("ipv4.ihl", ihl * 4, b.len())?;
         let total = usize::from(u16_at(b, 2));
         if total < ihl * 4 {
-            return Err(Error::Invalid {
-                field: "ipv4.total_len",
-                value: total as u64,
-            });
+            return Err(Error::Invalid { field: "ipv4.total_len", value: total as u64 });
         }
         need("ipv4.total_len", total, b.len())
-    }
-
-    /// The underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     /// IP version field (4 for a valid packet).
@@ -281,10 +257,7 @@ impl Ipv4Repr {
     pub fn parse(buf: &[u8]) -> Result<Self> {
         let p = Ipv4Packet::new_checked(buf)?;
         if p.version() != 4 {
-            return Err(Error::Invalid {
-                field: "ipv4.version",
-                value: u64::from(p.version()),
-            });
+            return Err(Error::Invalid { field: "ipv4.version", value: u64::from(p.version()) });
         }
         Ok(Self {
             src_addr: p.src_addr(),
@@ -312,10 +285,7 @@ impl Ipv4Repr {
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
         let total = self.payload_len + HEADER_LEN;
         if total > usize::from(u16::MAX) {
-            return Err(Error::Invalid {
-                field: "ipv4.total_len",
-                value: total as u64,
-            });
+            return Err(Error::Invalid { field: "ipv4.total_len", value: total as u64 });
         }
         self.write(total as u16, chunk::<HEADER_LEN>("ipv4", buf)?);
         Ok(())

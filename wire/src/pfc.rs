@@ -40,35 +40,20 @@ pub fn opcode(buf: &[u8]) -> Result<u16> {
 fn expect_opcode(buf: &[u8], want: u16) -> Result<()> {
     match opcode(buf)? {
         op if op == want => Ok(()),
-        op => Err(Error::Unsupported {
-            field: "mac_control.opcode",
-            value: u64::from(op),
-        }),
+        op => Err(Error::Unsupported { field: "mac_control.opcode", value: u64::from(op) }),
     }
 }
 
-/// A read/write view of a PFC payload (after the Ethernet header).
-#[derive(Debug, Clone)]
-pub struct PfcPacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
+view!(
+    /// A read/write view of a PFC payload (after the Ethernet header).
+    PfcPacket
+);
 
 impl<T: AsRef<[u8]>> PfcPacket<T> {
-    /// Wrap a buffer without checking it; accessors may panic on a short buffer.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Self { buffer }
-    }
-
-    /// Wrap a buffer after checking its opcode is PFC and it holds the whole payload.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        expect_opcode(buffer.as_ref(), OPCODE_PFC)?;
-        need("pfc", PFC_LEN, buffer.as_ref().len())?;
-        Ok(Self { buffer })
-    }
-
-    /// The underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
+    /// Check the opcode is PFC and the buffer holds the whole payload.
+    pub fn check_len(&self) -> Result<()> {
+        expect_opcode(self.buffer.as_ref(), OPCODE_PFC)?;
+        need("pfc", PFC_LEN, self.buffer.as_ref().len())
     }
 
     /// The class-enable vector (low 8 bits; the reserved high bits are ignored).
@@ -94,28 +79,16 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> PfcPacket<T> {
     }
 }
 
-/// A read/write view of an 802.3x PAUSE payload (after the Ethernet header).
-#[derive(Debug, Clone)]
-pub struct PausePacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
+view!(
+    /// A read/write view of an 802.3x PAUSE payload (after the Ethernet header).
+    PausePacket
+);
 
 impl<T: AsRef<[u8]>> PausePacket<T> {
-    /// Wrap a buffer without checking it; accessors may panic on a short buffer.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Self { buffer }
-    }
-
-    /// Wrap a buffer after checking its opcode is PAUSE and it holds the whole payload.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        expect_opcode(buffer.as_ref(), OPCODE_PAUSE)?;
-        need("pause", PAUSE_LEN, buffer.as_ref().len())?;
-        Ok(Self { buffer })
-    }
-
-    /// The underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
+    /// Check the opcode is PAUSE and the buffer holds the whole payload.
+    pub fn check_len(&self) -> Result<()> {
+        expect_opcode(self.buffer.as_ref(), OPCODE_PAUSE)?;
+        need("pause", PAUSE_LEN, self.buffer.as_ref().len())
     }
 
     /// The pause time in quanta (0 = resume).
@@ -149,18 +122,12 @@ impl PfcRepr {
                 *t = quanta;
             }
         }
-        Self {
-            class_enable: mask,
-            quanta: q,
-        }
+        Self { class_enable: mask, quanta: q }
     }
 
     /// Resume (XON) the priorities in `mask`.
     pub fn resume(mask: u8) -> Self {
-        Self {
-            class_enable: mask,
-            quanta: [0; 8],
-        }
+        Self { class_enable: mask, quanta: [0; 8] }
     }
 
     /// Whether `priority` is enabled in this frame.
@@ -185,19 +152,14 @@ impl MacControlRepr {
     /// Parse a MAC Control payload (after the Ethernet header). Padding after it is ignored.
     pub fn parse(buf: &[u8]) -> Result<Self> {
         if opcode(buf)? == OPCODE_PAUSE {
-            return Ok(Self::Pause {
-                quanta: PausePacket::new_checked(buf)?.quanta(),
-            });
+            return Ok(Self::Pause { quanta: PausePacket::new_checked(buf)?.quanta() });
         }
         let p = PfcPacket::new_checked(buf)?;
         let mut quanta = [0u16; 8];
         for (i, q) in quanta.iter_mut().enumerate() {
             *q = p.quanta(i);
         }
-        Ok(Self::Pfc(PfcRepr {
-            class_enable: p.class_enable(),
-            quanta,
-        }))
+        Ok(Self::Pfc(PfcRepr { class_enable: p.class_enable(), quanta }))
     }
 
     /// Payload length before padding.
@@ -277,12 +239,8 @@ mod tests {
     #[test]
     fn legacy_pause_known_answer() {
         let mut buf = [0u8; 60];
-        emit_frame(
-            EthernetAddress([2, 0, 0, 0, 0, 2]),
-            &MacControlRepr::Pause { quanta: 0x1234 },
-            &mut buf,
-        )
-        .unwrap();
+        emit_frame(EthernetAddress([2, 0, 0, 0, 0, 2]), &MacControlRepr::Pause { quanta: 0x1234 }, &mut buf)
+            .unwrap();
         assert_eq!(&buf[12..18], &[0x88, 0x08, 0x00, 0x01, 0x12, 0x34]);
         assert!(buf[18..].iter().all(|&b| b == 0));
     }
@@ -299,12 +257,6 @@ mod tests {
     #[test]
     fn unknown_opcode() {
         let e = MacControlRepr::parse(&[0x00, 0x02, 0, 0]).unwrap_err();
-        assert_eq!(
-            e,
-            Error::Unsupported {
-                field: "mac_control.opcode",
-                value: 2
-            }
-        );
+        assert_eq!(e, Error::Unsupported { field: "mac_control.opcode", value: 2 });
     }
 }

@@ -9,9 +9,7 @@ use crate::error::{Error, Result, space};
 use crate::ethernet::{EtherType, EthernetAddress, EthernetRepr, VlanRepr};
 use crate::ipv4::{self, Ipv4Repr};
 use crate::roce::icrc::IcrcPrefix;
-use crate::roce::{
-    BthRepr, ICRC_LEN, Layout, Opcode, PSN_MASK, RoceExt, RoceRepr, icrc, write_tail,
-};
+use crate::roce::{BthRepr, ICRC_LEN, Layout, Opcode, PSN_MASK, RoceExt, RoceRepr, icrc, write_tail};
 use crate::udp::{self, UdpPacket, UdpRepr};
 
 /// The addressing of one Ethernet/IPv4/UDP flow: everything the headers carry but the length.
@@ -82,12 +80,8 @@ impl UdpFlow {
             frag_offset: 0,
         }
         .emit(&mut buf[l2..])?;
-        UdpRepr {
-            src_port: self.src_port,
-            dst_port: self.dst_port,
-            payload_len,
-        }
-        .emit(&mut buf[l2 + ipv4::HEADER_LEN..])?;
+        UdpRepr { src_port: self.src_port, dst_port: self.dst_port, payload_len }
+            .emit(&mut buf[l2 + ipv4::HEADER_LEN..])?;
         Ok(total)
     }
 
@@ -134,10 +128,7 @@ impl RoceStack<'_> {
     /// (extension headers) / payload / pad / ICRC.
     #[inline]
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize> {
-        let flow = UdpFlow {
-            dst_port: udp::port::ROCE_V2,
-            ..self.flow
-        };
+        let flow = UdpFlow { dst_port: udp::port::ROCE_V2, ..self.flow };
         let roce_len = self.roce.buffer_len();
         let h = flow.headers_len();
         space("roce_stack", h + roce_len, buf.len())?;
@@ -179,45 +170,26 @@ impl RoceTemplate {
     /// A template for packets of `flow` (UDP destination forced to 4791) with this BTH
     /// (`psn` and `ack_req` are per packet and ignored here) carrying `payload_len` bytes.
     pub fn new(flow: &UdpFlow, bth: &BthRepr, payload_len: usize) -> Result<Self> {
-        let layout = bth.opcode.layout().ok_or(Error::Unsupported {
-            field: "bth.opcode",
-            value: u64::from(bth.opcode.0),
-        })?;
+        let layout = bth
+            .opcode
+            .layout()
+            .ok_or(Error::Unsupported { field: "bth.opcode", value: u64::from(bth.opcode.0) })?;
         if payload_len > 0 && !layout.payload {
-            return Err(Error::Invalid {
-                field: "roce.payload",
-                value: payload_len as u64,
-            });
+            return Err(Error::Invalid { field: "roce.payload", value: payload_len as u64 });
         }
         let pad = crate::roce::pad_len(payload_len);
         let roce_len = BthRepr::LEN + layout.ext_len() + payload_len + pad + ICRC_LEN;
-        let flow = UdpFlow {
-            dst_port: udp::port::ROCE_V2,
-            ..*flow
-        };
+        let flow = UdpFlow { dst_port: udp::port::ROCE_V2, ..*flow };
         let mut prefix = [0u8; PREFIX_MAX];
         let h = flow.emit_headers(roce_len, &mut prefix)?;
-        let bth = BthRepr {
-            pad_count: pad as u8,
-            psn: 0,
-            ack_req: false,
-            ..*bth
-        };
+        let bth = BthRepr { pad_count: pad as u8, psn: 0, ack_req: false, ..*bth };
         let mut bth_bytes = [0u8; BthRepr::LEN];
         bth.write(&mut bth_bytes);
         prefix[h..h + BTH_CONSTANT].copy_from_slice(&bth_bytes[..BTH_CONSTANT]);
         let l2_len = h - udp::HEADER_LEN - ipv4::HEADER_LEN;
         let ip_len = ipv4::HEADER_LEN + udp::HEADER_LEN + roce_len;
         let icrc = IcrcPrefix::new(&prefix[l2_len..h + BTH_CONSTANT], ip_len);
-        Ok(Self {
-            prefix,
-            l2_len,
-            opcode: bth.opcode,
-            layout,
-            payload_len,
-            frame_len: h + roce_len,
-            icrc,
-        })
+        Ok(Self { prefix, l2_len, opcode: bth.opcode, layout, payload_len, frame_len: h + roce_len, icrc })
     }
 
     /// Length of every frame this template emits.
@@ -262,10 +234,7 @@ impl RoceTemplate {
         payload: &[u8],
     ) -> Result<usize> {
         if payload.len() != self.payload_len {
-            return Err(Error::Invalid {
-                field: "roce.payload",
-                value: payload.len() as u64,
-            });
+            return Err(Error::Invalid { field: "roce.payload", value: payload.len() as u64 });
         }
         if ext.layout(self.layout.payload) != self.layout {
             ext.check(self.opcode, payload.len())?;
@@ -305,7 +274,9 @@ mod tests {
     use super::*;
     use crate::roce::{BthRepr, Opcode, RethRepr};
 
-    fn flow() -> UdpFlow {
+    /// The addressing of scapy's default frame in `write_only_matches_scapy`, also used by the
+    /// template tests.
+    pub(super) fn flow() -> UdpFlow {
         UdpFlow {
             eth_src: EthernetAddress([0x02, 0xfc, 0, 0, 0, 1]),
             eth_dst: EthernetAddress([0x02, 0xfc, 0, 0, 0, 5]),
@@ -339,11 +310,7 @@ mod tests {
             },
             b"abcdefgh",
         );
-        roce.ext.reth = Some(RethRepr {
-            va: 0,
-            rkey: 0,
-            dma_len: 0,
-        });
+        roce.ext.reth = Some(RethRepr { va: 0, rkey: 0, dma_len: 0 });
         // The scapy packet carries an all-zero RETH, so its DMA length (0) is not the payload's;
         // the builder writes what it is given.
         let mut buf = [0u8; 128];
@@ -364,16 +331,10 @@ mod template_tests {
     /// writes the same bytes as the general builder.
     #[test]
     fn template_matches_general_builder() {
-        let mut flow = tests_flow();
+        // Masked fields (TOS, TTL) non-zero, so the precomputed prefix fold is exercised on them.
+        let mut flow = UdpFlow { dscp: 26, ecn: 2, ttl: 17, ..super::tests::flow() };
         let payload: [u8; 80] = core::array::from_fn(|i| i as u8 ^ 0x5a);
-        for vlan in [
-            None,
-            Some(VlanRepr {
-                pcp: 3,
-                dei: false,
-                vid: 7,
-            }),
-        ] {
+        for vlan in [None, Some(VlanRepr { pcp: 3, dei: false, vid: 7 })] {
             flow.vlan = vlan;
             for op in 0..=255u8 {
                 let Some(layout) = Opcode(op).layout() else {
@@ -393,10 +354,7 @@ mod template_tests {
                     };
                     let t = RoceTemplate::new(&flow, &bth, len).unwrap();
                     let ext = RoceExt {
-                        deth: layout.deth.then_some(DethRepr {
-                            qkey: 0x8001_0000,
-                            src_qp: 1,
-                        }),
+                        deth: layout.deth.then_some(DethRepr { qkey: 0x8001_0000, src_qp: 1 }),
                         reth: layout.reth.then_some(RethRepr {
                             va: 0x1122_3344_5566_7788 + len as u64,
                             rkey: 9,
@@ -408,10 +366,9 @@ mod template_tests {
                             swap_add: 5,
                             compare: 0,
                         }),
-                        aeth: layout.aeth.then_some(AethRepr {
-                            syndrome: Syndrome::Ack { credits: 31 },
-                            msn: 77,
-                        }),
+                        aeth: layout
+                            .aeth
+                            .then_some(AethRepr { syndrome: Syndrome::Ack { credits: 31 }, msn: 77 }),
                         atomic_ack_eth: layout
                             .atomic_ack_eth
                             .then_some(crate::roce::AtomicAckEthRepr { original: 8 }),
@@ -419,17 +376,11 @@ mod template_tests {
                     };
                     let psn = 0x00ab_cdef ^ len as u32;
                     let mut a = [0u8; 256];
-                    let n = t
-                        .emit(&mut a, psn, len % 2 == 1, &ext, &payload[..len])
-                        .unwrap();
+                    let n = t.emit(&mut a, psn, len % 2 == 1, &ext, &payload[..len]).unwrap();
                     let general = RoceStack {
                         flow,
                         roce: RoceRepr {
-                            bth: BthRepr {
-                                psn,
-                                ack_req: len % 2 == 1,
-                                ..bth
-                            },
+                            bth: BthRepr { psn, ack_req: len % 2 == 1, ..bth },
                             ext,
                             payload: &payload[..len],
                         },
@@ -446,60 +397,17 @@ mod template_tests {
 
     #[test]
     fn template_rejects_the_wrong_shape() {
-        let bth = BthRepr {
-            opcode: Opcode::RC_RDMA_WRITE_ONLY,
-            ..Default::default()
-        };
-        let t = RoceTemplate::new(&tests_flow(), &bth, 8).unwrap();
+        let bth = BthRepr { opcode: Opcode::RC_RDMA_WRITE_ONLY, ..Default::default() };
+        let t = RoceTemplate::new(&super::tests::flow(), &bth, 8).unwrap();
         let mut buf = [0u8; 128];
-        let ext = RoceExt {
-            reth: Some(RethRepr::default()),
-            ..Default::default()
-        };
+        let ext = RoceExt { reth: Some(RethRepr::default()), ..Default::default() };
+        assert_eq!(t.emit(&mut buf, 0, false, &ext, &[0; 4]).unwrap_err().field(), "roce.payload");
         assert_eq!(
-            t.emit(&mut buf, 0, false, &ext, &[0; 4])
-                .unwrap_err()
-                .field(),
-            "roce.payload"
-        );
-        assert_eq!(
-            t.emit(&mut buf, 0, false, &RoceExt::default(), &[0; 8])
-                .unwrap_err()
-                .field(),
+            t.emit(&mut buf, 0, false, &RoceExt::default(), &[0; 8]).unwrap_err().field(),
             "roce.reth"
         );
-        assert_eq!(
-            t.emit(&mut buf[..40], 0, false, &ext, &[0; 8])
-                .unwrap_err()
-                .field(),
-            "roce_template"
-        );
-        let ack = BthRepr {
-            opcode: Opcode::RC_ACKNOWLEDGE,
-            ..Default::default()
-        };
-        assert_eq!(
-            RoceTemplate::new(&tests_flow(), &ack, 4)
-                .unwrap_err()
-                .field(),
-            "roce.payload"
-        );
-    }
-
-    fn tests_flow() -> UdpFlow {
-        UdpFlow {
-            eth_src: EthernetAddress([2, 0, 0, 0, 0, 1]),
-            eth_dst: EthernetAddress([2, 0, 0, 0, 0, 2]),
-            vlan: None,
-            ip_src: Ipv4Addr::new(10, 0, 0, 101),
-            ip_dst: Ipv4Addr::new(10, 0, 0, 51),
-            dscp: 26,
-            ecn: 2,
-            ttl: 64,
-            ident: 0,
-            dont_frag: true,
-            src_port: 49999,
-            dst_port: 4791,
-        }
+        assert_eq!(t.emit(&mut buf[..40], 0, false, &ext, &[0; 8]).unwrap_err().field(), "roce_template");
+        let ack = BthRepr { opcode: Opcode::RC_ACKNOWLEDGE, ..Default::default() };
+        assert_eq!(RoceTemplate::new(&super::tests::flow(), &ack, 4).unwrap_err().field(), "roce.payload");
     }
 }

@@ -26,42 +26,21 @@ pub mod port {
     pub const DAIET: u16 = 10000;
 }
 
-/// A read/write view of a UDP datagram.
-#[derive(Debug, Clone)]
-pub struct UdpPacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
+view!(
+    /// A read/write view of a UDP datagram.
+    UdpPacket
+);
 
 impl<T: AsRef<[u8]>> UdpPacket<T> {
-    /// Wrap a buffer without checking it; accessors may panic on a short buffer.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Self { buffer }
-    }
-
-    /// Wrap a buffer after [`check_len`](Self::check_len).
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
     /// Check that the header fits and that the length field is at least 8 and within the buffer.
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();
         need("udp", HEADER_LEN, b.len())?;
         let len = usize::from(u16_at(b, 4));
         if len < HEADER_LEN {
-            return Err(Error::Invalid {
-                field: "udp.length",
-                value: len as u64,
-            });
+            return Err(Error::Invalid { field: "udp.length", value: len as u64 });
         }
         need("udp.length", len, b.len())
-    }
-
-    /// The underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     /// Source port.
@@ -182,16 +161,10 @@ impl UdpRepr {
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
         let len = self.payload_len + HEADER_LEN;
         if len > usize::from(u16::MAX) {
-            return Err(Error::Invalid {
-                field: "udp.length",
-                value: len as u64,
-            });
+            return Err(Error::Invalid { field: "udp.length", value: len as u64 });
         }
-        let (s, d, l) = (
-            self.src_port.to_be_bytes(),
-            self.dst_port.to_be_bytes(),
-            (len as u16).to_be_bytes(),
-        );
+        let (s, d, l) =
+            (self.src_port.to_be_bytes(), self.dst_port.to_be_bytes(), (len as u16).to_be_bytes());
         *chunk::<HEADER_LEN>("udp", buf)? = [s[0], s[1], d[0], d[1], l[0], l[1], 0, 0];
         Ok(())
     }
@@ -204,13 +177,7 @@ mod tests {
     #[test]
     fn checksum_roundtrip() {
         let mut buf = [0u8; 13];
-        UdpRepr {
-            src_port: 40041,
-            dst_port: port::DTA,
-            payload_len: 5,
-        }
-        .emit(&mut buf)
-        .unwrap();
+        UdpRepr { src_port: 40041, dst_port: port::DTA, payload_len: 5 }.emit(&mut buf).unwrap();
         buf[8..].copy_from_slice(b"hello");
         let (s, d) = (Ipv4Addr::new(10, 0, 0, 200), Ipv4Addr::new(10, 0, 0, 51));
         let mut p = UdpPacket::new_checked(&mut buf[..]).unwrap();

@@ -52,19 +52,12 @@ const SPEED_CLASSES: [u64; 10] = [
 
 /// The link speed a C_l code stands for; `None` for 0 (unknown) and reserved codes.
 pub const fn speed_class_bps(code: u8) -> Option<u64> {
-    if code == 0 || code as usize >= SPEED_CLASSES.len() {
-        None
-    } else {
-        Some(SPEED_CLASSES[code as usize])
-    }
+    if code == 0 || code as usize >= SPEED_CLASSES.len() { None } else { Some(SPEED_CLASSES[code as usize]) }
 }
 
 /// The C_l code of a link speed: the largest class not above it (0 below 1 Gb/s).
 pub fn speed_class_of(bps: u64) -> u8 {
-    SPEED_CLASSES
-        .iter()
-        .rposition(|&c| c != 0 && c <= bps)
-        .unwrap_or(0) as u8
+    SPEED_CLASSES.iter().rposition(|&c| c != 0 && c <= bps).unwrap_or(0) as u8
 }
 
 /// Packet type.
@@ -90,48 +83,23 @@ impl UfabKind {
             3 => Self::Finish,
             4 => Self::FailureResponse,
             _ => {
-                return Err(Error::Unsupported {
-                    field: "ufab.type",
-                    value: v as u64,
-                });
+                return Err(Error::Unsupported { field: "ufab.type", value: v as u64 });
             }
         })
     }
 }
 
-/// A read/write view of a µFAB probe or response.
-#[derive(Debug, Clone)]
-pub struct UfabPacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
+view!(
+    /// A read/write view of a µFAB probe or response.
+    UfabPacket
+);
 
 impl<T: AsRef<[u8]>> UfabPacket<T> {
-    /// Wrap a buffer without checking it; accessors may panic on a short buffer.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Self { buffer }
-    }
-
-    /// Wrap a buffer after [`check_len`](Self::check_len).
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
     /// Check the header fits and `n_hop` slots lie within the buffer.
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();
         need("ufab", HEADER_LEN, b.len())?;
-        need(
-            "ufab.n_hop",
-            HEADER_LEN + HOP_LEN * usize::from(b[0] & 0x0f),
-            b.len(),
-        )
-    }
-
-    /// The underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
+        need("ufab.n_hop", HEADER_LEN + HOP_LEN * usize::from(b[0] & 0x0f), b.len())
     }
 
     /// Raw 4-bit type.
@@ -205,11 +173,7 @@ impl UfabHopRepr {
         set_u16(b, 0, self.window);
         set_u16(b, 2, self.phi_l);
         set_u16(b, 4, self.tx_l);
-        set_u16(
-            b,
-            6,
-            ((self.q_l & 0x0fff) << 4) | u16::from(self.c_l & 0x0f),
-        );
+        set_u16(b, 6, ((self.q_l & 0x0fff) << 4) | u16::from(self.c_l & 0x0f));
     }
 
     /// Window field in bytes.
@@ -268,13 +232,7 @@ impl UfabRepr {
         for (i, h) in hops.iter_mut().enumerate().take(slots) {
             *h = p.hop(i);
         }
-        Ok(Self {
-            kind,
-            n_hop: p.n_hop(),
-            phi_pair: p.phi_pair(),
-            slots: slots as u8,
-            hops,
-        })
+        Ok(Self { kind, n_hop: p.n_hop(), phi_pair: p.phi_pair(), slots: slots as u8, hops })
     }
 
     /// Length: header and slots.
@@ -285,16 +243,10 @@ impl UfabRepr {
     /// Write the packet.
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
         if usize::from(self.slots) > MAX_HOPS {
-            return Err(Error::Invalid {
-                field: "ufab.slots",
-                value: u64::from(self.slots),
-            });
+            return Err(Error::Invalid { field: "ufab.slots", value: u64::from(self.slots) });
         }
         if self.n_hop > self.slots {
-            return Err(Error::Invalid {
-                field: "ufab.n_hop",
-                value: u64::from(self.n_hop),
-            });
+            return Err(Error::Invalid { field: "ufab.n_hop", value: u64::from(self.n_hop) });
         }
         space("ufab", self.buffer_len(), buf.len())?;
         buf[0] = ((self.kind as u8) << 4) | (self.n_hop & 0x0f);
@@ -313,13 +265,7 @@ mod tests {
 
     #[test]
     fn hop_bit_layout() {
-        let h = UfabHopRepr {
-            window: 0x1234,
-            phi_l: 0x5678,
-            tx_l: 0x9abc,
-            q_l: 0xdef,
-            c_l: 6,
-        };
+        let h = UfabHopRepr { window: 0x1234, phi_l: 0x5678, tx_l: 0x9abc, q_l: 0xdef, c_l: 6 };
         let mut b = [0u8; 8];
         h.write(&mut b);
         assert_eq!(b, [0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf6]);
@@ -343,19 +289,9 @@ mod tests {
         let b = [(1 << 4) | 3, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0];
         assert_eq!(
             UfabRepr::parse(&b).unwrap_err(),
-            Error::Truncated {
-                field: "ufab.n_hop",
-                need: 28,
-                have: 12
-            }
+            Error::Truncated { field: "ufab.n_hop", need: 28, have: 12 }
         );
-        assert_eq!(
-            UfabRepr::parse(&[0x51, 0, 0, 0]).unwrap_err().field(),
-            "ufab.n_hop"
-        );
-        assert_eq!(
-            UfabRepr::parse(&[0x50, 0, 0, 0]).unwrap_err().field(),
-            "ufab.type"
-        );
+        assert_eq!(UfabRepr::parse(&[0x51, 0, 0, 0]).unwrap_err().field(), "ufab.n_hop");
+        assert_eq!(UfabRepr::parse(&[0x50, 0, 0, 0]).unwrap_err().field(), "ufab.type");
     }
 }

@@ -39,9 +39,7 @@ const FRAMES: [(&str, &str); 5] = [
 ];
 
 fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len() / 2)
-        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
-        .collect()
+    (0..s.len() / 2).map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap()).collect()
 }
 
 /// The generators' addressing: scapy defaults (ID 1, TTL 64, no flags) and a UDP checksum.
@@ -63,18 +61,12 @@ fn generator_flow() -> UdpFlow {
 }
 
 fn long(seqnum: u8) -> Option<Sequence> {
-    Some(Sequence {
-        seqnum,
-        retransmittable: false,
-        priority: Priority::Low,
-    })
+    Some(Sequence { seqnum, retransmittable: false, priority: Priority::Low })
 }
 
 fn build(flow: &UdpFlow, repr: &DtaRepr<'_>, udp_checksum: bool) -> Vec<u8> {
     let mut buf = [0u8; 128];
-    let n = flow
-        .emit_with(repr.buffer_len(), udp_checksum, &mut buf, |b| repr.emit(b))
-        .unwrap();
+    let n = flow.emit_with(repr.buffer_len(), udp_checksum, &mut buf, |b| repr.emit(b)).unwrap();
     buf[..n].to_vec()
 }
 
@@ -96,25 +88,14 @@ fn ours() -> Vec<(&'static str, Vec<u8>, DtaRepr<'static>, BaseForm)> {
             DtaRepr {
                 immediate: false,
                 seq: long(7),
-                primitive: Primitive::KeyWrite {
-                    redundancy: 4,
-                    key: 1,
-                    data: &[0, 0, 0, 1],
-                },
+                primitive: Primitive::KeyWrite { redundancy: 4, key: 1, data: &[0, 0, 0, 1] },
             },
             true,
         ),
         (
             "append_long",
             g,
-            DtaRepr {
-                immediate: false,
-                seq: long(8),
-                primitive: Primitive::Append {
-                    list_id: 3,
-                    data: 1,
-                },
-            },
+            DtaRepr { immediate: false, seq: long(8), primitive: Primitive::Append { list_id: 3, data: 1 } },
             true,
         ),
         (
@@ -123,11 +104,7 @@ fn ours() -> Vec<(&'static str, Vec<u8>, DtaRepr<'static>, BaseForm)> {
             DtaRepr {
                 immediate: false,
                 seq: long(9),
-                primitive: Primitive::KeyIncrement {
-                    redundancy: 2,
-                    key: 123456,
-                    counter: 1,
-                },
+                primitive: Primitive::KeyIncrement { redundancy: 2, key: 123456, counter: 1 },
             },
             true,
         ),
@@ -137,11 +114,7 @@ fn ours() -> Vec<(&'static str, Vec<u8>, DtaRepr<'static>, BaseForm)> {
             DtaRepr {
                 immediate: false,
                 seq: long(10),
-                primitive: Primitive::Postcarder {
-                    key: 0xdead_beef,
-                    hop: 3,
-                    data: 42,
-                },
+                primitive: Primitive::Postcarder { key: 0xdead_beef, hop: 3, data: 42 },
             },
             true,
         ),
@@ -151,11 +124,7 @@ fn ours() -> Vec<(&'static str, Vec<u8>, DtaRepr<'static>, BaseForm)> {
             DtaRepr {
                 immediate: false,
                 seq: None,
-                primitive: Primitive::KeyWrite {
-                    redundancy: 2,
-                    key: 0x0a00_0001,
-                    data: &[0, 0, 0x12, 0x34],
-                },
+                primitive: Primitive::KeyWrite { redundancy: 2, key: 0x0a00_0001, data: &[0, 0, 0x12, 0x34] },
             },
             false,
         ),
@@ -184,27 +153,17 @@ fn reference_frames_parse() {
         let eth = EthernetRepr::parse(&frame).unwrap();
         let ip_bytes = &frame[eth.buffer_len()..];
         let ip = Ipv4Repr::parse(ip_bytes).unwrap();
-        assert!(
-            Ipv4Packet::new_checked(ip_bytes).unwrap().verify_checksum(),
-            "{name}"
-        );
+        assert!(Ipv4Packet::new_checked(ip_bytes).unwrap().verify_checksum(), "{name}");
         let udp_bytes = &ip_bytes[20..];
         let udp = UdpRepr::parse(udp_bytes).unwrap();
         assert_eq!(udp.dst_port, 40040);
         assert!(
-            UdpPacket::new_checked(udp_bytes)
-                .unwrap()
-                .verify_checksum(ip.src_addr, ip.dst_addr),
+            UdpPacket::new_checked(udp_bytes).unwrap().verify_checksum(ip.src_addr, ip.dst_addr),
             "{name}"
         );
-        let parsed = DtaRepr::parse(
-            &udp_bytes[8..8 + udp.payload_len],
-            Format {
-                base: form,
-                keywrite_data_len: 4,
-            },
-        )
-        .unwrap();
+        let parsed =
+            DtaRepr::parse(&udp_bytes[8..8 + udp.payload_len], Format { base: form, keywrite_data_len: 4 })
+                .unwrap();
         assert_eq!(parsed, repr, "{name}");
     }
 }
@@ -212,19 +171,14 @@ fn reference_frames_parse() {
 #[test]
 fn scapy_still_prints_these_frames() {
     let py = std::env::var("SOFTFABRIC_PYTHON").unwrap_or_else(|_| "/usr/bin/python3".into());
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/scapy/dta_reference_frames.py"
-    );
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scapy/dta_reference_frames.py");
     let out = match Command::new(&py).arg(script).output() {
         Ok(o) if o.status.success() => o,
         _ if std::env::var("SOFTFABRIC_REQUIRE_SCAPY").as_deref() == Ok("1") => {
             panic!("scapy is required (SOFTFABRIC_REQUIRE_SCAPY=1) but {py} {script} failed")
         }
         _ => {
-            eprintln!(
-                "SKIPPED: scapy not available for {py}; the embedded frames were still checked"
-            );
+            eprintln!("SKIPPED: scapy not available for {py}; the embedded frames were still checked");
             return;
         }
     };
@@ -236,9 +190,7 @@ fn scapy_still_prints_these_frames() {
             (a.to_string(), b.to_string())
         })
         .collect();
-    let embedded: Vec<(String, String)> = FRAMES
-        .iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect();
+    let embedded: Vec<(String, String)> =
+        FRAMES.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
     assert_eq!(printed, embedded);
 }

@@ -6,21 +6,19 @@ use std::net::Ipv4Addr;
 
 use proptest::prelude::*;
 use wire::daiet::{DaietEntry, DaietRepr, Entries};
-use wire::dta::{
-    self, BaseForm, DtaRepr, Format, MergeOp, NackRepr, Primitive, Priority, Sequence,
-};
+use wire::dta::{self, BaseForm, DtaRepr, Format, MergeOp, NackRepr, Primitive, Priority, Sequence};
 use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr, VlanRepr};
 use wire::hawkeye::{FiveTuple, PollingFlag, PollingPacket, PollingRepr};
 use wire::hpcc_int::{IntHeader, IntHopRepr, IntRepr};
 use wire::ibcm::{
-    CmMadRepr, CmMessage, CmaAddrs, CmaHeaderRepr, DrepRepr, DreqRepr, MadPacket, PathRepr,
-    RejRepr, RepRepr, ReqRepr, RtuRepr, private_len,
+    CmMadRepr, CmMessage, CmaAddrs, CmaHeaderRepr, DrepRepr, DreqRepr, MadPacket, PathRepr, RejRepr, RepRepr,
+    ReqRepr, RtuRepr, private_len,
 };
 use wire::ipv4::{Ipv4Packet, Ipv4Repr};
 use wire::pfc::{MacControlRepr, PausePacket, PfcPacket, PfcRepr};
 use wire::roce::{
-    AethRepr, AtomicAckEthRepr, AtomicEthRepr, BthRepr, DethRepr, ImmDtRepr, Opcode, RethRepr,
-    RoceRepr, Syndrome, icrc,
+    AethRepr, AtomicAckEthRepr, AtomicEthRepr, BthRepr, DethRepr, ImmDtRepr, Opcode, RethRepr, RoceRepr,
+    Syndrome, icrc,
 };
 use wire::stack::{RoceStack, UdpFlow};
 use wire::udp::{UdpPacket, UdpRepr};
@@ -29,10 +27,7 @@ use wire::ufab::{UfabHopRepr, UfabKind, UfabPacket, UfabRepr};
 const CASES: u32 = 10_000;
 
 fn config() -> ProptestConfig {
-    ProptestConfig {
-        cases: CASES,
-        ..ProptestConfig::default()
-    }
+    ProptestConfig { cases: CASES, ..ProptestConfig::default() }
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -51,12 +46,7 @@ fn vlan() -> impl Strategy<Value = VlanRepr> {
 }
 
 fn ethernet() -> impl Strategy<Value = EthernetRepr> {
-    (
-        mac(),
-        mac(),
-        proptest::option::of(vlan()),
-        any::<u16>().prop_filter("not a TPID", |t| *t != 0x8100),
-    )
+    (mac(), mac(), proptest::option::of(vlan()), any::<u16>().prop_filter("not a TPID", |t| *t != 0x8100))
         .prop_map(|(src_addr, dst_addr, vlan, t)| EthernetRepr {
             src_addr,
             dst_addr,
@@ -76,12 +66,8 @@ prop_compose! {
 fn mac_control() -> impl Strategy<Value = MacControlRepr> {
     prop_oneof![
         any::<u16>().prop_map(|quanta| MacControlRepr::Pause { quanta }),
-        (any::<u8>(), any::<[u16; 8]>()).prop_map(|(class_enable, quanta)| MacControlRepr::Pfc(
-            PfcRepr {
-                class_enable,
-                quanta
-            }
-        )),
+        (any::<u8>(), any::<[u16; 8]>())
+            .prop_map(|(class_enable, quanta)| MacControlRepr::Pfc(PfcRepr { class_enable, quanta })),
     ]
 }
 
@@ -98,10 +84,7 @@ fn syndrome() -> impl Strategy<Value = Syndrome> {
 }
 
 fn supported_opcode() -> impl Strategy<Value = Opcode> {
-    let ops: Vec<Opcode> = (0..=255u8)
-        .map(Opcode)
-        .filter(|o| o.layout().is_some())
-        .collect();
+    let ops: Vec<Opcode> = (0..=255u8).map(Opcode).filter(|o| o.layout().is_some()).collect();
     proptest::sample::select(ops)
 }
 
@@ -119,11 +102,7 @@ fn roce_parts() -> impl Strategy<Value = (BthRepr, Vec<u8>, [u64; 4], u32, Syndr
             bth.opcode = op;
             let l = op.layout().unwrap();
             let payload = if op == Opcode::CNP {
-                payload
-                    .into_iter()
-                    .chain(std::iter::repeat(0))
-                    .take(16)
-                    .collect()
+                payload.into_iter().chain(std::iter::repeat(0)).take(16).collect()
             } else if l.payload {
                 payload
             } else {
@@ -134,13 +113,7 @@ fn roce_parts() -> impl Strategy<Value = (BthRepr, Vec<u8>, [u64; 4], u32, Syndr
         })
 }
 
-fn roce_repr<'a>(
-    bth: BthRepr,
-    payload: &'a [u8],
-    words: [u64; 4],
-    imm: u32,
-    syn: Syndrome,
-) -> RoceRepr<'a> {
+fn roce_repr<'a>(bth: BthRepr, payload: &'a [u8], words: [u64; 4], imm: u32, syn: Syndrome) -> RoceRepr<'a> {
     let l = bth.opcode.layout().unwrap();
     let mut r = RoceRepr::new(bth, payload);
     let dma_len = if matches!(bth.opcode.0 & 0x1f, 0x0a | 0x0b) {
@@ -148,28 +121,16 @@ fn roce_repr<'a>(
     } else {
         (payload.len() as u32).saturating_add(words[3] as u32 % 4096)
     };
-    r.ext.deth = l.deth.then_some(DethRepr {
-        qkey: words[0] as u32,
-        src_qp: (words[1] as u32) & 0xff_ffff,
-    });
-    r.ext.reth = l.reth.then_some(RethRepr {
-        va: words[0],
-        rkey: imm,
-        dma_len,
-    });
+    r.ext.deth = l.deth.then_some(DethRepr { qkey: words[0] as u32, src_qp: (words[1] as u32) & 0xff_ffff });
+    r.ext.reth = l.reth.then_some(RethRepr { va: words[0], rkey: imm, dma_len });
     r.ext.atomic_eth = l.atomic_eth.then_some(AtomicEthRepr {
         va: words[0],
         rkey: imm,
         swap_add: words[1],
         compare: words[2],
     });
-    r.ext.aeth = l.aeth.then_some(AethRepr {
-        syndrome: syn,
-        msn: (words[2] as u32) & 0xff_ffff,
-    });
-    r.ext.atomic_ack_eth = l
-        .atomic_ack_eth
-        .then_some(AtomicAckEthRepr { original: words[3] });
+    r.ext.aeth = l.aeth.then_some(AethRepr { syndrome: syn, msn: (words[2] as u32) & 0xff_ffff });
+    r.ext.atomic_ack_eth = l.atomic_ack_eth.then_some(AtomicAckEthRepr { original: words[3] });
     r.ext.immdt = l.immdt.then_some(ImmDtRepr { imm });
     r
 }
@@ -189,19 +150,7 @@ fn flow() -> impl Strategy<Value = UdpFlow> {
         any::<u16>(),
     )
         .prop_map(
-            |(
-                eth_src,
-                eth_dst,
-                vlan,
-                ip_src,
-                ip_dst,
-                dscp,
-                ecn,
-                ttl,
-                ident,
-                dont_frag,
-                src_port,
-            )| UdpFlow {
+            |(eth_src, eth_dst, vlan, ip_src, ip_dst, dscp, ecn, ttl, ident, dont_frag, src_port)| UdpFlow {
                 eth_src,
                 eth_dst,
                 vlan,
@@ -244,25 +193,8 @@ fn req() -> impl Strategy<Value = ReqRepr> {
             any::<u8>(),
             0u32..1 << 24,
         ),
-        (
-            any::<u8>(),
-            0u32..1 << 24,
-            0u8..32,
-            0u8..4,
-            any::<bool>(),
-            0u32..1 << 24,
-            0u8..32,
-            0u8..8,
-        ),
-        (
-            any::<u16>(),
-            0u8..16,
-            any::<bool>(),
-            0u8..8,
-            0u8..16,
-            any::<bool>(),
-            0u8..8,
-        ),
+        (any::<u8>(), 0u32..1 << 24, 0u8..32, 0u8..4, any::<bool>(), 0u32..1 << 24, 0u8..32, 0u8..8),
+        (any::<u16>(), 0u8..16, any::<bool>(), 0u8..8, 0u8..16, any::<bool>(), 0u8..8),
         (path(), path(), private::<{ private_len::REQ }>()),
     )
         .prop_map(|(a, b, c, d)| ReqRepr {
@@ -297,24 +229,8 @@ fn req() -> impl Strategy<Value = ReqRepr> {
 
 fn rep() -> impl Strategy<Value = RepRepr> {
     (
-        (
-            any::<u32>(),
-            any::<u32>(),
-            any::<u32>(),
-            0u32..1 << 24,
-            0u32..1 << 24,
-            0u32..1 << 24,
-            any::<u8>(),
-        ),
-        (
-            any::<u8>(),
-            0u8..32,
-            0u8..4,
-            any::<bool>(),
-            0u8..8,
-            any::<bool>(),
-            any::<u64>(),
-        ),
+        (any::<u32>(), any::<u32>(), any::<u32>(), 0u32..1 << 24, 0u32..1 << 24, 0u32..1 << 24, any::<u8>()),
+        (any::<u8>(), 0u8..32, 0u8..4, any::<bool>(), 0u8..8, any::<bool>(), any::<u64>()),
         private::<{ private_len::REP }>(),
     )
         .prop_map(|(a, b, private_data)| RepRepr {
@@ -340,16 +256,9 @@ fn cm_message() -> impl Strategy<Value = CmMessage> {
     prop_oneof![
         req().prop_map(CmMessage::Req),
         rep().prop_map(CmMessage::Rep),
-        (
-            any::<u32>(),
-            any::<u32>(),
-            private::<{ private_len::RTU }>()
-        )
-            .prop_map(|(l, r, p)| CmMessage::Rtu(RtuRepr {
-                local_comm_id: l,
-                remote_comm_id: r,
-                private_data: p
-            })),
+        (any::<u32>(), any::<u32>(), private::<{ private_len::RTU }>()).prop_map(|(l, r, p)| CmMessage::Rtu(
+            RtuRepr { local_comm_id: l, remote_comm_id: r, private_data: p }
+        )),
         (
             any::<u32>(),
             any::<u32>(),
@@ -368,52 +277,33 @@ fn cm_message() -> impl Strategy<Value = CmMessage> {
                 ari,
                 private_data: p
             })),
-        (
-            any::<u32>(),
-            any::<u32>(),
-            0u32..1 << 24,
-            private::<{ private_len::DREQ }>()
-        )
-            .prop_map(|(l, r, q, p)| {
+        (any::<u32>(), any::<u32>(), 0u32..1 << 24, private::<{ private_len::DREQ }>()).prop_map(
+            |(l, r, q, p)| {
                 CmMessage::Dreq(DreqRepr {
                     local_comm_id: l,
                     remote_comm_id: r,
                     remote_qpn: q,
                     private_data: p,
                 })
-            }),
-        (
-            any::<u32>(),
-            any::<u32>(),
-            private::<{ private_len::DREP }>()
-        )
-            .prop_map(|(l, r, p)| CmMessage::Drep(DrepRepr {
-                local_comm_id: l,
-                remote_comm_id: r,
-                private_data: p
-            })),
+            }
+        ),
+        (any::<u32>(), any::<u32>(), private::<{ private_len::DREP }>()).prop_map(|(l, r, p)| {
+            CmMessage::Drep(DrepRepr { local_comm_id: l, remote_comm_id: r, private_data: p })
+        }),
     ]
 }
 
 fn cm_mad() -> impl Strategy<Value = CmMadRepr> {
-    (
-        any::<u8>(),
-        any::<u16>(),
-        any::<u16>(),
-        any::<u64>(),
-        any::<u32>(),
-        cm_message(),
+    (any::<u8>(), any::<u16>(), any::<u16>(), any::<u64>(), any::<u32>(), cm_message()).prop_map(
+        |(method, status, class_specific, tid, attr_mod, message)| CmMadRepr {
+            method,
+            status,
+            class_specific,
+            tid,
+            attr_mod,
+            message,
+        },
     )
-        .prop_map(
-            |(method, status, class_specific, tid, attr_mod, message)| CmMadRepr {
-                method,
-                status,
-                class_specific,
-                tid,
-                attr_mod,
-                message,
-            },
-        )
 }
 
 fn cma() -> impl Strategy<Value = CmaHeaderRepr> {
@@ -429,11 +319,7 @@ fn cma() -> impl Strategy<Value = CmaHeaderRepr> {
 }
 
 fn priority() -> impl Strategy<Value = Priority> {
-    prop_oneof![
-        Just(Priority::Low),
-        Just(Priority::Medium),
-        Just(Priority::High)
-    ]
+    prop_oneof![Just(Priority::Low), Just(Priority::Medium), Just(Priority::High)]
 }
 
 fn merge_op() -> impl Strategy<Value = MergeOp> {
@@ -462,20 +348,9 @@ impl DtaCase {
                 key: self.a,
                 data: &self.bytes[..self.data_len],
             },
-            1 => Primitive::Append {
-                list_id: self.a,
-                data: self.b as u32,
-            },
-            2 => Primitive::KeyIncrement {
-                redundancy: self.small,
-                key: self.a,
-                counter: self.b,
-            },
-            3 => Primitive::Postcarder {
-                key: self.a,
-                hop: self.small,
-                data: self.b as u32,
-            },
+            1 => Primitive::Append { list_id: self.a, data: self.b as u32 },
+            2 => Primitive::KeyIncrement { redundancy: self.small, key: self.a, counter: self.b },
+            3 => Primitive::Postcarder { key: self.a, hop: self.small, data: self.b as u32 },
             _ => Primitive::SketchMerge {
                 sketch_id: self.a as u16,
                 reporter_id: (self.a >> 16) as u16,
@@ -484,33 +359,24 @@ impl DtaCase {
                 counters: &self.bytes[..self.bytes.len() / 4 * 4],
             },
         };
-        DtaRepr {
-            immediate: self.immediate,
-            seq: self.seq,
-            primitive,
-        }
+        DtaRepr { immediate: self.immediate, seq: self.seq, primitive }
     }
 
     fn format(&self) -> Format {
         Format {
-            base: if self.seq.is_some() {
-                BaseForm::Long
-            } else {
-                BaseForm::Short
-            },
+            base: if self.seq.is_some() { BaseForm::Long } else { BaseForm::Short },
             keywrite_data_len: self.data_len,
         }
     }
 }
 
 fn dta_case() -> impl Strategy<Value = DtaCase> {
-    let seq = proptest::option::of((any::<u8>(), any::<bool>(), priority()).prop_map(
-        |(seqnum, retransmittable, priority)| Sequence {
-            seqnum,
-            retransmittable,
-            priority,
-        },
-    ));
+    let seq =
+        proptest::option::of(
+            (any::<u8>(), any::<bool>(), priority()).prop_map(|(seqnum, retransmittable, priority)| {
+                Sequence { seqnum, retransmittable, priority }
+            }),
+        );
     (
         any::<bool>(),
         seq,
@@ -522,49 +388,35 @@ fn dta_case() -> impl Strategy<Value = DtaCase> {
         proptest::collection::vec(any::<u8>(), 28..200),
         prop_oneof![Just(4usize), Just(12), Just(28)],
     )
-        .prop_map(
-            |(immediate, seq, kind, a, b, small, op, bytes, data_len)| DtaCase {
-                immediate,
-                seq,
-                kind,
-                a,
-                b,
-                small,
-                op,
-                bytes,
-                data_len,
-            },
-        )
+        .prop_map(|(immediate, seq, kind, a, b, small, op, bytes, data_len)| DtaCase {
+            immediate,
+            seq,
+            kind,
+            a,
+            b,
+            small,
+            op,
+            bytes,
+            data_len,
+        })
 }
 
 fn int_hop() -> impl Strategy<Value = IntHopRepr> {
-    (
-        any::<u16>(),
-        any::<u16>(),
-        any::<u16>(),
-        any::<u16>(),
-        any::<u32>(),
-        any::<u32>(),
+    (any::<u16>(), any::<u16>(), any::<u16>(), any::<u16>(), any::<u32>(), any::<u32>()).prop_map(
+        |(switch_id, port_id, rate, qlen, ts, tx_bytes)| IntHopRepr {
+            switch_id,
+            port_id,
+            rate,
+            qlen,
+            ts,
+            tx_bytes,
+        },
     )
-        .prop_map(
-            |(switch_id, port_id, rate, qlen, ts, tx_bytes)| IntHopRepr {
-                switch_id,
-                port_id,
-                rate,
-                qlen,
-                ts,
-                tx_bytes,
-            },
-        )
 }
 
 fn int_repr() -> impl Strategy<Value = IntRepr> {
-    (
-        1u8..=8,
-        any::<bool>(),
-        proptest::collection::vec(int_hop(), 8),
-    )
-        .prop_flat_map(|(max_hop, overflow, hops)| {
+    (1u8..=8, any::<bool>(), proptest::collection::vec(int_hop(), 8)).prop_flat_map(
+        |(max_hop, overflow, hops)| {
             (0..=max_hop).prop_map(move |n_hop| {
                 let mut r = IntRepr::empty(max_hop);
                 r.overflow = overflow;
@@ -573,24 +425,13 @@ fn int_repr() -> impl Strategy<Value = IntRepr> {
                 r.hops[..n].copy_from_slice(&hops[..n]);
                 r
             })
-        })
+        },
+    )
 }
 
 fn ufab_hop() -> impl Strategy<Value = UfabHopRepr> {
-    (
-        any::<u16>(),
-        any::<u16>(),
-        any::<u16>(),
-        0u16..4096,
-        0u8..16,
-    )
-        .prop_map(|(window, phi_l, tx_l, q_l, c_l)| UfabHopRepr {
-            window,
-            phi_l,
-            tx_l,
-            q_l,
-            c_l,
-        })
+    (any::<u16>(), any::<u16>(), any::<u16>(), 0u16..4096, 0u8..16)
+        .prop_map(|(window, phi_l, tx_l, q_l, c_l)| UfabHopRepr { window, phi_l, tx_l, q_l, c_l })
 }
 
 fn ufab_repr() -> impl Strategy<Value = UfabRepr> {
@@ -600,64 +441,29 @@ fn ufab_repr() -> impl Strategy<Value = UfabRepr> {
         Just(UfabKind::Finish),
         Just(UfabKind::FailureResponse)
     ];
-    (
-        kind,
-        0u32..1 << 24,
-        0u8..=15,
-        proptest::collection::vec(ufab_hop(), 15),
-    )
-        .prop_flat_map(|(kind, phi_pair, slots, hops)| {
+    (kind, 0u32..1 << 24, 0u8..=15, proptest::collection::vec(ufab_hop(), 15)).prop_flat_map(
+        |(kind, phi_pair, slots, hops)| {
             (0..=slots).prop_map(move |n_hop| {
-                let mut r = UfabRepr {
-                    kind,
-                    n_hop,
-                    phi_pair,
-                    slots,
-                    hops: [UfabHopRepr::default(); 15],
-                };
+                let mut r = UfabRepr { kind, n_hop, phi_pair, slots, hops: [UfabHopRepr::default(); 15] };
                 r.hops[..usize::from(slots)].copy_from_slice(&hops[..usize::from(slots)]);
                 r
             })
-        })
+        },
+    )
 }
 
 fn polling() -> impl Strategy<Value = PollingRepr> {
-    (
-        0u8..4,
-        0u16..512,
-        0u16..512,
-        any::<u8>(),
-        ip(),
-        ip(),
-        any::<u8>(),
-        any::<u16>(),
-        any::<u16>(),
-    )
-        .prop_map(
-            |(
-                f,
-                ingress_port,
-                egress_port,
-                event_id,
-                src_ip,
-                dst_ip,
-                protocol,
-                src_port,
-                dst_port,
-            )| PollingRepr {
+    (0u8..4, 0u16..512, 0u16..512, any::<u8>(), ip(), ip(), any::<u8>(), any::<u16>(), any::<u16>()).prop_map(
+        |(f, ingress_port, egress_port, event_id, src_ip, dst_ip, protocol, src_port, dst_port)| {
+            PollingRepr {
                 flag: PollingFlag::from_bits(f),
                 ingress_port,
                 egress_port,
                 event_id,
-                victim: FiveTuple {
-                    src_ip,
-                    dst_ip,
-                    protocol,
-                    src_port,
-                    dst_port,
-                },
-            },
-        )
+                victim: FiveTuple { src_ip, dst_ip, protocol, src_port, dst_port },
+            }
+        },
+    )
 }
 
 fn daiet_entries() -> impl Strategy<Value = Vec<DaietEntry>> {
@@ -670,12 +476,8 @@ fn daiet_entries() -> impl Strategy<Value = Vec<DaietEntry>> {
 /// `valid` with up to three bytes replaced and, half of the time, cut to a random length.
 fn mangled(valid: Vec<u8>) -> impl Strategy<Value = Vec<u8>> {
     let n = valid.len().max(1);
-    (
-        proptest::collection::vec((0..n, any::<u8>()), 0..4),
-        0..=valid.len(),
-        any::<bool>(),
-    )
-        .prop_map(move |(flips, cut, do_cut)| {
+    (proptest::collection::vec((0..n, any::<u8>()), 0..4), 0..=valid.len(), any::<bool>()).prop_map(
+        move |(flips, cut, do_cut)| {
             let mut v = valid.clone();
             for (i, b) in flips {
                 if i < v.len() {
@@ -686,7 +488,8 @@ fn mangled(valid: Vec<u8>) -> impl Strategy<Value = Vec<u8>> {
                 v.truncate(cut);
             }
             v
-        })
+        },
+    )
 }
 
 fn emitted<F: FnOnce(&mut [u8]) -> wire::Result<()>>(len: usize, f: F) -> Vec<u8> {
@@ -846,30 +649,15 @@ proptest! {
 /// Run every parser and every view accessor over `b`.
 fn parse_everything(b: &[u8]) {
     if let Ok(f) = EthernetFrame::new_checked(b) {
-        let _ = (
-            f.dst_addr(),
-            f.src_addr(),
-            f.ethertype(),
-            f.vlan(),
-            f.payload().len(),
-        );
+        let _ = (f.dst_addr(), f.src_addr(), f.ethertype(), f.vlan(), f.payload().len());
     }
     let _ = EthernetRepr::parse(b);
     if let Ok(p) = Ipv4Packet::new_checked(b) {
-        let _ = (
-            p.verify_checksum(),
-            p.payload().len(),
-            p.src_addr(),
-            p.ttl(),
-            p.frag_offset(),
-        );
+        let _ = (p.verify_checksum(), p.payload().len(), p.src_addr(), p.ttl(), p.frag_offset());
     }
     let _ = Ipv4Repr::parse(b);
     if let Ok(p) = UdpPacket::new_checked(b) {
-        let _ = (
-            p.payload().len(),
-            p.verify_checksum(Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST),
-        );
+        let _ = (p.payload().len(), p.verify_checksum(Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST));
     }
     let _ = UdpRepr::parse(b);
     if let Ok(p) = PfcPacket::new_checked(b) {
@@ -895,13 +683,7 @@ fn parse_everything(b: &[u8]) {
     let _ = CmaHeaderRepr::parse(b);
     for base in [BaseForm::Short, BaseForm::Long] {
         for keywrite_data_len in [4, 12, 28] {
-            let _ = DtaRepr::parse(
-                b,
-                Format {
-                    base,
-                    keywrite_data_len,
-                },
-            );
+            let _ = DtaRepr::parse(b, Format { base, keywrite_data_len });
         }
     }
     let _ = NackRepr::parse(b);
@@ -932,8 +714,8 @@ fn parse_everything(b: &[u8]) {
             if let Ok(udp) = UdpPacket::new_checked(l4) {
                 let _ = RoceRepr::parse(udp.payload());
                 let _ = DtaRepr::parse(udp.payload(), Format::default());
-                let _ = dta::DtaPacket::new_checked(udp.payload(), BaseForm::Short)
-                    .map(|p| p.primitive().len());
+                let _ =
+                    dta::DtaPacket::new_checked(udp.payload(), BaseForm::Short).map(|p| p.primitive().len());
             }
         }
     }
@@ -949,10 +731,7 @@ fn valid_samples() -> impl Strategy<Value = Vec<u8>> {
         }),
         mac_control().prop_map(|r| emitted(r.buffer_len(), |b| r.emit(b))),
         (flow(), roce_parts()).prop_map(|(f, (bth, p, w, i, s))| {
-            let st = RoceStack {
-                flow: f,
-                roce: roce_repr(bth, &p, w, i, s),
-            };
+            let st = RoceStack { flow: f, roce: roce_repr(bth, &p, w, i, s) };
             emitted(st.buffer_len(), |b| st.emit(b).map(|_| ()))
         }),
         roce_parts().prop_map(|(bth, p, w, i, s)| {

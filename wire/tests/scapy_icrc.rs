@@ -16,9 +16,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use wire::ethernet::EthernetAddress;
-use wire::roce::{
-    AethRepr, AtomicEthRepr, BthRepr, ImmDtRepr, Opcode, RethRepr, RoceRepr, Syndrome, icrc,
-};
+use wire::roce::{AethRepr, AtomicEthRepr, BthRepr, ImmDtRepr, Opcode, RethRepr, RoceRepr, Syndrome, icrc};
 use wire::stack::{RoceStack, UdpFlow};
 use wire::{EthernetRepr, Ipv4Repr, UdpRepr};
 
@@ -54,9 +52,7 @@ fn scapy() -> Option<String> {
             "scapy is required (SOFTFABRIC_REQUIRE_SCAPY=1) but `{py} -c 'import scapy.contrib.roce'` failed"
         );
     }
-    eprintln!(
-        "SKIPPED: scapy not found for {py}; install Debian's python3-scapy to run this cross-check"
-    );
+    eprintln!("SKIPPED: scapy not found for {py}; install Debian's python3-scapy to run this cross-check");
     None
 }
 
@@ -122,15 +118,10 @@ fn random_packets() -> Vec<Vec<u8>> {
         let mut roce = RoceRepr::new(bth, &payload);
         match op {
             Opcode::RC_RDMA_WRITE_ONLY | Opcode::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE => {
-                roce.ext.reth = Some(RethRepr {
-                    va: rng.next(),
-                    rkey: rng.next() as u32,
-                    dma_len: payload.len() as u32,
-                });
+                roce.ext.reth =
+                    Some(RethRepr { va: rng.next(), rkey: rng.next() as u32, dma_len: payload.len() as u32 });
                 if op == Opcode::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE {
-                    roce.ext.immdt = Some(ImmDtRepr {
-                        imm: rng.next() as u32,
-                    });
+                    roce.ext.immdt = Some(ImmDtRepr { imm: rng.next() as u32 });
                 }
             }
             Opcode::RC_FETCH_ADD => {
@@ -163,9 +154,7 @@ fn hex(b: &[u8]) -> String {
 }
 
 fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len() / 2)
-        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).expect("hex"))
-        .collect()
+    (0..s.len() / 2).map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).expect("hex")).collect()
 }
 
 #[test]
@@ -178,18 +167,9 @@ fn scapy_agrees_with_our_icrc() {
     let file = dir.join("ours.hex");
     let text: String = packets.iter().map(|p| hex(p) + "\n").collect();
     std::fs::write(&file, text).unwrap();
-    let out = Command::new(&py)
-        .arg(script())
-        .arg("check")
-        .arg(&file)
-        .output()
-        .expect("run scapy");
+    let out = Command::new(&py).arg(script()).arg("check").arg(&file).output().expect("run scapy");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "scapy failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "scapy failed: {}", String::from_utf8_lossy(&out.stderr));
     std::fs::remove_dir_all(&dir).ok();
     assert!(!stdout.contains("mismatch"), "scapy disagrees:\n{stdout}");
     assert!(
@@ -207,16 +187,8 @@ fn scapy_built_packets_verify_with_ours() {
         .args(["build", "20261122", &count.to_string()])
         .output()
         .expect("run scapy");
-    assert!(
-        out.status.success(),
-        "scapy failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let frames: Vec<Vec<u8>> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(unhex)
-        .collect();
+    assert!(out.status.success(), "scapy failed: {}", String::from_utf8_lossy(&out.stderr));
+    let frames: Vec<Vec<u8>> = String::from_utf8(out.stdout).unwrap().lines().map(unhex).collect();
     assert_eq!(frames.len(), count);
     let mut by_opcode = std::collections::BTreeMap::new();
     for (i, f) in frames.iter().enumerate() {
@@ -225,17 +197,14 @@ fn scapy_built_packets_verify_with_ours() {
         Ipv4Repr::parse(ip).unwrap();
         icrc::verify(ip).unwrap_or_else(|e| panic!("frame {i} ({}): {e}", hex(f)));
         let udp = UdpRepr::parse(&ip[20..]).unwrap();
-        let roce = RoceRepr::parse(&ip[28..28 + udp.payload_len])
-            .unwrap_or_else(|e| panic!("frame {i}: {e}"));
+        let roce =
+            RoceRepr::parse(&ip[28..28 + udp.payload_len]).unwrap_or_else(|e| panic!("frame {i}: {e}"));
         *by_opcode.entry(roce.bth.opcode.0).or_insert(0) += 1;
         // A flipped payload bit must fail.
         let mut bad = ip.to_vec();
         let last = bad.len() - 5;
         bad[last] ^= 0x10;
-        assert!(
-            icrc::verify(&bad).is_err(),
-            "frame {i}: corruption not detected"
-        );
+        assert!(icrc::verify(&bad).is_err(), "frame {i}: corruption not detected");
     }
     assert_eq!(by_opcode.len(), 6, "every kind present: {by_opcode:?}");
 }

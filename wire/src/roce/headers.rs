@@ -124,10 +124,7 @@ impl BthRepr {
     pub fn parse(buf: &[u8]) -> Result<Self> {
         let h = BthHeader::new_checked(buf)?;
         if h.tver() != 0 {
-            return Err(Error::Unsupported {
-                field: "bth.tver",
-                value: u64::from(h.tver()),
-            });
+            return Err(Error::Unsupported { field: "bth.tver", value: u64::from(h.tver()) });
         }
         Ok(Self {
             opcode: h.opcode(),
@@ -159,9 +156,8 @@ impl BthRepr {
     #[inline(always)]
     pub fn write(&self, b: &mut [u8; Self::LEN]) {
         b[0] = self.opcode.0;
-        b[1] = (u8::from(self.solicited) << 7)
-            | (u8::from(self.migreq) << 6)
-            | ((self.pad_count & 0x03) << 4);
+        b[1] =
+            (u8::from(self.solicited) << 7) | (u8::from(self.migreq) << 6) | ((self.pad_count & 0x03) << 4);
         set_u16(b, 2, self.pkey);
         b[4] = (u8::from(self.fecn) << 7) | (u8::from(self.becn) << 6);
         set_u24(b, 5, self.dest_qp);
@@ -226,11 +222,7 @@ impl RethRepr {
     /// Parse a RETH.
     pub fn parse(buf: &[u8]) -> Result<Self> {
         let h = RethHeader::new_checked(buf)?;
-        Ok(Self {
-            va: h.va(),
-            rkey: h.rkey(),
-            dma_len: h.dma_len(),
-        })
+        Ok(Self { va: h.va(), rkey: h.rkey(), dma_len: h.dma_len() })
     }
 
     /// Header length.
@@ -320,12 +312,7 @@ impl AtomicEthRepr {
     /// Parse an AtomicETH.
     pub fn parse(buf: &[u8]) -> Result<Self> {
         let h = AtomicEthHeader::new_checked(buf)?;
-        Ok(Self {
-            va: h.va(),
-            rkey: h.rkey(),
-            swap_add: h.swap_add(),
-            compare: h.compare(),
-        })
+        Ok(Self { va: h.va(), rkey: h.rkey(), swap_add: h.swap_add(), compare: h.compare() })
     }
 
     /// Header length.
@@ -462,8 +449,8 @@ impl Syndrome {
 pub const fn rnr_timer_ns(code: u8) -> u64 {
     // In units of 10 µs (0.01 ms), for codes 0..=31; code 0 is the longest (655.36 ms).
     const TABLE_10US: [u64; 32] = [
-        65_536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024,
-        1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
+        65_536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048,
+        3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
     ];
     TABLE_10US[(code & 0x1f) as usize] * 10_000
 }
@@ -484,10 +471,7 @@ impl AethRepr {
     /// Parse an AETH.
     pub fn parse(buf: &[u8]) -> Result<Self> {
         let h = AethHeader::new_checked(buf)?;
-        Ok(Self {
-            syndrome: h.syndrome(),
-            msn: h.msn(),
-        })
+        Ok(Self { syndrome: h.syndrome(), msn: h.msn() })
     }
 
     /// Header length.
@@ -545,9 +529,7 @@ impl AtomicAckEthRepr {
 
     /// Parse an AtomicAckETH.
     pub fn parse(buf: &[u8]) -> Result<Self> {
-        Ok(Self {
-            original: AtomicAckEthHeader::new_checked(buf)?.original(),
-        })
+        Ok(Self { original: AtomicAckEthHeader::new_checked(buf)?.original() })
     }
 
     /// Header length.
@@ -604,9 +586,7 @@ impl ImmDtRepr {
 
     /// Parse an ImmDt.
     pub fn parse(buf: &[u8]) -> Result<Self> {
-        Ok(Self {
-            imm: ImmDtHeader::new_checked(buf)?.imm(),
-        })
+        Ok(Self { imm: ImmDtHeader::new_checked(buf)?.imm() })
     }
 
     /// Header length.
@@ -674,10 +654,7 @@ impl DethRepr {
     /// Parse a DETH.
     pub fn parse(buf: &[u8]) -> Result<Self> {
         let h = DethHeader::new_checked(buf)?;
-        Ok(Self {
-            qkey: h.qkey(),
-            src_qp: h.src_qp(),
-        })
+        Ok(Self { qkey: h.qkey(), src_qp: h.src_qp() })
     }
 
     /// Header length.
@@ -710,14 +687,8 @@ mod tests {
         for b in 0..=255u8 {
             assert_eq!(Syndrome::from_u8(b).to_u8(), b, "byte {b:#x}");
         }
-        assert_eq!(
-            Syndrome::from_u8(0x60),
-            Syndrome::Nak(NakCode::PsnSequenceError)
-        );
-        assert_eq!(
-            Syndrome::from_u8(0x62),
-            Syndrome::Nak(NakCode::RemoteAccessError)
-        );
+        assert_eq!(Syndrome::from_u8(0x60), Syndrome::Nak(NakCode::PsnSequenceError));
+        assert_eq!(Syndrome::from_u8(0x62), Syndrome::Nak(NakCode::RemoteAccessError));
         assert_eq!(Syndrome::from_u8(0x1f), Syndrome::Ack { credits: 31 });
         assert_eq!(Syndrome::from_u8(0x2e), Syndrome::RnrNak { timer: 14 });
     }
@@ -746,12 +717,7 @@ mod tests {
         };
         let mut b = [0u8; 12];
         r.emit(&mut b).unwrap();
-        assert_eq!(
-            b,
-            [
-                0x0a, 0xe0, 0xff, 0xff, 0x40, 0xab, 0xcd, 0xef, 0x80, 0x12, 0x34, 0x56
-            ]
-        );
+        assert_eq!(b, [0x0a, 0xe0, 0xff, 0xff, 0x40, 0xab, 0xcd, 0xef, 0x80, 0x12, 0x34, 0x56]);
         assert_eq!(BthRepr::parse(&b).unwrap(), r);
         b[1] |= 0x01;
         assert_eq!(BthRepr::parse(&b).unwrap_err().field(), "bth.tver");

@@ -15,24 +15,30 @@ use crate::udp;
 
 use super::{BthRepr, ICRC_LEN};
 
-/// Bitwise CRC-32/ISO-HDLC update, for the one constant below.
-const fn crc32_bitwise(data: &[u8]) -> u32 {
-    let mut crc = !0u32;
+/// Eight bit steps of the reflected CRC-32 register (polynomial 0xedb88320): one byte's worth.
+const fn shift8(mut crc: u32) -> u32 {
+    let mut k = 0;
+    while k < 8 {
+        crc = if crc & 1 != 0 { (crc >> 1) ^ 0xedb8_8320 } else { crc >> 1 };
+        k += 1;
+    }
+    crc
+}
+
+/// The register after `data` from `init`, bit by bit (no final XOR): for constants and tests.
+const fn register_bitwise(init: u32, data: &[u8]) -> u32 {
+    let mut crc = init;
     let mut i = 0;
     while i < data.len() {
-        crc ^= data[i] as u32;
-        let mut k = 0;
-        while k < 8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xedb8_8320
-            } else {
-                crc >> 1
-            };
-            k += 1;
-        }
+        crc = shift8(crc ^ data[i] as u32);
         i += 1;
     }
-    !crc
+    crc
+}
+
+/// Bitwise CRC-32/ISO-HDLC, for the one constant below.
+const fn crc32_bitwise(data: &[u8]) -> u32 {
+    !register_bitwise(!0, data)
 }
 
 /// The CRC after the eight `0xff` bytes of the masked LRH.
@@ -47,17 +53,7 @@ const fn slice8() -> [[u32; 256]; 8] {
     let mut t = [[0u32; 256]; 8];
     let mut v = 0;
     while v < 256 {
-        let mut crc = v as u32;
-        let mut k = 0;
-        while k < 8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xedb8_8320
-            } else {
-                crc >> 1
-            };
-            k += 1;
-        }
-        t[0][v] = crc;
+        t[0][v] = shift8(v as u32);
         v += 1;
     }
     let mut k = 1;
@@ -91,18 +87,7 @@ fn register_of_bytes8(x: u64) -> u32 {
 /// the reference the folding path's reduction is tested against.
 #[cfg(test)]
 fn register_of_block(x: u128) -> u32 {
-    let mut crc = 0u32;
-    for byte in x.to_le_bytes() {
-        crc ^= u32::from(byte);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xedb8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    crc
+    register_bitwise(0, &x.to_le_bytes())
 }
 
 /// ICRC over an IPv4 packet of exactly `ip.len()` bytes whose header is `ihl` bytes long.
@@ -302,11 +287,7 @@ pub(crate) mod clmul {
                 _mm_or_si128(shifted, vector(masks[0]))
             } else {
                 let b = _mm_loadu_si128(s.add(16 * i - z - 4).cast::<__m128i>());
-                if i < masks.len() {
-                    _mm_or_si128(b, vector(masks[i]))
-                } else {
-                    b
-                }
+                if i < masks.len() { _mm_or_si128(b, vector(masks[i])) } else { b }
             }
         }
     }
@@ -316,10 +297,7 @@ pub(crate) mod clmul {
     #[target_feature(enable = "pclmulqdq")]
     fn fold(x: __m128i) -> __m128i {
         let k = _mm_set_epi64x(K4 as i64, K3 as i64);
-        _mm_xor_si128(
-            _mm_clmulepi64_si128::<0x00>(x, k),
-            _mm_clmulepi64_si128::<0x11>(x, k),
-        )
+        _mm_xor_si128(_mm_clmulepi64_si128::<0x00>(x, k), _mm_clmulepi64_si128::<0x11>(x, k))
     }
 
     /// Fold blocks `from..` of `ip` into `state` (block `from` is XORed in as it is).
@@ -362,10 +340,7 @@ pub(crate) mod clmul {
     #[target_feature(enable = "pclmulqdq")]
     fn finish(x: __m128i) -> u32 {
         let k = _mm_set_epi64x(K4 as i64, K3 as i64);
-        let y = to_u128(_mm_xor_si128(
-            _mm_clmulepi64_si128::<0x10>(x, k),
-            _mm_srli_si128::<8>(x),
-        ));
+        let y = to_u128(_mm_xor_si128(_mm_clmulepi64_si128::<0x10>(x, k), _mm_srli_si128::<8>(x)));
         !(super::register_of_bytes8(y as u64) ^ (y >> 64) as u32)
     }
 }
@@ -390,10 +365,7 @@ impl IcrcPrefix {
             let state = clmul::prefix_state(constant, ip_len, blocks).map(|s| (s, blocks));
             return Self { ip_len, state };
         }
-        Self {
-            ip_len,
-            state: None,
-        }
+        Self { ip_len, state: None }
     }
 
     /// The ICRC of `ip`, a packet of this shape (its constant bytes as given to `new`).
@@ -418,18 +390,11 @@ impl IcrcPrefix {
 fn bounds(ip: &[u8]) -> Result<(usize, usize)> {
     let p = Ipv4Packet::new_checked(ip)?;
     if p.protocol() != protocol::UDP {
-        return Err(Error::Invalid {
-            field: "ipv4.protocol",
-            value: u64::from(p.protocol()),
-        });
+        return Err(Error::Invalid { field: "ipv4.protocol", value: u64::from(p.protocol()) });
     }
     let ihl = p.header_len();
     let total = usize::from(p.total_len());
-    need(
-        "roce",
-        ihl + udp::HEADER_LEN + BthRepr::LEN + ICRC_LEN,
-        total,
-    )?;
+    need("roce", ihl + udp::HEADER_LEN + BthRepr::LEN + ICRC_LEN, total)?;
     Ok((ihl, total))
 }
 
@@ -456,15 +421,7 @@ pub fn verify(ip: &[u8]) -> Result<()> {
     let mut b = [0u8; 4];
     b.copy_from_slice(&ip[total - ICRC_LEN..]);
     let stored = u32::from_le_bytes(b);
-    if stored == computed {
-        Ok(())
-    } else {
-        Err(Error::Checksum {
-            field: "icrc",
-            stored,
-            computed,
-        })
-    }
+    if stored == computed { Ok(()) } else { Err(Error::Checksum { field: "icrc", stored, computed }) }
 }
 
 /// Compute the ICRC and store it in the last four bytes of the packet.
@@ -514,10 +471,7 @@ mod tests {
         verify(&p).unwrap();
         // ... everything else does.
         p[40] ^= 1;
-        assert!(matches!(
-            verify(&p),
-            Err(Error::Checksum { field: "icrc", .. })
-        ));
+        assert!(matches!(verify(&p), Err(Error::Checksum { field: "icrc", .. })));
     }
 
     #[cfg(target_arch = "x86_64")]

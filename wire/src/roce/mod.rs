@@ -9,9 +9,9 @@ mod headers;
 pub mod icrc;
 
 pub use headers::{
-    AethHeader, AethRepr, AtomicAckEthHeader, AtomicAckEthRepr, AtomicEthHeader, AtomicEthRepr,
-    BthHeader, BthRepr, DethHeader, DethRepr, ImmDtHeader, ImmDtRepr, NakCode, RethHeader,
-    RethRepr, Syndrome, rnr_timer_ns,
+    AethHeader, AethRepr, AtomicAckEthHeader, AtomicAckEthRepr, AtomicEthHeader, AtomicEthRepr, BthHeader,
+    BthRepr, DethHeader, DethRepr, ImmDtHeader, ImmDtRepr, NakCode, RethHeader, RethRepr, Syndrome,
+    rnr_timer_ns,
 };
 
 use crate::error::{Error, Result, need, space};
@@ -133,31 +133,16 @@ impl Opcode {
             (0x00 | 0x20, 0x07 | 0x08) => pay,
             (0x00 | 0x20, 0x09) => Layout { immdt: true, ..pay },
             (0x00 | 0x20, 0x0a) => Layout { reth: true, ..pay },
-            (0x00 | 0x20, 0x0b) => Layout {
-                reth: true,
-                immdt: true,
-                ..pay
-            },
+            (0x00 | 0x20, 0x0b) => Layout { reth: true, immdt: true, ..pay },
             (0x00, 0x0c) => Layout { reth: true, ..n },
             (0x00, 0x0d) => Layout { aeth: true, ..pay },
             (0x00, 0x0e) => pay,
             (0x00, 0x0f | 0x10) => Layout { aeth: true, ..pay },
             (0x00, 0x11) => Layout { aeth: true, ..n },
-            (0x00, 0x12) => Layout {
-                aeth: true,
-                atomic_ack_eth: true,
-                ..n
-            },
-            (0x00, 0x13 | 0x14) => Layout {
-                atomic_eth: true,
-                ..n
-            },
+            (0x00, 0x12) => Layout { aeth: true, atomic_ack_eth: true, ..n },
+            (0x00, 0x13 | 0x14) => Layout { atomic_eth: true, ..n },
             (0x60, 0x04) => Layout { deth: true, ..pay },
-            (0x60, 0x05) => Layout {
-                deth: true,
-                immdt: true,
-                ..pay
-            },
+            (0x60, 0x05) => Layout { deth: true, immdt: true, ..pay },
             (0x80, 0x01) => pay,
             _ => return None,
         })
@@ -234,10 +219,8 @@ impl RoceExt {
     /// `Ok` if these headers and a payload of `payload_len` bytes are what `opcode` carries;
     /// otherwise an error naming the first header (or the payload) that is not.
     pub fn check(&self, opcode: Opcode, payload_len: usize) -> Result<Layout> {
-        let want = opcode.layout().ok_or(Error::Unsupported {
-            field: "bth.opcode",
-            value: u64::from(opcode.0),
-        })?;
+        let want =
+            opcode.layout().ok_or(Error::Unsupported { field: "bth.opcode", value: u64::from(opcode.0) })?;
         let have = self.layout(want.payload);
         if have == want && (want.payload || payload_len == 0) {
             return Ok(want);
@@ -255,15 +238,9 @@ impl RoceExt {
         } else if want.immdt != have.immdt {
             ("roce.immdt", have.immdt)
         } else {
-            return Err(Error::Invalid {
-                field: "roce.payload",
-                value: payload_len as u64,
-            });
+            return Err(Error::Invalid { field: "roce.payload", value: payload_len as u64 });
         };
-        Err(Error::Invalid {
-            field,
-            value: u64::from(value),
-        })
+        Err(Error::Invalid { field, value: u64::from(value) })
     }
 
     /// Write the headers present, in wire order, at the start of `buf`; returns their length.
@@ -382,33 +359,24 @@ impl<'a> RoceRepr<'a> {
     /// *Only*, at least the payload for *First*).
     pub fn parse(buf: &'a [u8]) -> Result<Self> {
         let bth = BthRepr::parse(buf)?;
-        let layout = bth.opcode.layout().ok_or(Error::Unsupported {
-            field: "bth.opcode",
-            value: u64::from(bth.opcode.0),
-        })?;
+        let layout = bth
+            .opcode
+            .layout()
+            .ok_or(Error::Unsupported { field: "bth.opcode", value: u64::from(bth.opcode.0) })?;
         let ext_end = BthRepr::LEN + layout.ext_len();
         need("roce", ext_end + ICRC_LEN, buf.len())?;
         let ext = RoceExt::parse(&buf[BthRepr::LEN..], layout)?;
         let body = &buf[ext_end..buf.len() - ICRC_LEN];
         let pad = usize::from(bth.pad_count);
         if pad > body.len() {
-            return Err(Error::Invalid {
-                field: "bth.pad_count",
-                value: pad as u64,
-            });
+            return Err(Error::Invalid { field: "bth.pad_count", value: pad as u64 });
         }
         let payload = &body[..body.len() - pad];
         if !layout.payload && !body.is_empty() {
-            return Err(Error::Invalid {
-                field: "roce.payload",
-                value: body.len() as u64,
-            });
+            return Err(Error::Invalid { field: "roce.payload", value: body.len() as u64 });
         }
         if bth.opcode == Opcode::CNP && body.len() != CNP_BODY_LEN {
-            return Err(Error::Invalid {
-                field: "cnp.reserved",
-                value: body.len() as u64,
-            });
+            return Err(Error::Invalid { field: "cnp.reserved", value: body.len() as u64 });
         }
         if let Some(reth) = ext.reth {
             let dma = reth.dma_len as usize;
@@ -416,24 +384,14 @@ impl<'a> RoceRepr<'a> {
             match bth.opcode.0 & 0x1f {
                 // WRITE Only (with or without immediate): the DMA length is this payload.
                 0x0a | 0x0b if dma > have => {
-                    return Err(Error::Truncated {
-                        field: "reth.dma_length",
-                        need: dma,
-                        have,
-                    });
+                    return Err(Error::Truncated { field: "reth.dma_length", need: dma, have });
                 }
                 0x0a | 0x0b if dma < have => {
-                    return Err(Error::Invalid {
-                        field: "reth.dma_length",
-                        value: dma as u64,
-                    });
+                    return Err(Error::Invalid { field: "reth.dma_length", value: dma as u64 });
                 }
                 // WRITE First: the message is at least this packet.
                 0x06 if dma < have => {
-                    return Err(Error::Invalid {
-                        field: "reth.dma_length",
-                        value: dma as u64,
-                    });
+                    return Err(Error::Invalid { field: "reth.dma_length", value: dma as u64 });
                 }
                 _ => {}
             }
@@ -476,11 +434,7 @@ pub const fn psn_add(psn: u32, n: u32) -> u32 {
 /// Signed distance from `a` to `b` in 24-bit PSN space, in −2^23..2^23.
 pub const fn psn_diff(b: u32, a: u32) -> i32 {
     let d = b.wrapping_sub(a) & PSN_MASK;
-    if d & 0x0080_0000 != 0 {
-        (d | 0xff00_0000) as i32
-    } else {
-        d as i32
-    }
+    if d & 0x0080_0000 != 0 { (d | 0xff00_0000) as i32 } else { d as i32 }
 }
 
 #[cfg(test)]
@@ -500,27 +454,11 @@ mod tests {
             } else {
                 &[]
             };
-            let mut r = RoceRepr::new(
-                BthRepr {
-                    opcode: Opcode(op),
-                    ..Default::default()
-                },
-                payload,
-            );
-            r.ext.deth = l.deth.then_some(DethRepr {
-                qkey: GSI_QKEY,
-                src_qp: 1,
-            });
-            r.ext.reth = l.reth.then_some(RethRepr {
-                va: 1,
-                rkey: 2,
-                dma_len: payload.len() as u32,
-            });
+            let mut r = RoceRepr::new(BthRepr { opcode: Opcode(op), ..Default::default() }, payload);
+            r.ext.deth = l.deth.then_some(DethRepr { qkey: GSI_QKEY, src_qp: 1 });
+            r.ext.reth = l.reth.then_some(RethRepr { va: 1, rkey: 2, dma_len: payload.len() as u32 });
             r.ext.atomic_eth = l.atomic_eth.then_some(AtomicEthRepr::default());
-            r.ext.aeth = l.aeth.then_some(AethRepr {
-                syndrome: Syndrome::Ack { credits: 31 },
-                msn: 3,
-            });
+            r.ext.aeth = l.aeth.then_some(AethRepr { syndrome: Syndrome::Ack { credits: 31 }, msn: 3 });
             r.ext.atomic_ack_eth = l.atomic_ack_eth.then_some(AtomicAckEthRepr { original: 9 });
             r.ext.immdt = l.immdt.then_some(ImmDtRepr { imm: 7 });
             let mut buf = [0u8; 128];
@@ -534,49 +472,26 @@ mod tests {
     #[test]
     fn dma_length_past_payload_is_truncated() {
         let mut r = RoceRepr::new(
-            BthRepr {
-                opcode: Opcode::RC_RDMA_WRITE_ONLY,
-                ..Default::default()
-            },
+            BthRepr { opcode: Opcode::RC_RDMA_WRITE_ONLY, ..Default::default() },
             &[1, 2, 3, 4],
         );
-        r.ext.reth = Some(RethRepr {
-            va: 0,
-            rkey: 0,
-            dma_len: 64,
-        });
+        r.ext.reth = Some(RethRepr { va: 0, rkey: 0, dma_len: 64 });
         let mut buf = [0u8; 64];
         // Emit does not judge the DMA length (a WRITE First may carry less than the message).
         let n = r.emit(&mut buf).unwrap();
         let e = RoceRepr::parse(&buf[..n]).unwrap_err();
-        assert_eq!(
-            e,
-            Error::Truncated {
-                field: "reth.dma_length",
-                need: 64,
-                have: 4
-            }
-        );
+        assert_eq!(e, Error::Truncated { field: "reth.dma_length", need: 64, have: 4 });
     }
 
     #[test]
     fn missing_or_unknown() {
-        let r = RoceRepr::new(
-            BthRepr {
-                opcode: Opcode::RC_RDMA_WRITE_ONLY,
-                ..Default::default()
-            },
-            &[],
-        );
+        let r = RoceRepr::new(BthRepr { opcode: Opcode::RC_RDMA_WRITE_ONLY, ..Default::default() }, &[]);
         assert_eq!(r.emit(&mut [0u8; 64]).unwrap_err().field(), "roce.reth");
         let mut buf = [0u8; 32];
         buf[0] = 0x15;
         assert_eq!(
             RoceRepr::parse(&buf).unwrap_err(),
-            Error::Unsupported {
-                field: "bth.opcode",
-                value: 0x15
-            }
+            Error::Unsupported { field: "bth.opcode", value: 0x15 }
         );
         buf[0] = Opcode::RC_ACKNOWLEDGE.0;
         assert_eq!(RoceRepr::parse(&buf[..18]).unwrap_err().field(), "roce");
@@ -587,10 +502,7 @@ mod tests {
         let c = RoceRepr::cnp(0x12_3456);
         let mut b = [0u8; 32];
         assert_eq!(c.emit(&mut b).unwrap(), 12 + 16 + 4);
-        assert_eq!(
-            &b[..12],
-            &[0x81, 0, 0xff, 0xff, 0x40, 0x12, 0x34, 0x56, 0, 0, 0, 0]
-        );
+        assert_eq!(&b[..12], &[0x81, 0, 0xff, 0xff, 0x40, 0x12, 0x34, 0x56, 0, 0, 0, 0]);
         assert_eq!(RoceRepr::parse(&b[..32]).unwrap(), c);
     }
 
