@@ -1,0 +1,225 @@
+//! Packet buffers with headroom, and the pools they come from.
+//!
+//! [`Frame`] is what the pipeline needs from a buffer: its bytes, and room in front and behind
+//! to grow or shrink in place. DPDK's `rte_mbuf` offers the same operations
+//! (`rte_pktmbuf_prepend`, `_adj`, `_append`, `_trim`) on the same layout — headroom, data,
+//! tailroom in one segment — so a thin mbuf wrapper implements [`Frame`] without copying.
+//! [`PktBuf`] is the heap-backed buffer every other backend uses; [`HeapPool`] preallocates them
+//! so that the hot path never allocates.
+
+/// Bytes reserved in front of every received packet, for headers a program prepends.
+pub const HEADROOM: usize = 128;
+/// Default bytes after the headroom (a standard frame and then some).
+pub const DEFAULT_DATAROOM: usize = 2048;
+
+/// A packet buffer: data with headroom in front and tailroom behind, changed in place.
+pub trait Frame {
+    /// The packet bytes.
+    fn data(&self) -> &[u8];
+    /// The packet bytes, writable.
+    fn data_mut(&mut self) -> &mut [u8];
+    /// Bytes free in front of the data.
+    fn headroom(&self) -> usize;
+    /// Bytes free behind the data.
+    fn tailroom(&self) -> usize;
+    /// Grow the packet by `n` bytes at the front; returns the new first `n` bytes (their content is
+    /// unspecified), or `None` without change if the headroom is too small.
+    fn prepend(&mut self, n: usize) -> Option<&mut [u8]>;
+    /// Remove `n` bytes from the front; `false` without change if the packet is shorter.
+    fn adj(&mut self, n: usize) -> bool;
+    /// Grow the packet by `n` bytes at the end; returns them (content unspecified), or `None`.
+    fn append(&mut self, n: usize) -> Option<&mut [u8]>;
+    /// Remove `n` bytes from the end; `false` without change if the packet is shorter.
+    fn trim(&mut self, n: usize) -> bool;
+    /// Reset to an empty packet with the standard headroom.
+    fn reset(&mut self);
+
+    /// Packet length.
+    fn len(&self) -> usize {
+        self.data().len()
+    }
+    /// Whether the packet is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Replace the content with `bytes` (after a reset); `false` if they do not fit.
+    fn set(&mut self, bytes: &[u8]) -> bool {
+        self.reset();
+        match self.append(bytes.len()) {
+            Some(d) => {
+                d.copy_from_slice(bytes);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A heap-allocated packet buffer: `HEADROOM` plus a data room, allocated once by a pool.
+#[derive(Debug)]
+pub struct PktBuf {
+    raw: Box<[u8]>,
+    off: usize,
+    len: usize,
+}
+
+impl PktBuf {
+    /// A buffer with `dataroom` bytes after the headroom.
+    pub fn new(dataroom: usize) -> Self {
+        Self { raw: vec![0u8; HEADROOM + dataroom].into_boxed_slice(), off: HEADROOM, len: 0 }
+    }
+
+    /// A buffer holding a copy of `bytes` (allocates: for tests and the control path).
+    pub fn from_bytes(bytes: &[u8]) -> Self {
+        let mut b = Self::new(bytes.len().max(DEFAULT_DATAROOM));
+        b.set(bytes);
+        b
+    }
+}
+
+impl Frame for PktBuf {
+    #[inline]
+    fn data(&self) -> &[u8] {
+        &self.raw[self.off..self.off + self.len]
+    }
+    #[inline]
+    fn data_mut(&mut self) -> &mut [u8] {
+        &mut self.raw[self.off..self.off + self.len]
+    }
+    #[inline]
+    fn headroom(&self) -> usize {
+        self.off
+    }
+    #[inline]
+    fn tailroom(&self) -> usize {
+        self.raw.len() - self.off - self.len
+    }
+    #[inline]
+    fn prepend(&mut self, n: usize) -> Option<&mut [u8]> {
+        if n > self.off {
+            return None;
+        }
+        self.off -= n;
+        self.len += n;
+        Some(&mut self.raw[self.off..self.off + n])
+    }
+    #[inline]
+    fn adj(&mut self, n: usize) -> bool {
+        if n > self.len {
+            return false;
+        }
+        self.off += n;
+        self.len -= n;
+        true
+    }
+    #[inline]
+    fn append(&mut self, n: usize) -> Option<&mut [u8]> {
+        if n > self.tailroom() {
+            return None;
+        }
+        let at = self.off + self.len;
+        self.len += n;
+        Some(&mut self.raw[at..at + n])
+    }
+    #[inline]
+    fn trim(&mut self, n: usize) -> bool {
+        if n > self.len {
+            return false;
+        }
+        self.len -= n;
+        true
+    }
+    #[inline]
+    fn reset(&mut self) {
+        self.off = HEADROOM.min(self.raw.len());
+        self.len = 0;
+    }
+}
+
+/// Where buffers come from and go back to.
+pub trait Pool<F> {
+    /// An empty buffer, or `None` when the pool is exhausted.
+    fn alloc(&mut self) -> Option<F>;
+    /// Give a buffer back.
+    fn free(&mut self, f: F);
+    /// Buffers available now.
+    fn available(&self) -> usize;
+}
+
+/// A pool of [`PktBuf`]s allocated up front.
+#[derive(Debug)]
+pub struct HeapPool {
+    free: Vec<PktBuf>,
+    capacity: usize,
+    dataroom: usize,
+}
+
+impl HeapPool {
+    /// `capacity` buffers of `dataroom` bytes each.
+    pub fn new(capacity: usize, dataroom: usize) -> Self {
+        Self { free: (0..capacity).map(|_| PktBuf::new(dataroom)).collect(), capacity, dataroom }
+    }
+
+    /// Buffers the pool was created with.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Data room of each buffer.
+    pub fn dataroom(&self) -> usize {
+        self.dataroom
+    }
+}
+
+impl Pool<PktBuf> for HeapPool {
+    #[inline]
+    fn alloc(&mut self) -> Option<PktBuf> {
+        let mut b = self.free.pop()?;
+        b.reset();
+        Some(b)
+    }
+    #[inline]
+    fn free(&mut self, f: PktBuf) {
+        // Never grows past the capacity it was created with: a buffer from elsewhere is dropped.
+        if self.free.len() < self.capacity {
+            self.free.push(f);
+        }
+    }
+    fn available(&self) -> usize {
+        self.free.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headroom_and_tailroom() {
+        let mut b = PktBuf::new(64);
+        assert_eq!((b.headroom(), b.tailroom(), b.len()), (HEADROOM, 64, 0));
+        b.append(10).unwrap().copy_from_slice(&[1; 10]);
+        b.prepend(4).unwrap().copy_from_slice(&[2; 4]);
+        assert_eq!(b.data(), &[2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]);
+        assert!(b.adj(4));
+        assert!(b.trim(5));
+        assert_eq!(b.data(), &[1; 5]);
+        assert!(b.prepend(HEADROOM + 5).is_none());
+        assert!(b.append(64).is_none());
+        assert!(!b.trim(6));
+        assert!(!b.adj(6));
+        assert_eq!(b.len(), 5);
+    }
+
+    #[test]
+    fn pool_recycles_without_growing() {
+        let mut p = HeapPool::new(2, 128);
+        let a = p.alloc().unwrap();
+        let b = p.alloc().unwrap();
+        assert!(p.alloc().is_none());
+        p.free(a);
+        p.free(b);
+        p.free(PktBuf::new(128));
+        assert_eq!(p.available(), 2);
+    }
+}
