@@ -1,3 +1,4 @@
 //! # dataplane — the softfabric switch
 pub mod buf;
 pub mod model;
+pub mod tm;

@@ -1,0 +1,827 @@
+//! The traffic manager: what sits between ingress and egress on a real switch.
+//!
+//! Per egress port, eight queues in one shared buffer with byte-accurate accounting: every byte
+//! of a queued packet is charged, at ingress, to its (ingress port, priority) — first to that
+//! priority group's reserve, then to the shared pool, and, for lossless priorities after
+//! PFC has been asserted, to its headroom. Lossy queues are also bounded at egress by a dynamic
+//! threshold (α × free shared buffer). A strict-priority + DWRR scheduler picks the next packet,
+//! a shaper releases packets at the port's configured rate, so queues build as on a real switch
+//! even when the NIC underneath is faster, and RED-style ECN marking applies at dequeue.
+//!
+//! PFC (IEEE 802.1Qbb): when a lossless priority group crosses its XOFF threshold (static, or
+//! dynamic: α × free shared buffer, as in the HPCC/Hawkeye simulator's MMU) the TM asks for a
+//! PAUSE frame on that ingress port and refreshes it while congested; when it drains below XON it
+//! asks for a RESUME (quanta 0). A PAUSE received on a port stops the egress queue of each
+//! enabled priority for quanta × 512 bit times at the port's speed; quanta 0 resumes it. Egress
+//! programs see which priorities of their port are paused and whether a packet waited on PFC.
+//!
+//! Nothing here reads a clock: every call takes `now` in nanoseconds, so the same TM runs under
+//! the poll-mode runtime's clock and the lab's virtual one.
+
+use std::fmt;
+
+use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame};
+use wire::ipv4::{Ipv4Packet, ecn};
+use wire::pfc::{MacControlRepr, PfcRepr, pause_duration_ns};
+
+use crate::buf::Frame;
+
+/// Queues (and priorities) per port.
+pub const QUEUES: usize = 8;
+const NIL: u32 = u32::MAX;
+/// DWRR quantum per unit of weight, bytes.
+pub const DWRR_QUANTUM: u32 = 2048;
+
+/// How a queue is scheduled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueSched {
+    /// Strict priority at this level: higher levels first, before any DWRR queue.
+    Strict(u8),
+    /// Deficit weighted round robin with this weight among the DWRR queues.
+    Dwrr(u32),
+}
+
+/// The default schedule: queue 7 strict (control traffic: PFC-free ACKs, CNPs, probes), queues
+/// 0–6 DWRR with equal weights.
+pub const DEFAULT_SCHED: [QueueSched; QUEUES] = [
+    QueueSched::Dwrr(1),
+    QueueSched::Dwrr(1),
+    QueueSched::Dwrr(1),
+    QueueSched::Dwrr(1),
+    QueueSched::Dwrr(1),
+    QueueSched::Dwrr(1),
+    QueueSched::Dwrr(1),
+    QueueSched::Strict(0),
+];
+
+/// One egress port's TM configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortTmConfig {
+    /// Link speed, bits per second: the unit of PFC pause quanta.
+    pub speed_bps: u64,
+    /// Shaping rate, bits per second; 0 leaves the port unshaped.
+    pub shape_bps: u64,
+    /// Bytes the shaper adds to every packet (24 = preamble, IFG and FCS, for line-rate accuracy).
+    pub overhead_bytes: u32,
+    /// Bytes the shaper may send back to back after an idle period.
+    pub burst_bytes: u32,
+    /// Per-queue schedule.
+    pub sched: [QueueSched; QUEUES],
+    /// Source address of PAUSE frames this port sends.
+    pub mac: EthernetAddress,
+}
+
+impl PortTmConfig {
+    /// An unshaped port of `speed_bps` with the default schedule.
+    pub fn new(speed_bps: u64, mac: EthernetAddress) -> Self {
+        Self { speed_bps, shape_bps: 0, overhead_bytes: 0, burst_bytes: 4096, sched: DEFAULT_SCHED, mac }
+    }
+}
+
+/// When a lossless priority group asserts and releases PFC.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PfcThreshold {
+    /// XOFF when the group's shared bytes reach `xoff`, XON when they fall to `xon`.
+    Static {
+        /// XOFF threshold, bytes.
+        xoff: u64,
+        /// XON threshold, bytes.
+        xon: u64,
+    },
+    /// XOFF when the group's shared bytes reach α × (free shared buffer); XON when they fall
+    /// `resume_offset` below that.
+    Dynamic {
+        /// α.
+        alpha: f64,
+        /// Hysteresis, bytes.
+        resume_offset: u64,
+    },
+}
+
+/// RED-style ECN marking of one queue at dequeue: never below `kmin` bytes, always above
+/// `kmax`, with probability rising linearly to `pmax` in between.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Red {
+    /// Lower threshold, bytes.
+    pub kmin: u64,
+    /// Upper threshold, bytes.
+    pub kmax: u64,
+    /// Marking probability at `kmax`.
+    pub pmax: f64,
+}
+
+/// The switch-wide TM configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TmConfig {
+    /// Total packet buffer, bytes.
+    pub buffer_bytes: u64,
+    /// Guaranteed bytes per (ingress port, priority).
+    pub reserve_bytes: u64,
+    /// Headroom per (ingress port, lossless priority): absorbs what is in flight after PAUSE.
+    pub headroom_bytes: u64,
+    /// Priorities with PFC (bit i = priority i).
+    pub lossless: u8,
+    /// XOFF/XON thresholds.
+    pub pfc: PfcThreshold,
+    /// Quanta in the PAUSE frames sent.
+    pub pause_quanta: u16,
+    /// α of the lossy egress queues' dynamic threshold.
+    pub egress_alpha: f64,
+    /// ECN marking per queue.
+    pub ecn: [Option<Red>; QUEUES],
+    /// Most packets held at once (the size of the queue-entry table).
+    pub max_packets: usize,
+    /// Seed of the ECN marking draws (reproducible runs).
+    pub seed: u64,
+}
+
+impl Default for TmConfig {
+    fn default() -> Self {
+        Self {
+            buffer_bytes: 16 << 20,
+            reserve_bytes: 4096,
+            headroom_bytes: 64 << 10,
+            lossless: 0,
+            pfc: PfcThreshold::Dynamic { alpha: 1.0 / 8.0, resume_offset: 3072 },
+            pause_quanta: 0xffff,
+            egress_alpha: 1.0,
+            ecn: [None; QUEUES],
+            max_packets: 65536,
+            seed: 1,
+        }
+    }
+}
+
+impl TmConfig {
+    /// Bytes left for the shared pool once every reserve and headroom of `ports` ports is set
+    /// aside, or why the split cannot hold.
+    pub fn shared_bytes(&self, ports: usize) -> Result<u64, String> {
+        let reserves = self.reserve_bytes.saturating_mul((ports * QUEUES) as u64);
+        let headroom =
+            self.headroom_bytes.saturating_mul((ports as u64) * u64::from(self.lossless.count_ones()));
+        let set_aside = reserves.saturating_add(headroom);
+        if set_aside >= self.buffer_bytes {
+            return Err(format!(
+                "{} ports × 8 priorities × {} B reserve + {} lossless × {} B headroom = {} B, not less than the {} B buffer",
+                ports,
+                self.reserve_bytes,
+                ports * self.lossless.count_ones() as usize,
+                self.headroom_bytes,
+                set_aside,
+                self.buffer_bytes
+            ));
+        }
+        if let PfcThreshold::Static { xoff, xon } = self.pfc
+            && xon > xoff
+        {
+            return Err(format!("XON threshold {xon} B above XOFF threshold {xoff} B"));
+        }
+        if self.max_packets == 0 || self.max_packets >= NIL as usize {
+            return Err(format!("max_packets {} out of range", self.max_packets));
+        }
+        Ok(self.buffer_bytes - set_aside)
+    }
+}
+
+/// Why the TM refused a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TmDrop {
+    /// No egress port of that number.
+    BadPort,
+    /// Shared buffer, headroom, or the queue-entry table exhausted.
+    BufferFull,
+    /// A lossy queue over its dynamic threshold.
+    QueueFull,
+}
+
+/// What travels with a packet through the TM, set at enqueue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EnqMeta {
+    /// Port it came in on (ports past the last are the CPU and recirculation).
+    pub ingress_port: u16,
+    /// Port it goes out of.
+    pub egress_port: u16,
+    /// Queue, which is also its priority.
+    pub qid: u8,
+    /// Replication ID (multicast copy).
+    pub rid: u16,
+    /// When it arrived at ingress, ns.
+    pub ingress_ts: u64,
+    /// Recirculation pass.
+    pub recirc_pass: u8,
+}
+
+/// What the TM adds at dequeue, for the egress program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DeqMeta {
+    /// The enqueue metadata.
+    pub enq: EnqMeta,
+    /// When it was enqueued, ns.
+    pub enq_ts: u64,
+    /// Bytes in its queue when it arrived (before it).
+    pub enq_qdepth: u64,
+    /// Bytes left in its queue after it.
+    pub deq_qdepth: u64,
+    /// Whether its queue was paused by PFC at any time while it waited.
+    pub waited_on_pfc: bool,
+    /// Priorities of this port paused now (bit i = priority i).
+    pub paused_mask: u8,
+    /// Whether the TM marked it CE.
+    pub ecn_marked: bool,
+}
+
+#[derive(Debug)]
+struct Entry<F> {
+    pkt: Option<F>,
+    next: u32,
+    len: u32,
+    meta: EnqMeta,
+    enq_ts: u64,
+    enq_qdepth: u64,
+    pause_gen: u32,
+    paused_at_enq: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Queue {
+    head: u32,
+    tail: u32,
+    pkts: u32,
+    bytes: u64,
+    paused_until: u64,
+    pause_gen: u32,
+}
+
+impl Default for Queue {
+    fn default() -> Self {
+        Self { head: NIL, tail: NIL, pkts: 0, bytes: 0, paused_until: 0, pause_gen: 0 }
+    }
+}
+
+#[derive(Debug)]
+struct Port {
+    cfg: PortTmConfig,
+    queues: [Queue; QUEUES],
+    /// Shaper: earliest time, ps, the next packet may start.
+    next_tx_ps: u64,
+    /// Shaper: ps per byte, × 2^16.
+    ps_per_byte_q16: u64,
+    burst_ps: u64,
+    strict: Vec<u8>,
+    dwrr: Vec<u8>,
+    quantum: [u32; QUEUES],
+    deficit: [u64; QUEUES],
+    dwrr_cur: usize,
+    dwrr_fresh: bool,
+    tx_bytes: u64,
+    tx_packets: u64,
+    /// PFC we send on this port (as an ingress port).
+    pfc_xoff: u8,
+    pfc_pending: u8,
+    pfc_resume: u8,
+    pfc_refresh_at: u64,
+    pfc_refresh_ns: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct PriorityGroup {
+    reserve: u64,
+    shared: u64,
+    headroom: u64,
+    xoff: bool,
+}
+
+/// Counters of the TM's own events.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TmStats {
+    /// Packets enqueued.
+    pub enqueued: u64,
+    /// Packets dequeued.
+    pub dequeued: u64,
+    /// Packets marked CE.
+    pub ecn_marked: u64,
+    /// PAUSE frames (XOFF or refresh) requested.
+    pub pfc_xoff_sent: u64,
+    /// RESUME frames requested.
+    pub pfc_xon_sent: u64,
+    /// MAC Control frames received.
+    pub pfc_received: u64,
+}
+
+/// The traffic manager for `F` buffers.
+pub struct TrafficManager<F> {
+    cfg: TmConfig,
+    ports: Vec<Port>,
+    pgs: Vec<PriorityGroup>,
+    entries: Vec<Entry<F>>,
+    free: u32,
+    shared_size: u64,
+    shared_used: u64,
+    alpha_q16: u64,
+    egress_alpha_q16: u64,
+    red_pmax_q32: [u64; QUEUES],
+    rng: u64,
+    stats: TmStats,
+}
+
+impl<F> fmt::Debug for TrafficManager<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TrafficManager")
+            .field("ports", &self.ports.len())
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+fn q16(x: f64) -> u64 {
+    (x.max(0.0) * 65536.0).round() as u64
+}
+
+impl<F: Frame> TrafficManager<F> {
+    /// A TM for these ports; fails if the buffer split cannot hold (see
+    /// [`TmConfig::shared_bytes`]).
+    pub fn new(cfg: TmConfig, ports: Vec<PortTmConfig>) -> Result<Self, String> {
+        let shared_size = cfg.shared_bytes(ports.len())?;
+        let ports = ports.into_iter().map(|c| Self::port(c, cfg.pause_quanta)).collect::<Vec<_>>();
+        let n = cfg.max_packets;
+        let entries = (0..n)
+            .map(|i| Entry {
+                pkt: None,
+                next: if i + 1 < n { (i + 1) as u32 } else { NIL },
+                len: 0,
+                meta: EnqMeta::default(),
+                enq_ts: 0,
+                enq_qdepth: 0,
+                pause_gen: 0,
+                paused_at_enq: false,
+            })
+            .collect();
+        let alpha = match cfg.pfc {
+            PfcThreshold::Dynamic { alpha, .. } => alpha,
+            PfcThreshold::Static { .. } => 0.0,
+        };
+        let red_pmax_q32 =
+            cfg.ecn.map(|r| r.map_or(0, |r| (r.pmax.clamp(0.0, 1.0) * 4_294_967_296.0) as u64));
+        Ok(Self {
+            pgs: vec![PriorityGroup::default(); ports.len() * QUEUES],
+            ports,
+            entries,
+            free: 0,
+            shared_size,
+            shared_used: 0,
+            alpha_q16: q16(alpha),
+            egress_alpha_q16: q16(cfg.egress_alpha),
+            red_pmax_q32,
+            rng: cfg.seed | 1,
+            stats: TmStats::default(),
+            cfg,
+        })
+    }
+
+    fn port(cfg: PortTmConfig, quanta: u16) -> Port {
+        let mut strict: Vec<u8> =
+            (0..QUEUES as u8).filter(|&q| matches!(cfg.sched[q as usize], QueueSched::Strict(_))).collect();
+        strict.sort_by_key(|&q| {
+            std::cmp::Reverse(match cfg.sched[q as usize] {
+                QueueSched::Strict(l) => (l, q),
+                QueueSched::Dwrr(_) => (0, q),
+            })
+        });
+        let dwrr: Vec<u8> =
+            (0..QUEUES as u8).filter(|&q| matches!(cfg.sched[q as usize], QueueSched::Dwrr(_))).collect();
+        let quantum = cfg.sched.map(|s| match s {
+            QueueSched::Dwrr(w) => w.max(1).saturating_mul(DWRR_QUANTUM),
+            QueueSched::Strict(_) => 0,
+        });
+        let ps_per_byte_q16 = if cfg.shape_bps == 0 {
+            0
+        } else {
+            ((8u128 * 1_000_000_000_000 * 65536) / u128::from(cfg.shape_bps)) as u64
+        };
+        let burst_ps = ((u128::from(cfg.burst_bytes) * u128::from(ps_per_byte_q16)) >> 16) as u64;
+        let pause_ns = pause_duration_ns(quanta, cfg.speed_bps.max(1));
+        Port {
+            queues: [Queue::default(); QUEUES],
+            next_tx_ps: 0,
+            ps_per_byte_q16,
+            burst_ps,
+            strict,
+            dwrr,
+            quantum,
+            deficit: [0; QUEUES],
+            dwrr_cur: 0,
+            dwrr_fresh: false,
+            tx_bytes: 0,
+            tx_packets: 0,
+            pfc_xoff: 0,
+            pfc_pending: 0,
+            pfc_resume: 0,
+            pfc_refresh_at: 0,
+            pfc_refresh_ns: (pause_ns / 2).max(1),
+            cfg,
+        }
+    }
+
+    /// Number of ports.
+    pub fn ports(&self) -> usize {
+        self.ports.len()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &TmConfig {
+        &self.cfg
+    }
+
+    /// A port's configuration.
+    pub fn port_config(&self, port: u16) -> Option<&PortTmConfig> {
+        self.ports.get(usize::from(port)).map(|p| &p.cfg)
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> TmStats {
+        self.stats
+    }
+
+    /// Bytes queued in one queue.
+    pub fn queue_bytes(&self, port: u16, q: usize) -> u64 {
+        self.ports.get(usize::from(port)).map_or(0, |p| p.queues[q % QUEUES].bytes)
+    }
+
+    /// Packets queued in one queue.
+    pub fn queue_packets(&self, port: u16, q: usize) -> u32 {
+        self.ports.get(usize::from(port)).map_or(0, |p| p.queues[q % QUEUES].pkts)
+    }
+
+    /// Bytes queued on a port, all queues.
+    pub fn port_bytes(&self, port: u16) -> u64 {
+        self.ports.get(usize::from(port)).map_or(0, |p| p.queues.iter().map(|q| q.bytes).sum())
+    }
+
+    /// Bytes and packets a port has sent.
+    pub fn tx_counters(&self, port: u16) -> (u64, u64) {
+        self.ports.get(usize::from(port)).map_or((0, 0), |p| (p.tx_bytes, p.tx_packets))
+    }
+
+    /// Shared-pool bytes in use.
+    pub fn shared_used(&self) -> u64 {
+        self.shared_used
+    }
+
+    /// Priorities of `port` paused now by PAUSE frames it received.
+    pub fn paused_mask(&self, port: u16, now: u64) -> u8 {
+        self.ports.get(usize::from(port)).map_or(0, |p| Self::paused_mask_of(p, now))
+    }
+
+    /// Priorities for which `port` (as an ingress port) is asserting PFC.
+    pub fn xoff_mask(&self, port: u16) -> u8 {
+        self.ports.get(usize::from(port)).map_or(0, |p| p.pfc_xoff)
+    }
+
+    fn paused_mask_of(p: &Port, now: u64) -> u8 {
+        let mut m = 0;
+        for (i, q) in p.queues.iter().enumerate() {
+            if now < q.paused_until {
+                m |= 1 << i;
+            }
+        }
+        m
+    }
+
+    /// The dynamic XOFF threshold now.
+    fn xoff_threshold(&self) -> u64 {
+        match self.cfg.pfc {
+            PfcThreshold::Static { xoff, .. } => xoff,
+            PfcThreshold::Dynamic { .. } => {
+                (self.shared_size.saturating_sub(self.shared_used)).saturating_mul(self.alpha_q16) >> 16
+            }
+        }
+    }
+
+    fn xon_reached(&self, pg: &PriorityGroup) -> bool {
+        if pg.headroom > 0 {
+            return false;
+        }
+        match self.cfg.pfc {
+            PfcThreshold::Static { xon, .. } => pg.shared <= xon,
+            PfcThreshold::Dynamic { resume_offset, .. } => {
+                pg.shared == 0 || pg.shared + resume_offset <= self.xoff_threshold()
+            }
+        }
+    }
+
+    /// Admit a packet into its egress queue, or give it back with the reason.
+    pub fn enqueue(&mut self, now: u64, pkt: F, meta: EnqMeta) -> Result<(), (F, TmDrop)> {
+        let eport = usize::from(meta.egress_port);
+        if eport >= self.ports.len() {
+            return Err((pkt, TmDrop::BadPort));
+        }
+        let qid = usize::from(meta.qid) % QUEUES;
+        let len = pkt.len() as u64;
+        let lossless = self.cfg.lossless & (1 << qid) != 0;
+        let pg_index = (usize::from(meta.ingress_port) < self.ports.len())
+            .then(|| usize::from(meta.ingress_port) * QUEUES + qid);
+        let pg = pg_index.map(|i| self.pgs[i]).unwrap_or_default();
+
+        // Ingress charge: reserve, then shared, then (lossless, PFC asserted) headroom.
+        let reserve =
+            if pg_index.is_some() { len.min(self.cfg.reserve_bytes.saturating_sub(pg.reserve)) } else { 0 };
+        let rest = len - reserve;
+        let (mut shared, mut headroom) = (0, 0);
+        if rest > 0 {
+            let shared_fits = self.shared_used + rest <= self.shared_size;
+            if lossless && pg_index.is_some() && (pg.xoff || !shared_fits) {
+                if pg.headroom + rest > self.cfg.headroom_bytes {
+                    return Err((pkt, TmDrop::BufferFull));
+                }
+                headroom = rest;
+            } else if shared_fits {
+                shared = rest;
+            } else {
+                return Err((pkt, TmDrop::BufferFull));
+            }
+        }
+        // Egress: lossy queues stay under α × the free shared buffer.
+        let queue_bytes = self.ports[eport].queues[qid].bytes;
+        if !lossless {
+            let limit = (self.shared_size.saturating_sub(self.shared_used))
+                .saturating_mul(self.egress_alpha_q16)
+                >> 16;
+            if queue_bytes + len > limit.max(self.cfg.reserve_bytes) {
+                return Err((pkt, TmDrop::QueueFull));
+            }
+        }
+        let e = self.free;
+        if e == NIL {
+            return Err((pkt, TmDrop::BufferFull));
+        }
+        let ei = e as usize;
+        self.free = self.entries[ei].next;
+
+        let q = &mut self.ports[eport].queues[qid];
+        let paused = now < q.paused_until;
+        let entry = &mut self.entries[ei];
+        entry.pkt = Some(pkt);
+        entry.next = NIL;
+        entry.len = len as u32;
+        entry.meta = meta;
+        entry.enq_ts = now;
+        entry.enq_qdepth = q.bytes;
+        entry.pause_gen = q.pause_gen;
+        entry.paused_at_enq = paused;
+        if q.tail == NIL {
+            q.head = e;
+        } else {
+            self.entries[q.tail as usize].next = e;
+        }
+        q.tail = e;
+        q.pkts += 1;
+        q.bytes += len;
+        self.shared_used += shared;
+        self.stats.enqueued += 1;
+
+        if let Some(i) = pg_index {
+            let pg = &mut self.pgs[i];
+            pg.reserve += reserve;
+            pg.shared += shared;
+            pg.headroom += headroom;
+            if lossless && !pg.xoff {
+                let (shared, headroom) = (pg.shared, pg.headroom);
+                if headroom > 0 || (shared > 0 && shared >= self.xoff_threshold()) {
+                    self.pgs[i].xoff = true;
+                    let port = &mut self.ports[usize::from(meta.ingress_port)];
+                    port.pfc_xoff |= 1 << qid;
+                    port.pfc_pending |= 1 << qid;
+                    port.pfc_resume &= !(1 << qid);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The next packet `port` may send at `now`: the shaper must allow it and the scheduler
+    /// picks among queues that are not empty and not paused.
+    pub fn dequeue(&mut self, port: u16, now: u64) -> Option<(F, DeqMeta)> {
+        let pi = usize::from(port);
+        let p = self.ports.get_mut(pi)?;
+        let now_ps = now.saturating_mul(1000);
+        if p.ps_per_byte_q16 != 0 && p.next_tx_ps > now_ps {
+            return None;
+        }
+        let qid = Self::select(p, now, &self.entries)?;
+        let q = &mut p.queues[qid];
+        let e = q.head as usize;
+        let entry = &mut self.entries[e];
+        q.head = entry.next;
+        if q.head == NIL {
+            q.tail = NIL;
+        }
+        q.pkts -= 1;
+        let qdepth_before = q.bytes;
+        q.bytes -= u64::from(entry.len);
+        let waited = entry.paused_at_enq || entry.pause_gen != q.pause_gen;
+        let deq_qdepth = q.bytes;
+        let mut pkt = entry.pkt.take()?;
+        let (meta, enq_ts, enq_qdepth, len) = (entry.meta, entry.enq_ts, entry.enq_qdepth, entry.len);
+        entry.next = self.free;
+        self.free = e as u32;
+
+        if p.ps_per_byte_q16 != 0 {
+            let t = ((u128::from(len + p.cfg.overhead_bytes) * u128::from(p.ps_per_byte_q16)) >> 16) as u64;
+            p.next_tx_ps = p.next_tx_ps.max(now_ps.saturating_sub(p.burst_ps)) + t;
+        }
+        p.tx_bytes += u64::from(len);
+        p.tx_packets += 1;
+        let paused_mask = Self::paused_mask_of(p, now);
+
+        // Release the ingress charge — headroom first, then shared, then reserve, as the
+        // simulator's MMU does — and maybe XON.
+        let len = u64::from(len);
+        if usize::from(meta.ingress_port) < self.ports.len() {
+            let i = usize::from(meta.ingress_port) * QUEUES + usize::from(meta.qid) % QUEUES;
+            let pg = &mut self.pgs[i];
+            let from_headroom = pg.headroom.min(len);
+            let from_shared = pg.shared.min(len - from_headroom);
+            pg.headroom -= from_headroom;
+            pg.shared -= from_shared;
+            pg.reserve = pg.reserve.saturating_sub(len - from_headroom - from_shared);
+            self.shared_used -= from_shared;
+            let pg = *pg;
+            if pg.xoff && self.xon_reached(&pg) {
+                self.pgs[i].xoff = false;
+                let bit = 1 << (usize::from(meta.qid) % QUEUES);
+                let ip = &mut self.ports[usize::from(meta.ingress_port)];
+                ip.pfc_xoff &= !bit;
+                ip.pfc_pending &= !bit;
+                ip.pfc_resume |= bit;
+            }
+        } else {
+            self.shared_used -= len;
+        }
+        let ecn_marked = self.cfg.ecn[qid].is_some_and(|red| self.red_decides(red, qid, qdepth_before))
+            && mark_ce(&mut pkt);
+        self.stats.dequeued += 1;
+        self.stats.ecn_marked += u64::from(ecn_marked);
+        Some((
+            pkt,
+            DeqMeta {
+                enq: meta,
+                enq_ts,
+                enq_qdepth,
+                deq_qdepth,
+                waited_on_pfc: waited,
+                paused_mask,
+                ecn_marked,
+            },
+        ))
+    }
+
+    fn red_decides(&mut self, red: Red, qid: usize, qdepth: u64) -> bool {
+        if qdepth <= red.kmin {
+            return false;
+        }
+        if qdepth > red.kmax {
+            return true;
+        }
+        // p = pmax × (q − kmin) / (kmax − kmin), drawn against a 32-bit uniform.
+        let span = (red.kmax - red.kmin).max(1);
+        let p_q32 = self.red_pmax_q32[qid] * (qdepth - red.kmin) / span;
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        (self.rng & 0xffff_ffff) < p_q32
+    }
+
+    /// Pick the next queue: strict queues by level, then DWRR.
+    fn select(p: &mut Port, now: u64, entries: &[Entry<F>]) -> Option<usize> {
+        let ready = |q: &Queue| q.head != NIL && now >= q.paused_until;
+        for &q in &p.strict {
+            if ready(&p.queues[usize::from(q)]) {
+                return Some(usize::from(q));
+            }
+        }
+        let n = p.dwrr.len();
+        if n == 0 || !p.dwrr.iter().any(|&q| ready(&p.queues[usize::from(q)])) {
+            return None;
+        }
+        // Each visit to a ready queue adds its quantum, so a ready queue is served within
+        // ceil(max frame / quantum) rounds.
+        for _ in 0..n * 16 {
+            let q = usize::from(p.dwrr[p.dwrr_cur]);
+            let queue = p.queues[q];
+            if ready(&queue) {
+                if !p.dwrr_fresh {
+                    p.deficit[q] += u64::from(p.quantum[q]);
+                    p.dwrr_fresh = true;
+                }
+                let head = u64::from(entries[queue.head as usize].len);
+                if head <= p.deficit[q] {
+                    p.deficit[q] -= head;
+                    return Some(q);
+                }
+            } else if queue.head == NIL {
+                p.deficit[q] = 0;
+            }
+            p.dwrr_fresh = false;
+            p.dwrr_cur = (p.dwrr_cur + 1) % n;
+        }
+        None
+    }
+
+    /// Handle a MAC Control frame received on `port`: pause or resume its egress queues.
+    pub fn receive_mac_control(&mut self, port: u16, now: u64, frame: &MacControlRepr) {
+        let Some(p) = self.ports.get_mut(usize::from(port)) else { return };
+        self.stats.pfc_received += 1;
+        let (enable, quanta): (u8, [u16; 8]) = match *frame {
+            MacControlRepr::Pause { quanta } => (0xff, [quanta; 8]),
+            MacControlRepr::Pfc(PfcRepr { class_enable, quanta }) => (class_enable, quanta),
+        };
+        for (i, q) in p.queues.iter_mut().enumerate() {
+            if enable & (1 << i) == 0 {
+                continue;
+            }
+            if quanta[i] == 0 {
+                q.paused_until = 0;
+            } else {
+                if now >= q.paused_until {
+                    q.pause_gen = q.pause_gen.wrapping_add(1);
+                }
+                q.paused_until = now + pause_duration_ns(quanta[i], p.cfg.speed_bps.max(1));
+            }
+        }
+    }
+
+    /// A PAUSE or RESUME frame `port` should send now, if any: resumes first, then new or
+    /// refreshed pauses (every half pause time while congested).
+    pub fn pfc_frame(&mut self, port: u16, now: u64) -> Option<MacControlRepr> {
+        let p = self.ports.get_mut(usize::from(port))?;
+        if p.pfc_resume != 0 {
+            let m = std::mem::take(&mut p.pfc_resume);
+            self.stats.pfc_xon_sent += 1;
+            return Some(MacControlRepr::Pfc(PfcRepr::resume(m)));
+        }
+        if p.pfc_pending != 0 || (p.pfc_xoff != 0 && now >= p.pfc_refresh_at) {
+            p.pfc_pending = 0;
+            p.pfc_refresh_at = now + p.pfc_refresh_ns;
+            self.stats.pfc_xoff_sent += 1;
+            return Some(MacControlRepr::Pfc(PfcRepr::pause(p.pfc_xoff, self.cfg.pause_quanta)));
+        }
+        None
+    }
+
+    /// The source address of a port's PAUSE frames.
+    pub fn port_mac(&self, port: u16) -> Option<EthernetAddress> {
+        self.ports.get(usize::from(port)).map(|p| p.cfg.mac)
+    }
+
+    /// When `port` can next send something, for a virtual-time driver: `Some(now)` if now,
+    /// `Some(t)` if the shaper or PFC holds it until `t`, `None` if it has nothing to send.
+    pub fn next_ready(&self, port: u16, now: u64) -> Option<u64> {
+        let p = self.ports.get(usize::from(port))?;
+        if p.pfc_resume != 0 || p.pfc_pending != 0 {
+            return Some(now);
+        }
+        let pfc = (p.pfc_xoff != 0).then_some(p.pfc_refresh_at.max(now));
+        let data = p
+            .queues
+            .iter()
+            .filter(|q| q.head != NIL)
+            .map(|q| q.paused_until.max(now))
+            .min()
+            .map(|t| if p.ps_per_byte_q16 != 0 { t.max(p.next_tx_ps.div_ceil(1000)) } else { t });
+        match (pfc, data) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Drain every queued packet (shutdown), giving each to `f`.
+    pub fn drain(&mut self, mut f: impl FnMut(F)) {
+        for e in &mut self.entries {
+            if let Some(p) = e.pkt.take() {
+                f(p);
+            }
+        }
+    }
+}
+
+/// Set CE on an ECN-capable IPv4 packet (Ethernet, optionally one 802.1Q tag), updating the
+/// header checksum. Returns whether it marked.
+pub fn mark_ce<F: Frame>(pkt: &mut F) -> bool {
+    let data = pkt.data_mut();
+    let Ok(eth) = EthernetFrame::new_checked(&*data) else { return false };
+    if eth.ethertype() != EtherType::IPV4 {
+        return false;
+    }
+    let l2 = eth.header_len();
+    let Ok(mut ip) = Ipv4Packet::new_checked(&mut data[l2..]) else { return false };
+    if ip.ecn() == ecn::NOT_ECT {
+        return false;
+    }
+    if ip.ecn() != ecn::CE {
+        ip.set_ecn_update_checksum(ecn::CE);
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests;
