@@ -1,4 +1,5 @@
 //! # dataplane — the softfabric switch
 pub mod buf;
 pub mod model;
+pub mod switch;
 pub mod tm;

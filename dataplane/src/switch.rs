@@ -1,0 +1,619 @@
+//! The switch: a [`Program`]'s ingress and egress around the packet replication engine and the
+//! traffic manager, as on a Tofino pipe.
+//!
+//! ```text
+//! port rx ─▶ MAC (PAUSE/PFC consumed) ─▶ ingress ─▶ replication ─▶ TM queues ─▶ egress ─▶ port tx
+//!               ▲                          │  │                                  │  │
+//!               └──── recirculation ◀──────┼──┼──────────────────────────────────┘  │
+//!                     CPU port ◀───────────┴──┴────── mirror / to CPU ◀─────────────┘
+//! ```
+//!
+//! [`Switch`] is sans-IO: it holds no clock, socket or thread. The poll-mode runtime hands it
+//! bursts from real ports with the time; the lab hands it packets on a virtual clock.
+
+use wire::ethernet::{EtherType, EthernetFrame};
+use wire::pfc::{self, MacControlRepr};
+
+use crate::buf::{Frame, Pool};
+use crate::model::{DropReason, DropReasons, Resources, builtin};
+use crate::tm::{DeqMeta, EnqMeta, TmDrop, TrafficManager};
+
+/// A port number. Front-panel ports are `0..n`; [`Switch::cpu_port`] is `n`.
+pub type PortId = u16;
+
+/// Where ingress sends a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dest {
+    /// Drop it, counted under the reason.
+    Drop(DropReason),
+    /// One egress port.
+    Port(PortId),
+    /// Every member of a multicast group, each copy with its replication ID.
+    Multicast(u16),
+    /// The switch CPU.
+    Cpu,
+}
+
+/// Ingress intrinsic metadata: what a P4 ingress control reads and sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IngressMd {
+    /// Port the packet arrived on ([`Switch::cpu_port`] for packets from the CPU).
+    pub ingress_port: PortId,
+    /// Arrival time, ns.
+    pub ingress_ts: u64,
+    /// Times this packet has been recirculated.
+    pub recirc_pass: u8,
+    /// Whether the switch CPU injected it.
+    pub from_cpu: bool,
+    /// Where it goes. Starts as a drop: a program must choose.
+    pub dest: Dest,
+    /// Egress queue, which is also its priority (0–7).
+    pub qid: u8,
+    /// For [`Dest::Multicast`]: skip the copy for the ingress port (Tofino's exclusion ID).
+    pub exclude_ingress: bool,
+    /// Also send a copy to the CPU, tagged with this code.
+    pub mirror: Option<u16>,
+}
+
+/// Egress intrinsic metadata: what a P4 egress control reads and sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EgressMd {
+    /// Port the packet leaves by.
+    pub egress_port: PortId,
+    /// What the TM recorded: ingress port, queue, replication ID, timestamps, depths, PFC.
+    pub deq: DeqMeta,
+    /// Dequeue time, ns.
+    pub deq_ts: u64,
+    /// Bytes queued on the egress port, all queues, after this packet left.
+    pub port_qdepth: u64,
+    /// Bytes the egress port has sent, this packet included.
+    pub tx_bytes: u64,
+    /// The egress port's link speed, bits per second.
+    pub speed_bps: u64,
+    /// Drop instead of sending, counted under the reason.
+    pub drop: Option<DropReason>,
+    /// Also send a copy to the CPU, tagged with this code.
+    pub mirror: Option<u16>,
+    /// Send it back to ingress instead of out.
+    pub recirculate: bool,
+}
+
+/// A packet on its way to the switch CPU.
+#[derive(Debug)]
+pub struct CpuPacket<F> {
+    /// The packet.
+    pub pkt: F,
+    /// The port it arrived on.
+    pub ingress_port: PortId,
+    /// The mirror code, or `None` if ingress sent it with [`Dest::Cpu`].
+    pub code: Option<u16>,
+}
+
+/// Packets a program creates (ARP requests, timed flushes) and where they go.
+pub struct Emitter<'a, F> {
+    pool: &'a mut dyn Pool<F>,
+    out: &'a mut Vec<(F, Dest, u8)>,
+    failed: u64,
+}
+
+impl<F: Frame> Emitter<'_, F> {
+    /// Build a packet in a fresh buffer with `build` (which appends its bytes and returns
+    /// `true` to send it) and send it to `dest` on queue `qid`, bypassing ingress. Returns
+    /// whether a buffer was free and the packet was built.
+    pub fn emit(&mut self, dest: Dest, qid: u8, build: impl FnOnce(&mut F) -> bool) -> bool {
+        let Some(mut pkt) = self.pool.alloc() else {
+            self.failed += 1;
+            return false;
+        };
+        if build(&mut pkt) {
+            self.out.push((pkt, dest, qid));
+            true
+        } else {
+            self.pool.free(pkt);
+            false
+        }
+    }
+}
+
+/// A switch program: P4-shaped ingress and egress controls over the machine model.
+pub trait Program: Send + 'static {
+    /// Control-plane messages (table updates and queries).
+    type Command: Send + 'static;
+
+    /// Per packet, before the traffic manager: parse, match, act; set `md.dest`.
+    fn ingress<F: Frame>(&mut self, pkt: &mut F, md: &mut IngressMd, out: &mut Emitter<'_, F>);
+
+    /// Per packet copy, after the traffic manager.
+    fn egress<F: Frame>(&mut self, _pkt: &mut F, _md: &mut EgressMd) {}
+
+    /// Timers: called by the runtime regularly with the time.
+    fn tick<F: Frame>(&mut self, _now: u64, _out: &mut Emitter<'_, F>) {}
+
+    /// Apply a control-plane message; the answer is printed or returned to the caller.
+    fn control(&mut self, cmd: Self::Command, now: u64) -> Result<String, String>;
+
+    /// The declared resources.
+    fn resources(&self) -> &Resources;
+}
+
+/// Multicast groups: group ID → (port, replication ID) members.
+#[derive(Debug, Clone, Default)]
+pub struct McastGroups {
+    groups: Vec<Vec<(PortId, u16)>>,
+}
+
+impl McastGroups {
+    /// Set a group's members (replacing any).
+    pub fn set(&mut self, group: u16, members: Vec<(PortId, u16)>) {
+        let g = usize::from(group);
+        if self.groups.len() <= g {
+            self.groups.resize_with(g + 1, Vec::new);
+        }
+        self.groups[g] = members;
+    }
+
+    /// A group's members.
+    pub fn get(&self, group: u16) -> &[(PortId, u16)] {
+        self.groups.get(usize::from(group)).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// Per-port counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PortCounters {
+    /// Frames received.
+    pub rx_packets: u64,
+    /// Bytes received.
+    pub rx_bytes: u64,
+    /// Frames handed to the port to send.
+    pub tx_packets: u64,
+    /// Bytes handed to the port to send.
+    pub tx_bytes: u64,
+    /// PAUSE/PFC frames received.
+    pub pfc_rx: u64,
+    /// PAUSE/PFC frames sent.
+    pub pfc_tx: u64,
+}
+
+/// The switch's counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Per front-panel port.
+    pub ports: Vec<PortCounters>,
+    /// Drops per reason (indexed like [`DropReasons`]).
+    pub drops: Vec<u64>,
+    /// Packets sent to the CPU.
+    pub to_cpu: u64,
+    /// Packets injected by the CPU.
+    pub from_cpu: u64,
+    /// Recirculations.
+    pub recirculated: u64,
+}
+
+impl Counters {
+    /// Add another set of counters (from another lcore).
+    pub fn add(&mut self, o: &Counters) {
+        if self.ports.len() < o.ports.len() {
+            self.ports.resize(o.ports.len(), PortCounters::default());
+        }
+        for (a, b) in self.ports.iter_mut().zip(&o.ports) {
+            a.rx_packets += b.rx_packets;
+            a.rx_bytes += b.rx_bytes;
+            a.tx_packets += b.tx_packets;
+            a.tx_bytes += b.tx_bytes;
+            a.pfc_rx += b.pfc_rx;
+            a.pfc_tx += b.pfc_tx;
+        }
+        if self.drops.len() < o.drops.len() {
+            self.drops.resize(o.drops.len(), 0);
+        }
+        for (a, b) in self.drops.iter_mut().zip(&o.drops) {
+            *a += b;
+        }
+        self.to_cpu += o.to_cpu;
+        self.from_cpu += o.from_cpu;
+        self.recirculated += o.recirculated;
+    }
+}
+
+/// Switch-level options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SwitchOptions {
+    /// Most recirculation passes before a packet is dropped.
+    pub max_recirc: u8,
+    /// Pass received PAUSE/PFC frames on to the program after the TM has acted on them (Hawkeye
+    /// watches them); otherwise the MAC consumes them.
+    pub pfc_to_program: bool,
+    /// Most packets waiting for the CPU.
+    pub cpu_queue: usize,
+}
+
+impl Default for SwitchOptions {
+    fn default() -> Self {
+        Self { max_recirc: 4, pfc_to_program: false, cpu_queue: 1024 }
+    }
+}
+
+/// A switch running program `P` over `F` buffers.
+pub struct Switch<P: Program, F> {
+    program: P,
+    tm: TrafficManager<F>,
+    drops: DropReasons,
+    mcast: McastGroups,
+    opts: SwitchOptions,
+    counters: Counters,
+    recirc: Vec<(F, IngressMd)>,
+    cpu: Vec<CpuPacket<F>>,
+    emitted: Vec<(F, Dest, u8)>,
+}
+
+impl<P: Program, F: Frame> Switch<P, F> {
+    /// A switch from a built program, its drop reasons and multicast groups, and a TM.
+    pub fn new(
+        program: P,
+        drops: DropReasons,
+        mcast: McastGroups,
+        tm: TrafficManager<F>,
+        opts: SwitchOptions,
+    ) -> Self {
+        let ports = tm.ports();
+        Self {
+            program,
+            counters: Counters {
+                ports: vec![PortCounters::default(); ports],
+                drops: vec![0; drops.names().len()],
+                ..Counters::default()
+            },
+            drops,
+            mcast,
+            opts,
+            recirc: Vec::with_capacity(64),
+            cpu: Vec::with_capacity(opts.cpu_queue),
+            emitted: Vec::with_capacity(64),
+            tm,
+        }
+    }
+
+    /// Front-panel ports.
+    pub fn ports(&self) -> usize {
+        self.tm.ports()
+    }
+
+    /// The CPU port's number.
+    pub fn cpu_port(&self) -> PortId {
+        self.tm.ports() as PortId
+    }
+
+    /// The program.
+    pub fn program(&self) -> &P {
+        &self.program
+    }
+
+    /// The program, writable (control plane and tests).
+    pub fn program_mut(&mut self) -> &mut P {
+        &mut self.program
+    }
+
+    /// The traffic manager (queue depths, pause state, counters).
+    pub fn tm(&self) -> &TrafficManager<F> {
+        &self.tm
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Drop reason names.
+    pub fn drop_reasons(&self) -> &DropReasons {
+        &self.drops
+    }
+
+    /// Multicast groups, writable.
+    pub fn mcast_mut(&mut self) -> &mut McastGroups {
+        &mut self.mcast
+    }
+
+    /// Apply a control-plane message to the program.
+    pub fn control(&mut self, cmd: P::Command, now: u64) -> Result<String, String> {
+        self.program.control(cmd, now)
+    }
+
+    /// Count a drop and give the buffer back.
+    pub fn drop_packet(&mut self, pkt: F, reason: DropReason, pool: &mut dyn Pool<F>) {
+        self.count_drop(reason, 1);
+        pool.free(pkt);
+    }
+
+    /// Count `n` drops under `reason` (for drops the runtime sees, such as a full tx ring).
+    pub fn count_drop(&mut self, reason: DropReason, n: u64) {
+        if let Some(c) = self.counters.drops.get_mut(usize::from(reason.0)) {
+            *c += n;
+        }
+    }
+
+    /// A frame received on `port` at `now`.
+    pub fn receive(&mut self, now: u64, port: PortId, pkt: F, pool: &mut dyn Pool<F>) {
+        let Some(pc) = self.counters.ports.get_mut(usize::from(port)) else {
+            return self.drop_packet(pkt, builtin::BAD_DESTINATION, pool);
+        };
+        pc.rx_packets += 1;
+        pc.rx_bytes += pkt.len() as u64;
+        let is_mac_control =
+            EthernetFrame::new_checked(pkt.data()).is_ok_and(|f| f.ethertype() == EtherType::MAC_CONTROL);
+        if is_mac_control {
+            match MacControlRepr::parse(&pkt.data()[wire::ethernet::HEADER_LEN..]) {
+                Ok(repr) => {
+                    pc.pfc_rx += 1;
+                    self.tm.receive_mac_control(port, now, &repr);
+                }
+                Err(_) => return self.drop_packet(pkt, builtin::MAC_CONTROL, pool),
+            }
+            if !self.opts.pfc_to_program {
+                return self.drop_packet(pkt, builtin::MAC_CONTROL, pool);
+            }
+        }
+        let md = IngressMd {
+            ingress_port: port,
+            ingress_ts: now,
+            recirc_pass: 0,
+            from_cpu: false,
+            dest: Dest::Drop(builtin::PROGRAM),
+            qid: 0,
+            exclude_ingress: false,
+            mirror: None,
+        };
+        self.run_ingress(now, pkt, md, pool);
+    }
+
+    /// A packet the CPU sends into the pipeline (it enters ingress on the CPU port).
+    pub fn inject(&mut self, now: u64, pkt: F, pool: &mut dyn Pool<F>) {
+        self.counters.from_cpu += 1;
+        let md = IngressMd {
+            ingress_port: self.cpu_port(),
+            ingress_ts: now,
+            recirc_pass: 0,
+            from_cpu: true,
+            dest: Dest::Drop(builtin::PROGRAM),
+            qid: 0,
+            exclude_ingress: false,
+            mirror: None,
+        };
+        self.run_ingress(now, pkt, md, pool);
+    }
+
+    fn run_ingress(&mut self, now: u64, mut pkt: F, mut md: IngressMd, pool: &mut dyn Pool<F>) {
+        let mut emitter = Emitter { pool: &mut *pool, out: &mut self.emitted, failed: 0 };
+        self.program.ingress(&mut pkt, &mut md, &mut emitter);
+        let failed = emitter.failed;
+        self.count_drop(builtin::NO_BUFFER, failed);
+        self.flush_emitted(now, pool);
+        if let Some(code) = md.mirror {
+            self.mirror(&pkt, md.ingress_port, code, pool);
+        }
+        self.dispatch(now, pkt, md.dest, md.qid, md, pool);
+    }
+
+    /// Send what the program emitted: it enters the TM as if from the CPU port.
+    fn flush_emitted(&mut self, now: u64, pool: &mut dyn Pool<F>) {
+        while let Some((pkt, dest, qid)) = self.emitted.pop() {
+            let md = IngressMd {
+                ingress_port: self.cpu_port(),
+                ingress_ts: now,
+                recirc_pass: 0,
+                from_cpu: true,
+                dest,
+                qid,
+                exclude_ingress: false,
+                mirror: None,
+            };
+            self.dispatch(now, pkt, dest, qid, md, pool);
+        }
+    }
+
+    fn mirror(&mut self, pkt: &F, ingress_port: PortId, code: u16, pool: &mut dyn Pool<F>) {
+        if self.cpu.len() >= self.opts.cpu_queue {
+            return self.count_drop(builtin::CPU_QUEUE_FULL, 1);
+        }
+        if let Some(copy) = self.copy_of(pkt, pool) {
+            self.counters.to_cpu += 1;
+            self.cpu.push(CpuPacket { pkt: copy, ingress_port, code: Some(code) });
+        }
+    }
+
+    /// A copy of `pkt` in a new buffer; no buffer free (or too small) counts a drop.
+    fn copy_of(&mut self, pkt: &F, pool: &mut dyn Pool<F>) -> Option<F> {
+        let Some(mut copy) = pool.alloc() else {
+            self.count_drop(builtin::NO_BUFFER, 1);
+            return None;
+        };
+        if copy.set(pkt.data()) {
+            Some(copy)
+        } else {
+            self.drop_packet(copy, builtin::NO_BUFFER, pool);
+            None
+        }
+    }
+
+    fn dispatch(&mut self, now: u64, pkt: F, dest: Dest, qid: u8, md: IngressMd, pool: &mut dyn Pool<F>) {
+        let enq = |egress_port, rid| EnqMeta {
+            ingress_port: md.ingress_port,
+            egress_port,
+            qid,
+            rid,
+            ingress_ts: md.ingress_ts,
+            recirc_pass: md.recirc_pass,
+        };
+        match dest {
+            Dest::Drop(r) => self.drop_packet(pkt, r, pool),
+            Dest::Port(p) => self.enqueue(now, pkt, enq(p, 0), pool),
+            Dest::Cpu => {
+                if self.cpu.len() >= self.opts.cpu_queue {
+                    return self.drop_packet(pkt, builtin::CPU_QUEUE_FULL, pool);
+                }
+                self.counters.to_cpu += 1;
+                self.cpu.push(CpuPacket { pkt, ingress_port: md.ingress_port, code: None });
+            }
+            Dest::Multicast(g) => {
+                let members = self.mcast.get(g);
+                let n = members.iter().filter(|m| !(md.exclude_ingress && m.0 == md.ingress_port)).count();
+                if n == 0 {
+                    return self.drop_packet(pkt, builtin::BAD_DESTINATION, pool);
+                }
+                // Copies for all but the last member; the original goes to the last.
+                let mut left = n;
+                let mut original = Some(pkt);
+                for i in 0..self.mcast.get(g).len() {
+                    let (port, rid) = self.mcast.get(g)[i];
+                    if md.exclude_ingress && port == md.ingress_port {
+                        continue;
+                    }
+                    left -= 1;
+                    let copy = match original.as_ref() {
+                        Some(_) if left == 0 => original.take(),
+                        Some(o) => self.copy_of(o, pool),
+                        None => None,
+                    };
+                    if let Some(c) = copy {
+                        self.enqueue(now, c, enq(port, rid), pool);
+                    }
+                }
+            }
+        }
+    }
+
+    fn enqueue(&mut self, now: u64, pkt: F, meta: EnqMeta, pool: &mut dyn Pool<F>) {
+        if let Err((pkt, why)) = self.tm.enqueue(now, pkt, meta) {
+            let reason = match why {
+                TmDrop::BadPort => builtin::BAD_DESTINATION,
+                TmDrop::BufferFull => builtin::BUFFER_FULL,
+                TmDrop::QueueFull => builtin::QUEUE_FULL,
+            };
+            self.drop_packet(pkt, reason, pool);
+        }
+    }
+
+    /// Fill `out` (up to `max` frames in all) with what `port` sends at `now`: PAUSE/RESUME
+    /// frames first, then packets the TM releases, after egress. Returns how many were added.
+    pub fn transmit(
+        &mut self,
+        now: u64,
+        port: PortId,
+        out: &mut Vec<F>,
+        max: usize,
+        pool: &mut dyn Pool<F>,
+    ) -> usize {
+        let start = out.len();
+        let pi = usize::from(port);
+        if pi >= self.tm.ports() {
+            return 0;
+        }
+        if out.len() < max
+            && let Some(repr) = self.tm.pfc_frame(port, now)
+        {
+            match pool.alloc() {
+                Some(mut f) => {
+                    let mac = self.tm.port_mac(port).unwrap_or_default();
+                    let ok = f
+                        .append(wire::ethernet::MIN_FRAME_LEN)
+                        .is_some_and(|b| pfc::emit_frame(mac, &repr, b).is_ok());
+                    if ok {
+                        self.counters.ports[pi].pfc_tx += 1;
+                        out.push(f);
+                    } else {
+                        pool.free(f);
+                    }
+                }
+                None => self.count_drop(builtin::NO_BUFFER, 1),
+            }
+        }
+        let speed_bps = self.tm.port_config(port).map_or(0, |c| c.speed_bps);
+        while out.len() < max {
+            let Some((mut pkt, deq)) = self.tm.dequeue(port, now) else { break };
+            let mut md = EgressMd {
+                egress_port: port,
+                deq,
+                deq_ts: now,
+                port_qdepth: self.tm.port_bytes(port),
+                tx_bytes: self.tm.tx_counters(port).0,
+                speed_bps,
+                drop: None,
+                mirror: None,
+                recirculate: false,
+            };
+            self.program.egress(&mut pkt, &mut md);
+            if let Some(code) = md.mirror {
+                self.mirror(&pkt, deq.enq.ingress_port, code, pool);
+            }
+            if let Some(r) = md.drop {
+                self.drop_packet(pkt, r, pool);
+            } else if md.recirculate {
+                if deq.enq.recirc_pass >= self.opts.max_recirc {
+                    self.drop_packet(pkt, builtin::RECIRC_LIMIT, pool);
+                } else {
+                    self.counters.recirculated += 1;
+                    let imd = IngressMd {
+                        ingress_port: deq.enq.ingress_port,
+                        ingress_ts: now,
+                        recirc_pass: deq.enq.recirc_pass + 1,
+                        from_cpu: false,
+                        dest: Dest::Drop(builtin::PROGRAM),
+                        qid: 0,
+                        exclude_ingress: false,
+                        mirror: None,
+                    };
+                    self.recirc.push((pkt, imd));
+                }
+            } else {
+                out.push(pkt);
+            }
+        }
+        let pc = &mut self.counters.ports[pi];
+        for f in &out[start..] {
+            pc.tx_packets += 1;
+            pc.tx_bytes += f.len() as u64;
+        }
+        out.len() - start
+    }
+
+    /// Run recirculated packets through ingress again.
+    pub fn process_recirculated(&mut self, now: u64, pool: &mut dyn Pool<F>) {
+        let mut batch = std::mem::take(&mut self.recirc);
+        for (pkt, md) in batch.drain(..) {
+            self.run_ingress(now, pkt, md, pool);
+        }
+        // Keep the allocation.
+        batch.append(&mut self.recirc);
+        self.recirc = batch;
+    }
+
+    /// Run the program's timers.
+    pub fn tick(&mut self, now: u64, pool: &mut dyn Pool<F>) {
+        let mut emitter = Emitter { pool: &mut *pool, out: &mut self.emitted, failed: 0 };
+        self.program.tick(now, &mut emitter);
+        let failed = emitter.failed;
+        self.count_drop(builtin::NO_BUFFER, failed);
+        self.flush_emitted(now, pool);
+    }
+
+    /// Take the packets waiting for the CPU.
+    pub fn drain_cpu(&mut self) -> std::vec::Drain<'_, CpuPacket<F>> {
+        self.cpu.drain(..)
+    }
+
+    /// The earliest time `port` has something to send (see [`TrafficManager::next_ready`]).
+    pub fn next_ready(&self, port: PortId, now: u64) -> Option<u64> {
+        self.tm.next_ready(port, now)
+    }
+
+    /// Give every buffered packet back to the pool (shutdown).
+    pub fn drain_all(&mut self, pool: &mut dyn Pool<F>) {
+        self.tm.drain(|p| pool.free(p));
+        for (p, _) in self.recirc.drain(..) {
+            pool.free(p);
+        }
+        for c in self.cpu.drain(..) {
+            pool.free(c.pkt);
+        }
+    }
+}
