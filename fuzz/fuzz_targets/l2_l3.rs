@@ -3,6 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use wire::arp::ArpRepr;
 use wire::pfc::MacControlRepr;
 use wire::{EthernetRepr, Ipv4Packet, Ipv4Repr, UdpPacket, UdpRepr};
 
@@ -13,6 +14,11 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(EthernetRepr::parse(&b[..eth.buffer_len()]).unwrap(), eth);
         let rest = &data[eth.buffer_len()..];
         let _ = MacControlRepr::parse(rest);
+        if let Ok(a) = ArpRepr::parse(rest) {
+            let mut b = [0u8; 28];
+            a.emit(&mut b).unwrap();
+            assert_eq!(ArpRepr::parse(&b).unwrap(), a);
+        }
         if let Ok(p) = Ipv4Packet::new_checked(rest) {
             let _ = (p.verify_checksum(), p.payload());
             if let Ok(u) = UdpPacket::new_checked(p.payload()) {

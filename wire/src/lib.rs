@@ -9,6 +9,7 @@
 //! | module | format | source |
 //! |---|---|---|
 //! | [`ethernet`] | Ethernet II, one IEEE 802.1Q tag | IEEE 802.3, IEEE 802.1Q |
+//! | [`arp`] | ARP for IPv4 over Ethernet | RFC 826 |
 //! | [`ipv4`] | IPv4 with DSCP/ECN, options skipped | RFC 791, RFC 2474, RFC 3168 |
 //! | [`udp`] | UDP | RFC 768 |
 //! | [`checksum`] | Internet checksum, incremental update | RFC 1071, RFC 1624 |
@@ -39,6 +40,7 @@ mod macros;
 mod error;
 mod field;
 
+pub mod arp;
 pub mod checksum;
 pub mod daiet;
 pub mod dta;

@@ -5,6 +5,7 @@
 use std::net::Ipv4Addr;
 
 use proptest::prelude::*;
+use wire::arp::{ArpPacket, ArpRepr};
 use wire::daiet::{DaietEntry, DaietRepr, Entries};
 use wire::dta::{self, BaseForm, DtaRepr, Format, MergeOp, NackRepr, Primitive, Priority, Sequence};
 use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr, VlanRepr};
@@ -511,6 +512,13 @@ proptest! {
     }
 
     #[test]
+    fn arp_roundtrip(op in any::<u16>(), sm in mac(), si in ip(), tm in mac(), ti in ip()) {
+        let r = ArpRepr { op, sender_mac: sm, sender_ip: si, target_mac: tm, target_ip: ti };
+        let b = emitted(r.buffer_len(), |b| r.emit(b));
+        prop_assert_eq!(ArpRepr::parse(&b)?, r);
+    }
+
+    #[test]
     fn ipv4_roundtrip(r in ipv4()) {
         let mut b = vec![0u8; 20 + r.payload_len];
         r.emit(&mut b)?;
@@ -652,6 +660,10 @@ fn parse_everything(b: &[u8]) {
         let _ = (f.dst_addr(), f.src_addr(), f.ethertype(), f.vlan(), f.payload().len());
     }
     let _ = EthernetRepr::parse(b);
+    if let Ok(a) = ArpPacket::new_checked(b) {
+        let _ = (a.op(), a.sender_ip(), a.target_mac());
+    }
+    let _ = ArpRepr::parse(b);
     if let Ok(p) = Ipv4Packet::new_checked(b) {
         let _ = (p.verify_checksum(), p.payload().len(), p.src_addr(), p.ttl(), p.frag_offset());
     }

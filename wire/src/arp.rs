@@ -1,0 +1,166 @@
+//! ARP for IPv4 over Ethernet (RFC 826): the 28-byte body after the Ethernet header.
+
+use core::net::Ipv4Addr;
+
+use crate::error::{Error, Result, chunk};
+use crate::ethernet::EthernetAddress;
+use crate::field::{array_at, set_u16, u16_at, u32_at};
+
+/// Length of an Ethernet/IPv4 ARP body.
+pub const LEN: usize = 28;
+/// Operation: request.
+pub const OP_REQUEST: u16 = 1;
+/// Operation: reply.
+pub const OP_REPLY: u16 = 2;
+
+fixed_view!(
+    /// A read/write view of an ARP body.
+    ArpPacket,
+    LEN,
+    "arp"
+);
+
+impl<T: AsRef<[u8]>> ArpPacket<T> {
+    /// Hardware type (1 = Ethernet).
+    pub fn htype(&self) -> u16 {
+        u16_at(self.buffer.as_ref(), 0)
+    }
+    /// Protocol type (0x0800 = IPv4).
+    pub fn ptype(&self) -> u16 {
+        u16_at(self.buffer.as_ref(), 2)
+    }
+    /// Hardware and protocol address lengths.
+    pub fn lengths(&self) -> (u8, u8) {
+        (self.buffer.as_ref()[4], self.buffer.as_ref()[5])
+    }
+    /// Operation.
+    pub fn op(&self) -> u16 {
+        u16_at(self.buffer.as_ref(), 6)
+    }
+    /// Sender hardware address.
+    pub fn sender_mac(&self) -> EthernetAddress {
+        EthernetAddress(array_at(self.buffer.as_ref(), 8))
+    }
+    /// Sender protocol address.
+    pub fn sender_ip(&self) -> Ipv4Addr {
+        Ipv4Addr::from_bits(u32_at(self.buffer.as_ref(), 14))
+    }
+    /// Target hardware address.
+    pub fn target_mac(&self) -> EthernetAddress {
+        EthernetAddress(array_at(self.buffer.as_ref(), 18))
+    }
+    /// Target protocol address.
+    pub fn target_ip(&self) -> Ipv4Addr {
+        Ipv4Addr::from_bits(u32_at(self.buffer.as_ref(), 24))
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> ArpPacket<T> {
+    /// Turn a request into the reply `mac` gives for the requested address, in place: the
+    /// requester becomes the target and `mac` the sender.
+    pub fn make_reply(&mut self, mac: EthernetAddress) {
+        let b = self.buffer.as_mut();
+        let (requester_mac, requester_ip, asked_ip) =
+            (array_at::<6>(b, 8), array_at::<4>(b, 14), array_at::<4>(b, 24));
+        set_u16(b, 6, OP_REPLY);
+        b[8..14].copy_from_slice(&mac.0);
+        b[14..18].copy_from_slice(&asked_ip);
+        b[18..24].copy_from_slice(&requester_mac);
+        b[24..28].copy_from_slice(&requester_ip);
+    }
+}
+
+/// A parsed Ethernet/IPv4 ARP body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ArpRepr {
+    /// Operation (1 request, 2 reply; others kept as they are).
+    pub op: u16,
+    /// Sender hardware address.
+    pub sender_mac: EthernetAddress,
+    /// Sender protocol address.
+    pub sender_ip: Ipv4Addr,
+    /// Target hardware address.
+    pub target_mac: EthernetAddress,
+    /// Target protocol address.
+    pub target_ip: Ipv4Addr,
+}
+
+impl ArpRepr {
+    /// Parse an ARP body; only Ethernet/IPv4 ARP (htype 1, ptype 0x0800, lengths 6 and 4) is
+    /// supported.
+    pub fn parse(buf: &[u8]) -> Result<Self> {
+        let p = ArpPacket::new_checked(buf)?;
+        if p.htype() != 1 {
+            return Err(Error::Unsupported { field: "arp.htype", value: u64::from(p.htype()) });
+        }
+        if p.ptype() != 0x0800 {
+            return Err(Error::Unsupported { field: "arp.ptype", value: u64::from(p.ptype()) });
+        }
+        if p.lengths() != (6, 4) {
+            return Err(Error::Invalid { field: "arp.hlen", value: u64::from(p.lengths().0) });
+        }
+        Ok(Self {
+            op: p.op(),
+            sender_mac: p.sender_mac(),
+            sender_ip: p.sender_ip(),
+            target_mac: p.target_mac(),
+            target_ip: p.target_ip(),
+        })
+    }
+
+    /// Length: 28.
+    pub const fn buffer_len(&self) -> usize {
+        LEN
+    }
+
+    /// Write the body.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
+        let b = chunk::<LEN>("arp", buf)?;
+        set_u16(b, 0, 1);
+        set_u16(b, 2, 0x0800);
+        b[4] = 6;
+        b[5] = 4;
+        set_u16(b, 6, self.op);
+        b[8..14].copy_from_slice(&self.sender_mac.0);
+        b[14..18].copy_from_slice(&self.sender_ip.octets());
+        b[18..24].copy_from_slice(&self.target_mac.0);
+        b[24..28].copy_from_slice(&self.target_ip.octets());
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_becomes_reply() {
+        // A request as Linux sends it: who has 10.0.0.1? tell 10.0.0.2 (02:..:02).
+        #[rustfmt::skip]
+        let mut req = [
+            0x00, 0x01, 0x08, 0x00, 0x06, 0x04, 0x00, 0x01,
+            0x02, 0, 0, 0, 0, 0x02, 10, 0, 0, 2,
+            0, 0, 0, 0, 0, 0, 10, 0, 0, 1,
+        ];
+        let r = ArpRepr::parse(&req).unwrap();
+        assert_eq!((r.op, r.target_ip), (OP_REQUEST, Ipv4Addr::new(10, 0, 0, 1)));
+        ArpPacket::new_checked(&mut req[..]).unwrap().make_reply(EthernetAddress([2, 0, 0, 0, 0, 1]));
+        let reply = ArpRepr::parse(&req).unwrap();
+        assert_eq!(
+            reply,
+            ArpRepr {
+                op: OP_REPLY,
+                sender_mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
+                sender_ip: Ipv4Addr::new(10, 0, 0, 1),
+                target_mac: EthernetAddress([2, 0, 0, 0, 0, 2]),
+                target_ip: Ipv4Addr::new(10, 0, 0, 2),
+            }
+        );
+        let mut out = [0u8; 28];
+        reply.emit(&mut out).unwrap();
+        assert_eq!(out, req);
+        req[2] = 0x86;
+        assert_eq!(ArpRepr::parse(&req).unwrap_err().field(), "arp.ptype");
+        assert_eq!(ArpRepr::parse(&req[..27]).unwrap_err().field(), "arp");
+    }
+}
