@@ -1,5 +1,7 @@
 //! # dataplane — the softfabric switch
 pub mod buf;
+pub mod config;
 pub mod model;
+pub mod programs;
 pub mod switch;
 pub mod tm;

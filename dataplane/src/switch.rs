@@ -132,6 +132,12 @@ pub trait Program: Send + 'static {
     /// Apply a control-plane message; the answer is printed or returned to the caller.
     fn control(&mut self, cmd: Self::Command, now: u64) -> Result<String, String>;
 
+    /// Parse one line of the control protocol (`route add 10.0.0.0/8 via 10.0.1.2`, …) given the
+    /// port names, into a command the pipelines apply.
+    fn parse_command(line: &str, ports: &[String]) -> Result<Self::Command, String>
+    where
+        Self: Sized;
+
     /// The declared resources.
     fn resources(&self) -> &Resources;
 }

@@ -28,6 +28,10 @@ impl Program for Bridge {
         Ok(String::new())
     }
 
+    fn parse_command(_: &str, _: &[String]) -> Result<(), String> {
+        Err("the bridge takes no commands".into())
+    }
+
     fn resources(&self) -> &Resources {
         &self.resources
     }

@@ -1,0 +1,621 @@
+//! `l2l3`: L2 bridging with MAC learning and IPv4 routing, the switch's proof program.
+//!
+//! * **L2**: one bridge domain over the front-panel ports. Source MACs are learned per port
+//!   (static entries from the config are never aged or moved) and forgotten after
+//!   `mac_aging_s`; known unicast goes to its port, everything else floods (multicast group 0,
+//!   ingress port excluded).
+//! * **L3**: a frame addressed to the ingress port's MAC carrying IPv4 is routed: header checksum
+//!   verified, TTL checked, longest-prefix match, next hop chosen among an ECMP group by a
+//!   CRC-16 hash of the 5-tuple, MACs rewritten, TTL decremented with an incremental checksum
+//!   update (RFC 1624). Connected prefixes come from the ports' addresses.
+//! * **ARP**: requests for the switch's own addresses are answered in place; senders on a
+//!   connected subnet are learned as neighbors; a routed packet whose next hop has no MAC yet is
+//!   dropped and an ARP request for it goes out (at most one per 100 ms per address).
+//! * **Drops** are counted as `malformed`, `bad_checksum`, `ttl_expired`, `no_route`,
+//!   `no_neighbor`, `same_port`, `to_switch` (IPv4 for the switch itself, which has no IP stack)
+//!   and `arp_to_switch` (ARP replies the switch consumed).
+//! * **Queue**: DSCP >> 3 by default, or the 802.1Q PCP (`qos = "pcp"`).
+
+use std::net::Ipv4Addr;
+
+use wire::arp::{self, ArpPacket, ArpRepr};
+use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr};
+use wire::ipv4::{Ipv4Packet, protocol};
+
+use super::BuildCtx;
+use crate::buf::Frame;
+use crate::config::{Config, ConfigError, parse_cidr, parse_mac};
+use crate::model::{
+    DropReason, ExactTable, HashAlgo, HashUnit, LpmTable, ResourceInfo, ResourceKind, Resources, builtin,
+};
+use crate::switch::{Dest, Emitter, IngressMd, PortId, Program};
+
+/// Default MAC table size.
+pub const DEFAULT_MAC_TABLE: usize = 4096;
+/// Default MAC aging, seconds.
+pub const DEFAULT_MAC_AGING_S: u64 = 300;
+/// Default route table size.
+pub const DEFAULT_ROUTES: usize = 1024;
+/// Default neighbor table size.
+pub const DEFAULT_NEIGHBORS: usize = 1024;
+/// The multicast group flooding uses: every front-panel port.
+pub const FLOOD_GROUP: u16 = 0;
+/// Most ECMP groups.
+pub const MAX_GROUPS: usize = 256;
+const ARP_RETRY_NS: u64 = 100_000_000;
+/// Queue of the frames the switch itself sends (ARP).
+const CONTROL_QUEUE: u8 = 7;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct MacEntry {
+    port: PortId,
+    last_seen: u64,
+    is_static: bool,
+}
+
+/// Where a prefix leads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// A directly connected subnet on this port: the destination is the next hop.
+    Connected(PortId),
+    /// An ECMP group of next hops.
+    Group(u16),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Neighbor {
+    mac: EthernetAddress,
+    port: PortId,
+    is_static: bool,
+}
+
+#[derive(Debug, Clone)]
+struct PortL3 {
+    mac: EthernetAddress,
+    addrs: Vec<(Ipv4Addr, u8)>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Drops {
+    bad_checksum: DropReason,
+    ttl_expired: DropReason,
+    no_route: DropReason,
+    no_neighbor: DropReason,
+    same_port: DropReason,
+    to_switch: DropReason,
+    arp_to_switch: DropReason,
+}
+
+/// A control-plane command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// Add or replace a route via next hops (ECMP if several).
+    RouteVia(Ipv4Addr, u8, Vec<Ipv4Addr>),
+    /// Add or replace a connected route.
+    RouteConnected(Ipv4Addr, u8, PortId),
+    /// Remove a route.
+    RouteDel(Ipv4Addr, u8),
+    /// Add or replace a static neighbor.
+    NeighborAdd(Ipv4Addr, EthernetAddress, PortId),
+    /// Remove a neighbor.
+    NeighborDel(Ipv4Addr),
+    /// Add or replace a static MAC entry.
+    MacAdd(EthernetAddress, PortId),
+    /// Remove a MAC entry.
+    MacDel(EthernetAddress),
+    /// List the tables.
+    Show,
+}
+
+/// The program.
+#[derive(Debug)]
+pub struct L2l3 {
+    resources: Resources,
+    ports: Vec<PortL3>,
+    port_names: Vec<String>,
+    macs: ExactTable<u64, MacEntry>,
+    routes: LpmTable<Route>,
+    groups: Vec<Vec<Ipv4Addr>>,
+    neighbors: ExactTable<u32, Neighbor>,
+    arp_pending: ExactTable<u32, u64>,
+    local: ExactTable<u32, PortId>,
+    ecmp: HashUnit,
+    aging_ns: u64,
+    qos_pcp: bool,
+    drops: Drops,
+    last_aging: u64,
+}
+
+fn mac_key(m: EthernetAddress) -> u64 {
+    let b = m.0;
+    u64::from_be_bytes([0, 0, b[0], b[1], b[2], b[3], b[4], b[5]])
+}
+
+fn prefix_of(a: Ipv4Addr, len: u8) -> Ipv4Addr {
+    let mask = if len == 0 { 0 } else { u32::MAX << (32 - u32::from(len)) };
+    Ipv4Addr::from_bits(a.to_bits() & mask)
+}
+
+impl L2l3 {
+    /// Build from a configuration: ports, addresses, the `[l2l3]` section.
+    pub fn build(cfg: &Config, ctx: &mut BuildCtx) -> Result<Self, ConfigError> {
+        let c = cfg.ctx();
+        let s = &cfg.l2l3;
+        let res = &mut ctx.resources;
+        let nports = cfg.ports.len();
+        let macs = ExactTable::new(res, "mac", s.mac_table_size.unwrap_or(DEFAULT_MAC_TABLE), 48, 24);
+        let routes = LpmTable::new(res, "ipv4_lpm", s.route_table_size.unwrap_or(DEFAULT_ROUTES));
+        res.declare(ResourceInfo {
+            name: "ecmp_groups",
+            kind: ResourceKind::ExactTable,
+            entries: MAX_GROUPS,
+            key_bits: 16,
+            value_bits: 32 * 16,
+            bytes: MAX_GROUPS * 64,
+            detail: "selector, CRC-16 of the 5-tuple".into(),
+        });
+        let neighbors =
+            ExactTable::new(res, "neighbor", s.neighbor_table_size.unwrap_or(DEFAULT_NEIGHBORS), 32, 64);
+        let arp_pending = ExactTable::new(res, "arp_pending", 256, 32, 64);
+        let nlocal: usize = cfg.ports.iter().map(|p| p.ipv4.len()).sum();
+        let local = ExactTable::new(res, "switch_ipv4", nlocal.max(1), 32, 16);
+        let ecmp = HashUnit::new(res, "ecmp_hash", HashAlgo::Crc16Arc, 16);
+        let d = &mut ctx.drops;
+        let drops = Drops {
+            bad_checksum: d.declare("bad_checksum"),
+            ttl_expired: d.declare("ttl_expired"),
+            no_route: d.declare("no_route"),
+            no_neighbor: d.declare("no_neighbor"),
+            same_port: d.declare("same_port"),
+            to_switch: d.declare("to_switch"),
+            arp_to_switch: d.declare("arp_to_switch"),
+        };
+        ctx.mcast.set(FLOOD_GROUP, (0..nports as PortId).map(|p| (p, 0)).collect());
+        let qos_pcp = match s.qos.as_deref().unwrap_or("dscp") {
+            "dscp" => false,
+            "pcp" => true,
+            other => return Err(c.err("l2l3.qos", format!("{other:?}; expected \"dscp\" or \"pcp\""))),
+        };
+        let mut p = Self {
+            ports: cfg.ports.iter().map(|p| PortL3 { mac: p.mac, addrs: p.ipv4.clone() }).collect(),
+            port_names: cfg.ports.iter().map(|p| p.name.clone()).collect(),
+            resources: Resources::new(),
+            macs,
+            routes,
+            groups: Vec::new(),
+            neighbors,
+            arp_pending,
+            local,
+            ecmp,
+            aging_ns: s.mac_aging_s.unwrap_or(DEFAULT_MAC_AGING_S).saturating_mul(1_000_000_000),
+            qos_pcp,
+            drops,
+            last_aging: 0,
+        };
+        let port = |key: String, name: &str| {
+            cfg.port_id(name).ok_or_else(|| c.err(key, format!("no port named {name:?}")))
+        };
+        for (i, pc) in cfg.ports.iter().enumerate() {
+            for &(a, len) in &pc.ipv4 {
+                p.local
+                    .insert(a.to_bits(), i as PortId)
+                    .map_err(|e| c.err(format!("port[{i}].ipv4"), e.to_string()))?;
+                p.routes
+                    .insert(prefix_of(a, len), len, Route::Connected(i as PortId))
+                    .map_err(|e| c.err(format!("port[{i}].ipv4"), e.to_string()))?;
+            }
+        }
+        for (i, m) in s.static_mac.iter().enumerate() {
+            let key = format!("l2l3.static_mac[{i}]");
+            let mac = parse_mac(&m.mac)
+                .ok_or_else(|| c.err(format!("{key}.mac"), format!("{:?} is not a MAC address", m.mac)))?;
+            let pid = port(format!("{key}.port"), &m.port)?;
+            p.apply(Command::MacAdd(mac, pid), 0).map_err(|e| c.err(key, e))?;
+        }
+        for (i, n) in s.neighbor.iter().enumerate() {
+            let key = format!("l2l3.neighbor[{i}]");
+            let ip: Ipv4Addr =
+                n.ip.parse()
+                    .map_err(|_| c.err(format!("{key}.ip"), format!("{:?} is not an IPv4 address", n.ip)))?;
+            let mac = parse_mac(&n.mac)
+                .ok_or_else(|| c.err(format!("{key}.mac"), format!("{:?} is not a MAC address", n.mac)))?;
+            let pid = port(format!("{key}.port"), &n.port)?;
+            p.apply(Command::NeighborAdd(ip, mac, pid), 0).map_err(|e| c.err(key, e))?;
+        }
+        for (i, r) in s.route.iter().enumerate() {
+            let key = format!("l2l3.route[{i}]");
+            let (a, len) = parse_cidr(&r.prefix).map_err(|why| {
+                c.err(format!("{key}.prefix"), format!("{:?} is not an IPv4 CIDR: {why}", r.prefix))
+            })?;
+            let cmd = match (&r.port, r.via.is_empty()) {
+                (Some(name), true) => Command::RouteConnected(a, len, port(format!("{key}.port"), name)?),
+                (None, false) => {
+                    let mut via = Vec::new();
+                    for (j, v) in r.via.iter().enumerate() {
+                        via.push(v.parse().map_err(|_| {
+                            c.err(format!("{key}.via[{j}]"), format!("{v:?} is not an IPv4 address"))
+                        })?);
+                    }
+                    Command::RouteVia(a, len, via)
+                }
+                _ => {
+                    return Err(c.err(
+                        key,
+                        "give either `via` (next hops) or `port` (connected), not both or neither",
+                    ));
+                }
+            };
+            p.apply(cmd, 0).map_err(|e| c.err(key, e))?;
+        }
+        p.resources = std::mem::take(&mut ctx.resources);
+        Ok(p)
+    }
+
+    /// Apply a command (the control plane's and the configuration's path into the tables).
+    fn apply(&mut self, cmd: Command, now: u64) -> Result<String, String> {
+        let port_ok =
+            |p: PortId| if usize::from(p) < self.ports.len() { Ok(()) } else { Err(format!("no port {p}")) };
+        match cmd {
+            Command::RouteVia(a, len, via) => {
+                if via.is_empty() || via.len() > 16 {
+                    return Err(format!("{} next hops; 1 to 16 are supported", via.len()));
+                }
+                let g = match self.groups.iter().position(|g| *g == via) {
+                    Some(g) => g,
+                    None if self.groups.len() < MAX_GROUPS => {
+                        self.groups.push(via);
+                        self.groups.len() - 1
+                    }
+                    None => return Err(format!("ECMP groups full ({MAX_GROUPS})")),
+                };
+                self.routes.insert(a, len, Route::Group(g as u16)).map_err(|e| e.to_string())?;
+                Ok(format!("route {}/{len} via group {g}", prefix_of(a, len)))
+            }
+            Command::RouteConnected(a, len, p) => {
+                port_ok(p)?;
+                self.routes.insert(a, len, Route::Connected(p)).map_err(|e| e.to_string())?;
+                Ok(format!(
+                    "route {}/{len} connected on {}",
+                    prefix_of(a, len),
+                    self.port_names[usize::from(p)]
+                ))
+            }
+            Command::RouteDel(a, len) => match self.routes.remove(a, len) {
+                Some(_) => Ok(format!("route {}/{len} removed", prefix_of(a, len))),
+                None => Err(format!("no route {}/{len}", prefix_of(a, len))),
+            },
+            Command::NeighborAdd(ip, mac, port) => {
+                port_ok(port)?;
+                self.neighbors
+                    .insert(ip.to_bits(), Neighbor { mac, port, is_static: true })
+                    .map_err(|e| e.to_string())?;
+                Ok(format!("neighbor {ip} is {mac} on {}", self.port_names[usize::from(port)]))
+            }
+            Command::NeighborDel(ip) => self
+                .neighbors
+                .remove(&ip.to_bits())
+                .map(|_| format!("neighbor {ip} removed"))
+                .ok_or(format!("no neighbor {ip}")),
+            Command::MacAdd(mac, port) => {
+                port_ok(port)?;
+                self.macs
+                    .insert(mac_key(mac), MacEntry { port, last_seen: now, is_static: true })
+                    .map_err(|e| e.to_string())?;
+                Ok(format!("mac {mac} on {}", self.port_names[usize::from(port)]))
+            }
+            Command::MacDel(mac) => self
+                .macs
+                .remove(&mac_key(mac))
+                .map(|_| format!("mac {mac} removed"))
+                .ok_or(format!("no mac {mac}")),
+            Command::Show => Ok(self.show()),
+        }
+    }
+
+    fn show(&self) -> String {
+        let mut s = String::new();
+        let name = |p: PortId| self.port_names.get(usize::from(p)).cloned().unwrap_or_else(|| format!("{p}"));
+        let mut macs: Vec<_> = self.macs.iter().collect();
+        macs.sort_by_key(|(k, _)| **k);
+        for (k, e) in macs {
+            let b = k.to_be_bytes();
+            let m = EthernetAddress([b[2], b[3], b[4], b[5], b[6], b[7]]);
+            s += &format!(
+                "mac {m} port {} {}\n",
+                name(e.port),
+                if e.is_static { "static" } else { "learned" }
+            );
+        }
+        let mut nbs: Vec<_> = self.neighbors.iter().collect();
+        nbs.sort_by_key(|(k, _)| **k);
+        for (k, n) in nbs {
+            s += &format!(
+                "neighbor {} {} port {} {}\n",
+                Ipv4Addr::from_bits(*k),
+                n.mac,
+                name(n.port),
+                if n.is_static { "static" } else { "learned" }
+            );
+        }
+        for (g, m) in self.groups.iter().enumerate() {
+            s += &format!("ecmp group {g}: {m:?}\n");
+        }
+        s += &format!("{} routes\n", self.routes.len());
+        s
+    }
+
+    fn is_local_on(&self, port: PortId, ip: Ipv4Addr) -> bool {
+        self.ports.get(usize::from(port)).is_some_and(|p| p.addrs.iter().any(|&(a, _)| a == ip))
+    }
+
+    fn on_connected_subnet(&self, port: PortId, ip: Ipv4Addr) -> bool {
+        self.ports
+            .get(usize::from(port))
+            .is_some_and(|p| p.addrs.iter().any(|&(a, l)| prefix_of(a, l) == prefix_of(ip, l)))
+    }
+
+    fn learn(&mut self, src: EthernetAddress, port: PortId, now: u64) {
+        if src.is_multicast() || usize::from(port) >= self.ports.len() {
+            return;
+        }
+        let key = mac_key(src);
+        match self.macs.get_mut(&key) {
+            Some(e) if e.is_static => {}
+            // Refresh at most once a second: a table write per packet is not free.
+            Some(e) if e.port == port && now.saturating_sub(e.last_seen) < 1_000_000_000 => {}
+            Some(e) => {
+                e.port = port;
+                e.last_seen = now;
+            }
+            None => {
+                // A full table learns nothing more until entries age out.
+                let _ = self.macs.insert(key, MacEntry { port, last_seen: now, is_static: false });
+            }
+        }
+    }
+
+    /// The queue: the PCP, or the IP precedence (DSCP >> 3).
+    fn queue_of(&self, eth: &EthernetFrame<&[u8]>, ip_tos: Option<u8>) -> u8 {
+        if self.qos_pcp { eth.vlan().map_or(0, |v| v.pcp) } else { ip_tos.map_or(0, |tos| tos >> 5) }
+    }
+
+    /// Send an ARP request for `target` out of `port`, unless one went out recently.
+    fn solicit<F: Frame>(&mut self, target: Ipv4Addr, port: PortId, now: u64, out: &mut Emitter<'_, F>) {
+        let key = target.to_bits();
+        if self.arp_pending.get(&key).is_some_and(|&t| now.saturating_sub(t) < ARP_RETRY_NS) {
+            return;
+        }
+        let Some(pl3) = self.ports.get(usize::from(port)) else { return };
+        let Some(&(sender_ip, _)) =
+            pl3.addrs.iter().find(|&&(a, l)| prefix_of(a, l) == prefix_of(target, l)).or(pl3.addrs.first())
+        else {
+            return;
+        };
+        let mac = pl3.mac;
+        if self.arp_pending.insert(key, now).is_err() {
+            // Table full: forget stale entries and try again.
+            self.arp_pending.retain(|_, t| now.saturating_sub(*t) < ARP_RETRY_NS);
+            let _ = self.arp_pending.insert(key, now);
+        }
+        out.emit(Dest::Port(port), CONTROL_QUEUE, |f| {
+            let Some(b) = f.append(wire::ethernet::MIN_FRAME_LEN) else { return false };
+            b.fill(0);
+            let eth = EthernetRepr {
+                src_addr: mac,
+                dst_addr: EthernetAddress::BROADCAST,
+                vlan: None,
+                ethertype: EtherType::ARP,
+            };
+            let req = ArpRepr {
+                op: arp::OP_REQUEST,
+                sender_mac: mac,
+                sender_ip,
+                target_mac: EthernetAddress([0; 6]),
+                target_ip: target,
+            };
+            eth.emit(b).is_ok() && req.emit(&mut b[14..]).is_ok()
+        });
+    }
+
+    /// ARP: answer requests for our addresses, learn neighbors, consume replies to us.
+    /// Returns `false` if the frame is not the switch's business (it is then bridged).
+    fn arp<F: Frame>(&mut self, pkt: &mut F, md: &mut IngressMd, l2: usize) -> bool {
+        let port = md.ingress_port;
+        let Ok(a) = ArpRepr::parse(&pkt.data()[l2..]) else { return false };
+        if usize::from(port) >= self.ports.len() {
+            return false;
+        }
+        if a.sender_ip != Ipv4Addr::UNSPECIFIED
+            && !a.sender_mac.is_multicast()
+            && self.on_connected_subnet(port, a.sender_ip)
+        {
+            let key = a.sender_ip.to_bits();
+            if !self.neighbors.get(&key).is_some_and(|n| n.is_static) {
+                let _ = self.neighbors.insert(key, Neighbor { mac: a.sender_mac, port, is_static: false });
+            }
+        }
+        if !self.is_local_on(port, a.target_ip) {
+            return false;
+        }
+        match a.op {
+            arp::OP_REQUEST => {
+                let mac = self.ports[usize::from(port)].mac;
+                let data = pkt.data_mut();
+                let mut eth = EthernetFrame::new_unchecked(&mut data[..]);
+                eth.set_dst_addr(a.sender_mac);
+                eth.set_src_addr(mac);
+                if let Ok(mut ap) = ArpPacket::new_checked(&mut data[l2..]) {
+                    ap.make_reply(mac);
+                }
+                md.dest = Dest::Port(port);
+                md.qid = CONTROL_QUEUE;
+            }
+            _ => md.dest = Dest::Drop(self.drops.arp_to_switch),
+        }
+        true
+    }
+
+    /// Route an IPv4 packet addressed to the router MAC.
+    fn route<F: Frame>(&mut self, pkt: &mut F, md: &mut IngressMd, l2: usize, out: &mut Emitter<'_, F>) {
+        let data = pkt.data_mut();
+        let Ok(ip) = Ipv4Packet::new_checked(&data[l2..]) else {
+            md.dest = Dest::Drop(builtin::MALFORMED);
+            return;
+        };
+        if ip.version() != 4 {
+            md.dest = Dest::Drop(builtin::MALFORMED);
+            return;
+        }
+        if !ip.verify_checksum() {
+            md.dest = Dest::Drop(self.drops.bad_checksum);
+            return;
+        }
+        let dst = ip.dst_addr();
+        if self.local.get(&dst.to_bits()).is_some() {
+            md.dest = Dest::Drop(self.drops.to_switch);
+            return;
+        }
+        if ip.ttl() <= 1 {
+            md.dest = Dest::Drop(self.drops.ttl_expired);
+            return;
+        }
+        let Some(&route) = self.routes.lookup(dst) else {
+            md.dest = Dest::Drop(self.drops.no_route);
+            return;
+        };
+        let (nexthop, solicit_port) = match route {
+            Route::Connected(p) => (dst, Some(p)),
+            Route::Group(g) => {
+                let members = &self.groups[usize::from(g)];
+                let i = if members.len() == 1 {
+                    0
+                } else {
+                    let hl = ip.header_len();
+                    let p = ip.packet();
+                    let mut key = [0u8; 13];
+                    key[0..4].copy_from_slice(&ip.src_addr().octets());
+                    key[4..8].copy_from_slice(&dst.octets());
+                    key[8] = ip.protocol();
+                    let l4 = matches!(ip.protocol(), protocol::TCP | protocol::UDP) && ip.frag_offset() == 0;
+                    if l4 && p.len() >= hl + 4 {
+                        key[9..13].copy_from_slice(&p[hl..hl + 4]);
+                    }
+                    self.ecmp.hash(&key) as usize % members.len()
+                };
+                let nh = members[i];
+                // The next hop's port, for an ARP request, is that of its connected route.
+                let sp = match self.routes.lookup(nh) {
+                    Some(Route::Connected(p)) => Some(*p),
+                    _ => None,
+                };
+                (nh, sp)
+            }
+        };
+        let Some(&nb) = self.neighbors.get(&nexthop.to_bits()) else {
+            if let Some(p) = solicit_port {
+                self.solicit(nexthop, p, md.ingress_ts, out);
+            }
+            md.dest = Dest::Drop(self.drops.no_neighbor);
+            return;
+        };
+        let src_mac = self.ports[usize::from(nb.port)].mac;
+        let mut eth = EthernetFrame::new_unchecked(&mut data[..]);
+        eth.set_dst_addr(nb.mac);
+        eth.set_src_addr(src_mac);
+        Ipv4Packet::new_unchecked(&mut data[l2..]).decrement_ttl();
+        md.dest = Dest::Port(nb.port);
+    }
+}
+
+impl Program for L2l3 {
+    type Command = Command;
+
+    #[inline]
+    fn ingress<F: Frame>(&mut self, pkt: &mut F, md: &mut IngressMd, out: &mut Emitter<'_, F>) {
+        let (dst, src, ethertype, l2) = {
+            let Ok(eth) = EthernetFrame::new_checked(pkt.data()) else {
+                md.dest = Dest::Drop(builtin::MALFORMED);
+                return;
+            };
+            let tos = (eth.ethertype() == EtherType::IPV4).then(|| eth.payload().get(1).copied()).flatten();
+            md.qid = self.queue_of(&eth, tos);
+            (eth.dst_addr(), eth.src_addr(), eth.ethertype(), eth.header_len())
+        };
+        let port = md.ingress_port;
+        self.learn(src, port, md.ingress_ts);
+        if ethertype == EtherType::ARP && self.arp(pkt, md, l2) {
+            return;
+        }
+        if ethertype == EtherType::IPV4 && self.ports.get(usize::from(port)).is_some_and(|p| p.mac == dst) {
+            return self.route(pkt, md, l2, out);
+        }
+        // Bridge.
+        if dst.is_multicast() {
+            md.dest = Dest::Multicast(FLOOD_GROUP);
+            md.exclude_ingress = true;
+            return;
+        }
+        match self.macs.get(&mac_key(dst)) {
+            Some(e) if e.port == port => md.dest = Dest::Drop(self.drops.same_port),
+            Some(e) => md.dest = Dest::Port(e.port),
+            None => {
+                md.dest = Dest::Multicast(FLOOD_GROUP);
+                md.exclude_ingress = true;
+            }
+        }
+    }
+
+    fn tick<F: Frame>(&mut self, now: u64, _out: &mut Emitter<'_, F>) {
+        if now.saturating_sub(self.last_aging) < 1_000_000_000 {
+            return;
+        }
+        self.last_aging = now;
+        let aging = self.aging_ns;
+        self.macs.retain(|_, e| e.is_static || now.saturating_sub(e.last_seen) < aging);
+        self.arp_pending.retain(|_, t| now.saturating_sub(*t) < ARP_RETRY_NS);
+    }
+
+    fn control(&mut self, cmd: Command, now: u64) -> Result<String, String> {
+        self.apply(cmd, now)
+    }
+
+    fn parse_command(line: &str, ports: &[String]) -> Result<Command, String> {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        let port = |s: &str| {
+            ports.iter().position(|p| p == s).map(|i| i as PortId).ok_or(format!("no port named {s:?}"))
+        };
+        let ip = |s: &str| s.parse::<Ipv4Addr>().map_err(|_| format!("{s:?} is not an IPv4 address"));
+        let mac = |s: &str| parse_mac(s).ok_or(format!("{s:?} is not a MAC address"));
+        let cidr = |s: &str| parse_cidr(s).map_err(|why| format!("{s:?} is not an IPv4 CIDR: {why}"));
+        match w.as_slice() {
+            ["route", "add", p, "via", hops] => {
+                let (a, l) = cidr(p)?;
+                Ok(Command::RouteVia(a, l, hops.split(',').map(ip).collect::<Result<_, _>>()?))
+            }
+            ["route", "add", p, "port", name] => {
+                let (a, l) = cidr(p)?;
+                Ok(Command::RouteConnected(a, l, port(name)?))
+            }
+            ["route", "del", p] => {
+                let (a, l) = cidr(p)?;
+                Ok(Command::RouteDel(a, l))
+            }
+            ["neighbor", "add", i, m, name] => Ok(Command::NeighborAdd(ip(i)?, mac(m)?, port(name)?)),
+            ["neighbor", "del", i] => Ok(Command::NeighborDel(ip(i)?)),
+            ["mac", "add", m, name] => Ok(Command::MacAdd(mac(m)?, port(name)?)),
+            ["mac", "del", m] => Ok(Command::MacDel(mac(m)?)),
+            ["show"] => Ok(Command::Show),
+            _ => Err(format!(
+                "unknown command {line:?}; expected one of: route add <cidr> via <ip>[,<ip>…] | route add <cidr> port <name> | \
+                 route del <cidr> | neighbor add <ip> <mac> <port> | neighbor del <ip> | mac add <mac> <port> | mac del <mac> | show"
+            )),
+        }
+    }
+
+    fn resources(&self) -> &Resources {
+        &self.resources
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,332 @@
+use std::path::Path;
+
+use wire::EthernetRepr;
+use wire::arp::OP_REPLY;
+use wire::ipv4::Ipv4Repr;
+use wire::udp::UdpRepr;
+
+use super::*;
+use crate::buf::{HeapPool, PktBuf, Pool};
+use crate::programs::build_switch;
+use crate::switch::Switch;
+
+const CFG: &str = r#"
+program = "l2l3"
+[[port]]
+name = "p0"
+backend = "ring"
+mac = "02:00:00:00:00:10"
+speed = "10G"
+ipv4 = ["10.0.1.1/24"]
+[[port]]
+name = "p1"
+backend = "ring"
+mac = "02:00:00:00:00:11"
+speed = "10G"
+ipv4 = ["10.0.2.1/24"]
+[[port]]
+name = "p2"
+backend = "ring"
+mac = "02:00:00:00:00:12"
+speed = "10G"
+ipv4 = ["10.0.3.1/24"]
+[l2l3]
+neighbor = [{ ip = "10.0.2.2", mac = "02:00:00:00:02:02", port = "p1" },
+            { ip = "10.0.3.2", mac = "02:00:00:00:03:02", port = "p2" }]
+route = [{ prefix = "192.168.0.0/16", via = ["10.0.2.2", "10.0.3.2"] },
+         { prefix = "172.16.0.0/12", via = ["10.0.2.2"] }]
+"#;
+
+const HOST_A: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 1, 2]);
+const P0: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 0x10]);
+
+type Sw = Switch<L2l3, PktBuf>;
+
+fn setup(text: &str) -> (Sw, HeapPool) {
+    let cfg = Config::parse(Path::new("test.toml"), text).unwrap();
+    (build_switch(&cfg).unwrap(), HeapPool::new(1024, 2048))
+}
+
+fn udp_frame(
+    src_mac: EthernetAddress,
+    dst_mac: EthernetAddress,
+    src: [u8; 4],
+    dst: [u8; 4],
+    ttl: u8,
+    sport: u16,
+) -> Vec<u8> {
+    let mut f = vec![0u8; 14 + 20 + 8 + 18];
+    EthernetRepr { src_addr: src_mac, dst_addr: dst_mac, vlan: None, ethertype: EtherType::IPV4 }
+        .emit(&mut f)
+        .unwrap();
+    Ipv4Repr {
+        src_addr: src.into(),
+        dst_addr: dst.into(),
+        protocol: 17,
+        payload_len: 26,
+        ttl,
+        dscp: 46,
+        ecn: 0,
+        ident: 7,
+        dont_frag: true,
+        more_frags: false,
+        frag_offset: 0,
+    }
+    .emit(&mut f[14..])
+    .unwrap();
+    UdpRepr { src_port: sport, dst_port: 9, payload_len: 18 }.emit(&mut f[34..]).unwrap();
+    f
+}
+
+/// Run one frame in on `port` and collect what every port sends.
+fn run(sw: &mut Sw, pool: &mut HeapPool, port: u16, frame: &[u8], now: u64) -> Vec<(u16, Vec<u8>)> {
+    let mut b = pool.alloc().unwrap();
+    assert!(b.set(frame));
+    sw.receive(now, port, b, pool);
+    let mut out = Vec::new();
+    for p in 0..sw.ports() as u16 {
+        let mut v = Vec::new();
+        sw.transmit(now, p, &mut v, 64, pool);
+        for f in v {
+            out.push((p, f.data().to_vec()));
+            pool.free(f);
+        }
+    }
+    out
+}
+
+fn drops(sw: &Sw, name: &str) -> u64 {
+    let i = sw.drop_reasons().names().iter().position(|n| *n == name).unwrap();
+    sw.counters().drops[i]
+}
+
+#[test]
+fn routes_with_ttl_and_checksum_update() {
+    let (mut sw, mut pool) = setup(CFG);
+    let f = udp_frame(HOST_A, P0, [10, 0, 1, 2], [10, 0, 2, 2], 64, 1000);
+    let out = run(&mut sw, &mut pool, 0, &f, 0);
+    assert_eq!(out.len(), 1);
+    let (port, g) = &out[0];
+    assert_eq!(*port, 1);
+    let eth = EthernetRepr::parse(g).unwrap();
+    assert_eq!(eth.dst_addr, EthernetAddress([2, 0, 0, 0, 2, 2]));
+    assert_eq!(eth.src_addr, EthernetAddress([2, 0, 0, 0, 0, 0x11]));
+    let ip = Ipv4Packet::new_checked(&g[14..]).unwrap();
+    assert_eq!(ip.ttl(), 63);
+    assert!(ip.verify_checksum());
+    // Only the TTL, the checksum and the MACs changed.
+    let mut expect = f.clone();
+    expect[0..12].copy_from_slice(&g[0..12]);
+    expect[22] = 63;
+    expect[24..26].copy_from_slice(&g[24..26]);
+    assert_eq!(*g, expect);
+    // DSCP 46 (EF) → queue 5.
+    assert_eq!(sw.tm().stats().enqueued, 1);
+}
+
+#[test]
+fn drop_reasons() {
+    let (mut sw, mut pool) = setup(CFG);
+    assert!(
+        run(&mut sw, &mut pool, 0, &udp_frame(HOST_A, P0, [10, 0, 1, 2], [10, 0, 2, 2], 1, 1), 0).is_empty()
+    );
+    assert_eq!(drops(&sw, "ttl_expired"), 1);
+    assert!(
+        run(&mut sw, &mut pool, 0, &udp_frame(HOST_A, P0, [10, 0, 1, 2], [8, 8, 8, 8], 64, 1), 0).is_empty()
+    );
+    assert_eq!(drops(&sw, "no_route"), 1);
+    let mut bad = udp_frame(HOST_A, P0, [10, 0, 1, 2], [10, 0, 2, 2], 64, 1);
+    bad[24] ^= 0xff;
+    assert!(run(&mut sw, &mut pool, 0, &bad, 0).is_empty());
+    assert_eq!(drops(&sw, "bad_checksum"), 1);
+    let mut short = udp_frame(HOST_A, P0, [10, 0, 1, 2], [10, 0, 2, 2], 64, 1);
+    short[16] = 0xff; // total length past the frame
+    assert!(run(&mut sw, &mut pool, 0, &short, 0).is_empty());
+    assert!(run(&mut sw, &mut pool, 0, &[0u8; 10], 0).is_empty());
+    assert_eq!(drops(&sw, "malformed"), 2);
+    assert!(
+        run(&mut sw, &mut pool, 0, &udp_frame(HOST_A, P0, [10, 0, 1, 2], [10, 0, 3, 1], 64, 1), 0).is_empty()
+    );
+    assert_eq!(drops(&sw, "to_switch"), 1);
+}
+
+#[test]
+fn answers_arp_for_its_own_address() {
+    let (mut sw, mut pool) = setup(CFG);
+    let mut f = vec![0u8; 60];
+    EthernetRepr {
+        src_addr: HOST_A,
+        dst_addr: EthernetAddress::BROADCAST,
+        vlan: None,
+        ethertype: EtherType::ARP,
+    }
+    .emit(&mut f)
+    .unwrap();
+    let req = ArpRepr {
+        op: arp::OP_REQUEST,
+        sender_mac: HOST_A,
+        sender_ip: Ipv4Addr::new(10, 0, 1, 2),
+        target_mac: EthernetAddress([0; 6]),
+        target_ip: Ipv4Addr::new(10, 0, 1, 1),
+    };
+    req.emit(&mut f[14..]).unwrap();
+    let out = run(&mut sw, &mut pool, 0, &f, 0);
+    assert_eq!(out.len(), 1);
+    let (port, r) = &out[0];
+    assert_eq!(*port, 0);
+    let eth = EthernetRepr::parse(r).unwrap();
+    assert_eq!((eth.src_addr, eth.dst_addr), (P0, HOST_A));
+    let a = ArpRepr::parse(&r[14..]).unwrap();
+    assert_eq!(a.op, OP_REPLY);
+    assert_eq!((a.sender_mac, a.sender_ip), (P0, Ipv4Addr::new(10, 0, 1, 1)));
+    assert_eq!((a.target_mac, a.target_ip), (HOST_A, Ipv4Addr::new(10, 0, 1, 2)));
+    // The requester was learned as a neighbor: the switch can route back to it.
+    let back = udp_frame(
+        EthernetAddress([2, 0, 0, 0, 2, 2]),
+        EthernetAddress([2, 0, 0, 0, 0, 0x11]),
+        [10, 0, 2, 2],
+        [10, 0, 1, 2],
+        9,
+        2,
+    );
+    let out = run(&mut sw, &mut pool, 1, &back, 0);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].0, 0);
+    assert_eq!(EthernetRepr::parse(&out[0].1).unwrap().dst_addr, HOST_A);
+    // A request for an address that is not the switch's is bridged (flooded), not answered.
+    let mut other = f.clone();
+    other[14 + 24..14 + 28].copy_from_slice(&[10, 0, 1, 99]);
+    let out = run(&mut sw, &mut pool, 0, &other, 0);
+    assert_eq!(out.iter().map(|o| o.0).collect::<Vec<_>>(), [1, 2]);
+}
+
+#[test]
+fn unresolved_next_hop_sends_arp_then_routes_once_resolved() {
+    let (mut sw, mut pool) = setup(CFG);
+    let f = udp_frame(HOST_A, P0, [10, 0, 1, 2], [10, 0, 3, 9], 64, 1);
+    let out = run(&mut sw, &mut pool, 0, &f, 0);
+    assert_eq!(drops(&sw, "no_neighbor"), 1);
+    assert_eq!(out.len(), 1);
+    let (port, req) = &out[0];
+    assert_eq!(*port, 2);
+    let a = ArpRepr::parse(&req[14..]).unwrap();
+    assert_eq!(
+        (a.op, a.sender_ip, a.target_ip),
+        (arp::OP_REQUEST, Ipv4Addr::new(10, 0, 3, 1), Ipv4Addr::new(10, 0, 3, 9))
+    );
+    // Rate limited: no second request within 100 ms.
+    assert!(run(&mut sw, &mut pool, 0, &f, 50_000_000).is_empty());
+    // The host answers; the next packet is routed to it.
+    let host = EthernetAddress([2, 0, 0, 0, 3, 9]);
+    let mut reply = vec![0u8; 60];
+    EthernetRepr {
+        src_addr: host,
+        dst_addr: EthernetAddress([2, 0, 0, 0, 0, 0x12]),
+        vlan: None,
+        ethertype: EtherType::ARP,
+    }
+    .emit(&mut reply)
+    .unwrap();
+    ArpRepr {
+        op: OP_REPLY,
+        sender_mac: host,
+        sender_ip: Ipv4Addr::new(10, 0, 3, 9),
+        target_mac: a.sender_mac,
+        target_ip: a.sender_ip,
+    }
+    .emit(&mut reply[14..])
+    .unwrap();
+    assert!(run(&mut sw, &mut pool, 2, &reply, 60_000_000).is_empty());
+    assert_eq!(drops(&sw, "arp_to_switch"), 1);
+    let out = run(&mut sw, &mut pool, 0, &f, 70_000_000);
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].0, EthernetRepr::parse(&out[0].1).unwrap().dst_addr), (2, host));
+}
+
+#[test]
+fn ecmp_spreads_flows_and_keeps_each_on_one_path() {
+    let (mut sw, mut pool) = setup(CFG);
+    let mut per_port = [0usize; 3];
+    for sport in 0..400u16 {
+        let f = udp_frame(HOST_A, P0, [10, 0, 1, 2], [192, 168, 7, 7], 64, 1000 + sport);
+        let first = run(&mut sw, &mut pool, 0, &f, 0);
+        let again = run(&mut sw, &mut pool, 0, &f, 0);
+        assert_eq!(first.len(), 1);
+        assert_eq!(first[0].0, again[0].0, "flow {sport} stays on one path");
+        per_port[usize::from(first[0].0)] += 1;
+    }
+    assert_eq!(per_port[0], 0);
+    assert!(per_port[1] > 150 && per_port[2] > 150, "{per_port:?}");
+    // A single-member group always uses it.
+    let out = run(&mut sw, &mut pool, 0, &udp_frame(HOST_A, P0, [10, 0, 1, 2], [172, 16, 1, 1], 64, 5), 0);
+    assert_eq!(out[0].0, 1);
+}
+
+#[test]
+fn bridges_floods_learns_and_ages() {
+    let (mut sw, mut pool) = setup(CFG);
+    let b = EthernetAddress([2, 0, 0, 0, 0xb, 0xb]);
+    // Unknown destination: flooded to the other ports.
+    let f = udp_frame(HOST_A, b, [1, 1, 1, 1], [2, 2, 2, 2], 64, 1);
+    let ports: Vec<u16> = run(&mut sw, &mut pool, 0, &f, 0).iter().map(|o| o.0).collect();
+    assert_eq!(ports, [1, 2]);
+    // B talks from port 2: learned; A was learned on port 0.
+    let g = udp_frame(b, HOST_A, [2, 2, 2, 2], [1, 1, 1, 1], 64, 1);
+    assert_eq!(run(&mut sw, &mut pool, 2, &g, 1).iter().map(|o| o.0).collect::<Vec<_>>(), [0]);
+    assert_eq!(run(&mut sw, &mut pool, 0, &f, 2).iter().map(|o| o.0).collect::<Vec<_>>(), [2]);
+    // Frames for a host on the port they came from are filtered.
+    assert!(run(&mut sw, &mut pool, 2, &f, 3).is_empty());
+    assert_eq!(drops(&sw, "same_port"), 1);
+    // After the aging time, B is forgotten and flooding resumes.
+    let later = (DEFAULT_MAC_AGING_S + 2) * 1_000_000_000;
+    sw.tick(later, &mut pool);
+    assert_eq!(run(&mut sw, &mut pool, 0, &f, later).len(), 2);
+}
+
+#[test]
+fn control_commands() {
+    let names = vec!["p0".to_string(), "p1".to_string()];
+    assert_eq!(
+        L2l3::parse_command("route add 10.9.0.0/16 via 10.0.2.2,10.0.2.3", &names),
+        Ok(Command::RouteVia(
+            Ipv4Addr::new(10, 9, 0, 0),
+            16,
+            vec![Ipv4Addr::new(10, 0, 2, 2), Ipv4Addr::new(10, 0, 2, 3)]
+        ))
+    );
+    assert_eq!(
+        L2l3::parse_command("mac add 02:00:00:00:00:01 p1", &names),
+        Ok(Command::MacAdd(EthernetAddress([2, 0, 0, 0, 0, 1]), 1))
+    );
+    assert!(
+        L2l3::parse_command("mac add 02:00:00:00:00:01 p7", &names)
+            .unwrap_err()
+            .contains("no port named \"p7\"")
+    );
+    assert!(
+        L2l3::parse_command("route add 10.0.0.0/40 port p0", &names)
+            .unwrap_err()
+            .contains("prefix length above 32")
+    );
+    assert!(L2l3::parse_command("flush", &names).unwrap_err().starts_with("unknown command"));
+    let (mut sw, mut pool) = setup(CFG);
+    sw.control(Command::RouteDel(Ipv4Addr::new(172, 16, 0, 0), 12), 0).unwrap();
+    assert!(
+        run(&mut sw, &mut pool, 0, &udp_frame(HOST_A, P0, [10, 0, 1, 2], [172, 16, 1, 1], 64, 5), 0)
+            .is_empty()
+    );
+    assert!(
+        sw.control(Command::Show, 0).unwrap().contains("neighbor 10.0.2.2 02:00:00:00:02:02 port p1 static")
+    );
+}
+
+#[test]
+fn config_errors_for_the_program() {
+    let cfg =
+        Config::parse(Path::new("t.toml"), &CFG.replace("port = \"p2\" }]", "port = \"p9\" }]")).unwrap();
+    let e = build_switch::<L2l3, PktBuf>(&cfg).err().unwrap().to_string();
+    assert_eq!(e, "t.toml: l2l3.neighbor[1].port: no port named \"p9\"");
+    let cfg = Config::parse(Path::new("t.toml"), &CFG.replace("192.168.0.0/16", "192.168.0.0/x")).unwrap();
+    let e = build_switch::<L2l3, PktBuf>(&cfg).err().unwrap().to_string();
+    assert!(e.starts_with("t.toml: l2l3.route[0].prefix: \"192.168.0.0/x\" is not an IPv4 CIDR"), "{e}");
+}
