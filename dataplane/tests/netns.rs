@@ -1,0 +1,285 @@
+//! Two hosts in their own network namespaces, joined by veth pairs to `dataplane run` on
+//! AF_PACKET, ping each other and exchange UDP both ways — routed (each host on its own subnet,
+//! the switch as gateway: ARP replies, neighbor resolution, TTL and checksum rewrite) and bridged
+//! (one subnet, MAC learning and flooding).
+//!
+//! The test creates its namespaces and interfaces itself, under names unique to the run, and
+//! removes them however it ends. It needs root (network namespaces, AF_PACKET), `ip`, `ping` and
+//! `python3`; without them it says it is skipped.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn skip(why: &str) -> bool {
+    eprintln!("SKIPPED: {why}");
+    false
+}
+
+fn available() -> bool {
+    // The effective user, as `id -u` prints it.
+    let uid = Command::new("id")
+        .arg("-u")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    if uid.as_deref() != Some("0") {
+        return skip("not root: network namespaces and AF_PACKET need root");
+    }
+    for tool in ["ip", "ping", "python3"] {
+        if Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .map(|o| !o.status.success())
+            .unwrap_or(true)
+        {
+            return skip(&format!("{tool} not installed"));
+        }
+    }
+    true
+}
+
+fn run(args: &[&str]) -> std::process::Output {
+    Command::new(args[0]).args(&args[1..]).output().unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+fn must(args: &[&str]) {
+    let o = run(args);
+    assert!(o.status.success(), "{args:?} failed: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Namespaces and interfaces of one test, removed on drop.
+struct Lab {
+    ns: [String; 2],
+    sw: [String; 2],
+}
+
+impl Lab {
+    fn new(tag: &str) -> Self {
+        let id = std::process::id() % 100_000;
+        let lab = Self {
+            ns: [format!("sf{tag}{id}a"), format!("sf{tag}{id}b")],
+            sw: [format!("sf{tag}{id}s0"), format!("sf{tag}{id}s1")],
+        };
+        lab.cleanup();
+        lab
+    }
+
+    /// Host `i` in its namespace with `addr`, its veth peer `sw[i]` up in the root namespace.
+    fn host(&self, i: usize, addr: &str, gateway: Option<&str>) {
+        let (ns, sw) = (&self.ns[i], &self.sw[i]);
+        must(&["ip", "netns", "add", ns]);
+        must(&["ip", "link", "add", sw, "type", "veth", "peer", "name", "eth0", "netns", ns]);
+        must(&["ip", "link", "set", sw, "up"]);
+        must(&["ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"]);
+        must(&["ip", "-n", ns, "addr", "add", addr, "dev", "eth0"]);
+        must(&["ip", "-n", ns, "link", "set", "eth0", "up"]);
+        must(&["ip", "-n", ns, "link", "set", "lo", "up"]);
+        if let Some(gw) = gateway {
+            must(&["ip", "-n", ns, "route", "add", "default", "via", gw]);
+        }
+    }
+
+    fn exec(&self, i: usize, args: &[&str]) -> std::process::Output {
+        let mut v = vec!["ip", "netns", "exec", &self.ns[i]];
+        v.extend_from_slice(args);
+        run(&v)
+    }
+
+    fn cleanup(&self) {
+        for ns in &self.ns {
+            let _ = run(&["ip", "netns", "del", ns]);
+        }
+        for sw in &self.sw {
+            let _ = run(&["ip", "link", "del", sw]);
+        }
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        self.cleanup();
+    }
+}
+
+/// The switch process, stopped with SIGTERM on drop.
+struct Switch {
+    child: Option<Child>,
+    dir: PathBuf,
+}
+
+impl Switch {
+    fn start(lab: &Lab, tag: &str, ports: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("softfabric-netns-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cfg = format!(
+            "program = \"l2l3\"\n[runtime]\nstats_interval_s = 60\n{}",
+            ports.replace("{S0}", &lab.sw[0]).replace("{S1}", &lab.sw[1])
+        );
+        let path = dir.join("switch.toml");
+        std::fs::write(&path, cfg).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_dataplane"))
+            .args(["run", "--config"])
+            .arg(&path)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait for the pipelines to start.
+        let stderr = child.stderr.take().unwrap();
+        let mut lines = BufReader::new(stderr).lines();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match lines.next() {
+                Some(Ok(l)) if l.contains("pipeline(s) running") => break,
+                Some(Ok(_)) => {}
+                _ => panic!("dataplane did not start"),
+            }
+            assert!(Instant::now() < deadline, "dataplane did not start in time");
+        }
+        std::thread::spawn(move || for _ in lines {});
+        Self { child: Some(child), dir }
+    }
+
+    /// SIGTERM, then the final counters it prints.
+    fn stop(mut self) -> String {
+        let mut child = self.child.take().unwrap();
+        must(&["kill", "-TERM", &child.id().to_string()]);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "dataplane did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "dataplane exited with {:?}", out.status);
+        String::from_utf8_lossy(&out.stdout).to_string()
+    }
+}
+
+impl Drop for Switch {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A UDP echo server in host `server` answering one datagram, and a client in host `client`
+/// that sends one and waits for the echo.
+fn udp_exchange(lab: &Lab, server: usize, client: usize, server_ip: &str) {
+    let srv = format!(
+        "import socket\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\ns.bind(('0.0.0.0',9000))\ns.settimeout(10)\n\
+         d,a=s.recvfrom(2048)\ns.sendto(d.upper(),a)\n"
+    );
+    let mut server_proc =
+        Command::new("ip").args(["netns", "exec", &lab.ns[server], "python3", "-c", &srv]).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let cli = format!(
+        "import socket,sys\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\ns.settimeout(5)\n\
+         s.sendto(b'softfabric {client}->{server}',('{server_ip}',9000))\nd,_=s.recvfrom(2048)\nprint(d.decode())\n"
+    );
+    let out = lab.exec(client, &["python3", "-c", &cli]);
+    let _ = server_proc.wait();
+    assert!(
+        out.status.success(),
+        "UDP from host {client} to host {server} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("SOFTFABRIC {client}->{server}"));
+}
+
+fn ping(lab: &Lab, from: usize, to: &str) {
+    let out = lab.exec(from, &["ping", "-c", "3", "-i", "0.2", "-W", "2", to]);
+    assert!(
+        out.status.success(),
+        "ping from host {from} to {to} failed:\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+fn counters(table: &str, port: &str) -> (u64, u64) {
+    let l = table
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(port))
+        .unwrap_or_else(|| panic!("no {port} in\n{table}"));
+    let f: Vec<u64> = l.split_whitespace().skip(1).map(|x| x.parse().unwrap()).collect();
+    (f[0], f[2])
+}
+
+#[test]
+fn routed_hosts_ping_and_exchange_udp() {
+    if !available() {
+        return;
+    }
+    let lab = Lab::new("r");
+    lab.host(0, "10.0.1.2/24", Some("10.0.1.1"));
+    lab.host(1, "10.0.2.2/24", Some("10.0.2.1"));
+    let sw = Switch::start(
+        &lab,
+        "r",
+        r#"
+[[port]]
+name = "p0"
+backend = "af_packet"
+iface = "{S0}"
+mac = "02:5f:00:00:00:01"
+speed = "10G"
+ipv4 = ["10.0.1.1/24"]
+[[port]]
+name = "p1"
+backend = "af_packet"
+iface = "{S1}"
+mac = "02:5f:00:00:00:02"
+speed = "10G"
+ipv4 = ["10.0.2.1/24"]
+"#,
+    );
+    ping(&lab, 0, "10.0.2.2");
+    ping(&lab, 1, "10.0.1.2");
+    udp_exchange(&lab, 1, 0, "10.0.2.2");
+    udp_exchange(&lab, 0, 1, "10.0.1.2");
+    let table = sw.stop();
+    let (rx0, tx0) = counters(&table, "p0");
+    let (rx1, tx1) = counters(&table, "p1");
+    // 3 + 3 pings and two UDP exchanges each way; the first routed packet may wait on ARP.
+    assert!(rx0 >= 6 && tx0 >= 6 && rx1 >= 6 && tx1 >= 6, "{table}");
+}
+
+#[test]
+fn bridged_hosts_ping_and_exchange_udp() {
+    if !available() {
+        return;
+    }
+    let lab = Lab::new("b");
+    lab.host(0, "10.0.9.1/24", None);
+    lab.host(1, "10.0.9.2/24", None);
+    let sw = Switch::start(
+        &lab,
+        "b",
+        r#"
+[[port]]
+name = "p0"
+backend = "af_packet"
+iface = "{S0}"
+mac = "02:5f:00:00:01:01"
+speed = "10G"
+[[port]]
+name = "p1"
+backend = "af_packet"
+iface = "{S1}"
+mac = "02:5f:00:00:01:02"
+speed = "10G"
+"#,
+    );
+    ping(&lab, 0, "10.0.9.2");
+    ping(&lab, 1, "10.0.9.1");
+    udp_exchange(&lab, 1, 0, "10.0.9.2");
+    udp_exchange(&lab, 0, 1, "10.0.9.1");
+    let table = sw.stop();
+    let (rx0, tx0) = counters(&table, "p0");
+    assert!(rx0 >= 8 && tx0 >= 8, "{table}");
+}
