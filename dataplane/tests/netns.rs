@@ -171,12 +171,10 @@ impl Drop for Switch {
 /// A UDP echo server in host `server` answering one datagram, and a client in host `client`
 /// that sends one and waits for the echo.
 fn udp_exchange(lab: &Lab, server: usize, client: usize, server_ip: &str) {
-    let srv = format!(
-        "import socket\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\ns.bind(('0.0.0.0',9000))\ns.settimeout(10)\n\
-         d,a=s.recvfrom(2048)\ns.sendto(d.upper(),a)\n"
-    );
+    let srv = "import socket\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\ns.bind(('0.0.0.0',9000))\n\
+               s.settimeout(10)\nd,a=s.recvfrom(2048)\ns.sendto(d.upper(),a)\n";
     let mut server_proc =
-        Command::new("ip").args(["netns", "exec", &lab.ns[server], "python3", "-c", &srv]).spawn().unwrap();
+        Command::new("ip").args(["netns", "exec", &lab.ns[server], "python3", "-c", srv]).spawn().unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let cli = format!(
         "import socket,sys\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\ns.settimeout(5)\n\
