@@ -339,6 +339,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
     }
 
     /// A frame received on `port` at `now`.
+    #[inline]
     pub fn receive(&mut self, now: u64, port: PortId, pkt: F, pool: &mut dyn Pool<F>) {
         let Some(pc) = self.counters.ports.get_mut(usize::from(port)) else {
             return self.drop_packet(pkt, builtin::BAD_DESTINATION, pool);
@@ -388,6 +389,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
         self.run_ingress(now, pkt, md, pool);
     }
 
+    #[inline]
     fn run_ingress(&mut self, now: u64, mut pkt: F, mut md: IngressMd, pool: &mut dyn Pool<F>) {
         let mut emitter = Emitter { pool: &mut *pool, out: &mut self.emitted, failed: 0 };
         self.program.ingress(&mut pkt, &mut md, &mut emitter);
@@ -441,6 +443,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
         }
     }
 
+    #[inline]
     fn dispatch(&mut self, now: u64, pkt: F, dest: Dest, qid: u8, md: IngressMd, pool: &mut dyn Pool<F>) {
         let enq = |egress_port, rid| EnqMeta {
             ingress_port: md.ingress_port,
@@ -488,6 +491,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
         }
     }
 
+    #[inline]
     fn enqueue(&mut self, now: u64, pkt: F, meta: EnqMeta, pool: &mut dyn Pool<F>) {
         if let Err((pkt, why)) = self.tm.enqueue(now, pkt, meta) {
             let reason = match why {
@@ -501,6 +505,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
 
     /// Fill `out` (up to `max` frames in all) with what `port` sends at `now`: PAUSE/RESUME
     /// frames first, then packets the TM releases, after egress. Returns how many were added.
+    #[inline]
     pub fn transmit(
         &mut self,
         now: u64,
@@ -534,20 +539,28 @@ impl<P: Program, F: Frame> Switch<P, F> {
             }
         }
         let speed_bps = self.tm.port_config(port).map_or(0, |c| c.speed_bps);
+        let mut md = EgressMd {
+            egress_port: port,
+            deq: DeqMeta::default(),
+            deq_ts: now,
+            port_qdepth: 0,
+            tx_bytes: 0,
+            speed_bps,
+            drop: None,
+            mirror: None,
+            recirculate: false,
+        };
         while out.len() < max {
-            let Some((mut pkt, deq)) = self.tm.dequeue(port, now) else { break };
-            let mut md = EgressMd {
-                egress_port: port,
-                deq,
-                deq_ts: now,
-                port_qdepth: self.tm.port_bytes(port),
-                tx_bytes: self.tm.tx_counters(port).0,
-                speed_bps,
-                drop: None,
-                mirror: None,
-                recirculate: false,
-            };
+            let Some(mut pkt) = self.tm.dequeue(port, now, &mut md.deq) else { break };
+            md.egress_port = port;
+            md.deq_ts = now;
+            md.port_qdepth = self.tm.port_bytes(port);
+            md.tx_bytes = self.tm.tx_counters(port).0;
+            md.drop = None;
+            md.mirror = None;
+            md.recirculate = false;
             self.program.egress(&mut pkt, &mut md);
+            let deq = md.deq;
             if let Some(code) = md.mirror {
                 self.mirror(&pkt, deq.enq.ingress_port, code, pool);
             }

@@ -94,6 +94,12 @@ impl<V> LpmTable<V> {
         }
     }
 
+    /// The value of exactly the rule `prefix/len` (host bits ignored), if installed.
+    pub fn rule(&self, prefix: Ipv4Addr, len: u8) -> Option<&V> {
+        let i = *self.rules.get(&(prefix.to_bits() & mask(len.min(32)), len))?;
+        self.values.get(i as usize).and_then(Option::as_ref)
+    }
+
     /// Set or clear the result of a miss.
     pub fn set_default(&mut self, v: Option<V>) {
         self.default = v;

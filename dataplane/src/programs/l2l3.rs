@@ -60,6 +60,9 @@ pub enum Route {
     Connected(PortId),
     /// An ECMP group of next hops.
     Group(u16),
+    /// One of the switch's own addresses (a /32 "receive" entry, as in VPP's FIB): packets to
+    /// it are not forwarded.
+    Local,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,12 +121,13 @@ pub struct L2l3 {
     groups: Vec<Vec<Ipv4Addr>>,
     neighbors: ExactTable<u32, Neighbor>,
     arp_pending: ExactTable<u32, u64>,
-    local: ExactTable<u32, PortId>,
     ecmp: HashUnit,
     aging_ns: u64,
     qos_pcp: bool,
     drops: Drops,
     last_aging: u64,
+    /// Per port, the source MAC last learned there and when: a burst from one host learns once.
+    learn_cache: Vec<(u64, u64)>,
 }
 
 fn mac_key(m: EthernetAddress) -> u64 {
@@ -157,8 +161,6 @@ impl L2l3 {
         let neighbors =
             ExactTable::new(res, "neighbor", s.neighbor_table_size.unwrap_or(DEFAULT_NEIGHBORS), 32, 64);
         let arp_pending = ExactTable::new(res, "arp_pending", 256, 32, 64);
-        let nlocal: usize = cfg.ports.iter().map(|p| p.ipv4.len()).sum();
-        let local = ExactTable::new(res, "switch_ipv4", nlocal.max(1), 32, 16);
         let ecmp = HashUnit::new(res, "ecmp_hash", HashAlgo::Crc16Arc, 16);
         let d = &mut ctx.drops;
         let drops = Drops {
@@ -185,20 +187,24 @@ impl L2l3 {
             groups: Vec::new(),
             neighbors,
             arp_pending,
-            local,
             ecmp,
             aging_ns: s.mac_aging_s.unwrap_or(DEFAULT_MAC_AGING_S).saturating_mul(1_000_000_000),
             qos_pcp,
             drops,
             last_aging: 0,
+            learn_cache: vec![(u64::MAX, 0); nports],
         };
         let port = |key: String, name: &str| {
             cfg.port_id(name).ok_or_else(|| c.err(key, format!("no port named {name:?}")))
         };
         for (i, pc) in cfg.ports.iter().enumerate() {
             for &(a, len) in &pc.ipv4 {
-                p.local
-                    .insert(a.to_bits(), i as PortId)
+                let taken = p.routes.rule(a, 32).is_some();
+                if taken {
+                    return Err(c.err(format!("port[{i}].ipv4"), format!("{a} is already a switch address")));
+                }
+                p.routes
+                    .insert(a, 32, Route::Local)
                     .map_err(|e| c.err(format!("port[{i}].ipv4"), e.to_string()))?;
                 p.routes
                     .insert(prefix_of(a, len), len, Route::Connected(i as PortId))
@@ -253,8 +259,16 @@ impl L2l3 {
 
     /// Apply a command (the control plane's and the configuration's path into the tables).
     fn apply(&mut self, cmd: Command, now: u64) -> Result<String, String> {
+        if matches!(cmd, Command::MacAdd(..) | Command::MacDel(_)) {
+            self.learn_cache.fill((u64::MAX, 0));
+        }
         let port_ok =
             |p: PortId| if usize::from(p) < self.ports.len() { Ok(()) } else { Err(format!("no port {p}")) };
+        if let Command::RouteVia(a, 32, _) | Command::RouteConnected(a, 32, _) | Command::RouteDel(a, 32) = cmd
+            && self.routes.rule(a, 32) == Some(&Route::Local)
+        {
+            return Err(format!("{a}/32 is a switch address; its route cannot change"));
+        }
         match cmd {
             Command::RouteVia(a, len, via) => {
                 if via.is_empty() || via.len() > 16 {
@@ -359,6 +373,11 @@ impl L2l3 {
             return;
         }
         let key = mac_key(src);
+        let pi = usize::from(port);
+        let (cached, at) = self.learn_cache[pi];
+        if cached == key && now.saturating_sub(at) < 1_000_000_000 {
+            return;
+        }
         match self.macs.get_mut(&key) {
             Some(e) if e.is_static => {}
             // Refresh at most once a second: a table write per packet is not free.
@@ -366,12 +385,21 @@ impl L2l3 {
             Some(e) => {
                 e.port = port;
                 e.last_seen = now;
+                // The MAC may have moved: no other port may skip learning it.
+                for (i, c) in self.learn_cache.iter_mut().enumerate() {
+                    if i != pi && c.0 == key {
+                        *c = (u64::MAX, 0);
+                    }
+                }
             }
             None => {
                 // A full table learns nothing more until entries age out.
-                let _ = self.macs.insert(key, MacEntry { port, last_seen: now, is_static: false });
+                if self.macs.insert(key, MacEntry { port, last_seen: now, is_static: false }).is_err() {
+                    return;
+                }
             }
         }
+        self.learn_cache[pi] = (key, now);
     }
 
     /// The queue: the PCP, or the IP precedence (DSCP >> 3).
@@ -471,19 +499,15 @@ impl L2l3 {
             return;
         }
         let dst = ip.dst_addr();
-        if self.local.get(&dst.to_bits()).is_some() {
-            md.dest = Dest::Drop(self.drops.to_switch);
-            return;
-        }
-        if ip.ttl() <= 1 {
-            md.dest = Dest::Drop(self.drops.ttl_expired);
-            return;
-        }
         let Some(&route) = self.routes.lookup(dst) else {
             md.dest = Dest::Drop(self.drops.no_route);
             return;
         };
         let (nexthop, solicit_port) = match route {
+            Route::Local => {
+                md.dest = Dest::Drop(self.drops.to_switch);
+                return;
+            }
             Route::Connected(p) => (dst, Some(p)),
             Route::Group(g) => {
                 let members = &self.groups[usize::from(g)];
@@ -511,6 +535,10 @@ impl L2l3 {
                 (nh, sp)
             }
         };
+        if ip.ttl() <= 1 {
+            md.dest = Dest::Drop(self.drops.ttl_expired);
+            return;
+        }
         let Some(&nb) = self.neighbors.get(&nexthop.to_bits()) else {
             if let Some(p) = solicit_port {
                 self.solicit(nexthop, p, md.ingress_ts, out);
@@ -572,6 +600,7 @@ impl Program for L2l3 {
         self.last_aging = now;
         let aging = self.aging_ns;
         self.macs.retain(|_, e| e.is_static || now.saturating_sub(e.last_seen) < aging);
+        self.learn_cache.fill((u64::MAX, 0));
         self.arp_pending.retain(|_, t| now.saturating_sub(*t) < ARP_RETRY_NS);
     }
 

@@ -162,46 +162,13 @@ impl<P: Program> Pipeline<P> {
                 },
             }
             // Receive. On a replay clock, only the frames stamped with this instant.
-            for pid in 0..self.ports.len() {
-                let Some(port) = self.ports[pid].as_mut() else { continue };
-                let max = match self.clock {
-                    ClockSource::Realtime => self.burst,
-                    ClockSource::Pcap => usize::from(port.next_rx_time() == Some(now)),
-                };
-                if max == 0 {
-                    continue;
-                }
-                port.rx_burst(&mut self.pool, &mut rx, max);
-                for pkt in rx.drain(..) {
-                    self.switch.receive(now, pid as u16, pkt, &mut self.pool);
-                }
-            }
-            self.switch.process_recirculated(now, &mut self.pool);
+            let replay = self.clock == ClockSource::Pcap;
+            receive_all(&mut self.switch, &mut self.ports, &mut self.pool, &mut rx, now, if replay { 0 } else { self.burst });
             if now.saturating_sub(last_tick) >= 50_000 || self.clock == ClockSource::Pcap {
                 last_tick = now;
                 self.switch.tick(now, &mut self.pool);
             }
-            // Transmit.
-            for pid in 0..self.ports.len() {
-                let Some(port) = self.ports[pid].as_mut() else { continue };
-                port.set_time(now);
-                loop {
-                    let n = self.switch.transmit(now, pid as u16, &mut tx, self.burst, &mut self.pool);
-                    if n == 0 {
-                        break;
-                    }
-                    port.tx_burst(&mut tx, &mut self.pool);
-                    if !tx.is_empty() {
-                        self.switch.count_drop(builtin::TX_FULL, tx.len() as u64);
-                        for p in tx.drain(..) {
-                            self.pool.free(p);
-                        }
-                    }
-                    if n < self.burst {
-                        break;
-                    }
-                }
-            }
+            transmit_all(&mut self.switch, &mut self.ports, &mut self.pool, &mut tx, now, self.burst);
             for c in self.switch.drain_cpu() {
                 let f = CpuFrame {
                     pipeline: self.id,
@@ -260,6 +227,71 @@ impl<P: Program> Pipeline<P> {
             drop_names: self.switch.drop_reasons().names().to_vec(),
             counters: self.switch.counters().clone(),
             port_stats: self.port_stats(),
+        }
+    }
+}
+
+/// One receive step of a poll loop: a burst of up to `burst` frames from every port into the
+/// switch, then recirculated packets. `burst == 0` is the replay clock's step: from each port only
+/// a frame stamped `now`, one at a time.
+pub fn receive_all<P, F, T>(
+    switch: &mut Switch<P, F>,
+    ports: &mut [Option<Box<T>>],
+    pool: &mut dyn Pool<F>,
+    rx: &mut Vec<F>,
+    now: u64,
+    burst: usize,
+) where
+    P: Program,
+    F: Frame,
+    T: PortIo<F> + ?Sized,
+{
+    for (pid, port) in ports.iter_mut().enumerate() {
+        let Some(port) = port.as_mut() else { continue };
+        let max = if burst == 0 { usize::from(port.next_rx_time() == Some(now)) } else { burst };
+        if max == 0 {
+            continue;
+        }
+        port.rx_burst(pool, rx, max);
+        for pkt in rx.drain(..) {
+            switch.receive(now, pid as u16, pkt, pool);
+        }
+    }
+    switch.process_recirculated(now, pool);
+}
+
+/// One transmit step of a poll loop: for every port, bursts of what the switch releases now,
+/// handed to the port; what the port refuses is dropped and counted (`tx_full`).
+pub fn transmit_all<P, F, T>(
+    switch: &mut Switch<P, F>,
+    ports: &mut [Option<Box<T>>],
+    pool: &mut dyn Pool<F>,
+    tx: &mut Vec<F>,
+    now: u64,
+    burst: usize,
+) where
+    P: Program,
+    F: Frame,
+    T: PortIo<F> + ?Sized,
+{
+    for (pid, port) in ports.iter_mut().enumerate() {
+        let Some(port) = port.as_mut() else { continue };
+        port.set_time(now);
+        loop {
+            let n = switch.transmit(now, pid as u16, tx, burst, pool);
+            if n == 0 {
+                break;
+            }
+            port.tx_burst(tx, pool);
+            if !tx.is_empty() {
+                switch.count_drop(builtin::TX_FULL, tx.len() as u64);
+                for p in tx.drain(..) {
+                    pool.free(p);
+                }
+            }
+            if n < burst {
+                break;
+            }
         }
     }
 }

@@ -262,6 +262,10 @@ impl Default for Queue {
 struct Port {
     cfg: PortTmConfig,
     queues: [Queue; QUEUES],
+    /// Bytes queued, all queues.
+    bytes: u64,
+    /// The latest end of any queue's pause: before it, some queue may be paused.
+    paused_until: u64,
     /// Shaper: earliest time, ps, the next packet may start.
     next_tx_ps: u64,
     /// Shaper: ps per byte, × 2^16.
@@ -402,6 +406,8 @@ impl<F: Frame> TrafficManager<F> {
         let pause_ns = pause_duration_ns(quanta, cfg.speed_bps.max(1));
         Port {
             queues: [Queue::default(); QUEUES],
+            bytes: 0,
+            paused_until: 0,
             next_tx_ps: 0,
             ps_per_byte_q16,
             burst_ps,
@@ -453,8 +459,9 @@ impl<F: Frame> TrafficManager<F> {
     }
 
     /// Bytes queued on a port, all queues.
+    #[inline]
     pub fn port_bytes(&self, port: u16) -> u64 {
-        self.ports.get(usize::from(port)).map_or(0, |p| p.queues.iter().map(|q| q.bytes).sum())
+        self.ports.get(usize::from(port)).map_or(0, |p| p.bytes)
     }
 
     /// Bytes and packets a port has sent.
@@ -477,7 +484,11 @@ impl<F: Frame> TrafficManager<F> {
         self.ports.get(usize::from(port)).map_or(0, |p| p.pfc_xoff)
     }
 
+    #[inline]
     fn paused_mask_of(p: &Port, now: u64) -> u8 {
+        if now >= p.paused_until {
+            return 0;
+        }
         let mut m = 0;
         for (i, q) in p.queues.iter().enumerate() {
             if now < q.paused_until {
@@ -510,6 +521,7 @@ impl<F: Frame> TrafficManager<F> {
     }
 
     /// Admit a packet into its egress queue, or give it back with the reason.
+    #[inline]
     pub fn enqueue(&mut self, now: u64, pkt: F, meta: EnqMeta) -> Result<(), (F, TmDrop)> {
         let eport = usize::from(meta.egress_port);
         if eport >= self.ports.len() {
@@ -576,6 +588,7 @@ impl<F: Frame> TrafficManager<F> {
         q.tail = e;
         q.pkts += 1;
         q.bytes += len;
+        self.ports[eport].bytes += len;
         self.shared_used += shared;
         self.stats.enqueued += 1;
 
@@ -599,8 +612,10 @@ impl<F: Frame> TrafficManager<F> {
     }
 
     /// The next packet `port` may send at `now`: the shaper must allow it and the scheduler
-    /// picks among queues that are not empty and not paused.
-    pub fn dequeue(&mut self, port: u16, now: u64) -> Option<(F, DeqMeta)> {
+    /// picks among queues that are not empty and not paused. Its metadata is written to `meta`
+    /// (left as it was when there is no packet).
+    #[inline]
+    pub fn dequeue(&mut self, port: u16, now: u64, meta_out: &mut DeqMeta) -> Option<F> {
         let pi = usize::from(port);
         let p = self.ports.get_mut(pi)?;
         let now_ps = now.saturating_mul(1000);
@@ -618,6 +633,7 @@ impl<F: Frame> TrafficManager<F> {
         q.pkts -= 1;
         let qdepth_before = q.bytes;
         q.bytes -= u64::from(entry.len);
+        p.bytes -= u64::from(entry.len);
         let waited = entry.paused_at_enq || entry.pause_gen != q.pause_gen;
         let deq_qdepth = q.bytes;
         let mut pkt = entry.pkt.take()?;
@@ -661,18 +677,16 @@ impl<F: Frame> TrafficManager<F> {
             && mark_ce(&mut pkt);
         self.stats.dequeued += 1;
         self.stats.ecn_marked += u64::from(ecn_marked);
-        Some((
-            pkt,
-            DeqMeta {
-                enq: meta,
-                enq_ts,
-                enq_qdepth,
-                deq_qdepth,
-                waited_on_pfc: waited,
-                paused_mask,
-                ecn_marked,
-            },
-        ))
+        *meta_out = DeqMeta {
+            enq: meta,
+            enq_ts,
+            enq_qdepth,
+            deq_qdepth,
+            waited_on_pfc: waited,
+            paused_mask,
+            ecn_marked,
+        };
+        Some(pkt)
     }
 
     fn red_decides(&mut self, red: Red, qid: usize, qdepth: u64) -> bool {
@@ -692,6 +706,7 @@ impl<F: Frame> TrafficManager<F> {
     }
 
     /// Pick the next queue: strict queues by level, then DWRR.
+    #[inline]
     fn select(p: &mut Port, now: u64, entries: &[Entry<F>]) -> Option<usize> {
         let ready = |q: &Queue| q.head != NIL && now >= q.paused_until;
         for &q in &p.strict {
@@ -722,7 +737,10 @@ impl<F: Frame> TrafficManager<F> {
                 p.deficit[q] = 0;
             }
             p.dwrr_fresh = false;
-            p.dwrr_cur = (p.dwrr_cur + 1) % n;
+            p.dwrr_cur += 1;
+            if p.dwrr_cur == n {
+                p.dwrr_cur = 0;
+            }
         }
         None
     }
@@ -746,6 +764,7 @@ impl<F: Frame> TrafficManager<F> {
                     q.pause_gen = q.pause_gen.wrapping_add(1);
                 }
                 q.paused_until = now + pause_duration_ns(quanta[i], p.cfg.speed_bps.max(1));
+                p.paused_until = p.paused_until.max(q.paused_until);
             }
         }
     }

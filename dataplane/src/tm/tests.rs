@@ -36,7 +36,7 @@ fn strict_priority_goes_first() {
         t.enqueue(0, pkt(100 + i), meta(0, 1, 0)).unwrap();
         t.enqueue(0, pkt(200 + i), meta(0, 1, 7)).unwrap();
     }
-    let order: Vec<u8> = std::iter::from_fn(|| t.dequeue(1, 0)).map(|(_, m)| m.enq.qid).collect();
+    let order: Vec<u8> = std::iter::from_fn(|| deq(&mut t, 1, 0)).map(|(_, m)| m.enq.qid).collect();
     assert_eq!(order, [vec![7u8; 10], vec![0u8; 10]].concat());
     // Two strict levels: the higher level first.
     let mut cfg = PortTmConfig::new(100_000_000_000, mac(1));
@@ -46,7 +46,7 @@ fn strict_priority_goes_first() {
     t.enqueue(0, pkt(64), meta(0, 0, 5)).unwrap();
     t.enqueue(0, pkt(64), meta(0, 0, 6)).unwrap();
     t.enqueue(0, pkt(64), meta(0, 0, 7)).unwrap();
-    let order: Vec<u8> = std::iter::from_fn(|| t.dequeue(0, 0)).map(|(_, m)| m.enq.qid).collect();
+    let order: Vec<u8> = std::iter::from_fn(|| deq(&mut t, 0, 0)).map(|(_, m)| m.enq.qid).collect();
     assert_eq!(order, [6, 5, 7]);
 }
 
@@ -67,7 +67,7 @@ fn dwrr_shares_follow_weights() {
     }
     let mut bytes = [0u64; 4];
     for _ in 0..100_000 {
-        let (p, m) = t.dequeue(0, 0).unwrap();
+        let (p, m) = deq(&mut t, 0, 0).unwrap();
         bytes[usize::from(m.enq.qid)] += p.len() as u64;
         t.enqueue(0, pkt(64 + (rng.next() % 1437) as usize), meta(0, 0, m.enq.qid)).unwrap();
     }
@@ -95,7 +95,7 @@ fn shaping_holds_the_configured_rate() {
         // Poll every 700 ns of virtual time for 10 ms, refilling what leaves.
         let (mut now, mut bits) = (0u64, 0u64);
         while now < 10_000_000 {
-            while let Some((p, m)) = t.dequeue(0, now) {
+            while let Some((p, m)) = deq(&mut t, 0, now) {
                 bits += (p.len() as u64 + u64::from(overhead)) * 8;
                 t.enqueue(now, pkt(64 + (rng.next() % 1437) as usize), meta(0, 0, m.enq.qid)).unwrap();
             }
@@ -128,7 +128,7 @@ fn lossy_queue_is_bounded_by_the_dynamic_threshold() {
     assert_eq!(t.shared_used(), 100_000);
     assert_eq!(t.enqueue(0, pkt(64), meta(0, 9, 0)).unwrap_err().1, TmDrop::BadPort);
     // Everything drains, and the accounting returns to zero.
-    while t.dequeue(1, 0).is_some() {}
+    while deq(&mut t, 1, 0).is_some() {}
     assert_eq!((t.shared_used(), t.port_bytes(1)), (0, 0));
 }
 
@@ -179,7 +179,7 @@ fn xoff_then_xon_on_the_ingress_port() {
     // shared is at or below 2000.
     let mut resumed_after = None;
     for k in 1..=7 {
-        t.dequeue(1, 0).unwrap();
+        deq(&mut t, 1, 0).unwrap();
         if t.xoff_mask(0) == 0 && resumed_after.is_none() {
             resumed_after = Some(k);
         }
@@ -201,19 +201,19 @@ fn received_pause_stops_one_priority_for_quanta_times_512_bit_times() {
     t.receive_mac_control(1, 1_000, &MacControlRepr::Pfc(PfcRepr::pause(1 << 3, 1000)));
     assert_eq!(t.paused_mask(1, 1_000), 1 << 3);
     let mut got = vec![];
-    while let Some((_, m)) = t.dequeue(1, 2_000) {
+    while let Some((_, m)) = deq(&mut t, 1, 2_000) {
         got.push(m.enq.qid);
     }
     assert_eq!(got, [4, 4, 4, 4], "other priorities keep flowing");
-    assert!(t.dequeue(1, 1_000 + 51_199).is_none());
-    let (_, m) = t.dequeue(1, 1_000 + 51_200).unwrap();
+    assert!(deq(&mut t, 1, 1_000 + 51_199).is_none());
+    let (_, m) = deq(&mut t, 1, 1_000 + 51_200).unwrap();
     assert!(m.waited_on_pfc);
     assert_eq!(m.enq.qid, 3);
     // XON (quanta 0) resumes at once.
     t.receive_mac_control(1, 60_000, &MacControlRepr::Pfc(PfcRepr::pause(1 << 3, 1000)));
-    assert!(t.dequeue(1, 60_001).is_none());
+    assert!(deq(&mut t, 1, 60_001).is_none());
     t.receive_mac_control(1, 60_002, &MacControlRepr::Pfc(PfcRepr::resume(1 << 3)));
-    assert!(t.dequeue(1, 60_002).is_some());
+    assert!(deq(&mut t, 1, 60_002).is_some());
     // Legacy PAUSE stops everything.
     t.enqueue(0, pkt(100), meta(0, 1, 4)).unwrap();
     t.receive_mac_control(1, 70_000, &MacControlRepr::Pause { quanta: 10 });
@@ -250,7 +250,7 @@ fn ecn_marks_above_kmax_only_ect_packets() {
     for e in [ecn::ECT0, ecn::ECT0, ecn::NOT_ECT, ecn::ECT1] {
         t.enqueue(0, frame(e), meta(0, 0, 0)).unwrap();
     }
-    let marks: Vec<bool> = std::iter::from_fn(|| t.dequeue(0, 0))
+    let marks: Vec<bool> = std::iter::from_fn(|| deq(&mut t, 0, 0))
         .map(|(p, m)| {
             let ip = Ipv4Packet::new_checked(&p.data()[14..]).unwrap();
             assert!(ip.verify_checksum());
@@ -260,4 +260,10 @@ fn ecn_marks_above_kmax_only_ect_packets() {
         .collect();
     // Depths at dequeue: 4000, 3000 (> kmax: mark), 2000 (not ECT), 1000 (≤ kmin).
     assert_eq!(marks, [true, true, false, false]);
+}
+
+/// `dequeue` with its metadata returned alongside, for readable tests.
+fn deq(t: &mut TrafficManager<PktBuf>, port: u16, now: u64) -> Option<(PktBuf, DeqMeta)> {
+    let mut m = DeqMeta::default();
+    t.dequeue(port, now, &mut m).map(|p| (p, m))
 }

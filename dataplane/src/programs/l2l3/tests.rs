@@ -284,6 +284,21 @@ fn bridges_floods_learns_and_ages() {
 }
 
 #[test]
+fn a_host_that_moves_is_relearned_at_once() {
+    let (mut sw, mut pool) = setup(CFG);
+    let b = EthernetAddress([2, 0, 0, 0, 0xb, 0xb]);
+    let to_b = udp_frame(HOST_A, b, [1, 1, 1, 1], [2, 2, 2, 2], 64, 1);
+    let from_b = udp_frame(b, HOST_A, [2, 2, 2, 2], [1, 1, 1, 1], 64, 1);
+    run(&mut sw, &mut pool, 0, &to_b, 0);
+    for (t, port) in [(1u64, 2u16), (2, 1), (3, 2)] {
+        // B appears on `port`, a few nanoseconds after being seen elsewhere.
+        run(&mut sw, &mut pool, port, &from_b, t);
+        let out = run(&mut sw, &mut pool, 0, &to_b, t);
+        assert_eq!(out.iter().map(|o| o.0).collect::<Vec<_>>(), [port], "at {t}");
+    }
+}
+
+#[test]
 fn control_commands() {
     let names = vec!["p0".to_string(), "p1".to_string()];
     assert_eq!(
@@ -318,6 +333,17 @@ fn control_commands() {
     assert!(
         sw.control(Command::Show, 0).unwrap().contains("neighbor 10.0.2.2 02:00:00:00:02:02 port p1 static")
     );
+    // The switch's own addresses are /32 receive entries that no command may take over; a TTL
+    // of 1 to them is still "for the switch", not "expired".
+    let own = Ipv4Addr::new(10, 0, 3, 1);
+    assert!(sw.control(Command::RouteConnected(own, 32, 1), 0).unwrap_err().contains("is a switch address"));
+    assert!(sw.control(Command::RouteDel(own, 32), 0).unwrap_err().contains("is a switch address"));
+    sw.control(Command::RouteConnected(Ipv4Addr::new(10, 0, 3, 0), 24, 1), 0).unwrap();
+    assert!(
+        run(&mut sw, &mut pool, 0, &udp_frame(HOST_A, P0, [10, 0, 1, 2], [10, 0, 3, 1], 1, 1), 0).is_empty()
+    );
+    assert_eq!(drops(&sw, "to_switch"), 1);
+    assert_eq!(drops(&sw, "ttl_expired"), 0);
 }
 
 #[test]
