@@ -394,12 +394,29 @@ impl<P: Program, F: Frame> Switch<P, F> {
         let mut emitter = Emitter { pool: &mut *pool, out: &mut self.emitted, failed: 0 };
         self.program.ingress(&mut pkt, &mut md, &mut emitter);
         let failed = emitter.failed;
-        self.count_drop(builtin::NO_BUFFER, failed);
-        self.flush_emitted(now, pool);
+        if failed != 0 {
+            self.count_drop(builtin::NO_BUFFER, failed);
+        }
+        if !self.emitted.is_empty() {
+            self.flush_emitted(now, pool);
+        }
         if let Some(code) = md.mirror {
             self.mirror(&pkt, md.ingress_port, code, pool);
         }
-        self.dispatch(now, pkt, md.dest, md.qid, md, pool);
+        // Unicast is the hot path: keep it apart from multicast replication.
+        if let Dest::Port(p) = md.dest {
+            let meta = EnqMeta {
+                ingress_port: md.ingress_port,
+                egress_port: p,
+                qid: md.qid,
+                rid: 0,
+                ingress_ts: md.ingress_ts,
+                recirc_pass: md.recirc_pass,
+            };
+            self.enqueue(now, pkt, meta, pool);
+        } else {
+            self.dispatch(now, pkt, md.dest, md.qid, md, pool);
+        }
     }
 
     /// Send what the program emitted: it enters the TM as if from the CPU port.
@@ -491,7 +508,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn enqueue(&mut self, now: u64, pkt: F, meta: EnqMeta, pool: &mut dyn Pool<F>) {
         if let Err((pkt, why)) = self.tm.enqueue(now, pkt, meta) {
             let reason = match why {

@@ -23,11 +23,14 @@ pub fn accumulate(mut acc: u64, data: &[u8]) -> u64 {
 
 /// Fold an unfolded sum to 16 bits with end-around carry.
 #[inline]
-pub fn fold(mut sum: u64) -> u16 {
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    sum as u16
+pub fn fold(sum: u64) -> u16 {
+    // Branch-free: after 64→33 bits, three 16-bit end-around folds always reach 16 bits
+    // (< 2^33 → < 2^18 → ≤ 0x10002 → ≤ 0xffff).
+    let s = (sum & 0xffff_ffff) + (sum >> 32);
+    let s = (s & 0xffff) + (s >> 16);
+    let s = (s & 0xffff) + (s >> 16);
+    let s = (s & 0xffff) + (s >> 16);
+    s as u16
 }
 
 /// The checksum field value for an unfolded sum: the one's complement of the folded sum.
@@ -73,6 +76,24 @@ mod tests {
         let data = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
         assert_eq!(fold(accumulate(0, &data)), 0xddf2);
         assert_eq!(checksum(&data), !0xddf2);
+    }
+
+    #[test]
+    fn fold_matches_repeated_end_around_carry() {
+        let slow = |mut s: u64| {
+            while s > 0xffff {
+                s = (s & 0xffff) + (s >> 16);
+            }
+            s as u16
+        };
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let edges = [0, 0xffff, 0x1_0000, 0x1_fffe, 0xffff_ffff, 0x1_0000_0000, 0x1_ffff_fffe, u64::MAX];
+        for v in edges.into_iter().chain((0..10_000).map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x >> (x % 48)
+        })) {
+            assert_eq!(fold(v), slow(v), "{v:#x}");
+        }
     }
 
     #[test]

@@ -203,17 +203,19 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
 
     /// Decrement the TTL by one and update the checksum incrementally (RFC 1624), as a router
     /// does. Returns the new TTL; a TTL of 0 is left unchanged and 0 is returned.
+    #[inline]
     pub fn decrement_ttl(&mut self) -> u8 {
         let b = self.buffer.as_mut();
         let ttl = b[8];
         if ttl == 0 {
             return 0;
         }
-        let old = u16_at(b, 8);
         b[8] = ttl - 1;
-        let new = u16_at(b, 8);
-        let c = checksum::update_u16(u16_at(b, 10), old, new);
-        set_u16(b, 10, c);
+        // RFC 1624 eqn. 3, HC' = ~(~HC + ~m + m'), where the word m = TTL·256 + protocol
+        // becomes m' = m − 256, so ~m + m' is the constant 0xfeff.
+        let sum = u32::from(!u16_at(b, 10)) + 0xfeff;
+        let sum = (sum & 0xffff) + (sum >> 16);
+        set_u16(b, 10, !(sum as u16));
         ttl - 1
     }
 
@@ -385,6 +387,23 @@ mod tests {
         p.set_ecn_update_checksum(ecn::CE);
         assert!(p.verify_checksum());
         assert_eq!(p.ecn(), ecn::CE);
+    }
+
+    #[test]
+    fn ttl_shortcut_matches_the_general_update() {
+        let mut buf = [0u8; 28];
+        sample().emit(&mut buf).unwrap();
+        // The TTL shortcut agrees with the general RFC 1624 update for every checksum and word.
+        for hc in (0..=u16::MAX).step_by(7).chain([0, 0xfeff, 0xff00, 0xffff]) {
+            for m in [0x0100u16, 0x0111, 0x4006, 0x8011, 0xff01, 0xffff] {
+                let mut h = buf;
+                h[8..10].copy_from_slice(&m.to_be_bytes());
+                h[10..12].copy_from_slice(&hc.to_be_bytes());
+                Ipv4Packet::new_unchecked(&mut h[..]).decrement_ttl();
+                let want = checksum::update_u16(hc, m, m - 0x100);
+                assert_eq!(u16::from_be_bytes([h[10], h[11]]), want, "hc {hc:#x} m {m:#x}");
+            }
+        }
     }
 
     #[test]

@@ -1,7 +1,5 @@
 //! In-memory ports.
 
-use std::collections::VecDeque;
-
 use crossbeam_channel::{Receiver, Sender, TrySendError, bounded};
 
 use super::{PortIo, PortStats, fill};
@@ -11,8 +9,10 @@ use crate::buf::{Frame, Pool};
 /// and takes the frames sent. No copy, no allocation: benchmarks and the virtual-time lab use it.
 #[derive(Debug)]
 pub struct MemPort<F> {
-    rx: VecDeque<F>,
-    tx: VecDeque<F>,
+    // Plain vectors rather than deques: bursts move in and out whole, as `append`s (one
+    // memcpy of the handles); only a partial receive burst shifts what is left.
+    rx: Vec<F>,
+    tx: Vec<F>,
     tx_capacity: usize,
     stats: PortStats,
 }
@@ -21,8 +21,8 @@ impl<F> MemPort<F> {
     /// A port whose transmit side holds at most `tx_capacity` frames.
     pub fn new(tx_capacity: usize) -> Self {
         Self {
-            rx: VecDeque::with_capacity(tx_capacity),
-            tx: VecDeque::with_capacity(tx_capacity),
+            rx: Vec::with_capacity(tx_capacity),
+            tx: Vec::with_capacity(tx_capacity),
             tx_capacity,
             stats: PortStats::default(),
         }
@@ -30,12 +30,19 @@ impl<F> MemPort<F> {
 
     /// Queue a frame for the switch to receive.
     pub fn push_rx(&mut self, f: F) {
-        self.rx.push_back(f);
+        self.rx.push(f);
     }
 
-    /// Take the oldest frame the switch sent.
-    pub fn pop_tx(&mut self) -> Option<F> {
-        self.tx.pop_front()
+    /// Queue a burst of frames for the switch to receive, in order; `frames` is left empty.
+    pub fn push_rx_burst(&mut self, frames: &mut Vec<F>) {
+        self.rx.append(frames);
+    }
+
+    /// Move every frame the switch sent, oldest first, to the end of `out`; returns how many.
+    pub fn take_tx(&mut self, out: &mut Vec<F>) -> usize {
+        let n = self.tx.len();
+        out.append(&mut self.tx);
+        n
     }
 
     /// Frames waiting to be received.
@@ -53,15 +60,23 @@ impl<F: Frame + Send> PortIo<F> for MemPort<F> {
     #[inline]
     fn rx_burst(&mut self, _pool: &mut dyn Pool<F>, out: &mut Vec<F>, max: usize) -> usize {
         let n = max.min(self.rx.len());
-        out.extend(self.rx.drain(..n));
+        if n == self.rx.len() {
+            out.append(&mut self.rx);
+        } else {
+            out.extend(self.rx.drain(..n));
+        }
         self.stats.rx += n as u64;
         n
     }
 
     #[inline]
     fn tx_burst(&mut self, pkts: &mut Vec<F>, _pool: &mut dyn Pool<F>) -> usize {
-        let n = pkts.len().min(self.tx_capacity - self.tx.len());
-        self.tx.extend(pkts.drain(..n));
+        let n = pkts.len().min(self.tx_capacity.saturating_sub(self.tx.len()));
+        if n == pkts.len() {
+            self.tx.append(pkts);
+        } else {
+            self.tx.extend(pkts.drain(..n));
+        }
         self.stats.tx += n as u64;
         n
     }
@@ -140,6 +155,26 @@ impl<F: Frame> PortIo<F> for RingPort {
 mod tests {
     use super::*;
     use crate::buf::{HeapPool, PktBuf};
+
+    #[test]
+    fn mem_port_keeps_order_and_bounds_its_transmit_side() {
+        let mut port = MemPort::new(3);
+        let mut pool = HeapPool::new(8, 256);
+        for i in 0..5 {
+            port.push_rx(PktBuf::from_bytes(&[i]));
+        }
+        let mut got: Vec<PktBuf> = Vec::new();
+        assert_eq!(port.rx_burst(&mut pool, &mut got, 2), 2);
+        assert_eq!(port.rx_burst(&mut pool, &mut got, 32), 3);
+        assert_eq!(got.iter().map(|f| f.data()[0]).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+        assert_eq!(port.tx_burst(&mut got, &mut pool), 3);
+        assert_eq!(got.len(), 2, "the rest stays with the caller");
+        let mut sent = Vec::new();
+        assert_eq!(port.take_tx(&mut sent), 3);
+        assert_eq!(sent.iter().map(|f| f.data()[0]).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(port.stats().tx, 3);
+        assert_eq!(port.stats().rx, 5);
+    }
 
     #[test]
     fn ring_copies_both_ways() {

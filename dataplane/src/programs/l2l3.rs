@@ -264,7 +264,8 @@ impl L2l3 {
         }
         let port_ok =
             |p: PortId| if usize::from(p) < self.ports.len() { Ok(()) } else { Err(format!("no port {p}")) };
-        if let Command::RouteVia(a, 32, _) | Command::RouteConnected(a, 32, _) | Command::RouteDel(a, 32) = cmd
+        if let Command::RouteVia(a, 32, _) | Command::RouteConnected(a, 32, _) | Command::RouteDel(a, 32) =
+            cmd
             && self.routes.rule(a, 32) == Some(&Route::Local)
         {
             return Err(format!("{a}/32 is a switch address; its route cannot change"));
@@ -368,6 +369,7 @@ impl L2l3 {
             .is_some_and(|p| p.addrs.iter().any(|&(a, l)| prefix_of(a, l) == prefix_of(ip, l)))
     }
 
+    #[inline]
     fn learn(&mut self, src: EthernetAddress, port: PortId, now: u64) {
         if src.is_multicast() || usize::from(port) >= self.ports.len() {
             return;
@@ -403,6 +405,7 @@ impl L2l3 {
     }
 
     /// The queue: the PCP, or the IP precedence (DSCP >> 3).
+    #[inline]
     fn queue_of(&self, eth: &EthernetFrame<&[u8]>, ip_tos: Option<u8>) -> u8 {
         if self.qos_pcp { eth.vlan().map_or(0, |v| v.pcp) } else { ip_tos.map_or(0, |tos| tos >> 5) }
     }

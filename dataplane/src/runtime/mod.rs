@@ -163,7 +163,14 @@ impl<P: Program> Pipeline<P> {
             }
             // Receive. On a replay clock, only the frames stamped with this instant.
             let replay = self.clock == ClockSource::Pcap;
-            receive_all(&mut self.switch, &mut self.ports, &mut self.pool, &mut rx, now, if replay { 0 } else { self.burst });
+            receive_all(
+                &mut self.switch,
+                &mut self.ports,
+                &mut self.pool,
+                &mut rx,
+                now,
+                if replay { 0 } else { self.burst },
+            );
             if now.saturating_sub(last_tick) >= 50_000 || self.clock == ClockSource::Pcap {
                 last_tick = now;
                 self.switch.tick(now, &mut self.pool);

@@ -273,6 +273,10 @@ struct Port {
     burst_ps: u64,
     strict: Vec<u8>,
     dwrr: Vec<u8>,
+    /// Bit q set: queue q is DWRR-scheduled.
+    dwrr_mask: u8,
+    /// Bit q set: queue q holds a packet.
+    nonempty: u8,
     quantum: [u32; QUEUES],
     deficit: [u64; QUEUES],
     dwrr_cur: usize,
@@ -412,7 +416,9 @@ impl<F: Frame> TrafficManager<F> {
             ps_per_byte_q16,
             burst_ps,
             strict,
+            dwrr_mask: dwrr.iter().fold(0, |m, &q| m | 1 << q),
             dwrr,
+            nonempty: 0,
             quantum,
             deficit: [0; QUEUES],
             dwrr_cur: 0,
@@ -589,6 +595,7 @@ impl<F: Frame> TrafficManager<F> {
         q.pkts += 1;
         q.bytes += len;
         self.ports[eport].bytes += len;
+        self.ports[eport].nonempty |= 1 << qid;
         self.shared_used += shared;
         self.stats.enqueued += 1;
 
@@ -622,13 +629,15 @@ impl<F: Frame> TrafficManager<F> {
         if p.ps_per_byte_q16 != 0 && p.next_tx_ps > now_ps {
             return None;
         }
-        let qid = Self::select(p, now, &self.entries)?;
+        let paused_mask = Self::paused_mask_of(p, now);
+        let qid = Self::select(p, p.nonempty & !paused_mask, &self.entries)?;
         let q = &mut p.queues[qid];
         let e = q.head as usize;
         let entry = &mut self.entries[e];
         q.head = entry.next;
         if q.head == NIL {
             q.tail = NIL;
+            p.nonempty &= !(1 << qid);
         }
         q.pkts -= 1;
         let qdepth_before = q.bytes;
@@ -647,7 +656,6 @@ impl<F: Frame> TrafficManager<F> {
         }
         p.tx_bytes += u64::from(len);
         p.tx_packets += 1;
-        let paused_mask = Self::paused_mask_of(p, now);
 
         // Release the ingress charge — headroom first, then shared, then reserve, as the
         // simulator's MMU does — and maybe XON.
@@ -705,35 +713,37 @@ impl<F: Frame> TrafficManager<F> {
         (self.rng & 0xffff_ffff) < p_q32
     }
 
-    /// Pick the next queue: strict queues by level, then DWRR.
+    /// Pick the next queue among `ready` (bit q: queue q is non-empty and not paused): strict
+    /// queues by level, then DWRR.
     #[inline]
-    fn select(p: &mut Port, now: u64, entries: &[Entry<F>]) -> Option<usize> {
-        let ready = |q: &Queue| q.head != NIL && now >= q.paused_until;
+    fn select(p: &mut Port, ready: u8, entries: &[Entry<F>]) -> Option<usize> {
+        if ready == 0 {
+            return None;
+        }
         for &q in &p.strict {
-            if ready(&p.queues[usize::from(q)]) {
+            if ready & (1 << q) != 0 {
                 return Some(usize::from(q));
             }
         }
-        let n = p.dwrr.len();
-        if n == 0 || !p.dwrr.iter().any(|&q| ready(&p.queues[usize::from(q)])) {
+        if ready & p.dwrr_mask == 0 {
             return None;
         }
         // Each visit to a ready queue adds its quantum, so a ready queue is served within
         // ceil(max frame / quantum) rounds.
+        let n = p.dwrr.len();
         for _ in 0..n * 16 {
             let q = usize::from(p.dwrr[p.dwrr_cur]);
-            let queue = p.queues[q];
-            if ready(&queue) {
+            if ready & (1 << q) != 0 {
                 if !p.dwrr_fresh {
                     p.deficit[q] += u64::from(p.quantum[q]);
                     p.dwrr_fresh = true;
                 }
-                let head = u64::from(entries[queue.head as usize].len);
+                let head = u64::from(entries[p.queues[q].head as usize].len);
                 if head <= p.deficit[q] {
                     p.deficit[q] -= head;
                     return Some(q);
                 }
-            } else if queue.head == NIL {
+            } else if p.nonempty & (1 << q) == 0 {
                 p.deficit[q] = 0;
             }
             p.dwrr_fresh = false;
