@@ -389,7 +389,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
         self.run_ingress(now, pkt, md, pool);
     }
 
-    #[inline]
+    #[inline(always)]
     fn run_ingress(&mut self, now: u64, mut pkt: F, mut md: IngressMd, pool: &mut dyn Pool<F>) {
         let mut emitter = Emitter { pool: &mut *pool, out: &mut self.emitted, failed: 0 };
         self.program.ingress(&mut pkt, &mut md, &mut emitter);
