@@ -232,11 +232,17 @@ pub struct SwitchOptions {
     pub pfc_to_program: bool,
     /// Most packets waiting for the CPU.
     pub cpu_queue: usize,
+    /// Let a packet for an idle egress port skip the queues (see
+    /// [`TrafficManager::cut_through`]); off, every packet is queued until the next transmit.
+    pub cut_through: bool,
+    /// Most cut-through packets waiting per port for the next transmit step; beyond, packets
+    /// queue in the TM.
+    pub staged_max: usize,
 }
 
 impl Default for SwitchOptions {
     fn default() -> Self {
-        Self { max_recirc: 4, pfc_to_program: false, cpu_queue: 1024 }
+        Self { max_recirc: 4, pfc_to_program: false, cpu_queue: 1024, cut_through: true, staged_max: 256 }
     }
 }
 
@@ -251,6 +257,8 @@ pub struct Switch<P: Program, F> {
     recirc: Vec<(F, IngressMd)>,
     cpu: Vec<CpuPacket<F>>,
     emitted: Vec<(F, Dest, u8)>,
+    /// Per port: packets that cut through the TM, past egress, waiting for `transmit`.
+    staged: Vec<Vec<F>>,
 }
 
 impl<P: Program, F: Frame> Switch<P, F> {
@@ -276,6 +284,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
             recirc: Vec::with_capacity(64),
             cpu: Vec::with_capacity(opts.cpu_queue),
             emitted: Vec::with_capacity(64),
+            staged: (0..ports).map(|_| Vec::with_capacity(opts.staged_max)).collect(),
             tm,
         }
     }
@@ -509,7 +518,19 @@ impl<P: Program, F: Frame> Switch<P, F> {
     }
 
     #[inline(always)]
-    fn enqueue(&mut self, now: u64, pkt: F, meta: EnqMeta, pool: &mut dyn Pool<F>) {
+    fn enqueue(&mut self, now: u64, mut pkt: F, meta: EnqMeta, pool: &mut dyn Pool<F>) {
+        let port = usize::from(meta.egress_port);
+        if self.opts.cut_through && self.staged.get(port).is_some_and(|s| s.len() < self.opts.staged_max) {
+            let mut md = self.egress_md(meta.egress_port, now);
+            if self.tm.cut_through(now, &mut pkt, meta, &mut md.deq) {
+                md.port_qdepth = 0;
+                md.tx_bytes = self.tm.tx_counters(meta.egress_port).0;
+                if let Some(pkt) = self.run_egress(now, pkt, &mut md, pool) {
+                    self.staged[port].push(pkt);
+                }
+                return;
+            }
+        }
         if let Err((pkt, why)) = self.tm.enqueue(now, pkt, meta) {
             let reason = match why {
                 TmDrop::BadPort => builtin::BAD_DESTINATION,
@@ -520,8 +541,63 @@ impl<P: Program, F: Frame> Switch<P, F> {
         }
     }
 
+    /// Egress metadata for `port` at `now`, before the TM's dequeue metadata is filled in.
+    #[inline(always)]
+    fn egress_md(&self, port: PortId, now: u64) -> EgressMd {
+        EgressMd {
+            egress_port: port,
+            deq: DeqMeta::default(),
+            deq_ts: now,
+            port_qdepth: 0,
+            tx_bytes: 0,
+            speed_bps: self.tm.port_config(port).map_or(0, |c| c.speed_bps),
+            drop: None,
+            mirror: None,
+            recirculate: false,
+        }
+    }
+
+    /// The egress control on one packet and what it decided: the packet to send, or `None`
+    /// if it was dropped or recirculated.
+    #[inline(always)]
+    fn run_egress(&mut self, now: u64, mut pkt: F, md: &mut EgressMd, pool: &mut dyn Pool<F>) -> Option<F> {
+        md.drop = None;
+        md.mirror = None;
+        md.recirculate = false;
+        self.program.egress(&mut pkt, md);
+        let enq = md.deq.enq;
+        if let Some(code) = md.mirror {
+            self.mirror(&pkt, enq.ingress_port, code, pool);
+        }
+        if let Some(r) = md.drop {
+            self.drop_packet(pkt, r, pool);
+            return None;
+        }
+        if md.recirculate {
+            if enq.recirc_pass >= self.opts.max_recirc {
+                self.drop_packet(pkt, builtin::RECIRC_LIMIT, pool);
+            } else {
+                self.counters.recirculated += 1;
+                let imd = IngressMd {
+                    ingress_port: enq.ingress_port,
+                    ingress_ts: now,
+                    recirc_pass: enq.recirc_pass + 1,
+                    from_cpu: false,
+                    dest: Dest::Drop(builtin::PROGRAM),
+                    qid: 0,
+                    exclude_ingress: false,
+                    mirror: None,
+                };
+                self.recirc.push((pkt, imd));
+            }
+            return None;
+        }
+        Some(pkt)
+    }
+
     /// Fill `out` (up to `max` frames in all) with what `port` sends at `now`: PAUSE/RESUME
-    /// frames first, then packets the TM releases, after egress. Returns how many were added.
+    /// frames first, then packets that cut through the TM, then packets the TM releases, after
+    /// egress. Returns how many were added.
     #[inline]
     pub fn transmit(
         &mut self,
@@ -555,53 +631,26 @@ impl<P: Program, F: Frame> Switch<P, F> {
                 None => self.count_drop(builtin::NO_BUFFER, 1),
             }
         }
-        let speed_bps = self.tm.port_config(port).map_or(0, |c| c.speed_bps);
-        let mut md = EgressMd {
-            egress_port: port,
-            deq: DeqMeta::default(),
-            deq_ts: now,
-            port_qdepth: 0,
-            tx_bytes: 0,
-            speed_bps,
-            drop: None,
-            mirror: None,
-            recirculate: false,
-        };
-        while out.len() < max {
-            let Some(mut pkt) = self.tm.dequeue(port, now, &mut md.deq) else { break };
-            md.egress_port = port;
-            md.deq_ts = now;
-            md.port_qdepth = self.tm.port_bytes(port);
-            md.tx_bytes = self.tm.tx_counters(port).0;
-            md.drop = None;
-            md.mirror = None;
-            md.recirculate = false;
-            self.program.egress(&mut pkt, &mut md);
-            let deq = md.deq;
-            if let Some(code) = md.mirror {
-                self.mirror(&pkt, deq.enq.ingress_port, code, pool);
-            }
-            if let Some(r) = md.drop {
-                self.drop_packet(pkt, r, pool);
-            } else if md.recirculate {
-                if deq.enq.recirc_pass >= self.opts.max_recirc {
-                    self.drop_packet(pkt, builtin::RECIRC_LIMIT, pool);
-                } else {
-                    self.counters.recirculated += 1;
-                    let imd = IngressMd {
-                        ingress_port: deq.enq.ingress_port,
-                        ingress_ts: now,
-                        recirc_pass: deq.enq.recirc_pass + 1,
-                        from_cpu: false,
-                        dest: Dest::Drop(builtin::PROGRAM),
-                        qid: 0,
-                        exclude_ingress: false,
-                        mirror: None,
-                    };
-                    self.recirc.push((pkt, imd));
-                }
+        let staged = &mut self.staged[pi];
+        if !staged.is_empty() {
+            let n = staged.len().min(max.saturating_sub(out.len()));
+            if n == staged.len() {
+                out.append(staged);
             } else {
-                out.push(pkt);
+                out.extend(staged.drain(..n));
+            }
+        }
+        if out.len() < max && self.tm.port_has_packets(port) {
+            let mut md = self.egress_md(port, now);
+            while out.len() < max {
+                let Some(pkt) = self.tm.dequeue(port, now, &mut md.deq) else { break };
+                md.egress_port = port;
+                md.deq_ts = now;
+                md.port_qdepth = self.tm.port_bytes(port);
+                md.tx_bytes = self.tm.tx_counters(port).0;
+                if let Some(pkt) = self.run_egress(now, pkt, &mut md, pool) {
+                    out.push(pkt);
+                }
             }
         }
         let pc = &mut self.counters.ports[pi];
@@ -639,12 +688,18 @@ impl<P: Program, F: Frame> Switch<P, F> {
 
     /// The earliest time `port` has something to send (see [`TrafficManager::next_ready`]).
     pub fn next_ready(&self, port: PortId, now: u64) -> Option<u64> {
+        if self.staged.get(usize::from(port)).is_some_and(|s| !s.is_empty()) {
+            return Some(now);
+        }
         self.tm.next_ready(port, now)
     }
 
     /// Give every buffered packet back to the pool (shutdown).
     pub fn drain_all(&mut self, pool: &mut dyn Pool<F>) {
         self.tm.drain(|p| pool.free(p));
+        for p in self.staged.iter_mut().flat_map(|s| s.drain(..)) {
+            pool.free(p);
+        }
         for (p, _) in self.recirc.drain(..) {
             pool.free(p);
         }

@@ -166,13 +166,6 @@ fn slow_egress_asserts_pfc_upstream_then_resumes() {
 #[test]
 fn received_pause_stops_one_priority_for_exactly_quanta_bit_times() {
     let (mut sw, mut pool) = switch();
-    // Queue priority 3 and priority 1 traffic towards port 1.
-    for _ in 0..4 {
-        let f = frame(&mut pool, 3, 100);
-        sw.receive(0, 0, f, &mut pool);
-        let f = frame(&mut pool, 1, 100);
-        sw.receive(0, 0, f, &mut pool);
-    }
     // Port 1 receives PFC for priority 3 with 2000 quanta: 2000 × 512 bit times at 10 Gb/s is
     // 102.4 µs.
     let mut pause = pool.alloc().unwrap();
@@ -181,6 +174,13 @@ fn received_pause_stops_one_priority_for_exactly_quanta_bit_times() {
     let t0 = 5_000u64;
     sw.receive(t0, 1, pause, &mut pool);
     assert_eq!(sw.counters().ports[1].pfc_rx, 1);
+    // Then priority 3 and priority 1 traffic arrives for port 1.
+    for _ in 0..4 {
+        let f = frame(&mut pool, 3, 100);
+        sw.receive(t0, 0, f, &mut pool);
+        let f = frame(&mut pool, 1, 100);
+        sw.receive(t0, 0, f, &mut pool);
+    }
     // Priority 1 keeps flowing while priority 3 waits (the shaper spaces frames 0.8 µs apart).
     let mut pcps = Vec::new();
     let mut now = t0;

@@ -470,6 +470,12 @@ impl<F: Frame> TrafficManager<F> {
         self.ports.get(usize::from(port)).map_or(0, |p| p.bytes)
     }
 
+    /// Whether any queue of `port` holds a packet.
+    #[inline]
+    pub fn port_has_packets(&self, port: u16) -> bool {
+        self.ports.get(usize::from(port)).is_some_and(|p| p.nonempty != 0)
+    }
+
     /// Bytes and packets a port has sent.
     pub fn tx_counters(&self, port: u16) -> (u64, u64) {
         self.ports.get(usize::from(port)).map_or((0, 0), |p| (p.tx_bytes, p.tx_packets))
@@ -616,6 +622,55 @@ impl<F: Frame> TrafficManager<F> {
             }
         }
         Ok(())
+    }
+
+    /// Whether a packet of `len` bytes for `meta` can leave now without being queued: its egress
+    /// port holds nothing, its queue is not paused and the shaper (if any) lets it go. If so, the
+    /// TM accounts for it as for a packet enqueued and dequeued at `now` — tx counters, shaper,
+    /// ECN on a queue holding only it — and writes the dequeue metadata to `meta_out`.
+    ///
+    /// This is what an idle port does on a real switch: the packet starts on the wire at once.
+    /// A poll-mode switch that queued it anyway would hold it until the next transmit step and
+    /// could let a later packet of a higher priority overtake it, which an idle port never does;
+    /// it would also charge and release its buffer in between, which changes no threshold
+    /// decision that an instant later could observe.
+    #[inline]
+    pub fn cut_through(&mut self, now: u64, pkt: &mut F, meta: EnqMeta, meta_out: &mut DeqMeta) -> bool {
+        let Some(p) = self.ports.get_mut(usize::from(meta.egress_port)) else { return false };
+        if p.nonempty != 0 {
+            return false;
+        }
+        let qid = usize::from(meta.qid) % QUEUES;
+        let paused_mask = Self::paused_mask_of(p, now);
+        if paused_mask & (1 << qid) != 0 {
+            return false;
+        }
+        let len = pkt.len() as u64;
+        if p.ps_per_byte_q16 != 0 {
+            let now_ps = now.saturating_mul(1000);
+            if p.next_tx_ps > now_ps {
+                return false;
+            }
+            let t = ((u128::from(len + u64::from(p.cfg.overhead_bytes)) * u128::from(p.ps_per_byte_q16))
+                >> 16) as u64;
+            p.next_tx_ps = p.next_tx_ps.max(now_ps.saturating_sub(p.burst_ps)) + t;
+        }
+        p.tx_bytes += len;
+        p.tx_packets += 1;
+        let ecn_marked = self.cfg.ecn[qid].is_some_and(|red| self.red_decides(red, qid, len)) && mark_ce(pkt);
+        self.stats.enqueued += 1;
+        self.stats.dequeued += 1;
+        self.stats.ecn_marked += u64::from(ecn_marked);
+        *meta_out = DeqMeta {
+            enq: meta,
+            enq_ts: now,
+            enq_qdepth: 0,
+            deq_qdepth: 0,
+            waited_on_pfc: false,
+            paused_mask,
+            ecn_marked,
+        };
+        true
     }
 
     /// The next packet `port` may send at `now`: the shaper must allow it and the scheduler
