@@ -62,7 +62,20 @@ struct RawConfig {
     tm: RawTm,
     #[serde(rename = "port", default)]
     ports: Vec<RawPort>,
+    dpdk: Option<RawDpdk>,
     l2l3: Option<L2l3Section>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDpdk {
+    eal_args: Vec<String>,
+    mbufs: Option<u32>,
+    mbuf_cache: Option<u32>,
+    rx_ring: Option<u16>,
+    tx_ring: Option<u16>,
+    promiscuous: Option<bool>,
+    rss: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -117,6 +130,7 @@ struct RawPort {
     name: String,
     backend: String,
     iface: Option<String>,
+    device: Option<String>,
     rx: Option<PathBuf>,
     tx: Option<PathBuf>,
     mac: String,
@@ -198,6 +212,18 @@ pub struct NeighborEntry {
 pub enum ProgramKind {
     /// L2 bridging and IPv4 routing.
     L2l3,
+    /// testpmd's `macswap` forwarding: swap MACs, send out of the paired port.
+    MacSwap,
+}
+
+impl ProgramKind {
+    /// The name used in configuration files.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::L2l3 => "l2l3",
+            Self::MacSwap => "macswap",
+        }
+    }
 }
 
 /// How a port reaches packets.
@@ -217,6 +243,31 @@ pub enum Backend {
     },
     /// An in-memory ring (tests, benchmarks, the lab).
     Ring,
+    /// A DPDK ethdev: a NIC bound to a DPDK driver, or a vdev from `dpdk.eal_args`.
+    Dpdk {
+        /// The device's name as DPDK knows it: a PCI address (`0000:3b:00.0`), a vdev name
+        /// (`net_null0`), or a port number.
+        device: String,
+    },
+}
+
+/// The `[dpdk]` section: how the DPDK port backend starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DpdkConfig {
+    /// Arguments for `rte_eal_init`, as on a DPDK application's command line before `--`.
+    pub eal_args: Vec<String>,
+    /// Mbufs in each socket's mempool.
+    pub mbufs: u32,
+    /// Per-lcore mempool cache.
+    pub mbuf_cache: u32,
+    /// Receive descriptors per queue.
+    pub rx_ring: u16,
+    /// Transmit descriptors per queue.
+    pub tx_ring: u16,
+    /// Put every DPDK port in promiscuous mode.
+    pub promiscuous: bool,
+    /// Spread received flows over the pipelines with RSS (one rx queue per pipeline).
+    pub rss: bool,
 }
 
 /// One port.
@@ -279,6 +330,8 @@ pub struct Config {
     pub tm: TmConfig,
     /// Ports, in order: port IDs are their indices.
     pub ports: Vec<PortConfig>,
+    /// The `[dpdk]` section, present when a port uses backend `"dpdk"`.
+    pub dpdk: Option<DpdkConfig>,
     /// The `[l2l3]` section.
     pub l2l3: L2l3Section,
 }
@@ -298,7 +351,11 @@ impl Config {
             toml::from_str(text).map_err(|e| ctx.err("", e.to_string().trim_end().to_string()))?;
         let program = match raw.program.as_str() {
             "l2l3" => ProgramKind::L2l3,
-            other => return Err(ctx.err("program", format!("unknown program {other:?}; expected \"l2l3\""))),
+            "macswap" => ProgramKind::MacSwap,
+            other => {
+                return Err(ctx
+                    .err("program", format!("unknown program {other:?}; expected \"l2l3\" or \"macswap\"")));
+            }
         };
         let runtime = runtime(&ctx, raw.runtime)?;
         if raw.ports.is_empty() {
@@ -323,6 +380,16 @@ impl Config {
                     format!("interface {iface:?} already used by port[{j}]"),
                 ));
             }
+            if let Backend::Dpdk { device } = &port.backend
+                && let Some(j) = ports
+                    .iter()
+                    .position(|q| matches!(&q.backend, Backend::Dpdk { device: o } if o == device))
+            {
+                return Err(ctx.err(
+                    format!("port[{i}].device"),
+                    format!("DPDK device {device:?} already used by port[{j}]"),
+                ));
+            }
             ports.push(port);
         }
         if ports.len() >= usize::from(u16::MAX) - 2 {
@@ -337,10 +404,40 @@ impl Config {
                 ctx.err("runtime.clock", "\"pcap\" needs a port with backend \"pcap\" and an rx file")
             );
         }
+        let uses_dpdk = ports.iter().position(|p| matches!(p.backend, Backend::Dpdk { .. }));
+        let dpdk = match (raw.dpdk, uses_dpdk) {
+            (None, Some(i)) => {
+                return Err(ctx.err(
+                    format!("port[{i}].backend"),
+                    "backend \"dpdk\" needs a [dpdk] section with eal_args",
+                ));
+            }
+            (Some(_), None) => return Err(ctx.err("dpdk", "no port uses backend \"dpdk\"")),
+            (None, None) => None,
+            (Some(d), Some(_)) => Some(dpdk(&ctx, d)?),
+        };
+        if dpdk.is_some() {
+            if !runtime.lcores.is_empty() {
+                return Err(ctx.err(
+                    "runtime.lcores",
+                    "with DPDK ports the pipelines run on the EAL worker lcores that dpdk.eal_args \
+                     gives (-l/--lcores, one pipeline per worker); leave runtime.lcores out",
+                ));
+            }
+            if runtime.clock == ClockSource::Pcap {
+                return Err(ctx.err("runtime.clock", "\"pcap\" cannot drive DPDK ports; use \"realtime\""));
+            }
+        }
         let l2l3 = match (program, raw.l2l3) {
             (ProgramKind::L2l3, s) => s.unwrap_or_default(),
+            (_, Some(_)) => {
+                return Err(
+                    ctx.err("l2l3", format!("a [l2l3] section, but the program is {:?}", program.name()))
+                );
+            }
+            (_, None) => L2l3Section::default(),
         };
-        Ok(Self { file: path.to_path_buf(), program, runtime, tm, ports, l2l3 })
+        Ok(Self { file: path.to_path_buf(), program, runtime, tm, ports, dpdk, l2l3 })
     }
 
     /// Errors for this file.
@@ -401,6 +498,36 @@ fn runtime(ctx: &Ctx<'_>, r: RawRuntime) -> Result<RuntimeConfig, ConfigError> {
         clock,
         max_recirc: r.max_recirc.unwrap_or(4),
         pfc_to_program: r.pfc_to_program.unwrap_or(false),
+    })
+}
+
+fn dpdk(ctx: &Ctx<'_>, d: RawDpdk) -> Result<DpdkConfig, ConfigError> {
+    if let Some((i, a)) = d.eal_args.iter().enumerate().find(|(_, a)| a.is_empty() || a.contains('\0')) {
+        return Err(ctx.err(format!("dpdk.eal_args[{i}]"), format!("{a:?} is not an argument")));
+    }
+    let mbufs = d.mbufs.unwrap_or(16383);
+    if mbufs < 1024 {
+        return Err(ctx.err("dpdk.mbufs", format!("{mbufs}: at least 1024 are needed to fill the rings")));
+    }
+    let mbuf_cache = d.mbuf_cache.unwrap_or(256);
+    if mbuf_cache > 512 {
+        return Err(ctx.err("dpdk.mbuf_cache", format!("{mbuf_cache} above DPDK's limit of 512")));
+    }
+    let ring = |key: &str, v: Option<u16>| -> Result<u16, ConfigError> {
+        let v = v.unwrap_or(1024);
+        if !v.is_power_of_two() || !(64..=16384).contains(&v) {
+            return Err(ctx.err(format!("dpdk.{key}"), format!("{v}: a power of two in 64..=16384")));
+        }
+        Ok(v)
+    };
+    Ok(DpdkConfig {
+        eal_args: d.eal_args,
+        mbufs,
+        mbuf_cache,
+        rx_ring: ring("rx_ring", d.rx_ring)?,
+        tx_ring: ring("tx_ring", d.tx_ring)?,
+        promiscuous: d.promiscuous.unwrap_or(true),
+        rss: d.rss.unwrap_or(true),
     })
 }
 
@@ -474,15 +601,26 @@ fn port(ctx: &Ctx<'_>, i: usize, p: RawPort) -> Result<PortConfig, ConfigError> 
             Backend::Pcap { rx: p.rx.clone(), tx: p.tx.clone() }
         }
         "ring" => Backend::Ring,
+        "dpdk" => Backend::Dpdk {
+            device: p.device.clone().filter(|d| !d.is_empty()).ok_or_else(|| {
+                ctx.err(
+                    key("device"),
+                    "backend \"dpdk\" needs a device: a PCI address, a vdev name from dpdk.eal_args, or a port number",
+                )
+            })?,
+        },
         other => {
             return Err(ctx.err(
                 key("backend"),
-                format!("unknown backend {other:?}; expected \"af_packet\", \"pcap\" or \"ring\""),
+                format!("unknown backend {other:?}; expected \"af_packet\", \"pcap\", \"ring\" or \"dpdk\""),
             ));
         }
     };
     if p.iface.is_some() && !matches!(backend, Backend::AfPacket { .. }) {
         return Err(ctx.err(key("iface"), format!("only for backend \"af_packet\", not {:?}", p.backend)));
+    }
+    if p.device.is_some() && !matches!(backend, Backend::Dpdk { .. }) {
+        return Err(ctx.err(key("device"), format!("only for backend \"dpdk\", not {:?}", p.backend)));
     }
     let mac = parse_mac(&p.mac).ok_or_else(|| {
         ctx.err(key("mac"), format!("{:?} is not a MAC address (aa:bb:cc:dd:ee:ff)", p.mac))
@@ -592,13 +730,7 @@ impl fmt::Display for Config {
     /// The resolved configuration, every default filled in.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "# resolved from {}", self.file.display())?;
-        writeln!(
-            f,
-            "program = {:?}",
-            match self.program {
-                ProgramKind::L2l3 => "l2l3",
-            }
-        )?;
+        writeln!(f, "program = {:?}", self.program.name())?;
         let r = &self.runtime;
         writeln!(f, "\n[runtime]")?;
         writeln!(f, "lcores = {:?}", r.lcores)?;
@@ -649,6 +781,13 @@ impl fmt::Display for Config {
                 )?;
             }
         }
+        if let Some(d) = &self.dpdk {
+            writeln!(f, "\n[dpdk]")?;
+            writeln!(f, "eal_args = {:?}", d.eal_args)?;
+            writeln!(f, "mbufs = {}\nmbuf_cache = {}", d.mbufs, d.mbuf_cache)?;
+            writeln!(f, "rx_ring = {}\ntx_ring = {}", d.rx_ring, d.tx_ring)?;
+            writeln!(f, "promiscuous = {}\nrss = {}", d.promiscuous, d.rss)?;
+        }
         for (i, p) in self.ports.iter().enumerate() {
             writeln!(f, "\n[[port]] # id {i}")?;
             writeln!(f, "name = {:?}", p.name)?;
@@ -664,6 +803,7 @@ impl fmt::Display for Config {
                     }
                 }
                 Backend::Ring => writeln!(f, "backend = \"ring\"")?,
+                Backend::Dpdk { device } => writeln!(f, "backend = \"dpdk\"\ndevice = {device:?}")?,
             }
             writeln!(f, "mac = \"{}\"", p.mac)?;
             writeln!(

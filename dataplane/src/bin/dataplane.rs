@@ -8,8 +8,25 @@ use dataplane::buf::PktBuf;
 use dataplane::config::{Config, ConfigError, ProgramKind};
 use dataplane::programs::build_switch;
 use dataplane::programs::l2l3::L2l3;
-use dataplane::runtime;
+use dataplane::programs::macswap::MacSwap;
+use dataplane::runtime::{self, SetupError};
 use dataplane::switch::Program;
+
+/// Evaluate `$body` with `$P` bound to the program type `$kind` names.
+macro_rules! with_program {
+    ($kind:expr, $P:ident => $body:expr) => {
+        match $kind {
+            ProgramKind::L2l3 => {
+                type $P = L2l3;
+                $body
+            }
+            ProgramKind::MacSwap => {
+                type $P = MacSwap;
+                $body
+            }
+        }
+    };
+}
 
 /// The softfabric switch.
 #[derive(Debug, Parser)]
@@ -65,9 +82,7 @@ fn main() -> ExitCode {
                 Err(code) => return code,
             };
             // Build the program too, so its section is validated.
-            if let Err(e) = match cfg.program {
-                ProgramKind::L2l3 => build_switch::<L2l3, PktBuf>(&cfg).map(|_| ()),
-            } {
+            if let Err(e) = with_program!(cfg.program, P => build_switch::<P, PktBuf>(&cfg).map(|_| ())) {
                 return config_error(e);
             }
             print!("{cfg}");
@@ -78,14 +93,11 @@ fn main() -> ExitCode {
                 Ok(c) => c,
                 Err(code) => return code,
             };
-            let report = match cfg.program {
-                ProgramKind::L2l3 => {
-                    build_switch::<L2l3, PktBuf>(&cfg).map(|s| s.program().resources().report())
-                }
-            };
+            let report = with_program!(cfg.program, P =>
+                build_switch::<P, PktBuf>(&cfg).map(|s| s.program().resources().report()));
             match report {
                 Ok(r) => {
-                    println!("program {:?}, {} ports", cfg.program, cfg.ports.len());
+                    println!("program {}, {} ports", cfg.program.name(), cfg.ports.len());
                     print!("{r}");
                     let tm = &cfg.tm;
                     println!(
@@ -105,9 +117,7 @@ fn main() -> ExitCode {
                 Ok(c) => c,
                 Err(code) => return code,
             };
-            let result = match cfg.program {
-                ProgramKind::L2l3 => runtime::run::<L2l3>(&cfg),
-            };
+            let result = with_program!(cfg.program, P => runtime::run::<P>(&cfg));
             match result {
                 Ok(summary) => {
                     print!("{}", summary.table());
@@ -116,6 +126,11 @@ fn main() -> ExitCode {
                 Err(e) => {
                     if let Some(ce) = e.downcast_ref::<ConfigError>() {
                         return config_error(ce.clone());
+                    }
+                    // Could not start (a port, DPDK): like a configuration error, nothing ran.
+                    if let Some(se) = e.downcast_ref::<SetupError>() {
+                        eprintln!("error: {se}");
+                        return ExitCode::from(2);
                     }
                     eprintln!("error: {e:#}");
                     ExitCode::from(1)

@@ -12,9 +12,13 @@
 //! | [`RingPort`] | in-memory channels to another thread: tests of the runtime |
 //! | [`PcapPort`] | replay a capture in, write what leaves to a capture |
 //! | [`AfPacketPort`] | a Linux interface (veth, any NIC) through an AF_PACKET socket |
+//! | `dpdk::DpdkPort` | a DPDK ethdev queue (feature `dpdk`, when DPDK was found at build time) |
 
 #[allow(unsafe_code)]
 mod af_packet;
+#[cfg(dpdk)]
+#[allow(unsafe_code)]
+pub mod dpdk;
 mod mem;
 mod pcap;
 

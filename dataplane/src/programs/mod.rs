@@ -5,6 +5,7 @@
 //! the drop reasons it names and the multicast groups it sets up.
 
 pub mod l2l3;
+pub mod macswap;
 
 use crate::model::{DropReasons, Resources};
 use crate::switch::McastGroups;

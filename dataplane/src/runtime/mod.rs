@@ -11,6 +11,12 @@
 //! Pipelines and the control thread share nothing mutable but lock-free structures: crossbeam
 //! channels for commands and CPU packets, and relaxed atomics for published counters.
 //!
+//! With DPDK ports (feature `dpdk`) the EAL starts first, from `dpdk.eal_args`; the pipelines
+//! then run on its worker lcores instead of threads pinned by `core_affinity`, every port's
+//! buffers are mbufs from one mempool per socket, each DPDK port gets one rx and one tx queue
+//! per pipeline (RSS spreads flows over them), and the control thread also logs link state and
+//! device drop counters. Other backends work alongside, on the same mbufs.
+//!
 //! With `clock = "pcap"` time is not read from the system at all: it follows the timestamps of
 //! the frames read from pcap ports, one frame at a time, and once the input ends it advances to
 //! whenever the traffic manager next has something to send, so a replay's output — frames and
@@ -32,7 +38,7 @@ use crossbeam_channel::{Receiver, Sender, bounded};
 pub use stats::StatsCell;
 
 use crate::buf::{Frame, HeapPool, PktBuf, Pool};
-use crate::config::{Backend, ClockSource, Config};
+use crate::config::{Backend, ClockSource, Config, PortConfig};
 use crate::model::builtin;
 use crate::port::{AfPacketPort, PcapPort, PortIo, PortStats, RingPeer, RingPort};
 use crate::programs::{FromConfig, build_switch};
@@ -66,6 +72,8 @@ pub struct Summary {
     pub counters: Counters,
     /// The backends' counters, summed over pipelines.
     pub port_stats: Vec<PortStats>,
+    /// Device statistics that are not zero (DPDK xstats), per port name, at the end.
+    pub device_stats: Vec<(String, Vec<(String, u64)>)>,
 }
 
 impl Summary {
@@ -114,6 +122,12 @@ impl Summary {
             "to_cpu {}  from_cpu {}  recirculated {}\n",
             self.counters.to_cpu, self.counters.from_cpu, self.counters.recirculated
         );
+        for (port, stats) in &self.device_stats {
+            s += &format!("device statistics of {port} (non-zero):\n");
+            for (name, v) in stats {
+                s += &format!("  {name:<32} {v}\n");
+            }
+        }
         s
     }
 
@@ -128,11 +142,11 @@ impl Summary {
     }
 }
 
-struct Pipeline<P: Program> {
+struct Pipeline<P: Program, F, Pl> {
     id: usize,
-    switch: Switch<P, PktBuf>,
-    ports: Vec<Option<Box<dyn PortIo<PktBuf>>>>,
-    pool: HeapPool,
+    switch: Switch<P, F>,
+    ports: Vec<Option<Box<dyn PortIo<F>>>>,
+    pool: Pl,
     burst: usize,
     clock: ClockSource,
     stop: Arc<AtomicBool>,
@@ -141,10 +155,10 @@ struct Pipeline<P: Program> {
     stats: Arc<StatsCell>,
 }
 
-impl<P: Program> Pipeline<P> {
+impl<P: Program, F: Frame + Send + 'static, Pl: Pool<F> + Send + 'static> Pipeline<P, F, Pl> {
     fn run(mut self) -> Summary {
-        let mut rx: Vec<PktBuf> = Vec::with_capacity(self.burst);
-        let mut tx: Vec<PktBuf> = Vec::with_capacity(self.burst);
+        let mut rx: Vec<F> = Vec::with_capacity(self.burst);
+        let mut tx: Vec<F> = Vec::with_capacity(self.burst);
         let start = Instant::now();
         let mut now = 0u64;
         let mut loops = 0u64;
@@ -234,6 +248,7 @@ impl<P: Program> Pipeline<P> {
             drop_names: self.switch.drop_reasons().names().to_vec(),
             counters: self.switch.counters().clone(),
             port_stats: self.port_stats(),
+            device_stats: Vec::new(),
         }
     }
 }
@@ -303,10 +318,53 @@ pub fn transmit_all<P, F, T>(
     }
 }
 
+/// A problem found while starting the switch — a port that cannot be opened, a DPDK EAL that
+/// will not initialise — before any packet was forwarded. `dataplane run` exits with code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0:#}")]
+pub struct SetupError(pub anyhow::Error);
+
+fn setup<E: Into<anyhow::Error>>(e: E) -> anyhow::Error {
+    anyhow::Error::new(SetupError(e.into()))
+}
+
+/// A pipeline running on a thread, or on a DPDK worker lcore.
+enum Handle {
+    Thread(JoinHandle<Summary>),
+    #[cfg(dpdk)]
+    Lcore(crate::port::dpdk::LcoreJob<Summary>),
+}
+
+impl Handle {
+    fn is_finished(&self) -> bool {
+        match self {
+            Self::Thread(h) => h.is_finished(),
+            #[cfg(dpdk)]
+            Self::Lcore(j) => j.is_finished(),
+        }
+    }
+
+    fn join(self) -> std::thread::Result<Summary> {
+        match self {
+            Self::Thread(h) => h.join(),
+            #[cfg(dpdk)]
+            Self::Lcore(j) => j.join(),
+        }
+    }
+}
+
+/// What the DPDK backend keeps while the switch runs.
+#[cfg(dpdk)]
+struct DpdkState {
+    eal: crate::port::dpdk::Eal,
+    last_drops: Vec<(u64, u64, u64, u64)>,
+    last_link: Vec<Option<crate::port::dpdk::Link>>,
+}
+
 /// A running switch.
 pub struct Runtime<P: Program> {
     stop: Arc<AtomicBool>,
-    pipelines: Vec<JoinHandle<Summary>>,
+    pipelines: Vec<Handle>,
     ctl: Vec<Sender<Ctl<P::Command>>>,
     stats: Vec<Arc<StatsCell>>,
     cpu: Receiver<CpuFrame>,
@@ -315,68 +373,95 @@ pub struct Runtime<P: Program> {
     drop_names: Vec<&'static str>,
     stats_interval: Duration,
     control_socket: Option<std::path::PathBuf>,
+    // Declared last: dropped after the pipelines have been joined (see Drop).
+    #[cfg(dpdk)]
+    dpdk: Option<std::sync::Mutex<DpdkState>>,
+}
+
+/// A non-DPDK port for pipeline `id` of `n`: AF_PACKET ports are opened by every pipeline (in a
+/// fan-out group when there are several), pcap and ring ports by the first only.
+fn open_port<F: Frame + 'static>(
+    pc: &PortConfig,
+    pid: usize,
+    id: usize,
+    n: usize,
+    fanout_base: u16,
+    rings: &mut Vec<(String, RingPeer)>,
+) -> Result<Option<Box<dyn PortIo<F>>>> {
+    Ok(match &pc.backend {
+        Backend::AfPacket { iface } => {
+            let group = (n > 1).then_some(fanout_base.wrapping_add(pid as u16));
+            let p = AfPacketPort::open_fanout(iface, group).map_err(|e| {
+                setup(anyhow::Error::new(e).context(format!(
+                    "port {:?}: cannot open interface {iface:?} (AF_PACKET needs root)",
+                    pc.name
+                )))
+            })?;
+            Some(Box::new(p))
+        }
+        Backend::Pcap { rx, tx } if id == 0 => Some(Box::new(
+            PcapPort::open(rx.as_deref(), tx.as_deref())
+                .map_err(|e| setup(e.context(format!("port {:?}", pc.name))))?,
+        )),
+        Backend::Ring if id == 0 => {
+            let (p, peer) = RingPort::pair(4096);
+            rings.push((pc.name.clone(), peer));
+            Some(Box::new(p))
+        }
+        _ => None,
+    })
+}
+
+/// What every pipeline shares, to build one.
+struct Common<C> {
+    stop: Arc<AtomicBool>,
+    cpu: Sender<CpuFrame>,
+    cpu_rx: Receiver<CpuFrame>,
+    drop_names: Vec<&'static str>,
+    ctl: Vec<Sender<Ctl<C>>>,
+    stats: Vec<Arc<StatsCell>>,
 }
 
 impl<P: FromConfig> Runtime<P> {
     /// Build every pipeline's switch and ports and start them. Configuration problems in the
-    /// program's section are found here, before any thread starts.
+    /// program's section are found here, before any thread starts; problems opening ports or
+    /// starting DPDK are [`SetupError`]s.
     pub fn start(cfg: &Config) -> Result<Self> {
+        if cfg.dpdk.is_some() {
+            #[cfg(dpdk)]
+            return Self::start_dpdk(cfg);
+            #[cfg(not(dpdk))]
+            return Err(setup(anyhow::anyhow!(
+                "{}: ports use backend \"dpdk\", but this dataplane was built without DPDK \
+                 (pkg-config found no libdpdk at build time): install libdpdk-dev (scripts/setup-dpdk.sh) \
+                 and rebuild",
+                cfg.file.display()
+            )));
+        }
         let n = cfg.runtime.lcores.len().max(1);
-        let stop = Arc::new(AtomicBool::new(false));
-        let (cpu_tx, cpu_rx) = bounded(4096);
         let mut rings = Vec::new();
         let mut built = Vec::new();
         let fanout_base = (std::process::id() as u16).wrapping_mul(31);
         for id in 0..n {
             let switch: Switch<P, PktBuf> = build_switch(cfg)?;
-            let mut ports: Vec<Option<Box<dyn PortIo<PktBuf>>>> = Vec::new();
+            let mut ports = Vec::new();
             for (pid, pc) in cfg.ports.iter().enumerate() {
-                let port: Option<Box<dyn PortIo<PktBuf>>> = match &pc.backend {
-                    Backend::AfPacket { iface } => {
-                        let group = (n > 1).then_some(fanout_base.wrapping_add(pid as u16));
-                        let p = AfPacketPort::open_fanout(iface, group).with_context(|| {
-                            format!(
-                                "port {:?}: cannot open interface {iface:?} (AF_PACKET needs root)",
-                                pc.name
-                            )
-                        })?;
-                        Some(Box::new(p))
-                    }
-                    Backend::Pcap { rx, tx } if id == 0 => Some(Box::new(
-                        PcapPort::open(rx.as_deref(), tx.as_deref())
-                            .with_context(|| format!("port {:?}", pc.name))?,
-                    )),
-                    Backend::Ring if id == 0 => {
-                        let (p, peer) = RingPort::pair(4096);
-                        rings.push((pc.name.clone(), peer));
-                        Some(Box::new(p))
-                    }
-                    _ => None,
-                };
-                ports.push(port);
+                ports.push(open_port::<PktBuf>(pc, pid, id, n, fanout_base, &mut rings)?);
             }
             built.push((switch, ports));
         }
-        let drop_names = built[0].0.drop_reasons().names().to_vec();
+        let mut common = Self::common(built[0].0.drop_reasons().names().to_vec());
         let mut pipelines = Vec::new();
-        let mut ctl = Vec::new();
-        let mut stats = Vec::new();
         let cores = core_affinity::get_core_ids().unwrap_or_default();
         for (id, (switch, ports)) in built.into_iter().enumerate() {
-            let (ctl_tx, ctl_rx) = bounded(64);
-            let cell = Arc::new(StatsCell::new(cfg.ports.len(), drop_names.len()));
-            let p = Pipeline {
+            let p = Self::pipeline(
+                cfg,
+                &mut common,
                 id,
                 switch,
                 ports,
-                pool: HeapPool::new(cfg.runtime.pool_buffers, cfg.runtime.dataroom),
-                burst: cfg.runtime.burst,
-                clock: cfg.runtime.clock,
-                stop: stop.clone(),
-                ctl: ctl_rx,
-                cpu: cpu_tx.clone(),
-                stats: cell.clone(),
-            };
+                HeapPool::new(cfg.runtime.pool_buffers, cfg.runtime.dataroom),
+            );
             let core = cfg.runtime.lcores.get(id).and_then(|c| cores.iter().find(|k| k.id == *c).copied());
             let handle = std::thread::Builder::new().name(format!("pipeline-{id}")).spawn(move || {
                 if let Some(c) = core
@@ -386,29 +471,176 @@ impl<P: FromConfig> Runtime<P> {
                 }
                 p.run()
             })?;
-            pipelines.push(handle);
-            ctl.push(ctl_tx);
-            stats.push(cell);
+            pipelines.push(Handle::Thread(handle));
         }
+        Ok(Self::assemble(cfg, common, pipelines, rings))
+    }
+
+    /// Start with DPDK: the EAL from `dpdk.eal_args`, a mempool per socket, every DPDK port
+    /// with one queue pair per worker lcore, then one pipeline per worker lcore.
+    #[cfg(dpdk)]
+    fn start_dpdk(cfg: &Config) -> Result<Self> {
+        use crate::port::dpdk::{DpdkPort, Eal, Mbuf, MbufPool};
+        let Some(d) = &cfg.dpdk else { unreachable!("start_dpdk without a [dpdk] section") };
+        // Every switch is built before the EAL starts, so program errors cost no EAL.
+        let mut built: Vec<Switch<P, Mbuf>> = Vec::new();
+        let first: Switch<P, Mbuf> = build_switch(cfg)?;
+        let mut eal = Eal::init(&d.eal_args).map_err(setup)?;
+        let workers = eal.workers().to_vec();
+        let n = workers.len();
+        built.push(first);
+        for _ in 1..n {
+            built.push(build_switch(cfg)?);
+        }
+        let dpdk_ports = cfg.ports.iter().filter(|p| matches!(p.backend, Backend::Dpdk { .. })).count();
+        // Each rx ring full, each tx ring full, and every lcore's cache with a burst in flight.
+        let need = (dpdk_ports * n) as u32 * (u32::from(d.rx_ring) + u32::from(d.tx_ring))
+            + n as u32 * (d.mbuf_cache * 3 / 2 + 2 * cfg.runtime.burst as u32);
+        if d.mbufs < need {
+            return Err(setup(crate::port::dpdk::DpdkError::TooFewMbufs { n: d.mbufs, need }));
+        }
+        let mut pools: Vec<MbufPool> = Vec::new();
+        for &l in &workers {
+            let socket = eal.lcore_socket(l);
+            pools.push(eal.pool(socket, d.mbufs, d.mbuf_cache, cfg.runtime.dataroom as u32).map_err(setup)?);
+        }
+        let mut port_ids = vec![None; cfg.ports.len()];
+        for (pid, pc) in cfg.ports.iter().enumerate() {
+            if let Backend::Dpdk { device } = &pc.backend {
+                let id = eal.find_port(&pc.name, device).map_err(setup)?;
+                eal.start_port(&pc.name, device, id, &pools, d.rx_ring, d.tx_ring, d.promiscuous, d.rss)
+                    .map_err(setup)?;
+                if let Some(l) = eal.link(id) {
+                    tracing::info!(port = %pc.name, device = %device, dpdk_port = id, up = l.up, speed_mbps = l.speed_mbps, "DPDK port started");
+                }
+                port_ids[pid] = Some(id);
+            }
+        }
+        let mut rings = Vec::new();
+        let fanout_base = (std::process::id() as u16).wrapping_mul(31);
+        let mut common = Self::common(built[0].drop_reasons().names().to_vec());
+        let mut pipelines = Vec::new();
+        for (id, switch) in built.into_iter().enumerate() {
+            let mut ports: Vec<Option<Box<dyn PortIo<Mbuf>>>> = Vec::new();
+            for (pid, pc) in cfg.ports.iter().enumerate() {
+                ports.push(match port_ids[pid] {
+                    Some(port_id) => Some(Box::new(DpdkPort::new(port_id, id as u16))),
+                    None => open_port::<Mbuf>(pc, pid, id, n, fanout_base, &mut rings)?,
+                });
+            }
+            let p = Self::pipeline(cfg, &mut common, id, switch, ports, pools[id]);
+            let job = eal.launch(workers[id], move || p.run()).map_err(setup)?;
+            pipelines.push(Handle::Lcore(job));
+        }
+        tracing::info!("pipelines on DPDK worker lcores {workers:?}");
+        let mut rt = Self::assemble(cfg, common, pipelines, rings);
+        let nports = eal.ports().len();
+        rt.dpdk = Some(std::sync::Mutex::new(DpdkState {
+            eal,
+            last_drops: vec![(0, 0, 0, 0); nports],
+            last_link: vec![None; nports],
+        }));
+        Ok(rt)
+    }
+
+    /// Link changes and device drops of DPDK ports since the last call, logged.
+    fn log_devices(&self) {
+        #[cfg(dpdk)]
+        if let Some(d) = &self.dpdk
+            && let Ok(mut d) = d.lock()
+        {
+            let d = &mut *d;
+            for (i, port) in d.eal.ports().iter().enumerate() {
+                let link = d.eal.link(port.port_id);
+                if link != d.last_link[i] {
+                    if let Some(l) = link {
+                        tracing::info!(port = %port.name, up = l.up, speed_mbps = l.speed_mbps, full_duplex = l.full_duplex, "link");
+                    }
+                    d.last_link[i] = link;
+                }
+                if let Some(now) = d.eal.drops(port.port_id) {
+                    let was = d.last_drops[i];
+                    if now != was {
+                        tracing::warn!(
+                            port = %port.name,
+                            imissed = now.0 - was.0,
+                            ierrors = now.1 - was.1,
+                            oerrors = now.2 - was.2,
+                            rx_nombuf = now.3 - was.3,
+                            "device drops in the last interval"
+                        );
+                        d.last_drops[i] = now;
+                    }
+                }
+            }
+        }
+    }
+
+    fn common(drop_names: Vec<&'static str>) -> Common<P::Command> {
+        let (cpu, cpu_rx) = bounded(4096);
+        Common {
+            stop: Arc::new(AtomicBool::new(false)),
+            cpu,
+            cpu_rx,
+            drop_names,
+            ctl: Vec::new(),
+            stats: Vec::new(),
+        }
+    }
+
+    fn pipeline<F: Frame, Pl>(
+        cfg: &Config,
+        common: &mut Common<P::Command>,
+        id: usize,
+        switch: Switch<P, F>,
+        ports: Vec<Option<Box<dyn PortIo<F>>>>,
+        pool: Pl,
+    ) -> Pipeline<P, F, Pl> {
+        let (ctl_tx, ctl_rx) = bounded(64);
+        let cell = Arc::new(StatsCell::new(cfg.ports.len(), common.drop_names.len()));
+        common.ctl.push(ctl_tx);
+        common.stats.push(cell.clone());
+        Pipeline {
+            id,
+            switch,
+            ports,
+            pool,
+            burst: cfg.runtime.burst,
+            clock: cfg.runtime.clock,
+            stop: common.stop.clone(),
+            ctl: ctl_rx,
+            cpu: common.cpu.clone(),
+            stats: cell,
+        }
+    }
+
+    fn assemble(
+        cfg: &Config,
+        common: Common<P::Command>,
+        pipelines: Vec<Handle>,
+        rings: Vec<(String, RingPeer)>,
+    ) -> Self {
         tracing::info!(
             "{} pipeline(s) running program {:?} on {} port(s): {}",
-            n,
-            cfg.program,
+            pipelines.len(),
+            cfg.program.name(),
             cfg.ports.len(),
             cfg.ports.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ")
         );
-        Ok(Self {
-            stop,
+        Self {
+            stop: common.stop,
             pipelines,
-            ctl,
-            stats,
-            cpu: cpu_rx,
+            ctl: common.ctl,
+            stats: common.stats,
+            cpu: common.cpu_rx,
             rings,
             port_names: cfg.ports.iter().map(|p| p.name.clone()).collect(),
-            drop_names,
+            drop_names: common.drop_names,
             stats_interval: Duration::from_secs_f64(cfg.runtime.stats_interval_s),
             control_socket: cfg.runtime.control_socket.clone(),
-        })
+            #[cfg(dpdk)]
+            dpdk: None,
+        }
     }
 
     /// The far ends of the `ring` ports, by port name.
@@ -497,6 +729,7 @@ impl<P: FromConfig> Runtime<P> {
                 last = Instant::now();
                 let cur = self.snapshot();
                 log_rates(&prev, &cur, dt);
+                self.log_devices();
                 prev = cur;
             }
         }
@@ -507,23 +740,52 @@ impl<P: FromConfig> Runtime<P> {
     }
 
     /// Stop the pipelines and collect their final counters.
-    pub fn stop(self) -> Summary {
-        self.stop.store(true, Ordering::Relaxed);
+    pub fn stop(mut self) -> Summary {
         let mut s = Summary {
             ports: self.port_names.clone(),
             drop_names: self.drop_names.clone(),
             ..Summary::default()
         };
-        for h in self.pipelines {
+        for p in self.join_all() {
+            s.counters.add(&p.counters);
+            add_port_stats(&mut s.port_stats, &p.port_stats);
+        }
+        #[cfg(dpdk)]
+        if let Some(d) = self.dpdk.take() {
+            let mut d = d.into_inner().unwrap_or_else(|e| e.into_inner());
+            for port in d.eal.ports().to_vec() {
+                let nonzero: Vec<(String, u64)> =
+                    d.eal.xstats(port.port_id).into_iter().filter(|(_, v)| *v != 0).collect();
+                s.device_stats.push((port.name.clone(), nonzero));
+            }
+            // Every mbuf is back (the pipelines drained their switches): release DPDK.
+            d.eal.cleanup();
+        }
+        s
+    }
+
+    /// Stop the pipelines and wait for each; the summaries of those that did not panic.
+    fn join_all(&mut self) -> Vec<Summary> {
+        self.stop.store(true, Ordering::Relaxed);
+        let mut out = Vec::new();
+        for h in self.pipelines.drain(..) {
             match h.join() {
-                Ok(p) => {
-                    s.counters.add(&p.counters);
-                    add_port_stats(&mut s.port_stats, &p.port_stats);
-                }
+                Ok(p) => out.push(p),
                 Err(_) => tracing::error!("a pipeline panicked"),
             }
         }
-        s
+        out
+    }
+}
+
+impl<P: Program> Drop for Runtime<P> {
+    /// A runtime dropped without [`Runtime::stop`] (an error while serving) still stops and
+    /// joins its pipelines before DPDK, declared after them, is released.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for h in self.pipelines.drain(..) {
+            let _ = h.join();
+        }
     }
 }
 
