@@ -153,6 +153,12 @@ fn bench(c: &mut Criterion) {
     let mut b = Bench::new(bridged);
     assert_eq!(b.burst(), BURST);
     g.bench_function("bridge_64B_burst32", |x| x.iter(|| black_box(b.burst())));
+    // What DPDK's net_null vdevs deliver (scripts/bench-dpdk.sh): all-zero frames, whose
+    // source is never learned and whose destination is unknown, so they are flooded.
+    let zero = vec![vec![0u8; 60]; BURST];
+    let mut z = Bench::new(zero);
+    assert_eq!(z.burst(), BURST);
+    g.bench_function("flood_zero_64B_burst32", |x| x.iter(|| black_box(z.burst())));
     assert_eq!(b.ports_only(), BURST);
     g.bench_function("ports_only_64B_burst32", |x| x.iter(|| black_box(b.ports_only())));
     g.finish();

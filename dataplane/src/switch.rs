@@ -11,7 +11,7 @@
 //! [`Switch`] is sans-IO: it holds no clock, socket or thread. The poll-mode runtime hands it
 //! bursts from real ports with the time; the lab hands it packets on a virtual clock.
 
-use wire::ethernet::{EtherType, EthernetFrame};
+use wire::ethernet::EtherType;
 use wire::pfc::{self, MacControlRepr};
 
 use crate::buf::{Frame, Pool};
@@ -355,8 +355,8 @@ impl<P: Program, F: Frame> Switch<P, F> {
         };
         pc.rx_packets += 1;
         pc.rx_bytes += pkt.len() as u64;
-        let is_mac_control =
-            EthernetFrame::new_checked(pkt.data()).is_ok_and(|f| f.ethertype() == EtherType::MAC_CONTROL);
+        // MAC Control frames (802.3 Annex 31B, 802.1Qbb) are never VLAN-tagged.
+        let is_mac_control = pkt.data().get(12..14) == Some(&EtherType::MAC_CONTROL.0.to_be_bytes()[..]);
         if is_mac_control {
             match MacControlRepr::parse(&pkt.data()[wire::ethernet::HEADER_LEN..]) {
                 Ok(repr) => {
@@ -469,7 +469,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn dispatch(&mut self, now: u64, pkt: F, dest: Dest, qid: u8, md: IngressMd, pool: &mut dyn Pool<F>) {
         let enq = |egress_port, rid| EnqMeta {
             ingress_port: md.ingress_port,
@@ -482,39 +482,60 @@ impl<P: Program, F: Frame> Switch<P, F> {
         match dest {
             Dest::Drop(r) => self.drop_packet(pkt, r, pool),
             Dest::Port(p) => self.enqueue(now, pkt, enq(p, 0), pool),
-            Dest::Cpu => {
-                if self.cpu.len() >= self.opts.cpu_queue {
-                    return self.drop_packet(pkt, builtin::CPU_QUEUE_FULL, pool);
-                }
-                self.counters.to_cpu += 1;
-                self.cpu.push(CpuPacket { pkt, ingress_port: md.ingress_port, code: None });
-            }
+            Dest::Cpu => self.to_cpu(pkt, md.ingress_port, pool),
             Dest::Multicast(g) => {
-                let members = self.mcast.get(g);
-                let n = members.iter().filter(|m| !(md.exclude_ingress && m.0 == md.ingress_port)).count();
-                if n == 0 {
-                    return self.drop_packet(pkt, builtin::BAD_DESTINATION, pool);
-                }
-                // Copies for all but the last member; the original goes to the last.
-                let mut left = n;
-                let mut original = Some(pkt);
-                for i in 0..self.mcast.get(g).len() {
-                    let (port, rid) = self.mcast.get(g)[i];
-                    if md.exclude_ingress && port == md.ingress_port {
-                        continue;
-                    }
-                    left -= 1;
-                    let copy = match original.as_ref() {
-                        Some(_) if left == 0 => original.take(),
-                        Some(o) => self.copy_of(o, pool),
-                        None => None,
-                    };
-                    if let Some(c) = copy {
-                        self.enqueue(now, c, enq(port, rid), pool);
-                    }
+                let skip = md.exclude_ingress.then_some(md.ingress_port);
+                let mut eligible = self.mcast.get(g).iter().filter(|m| Some(m.0) != skip);
+                match (eligible.next().copied(), eligible.next().is_some()) {
+                    (None, _) => self.drop_packet(pkt, builtin::BAD_DESTINATION, pool),
+                    // One copy (a group of one, a flood between two ports): no replication.
+                    (Some((port, rid)), false) => self.enqueue(now, pkt, enq(port, rid), pool),
+                    (Some(_), true) => self.replicate(now, pkt, g, skip, enq(0, 0), pool),
                 }
             }
         }
+    }
+
+    fn to_cpu(&mut self, pkt: F, ingress_port: PortId, pool: &mut dyn Pool<F>) {
+        if self.cpu.len() >= self.opts.cpu_queue {
+            return self.drop_packet(pkt, builtin::CPU_QUEUE_FULL, pool);
+        }
+        self.counters.to_cpu += 1;
+        self.cpu.push(CpuPacket { pkt, ingress_port, code: None });
+    }
+
+    /// A copy of `pkt` for every member of group `g` but `skip`, each with its replication ID;
+    /// the original goes to the last. `meta` carries what all copies share.
+    fn replicate(
+        &mut self,
+        now: u64,
+        pkt: F,
+        g: u16,
+        skip: Option<PortId>,
+        meta: EnqMeta,
+        pool: &mut dyn Pool<F>,
+    ) {
+        // The group is taken out while its copies are enqueued (enqueue needs the whole switch)
+        // and put back after: a move, not an allocation.
+        let Some(slot) = self.mcast.groups.get_mut(usize::from(g)) else {
+            return self.drop_packet(pkt, builtin::BAD_DESTINATION, pool);
+        };
+        let members = std::mem::take(slot);
+        let at = |(egress_port, rid): (PortId, u16)| EnqMeta { egress_port, rid, ..meta };
+        match members.iter().rposition(|m| Some(m.0) != skip) {
+            None => self.drop_packet(pkt, builtin::BAD_DESTINATION, pool),
+            Some(last) => {
+                for &m in &members[..last] {
+                    if Some(m.0) != skip
+                        && let Some(c) = self.copy_of(&pkt, pool)
+                    {
+                        self.enqueue(now, c, at(m), pool);
+                    }
+                }
+                self.enqueue(now, pkt, at(members[last]), pool);
+            }
+        }
+        self.mcast.groups[usize::from(g)] = members;
     }
 
     #[inline(always)]

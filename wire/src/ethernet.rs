@@ -33,6 +33,11 @@ impl EthernetAddress {
     pub const fn is_broadcast(&self) -> bool {
         matches!(self.0, [0xff, 0xff, 0xff, 0xff, 0xff, 0xff])
     }
+
+    /// The all-zero address, which no station owns.
+    pub const fn is_zero(&self) -> bool {
+        matches!(self.0, [0, 0, 0, 0, 0, 0])
+    }
 }
 
 impl fmt::Display for EthernetAddress {

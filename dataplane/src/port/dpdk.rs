@@ -57,7 +57,7 @@ pub enum DpdkError {
         main: u32,
     },
     /// A port's device does not exist.
-    #[error("port {port:?}: DPDK has no device {device:?} (probed devices: {available})")]
+    #[error("port {port:?}: DPDK has no device {device:?} (probed devices: {available}){eal}")]
     NoDevice {
         /// The switch port.
         port: String,
@@ -65,6 +65,8 @@ pub enum DpdkError {
         device: String,
         /// What DPDK did probe.
         available: String,
+        /// What the EAL complained about while probing, if anything (a vdev that failed).
+        eal: String,
     },
     /// A mempool could not be created.
     #[error(
@@ -154,6 +156,9 @@ pub struct Link {
 /// The DPDK environment of one process: EAL, mempools, ports. Dropping it stops everything and
 /// removes the files DPDK made.
 pub struct Eal {
+    /// What the EAL complained about during init although it succeeded (devices that failed
+    /// to probe): reported with a missing device.
+    complaints: Vec<String>,
     pools: Vec<(i32, NonNull<sys::rte_mempool>)>,
     ports: Vec<EthPort>,
     workers: Vec<u32>,
@@ -299,6 +304,7 @@ fn culprit_lines(output: &str) -> Vec<String> {
                 || l.contains("cannot")
                 || l.contains("error")
                 || l.contains("not compatible")
+                || l.contains("not supported")
                 || l.contains("requires an argument")
                 || l.contains("no such"))
                 && !l.starts_with("usage")
@@ -340,15 +346,21 @@ impl Eal {
             let culprit = if culprits.is_empty() {
                 String::new()
             } else {
-                format!("\n  EAL: {}", culprits.join("\n  EAL: "))
+                format!("; the EAL said:\n    {}", culprits.join("\n    "))
             };
             files.remove(true);
             return Err(DpdkError::EalInit { args: args.join(" "), reason, culprit });
         }
         // SAFETY: the EAL is initialised.
         let primary = unsafe { sys::rte_eal_process_type() } == sys::RTE_PROC_PRIMARY;
-        let mut eal =
-            Self { pools: Vec::new(), ports: Vec::new(), workers: Vec::new(), files, cleaned: false };
+        let mut eal = Self {
+            complaints: culprit_lines(&output),
+            pools: Vec::new(),
+            ports: Vec::new(),
+            workers: Vec::new(),
+            files,
+            cleaned: false,
+        };
         if !primary {
             tracing::warn!("running as a DPDK secondary process");
         }
@@ -414,10 +426,16 @@ impl Eal {
                 return Ok(n);
             }
         }
+        let eal = if self.complaints.is_empty() {
+            String::new()
+        } else {
+            format!("; while probing, the EAL said:\n    {}", self.complaints.join("\n    "))
+        };
         Err(DpdkError::NoDevice {
             port: port.to_string(),
             device: device.to_string(),
             available: Self::devices(),
+            eal,
         })
     }
 

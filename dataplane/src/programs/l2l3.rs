@@ -369,9 +369,12 @@ impl L2l3 {
             .is_some_and(|p| p.addrs.iter().any(|&(a, l)| prefix_of(a, l) == prefix_of(ip, l)))
     }
 
+    /// Learn that `src` is behind `port`. Group addresses and the all-zero address are never
+    /// learned (no station owns them; a zero source would otherwise move between ports with
+    /// every frame), but their frames are still forwarded.
     #[inline]
     fn learn(&mut self, src: EthernetAddress, port: PortId, now: u64) {
-        if src.is_multicast() || usize::from(port) >= self.ports.len() {
+        if src.is_multicast() || src.is_zero() || usize::from(port) >= self.ports.len() {
             return;
         }
         let key = mac_key(src);

@@ -634,7 +634,7 @@ impl<F: Frame> TrafficManager<F> {
     /// could let a later packet of a higher priority overtake it, which an idle port never does;
     /// it would also charge and release its buffer in between, which changes no threshold
     /// decision that an instant later could observe.
-    #[inline]
+    #[inline(always)]
     pub fn cut_through(&mut self, now: u64, pkt: &mut F, meta: EnqMeta, meta_out: &mut DeqMeta) -> bool {
         let Some(p) = self.ports.get_mut(usize::from(meta.egress_port)) else { return false };
         if p.nonempty != 0 {

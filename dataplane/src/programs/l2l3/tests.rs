@@ -284,6 +284,21 @@ fn bridges_floods_learns_and_ages() {
 }
 
 #[test]
+fn an_all_zero_source_is_forwarded_but_never_learned() {
+    let (mut sw, mut pool) = setup(CFG);
+    let zero = EthernetAddress([0; 6]);
+    let f = udp_frame(zero, zero, [1, 1, 1, 1], [2, 2, 2, 2], 64, 1);
+    // Flooded from every port, whichever port the zero address was last seen on.
+    for (t, port) in [(0u64, 0u16), (1, 1), (2, 0), (3, 2)] {
+        let mut out: Vec<u16> = run(&mut sw, &mut pool, port, &f, t).iter().map(|o| o.0).collect();
+        out.sort_unstable();
+        let want: Vec<u16> = (0..3).filter(|&p| p != port).collect();
+        assert_eq!(out, want, "from port {port}");
+    }
+    assert_eq!(drops(&sw, "same_port"), 0);
+}
+
+#[test]
 fn a_host_that_moves_is_relearned_at_once() {
     let (mut sw, mut pool) = setup(CFG);
     let b = EthernetAddress([2, 0, 0, 0, 0xb, 0xb]);
