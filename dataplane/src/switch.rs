@@ -482,7 +482,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
         match dest {
             Dest::Drop(r) => self.drop_packet(pkt, r, pool),
             Dest::Port(p) => self.enqueue(now, pkt, enq(p, 0), pool),
-            Dest::Cpu => self.to_cpu(pkt, md.ingress_port, pool),
+            Dest::Cpu => self.punt(pkt, md.ingress_port, pool),
             Dest::Multicast(g) => {
                 let skip = md.exclude_ingress.then_some(md.ingress_port);
                 let mut eligible = self.mcast.get(g).iter().filter(|m| Some(m.0) != skip);
@@ -496,7 +496,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
         }
     }
 
-    fn to_cpu(&mut self, pkt: F, ingress_port: PortId, pool: &mut dyn Pool<F>) {
+    fn punt(&mut self, pkt: F, ingress_port: PortId, pool: &mut dyn Pool<F>) {
         if self.cpu.len() >= self.opts.cpu_queue {
             return self.drop_packet(pkt, builtin::CPU_QUEUE_FULL, pool);
         }
