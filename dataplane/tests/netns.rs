@@ -4,8 +4,9 @@
 //! (one subnet, MAC learning and flooding).
 //!
 //! The test creates its namespaces and interfaces itself, under names unique to the run, and
-//! removes them however it ends. It needs root (network namespaces, AF_PACKET), `ip`, `ping` and
-//! `python3`; without them it says it is skipped (and fails if `SOFTFABRIC_REQUIRE_NETNS` is set,
+//! removes them however it ends. The same routed lab runs again with the switch's ports on DPDK
+//! (`net_af_packet` vdevs) when DPDK was found at build time. It needs root (network namespaces,
+//! AF_PACKET), `ip`, `ping`, `python3` (and `ethtool` for the DPDK case); without them it says it is skipped (and fails if `SOFTFABRIC_REQUIRE_NETNS` is set,
 //! as CI sets it).
 
 use std::io::{BufRead, BufReader};
@@ -82,6 +83,14 @@ impl Lab {
         if let Some(gw) = gateway {
             must(&["ip", "-n", ns, "route", "add", "default", "via", gw]);
         }
+    }
+
+    /// Host `i` computes its own checksums instead of leaving them to the veth (offload): a
+    /// switch that forwards raw frames without completing them (DPDK's `net_af_packet` does
+    /// not) would otherwise deliver UDP with a partial checksum, as no real NIC ever sends.
+    fn checksums_in_software(&self, i: usize) {
+        let o = self.exec(i, &["ethtool", "-K", "eth0", "tx", "off"]);
+        assert!(o.status.success(), "ethtool: {}", String::from_utf8_lossy(&o.stderr));
     }
 
     fn exec(&self, i: usize, args: &[&str]) -> std::process::Output {
@@ -283,4 +292,65 @@ speed = "10G"
     let table = sw.stop();
     let (rx0, tx0) = counters(&table, "p0");
     assert!(rx0 >= 8 && tx0 >= 8, "{table}");
+}
+
+/// The same routed lab with the switch's ports on DPDK: `net_af_packet` vdevs on the veths.
+#[cfg(dpdk)]
+#[test]
+fn dpdk_af_packet_hosts_ping_and_exchange_udp() {
+    if !available() {
+        return;
+    }
+    if Command::new("sh")
+        .args(["-c", "command -v ethtool"])
+        .output()
+        .map(|o| !o.status.success())
+        .unwrap_or(true)
+    {
+        skip("ethtool not installed");
+        return;
+    }
+    let lab = Lab::new("d");
+    lab.host(0, "10.0.1.2/24", Some("10.0.1.1"));
+    lab.host(1, "10.0.2.2/24", Some("10.0.2.1"));
+    lab.checksums_in_software(0);
+    lab.checksums_in_software(1);
+    let prefix = format!("sftest-netns-{}", std::process::id());
+    let sw = Switch::start(
+        &lab,
+        "d",
+        &format!(
+            r#"
+[dpdk]
+eal_args = ["-l", "0-1", "--no-huge", "-m", "256", "--no-pci", "--file-prefix={prefix}",
+            "--vdev=net_af_packet0,iface={{S0}}", "--vdev=net_af_packet1,iface={{S1}}"]
+mbufs = 4095
+rx_ring = 256
+tx_ring = 256
+[[port]]
+name = "p0"
+backend = "dpdk"
+device = "net_af_packet0"
+mac = "02:5f:00:00:02:01"
+speed = "10G"
+ipv4 = ["10.0.1.1/24"]
+[[port]]
+name = "p1"
+backend = "dpdk"
+device = "net_af_packet1"
+mac = "02:5f:00:00:02:02"
+speed = "10G"
+ipv4 = ["10.0.2.1/24"]
+"#
+        ),
+    );
+    ping(&lab, 0, "10.0.2.2");
+    ping(&lab, 1, "10.0.1.2");
+    udp_exchange(&lab, 1, 0, "10.0.2.2");
+    udp_exchange(&lab, 0, 1, "10.0.1.2");
+    let table = sw.stop();
+    let (rx0, tx0) = counters(&table, "p0");
+    let (rx1, tx1) = counters(&table, "p1");
+    assert!(rx0 >= 6 && tx0 >= 6 && rx1 >= 6 && tx1 >= 6, "{table}");
+    assert!(!std::path::Path::new(&format!("/var/run/dpdk/{prefix}")).exists(), "DPDK runtime files left");
 }

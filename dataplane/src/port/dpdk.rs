@@ -248,9 +248,10 @@ fn hugetlbfs_mounts() -> Vec<PathBuf> {
         .collect()
 }
 
-/// Run `f` with the process's stdout and stderr going to a temporary file, and return what was
-/// written there. The EAL prints its usage text and getopt's complaints straight to them; this
-/// lets a failed initialisation be reported as one clear error instead of a page of usage.
+/// Run `f` with the process's stderr going to a temporary file and its stdout to /dev/null, and
+/// return what was written to stderr. The EAL logs and getopt's complaints go to stderr, and on
+/// a bad option the EAL prints its whole usage text to stdout; this lets a failed initialisation
+/// be reported as one clear error instead of a page of usage.
 fn capture_output<T>(f: impl FnOnce() -> T) -> (T, String) {
     let path = std::env::temp_dir().join(format!("softfabric-eal-{}.log", std::process::id()));
     let Ok(file) = std::fs::OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&path)
@@ -266,7 +267,11 @@ fn capture_output<T>(f: impl FnOnce() -> T) -> (T, String) {
     let saved = unsafe {
         libc::fflush(std::ptr::null_mut());
         let saved = (libc::dup(1), libc::dup(2));
-        libc::dup2(fd, 1);
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
+        if null >= 0 {
+            libc::dup2(null, 1);
+            libc::close(null);
+        }
         libc::dup2(fd, 2);
         saved
     };
@@ -293,6 +298,7 @@ fn capture_output<T>(f: impl FnOnce() -> T) -> (T, String) {
 
 /// The lines of EAL output that say what went wrong: failed devices, bad options.
 fn culprit_lines(output: &str) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
     output
         .lines()
         .map(str::trim)
@@ -309,6 +315,7 @@ fn culprit_lines(output: &str) -> Vec<String> {
                 || l.contains("no such"))
                 && !l.starts_with("usage")
         })
+        .filter(|l| seen.insert(*l))
         .map(String::from)
         .collect()
 }
