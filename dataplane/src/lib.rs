@@ -12,14 +12,16 @@
 //! * [`tm`] — the traffic manager: per-port priority queues in a shared buffer with
 //!   byte-accurate accounting, strict + DWRR scheduling, shaping, ECN marking and IEEE 802.1Qbb
 //!   PFC;
-//! * [`port`] — port backends behind one burst interface (memory, pcap, AF_PACKET);
+//! * [`port`] — port backends behind one burst interface (memory, pcap, AF_PACKET, and DPDK with
+//!   the `dpdk` feature when DPDK is found at build time);
 //! * [`runtime`] — the poll-mode runtime: pinned pipeline threads, a control thread, stats;
 //! * [`config`] — the TOML configuration;
-//! * [`programs`] — the programs (`l2l3` so far).
+//! * [`programs`] — the programs (`l2l3`, `macswap`).
 //!
 //! What it is not: packet formats live in `wire`; RoCEv2 state machines in `roce`. [`Switch`]
 //! and the TM read no clock — the runtime passes time in, so the virtual-time lab runs the same
-//! code. `unsafe` appears only in the AF_PACKET backend.
+//! code. `unsafe` appears only in the AF_PACKET and DPDK port backends, each block with its
+//! `SAFETY` comment.
 //!
 //! [`Switch`]: switch::Switch
 #![deny(unsafe_code)]
