@@ -578,16 +578,6 @@ impl Eal {
         Some(Link { up: l.link_status() != 0, speed_mbps: l.link_speed, full_duplex: l.link_duplex() != 0 })
     }
 
-    /// Basic device counters: (imissed, ierrors, oerrors, rx_nombuf).
-    pub fn drops(&self, port_id: u16) -> Option<(u64, u64, u64, u64)> {
-        let mut s = sys::rte_eth_stats::default();
-        // SAFETY: valid out-pointer; the port exists.
-        if unsafe { sys::rte_eth_stats_get(port_id, &mut s) } != 0 {
-            return None;
-        }
-        Some((s.imissed, s.ierrors, s.oerrors, s.rx_nombuf))
-    }
-
     /// Every extended statistic of a port, by name.
     pub fn xstats(&self, port_id: u16) -> Vec<(String, u64)> {
         // SAFETY: a null buffer asks for the count.

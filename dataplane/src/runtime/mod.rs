@@ -357,7 +357,7 @@ impl Handle {
 #[cfg(dpdk)]
 struct DpdkState {
     eal: crate::port::dpdk::Eal,
-    last_drops: Vec<(u64, u64, u64, u64)>,
+    last_xstats: Vec<Vec<(String, u64)>>,
     last_link: Vec<Option<crate::port::dpdk::Link>>,
 }
 
@@ -537,13 +537,13 @@ impl<P: FromConfig> Runtime<P> {
         let nports = eal.ports().len();
         rt.dpdk = Some(std::sync::Mutex::new(DpdkState {
             eal,
-            last_drops: vec![(0, 0, 0, 0); nports],
+            last_xstats: vec![Vec::new(); nports],
             last_link: vec![None; nports],
         }));
         Ok(rt)
     }
 
-    /// Link changes and device drops of DPDK ports since the last call, logged.
+    /// Link changes and device losses (from the xstats) of DPDK ports since the last call, logged.
     fn log_devices(&self) {
         #[cfg(dpdk)]
         if let Some(d) = &self.dpdk
@@ -558,20 +558,23 @@ impl<P: FromConfig> Runtime<P> {
                     }
                     d.last_link[i] = link;
                 }
-                if let Some(now) = d.eal.drops(port.port_id) {
-                    let was = d.last_drops[i];
-                    if now != was {
-                        tracing::warn!(
-                            port = %port.name,
-                            imissed = now.0 - was.0,
-                            ierrors = now.1 - was.1,
-                            oerrors = now.2 - was.2,
-                            rx_nombuf = now.3 - was.3,
-                            "device drops in the last interval"
-                        );
-                        d.last_drops[i] = now;
-                    }
+                // Extended statistics that count loss (missed, errors, no mbuf, drops,
+                // discards): what grew since the last interval.
+                let now = d.eal.xstats(port.port_id);
+                let grew: Vec<String> = now
+                    .iter()
+                    .filter(|(name, _)| {
+                        ["miss", "err", "nombuf", "drop", "discard"].iter().any(|k| name.contains(k))
+                    })
+                    .filter_map(|(name, v)| {
+                        let was = d.last_xstats[i].iter().find(|(n, _)| n == name).map_or(0, |(_, w)| *w);
+                        (*v > was).then(|| format!("{name}+{}", v - was))
+                    })
+                    .collect();
+                if !grew.is_empty() {
+                    tracing::warn!(port = %port.name, counters = %grew.join(" "), "device losses in the last interval");
                 }
+                d.last_xstats[i] = now;
             }
         }
     }
