@@ -1,16 +1,27 @@
 //! # roce — sans-IO RoCEv2 state machines
 //!
-//! What this crate will be: the RoCEv2 protocol logic that the DTA translator, the soft-RNIC
-//! collector and the NIC agent share, written as state machines driven by `(now, event)` that
-//! return actions, in the style of quinn-proto:
+//! The RoCEv2 protocol logic the DTA translator, the soft-RNIC collector and the NIC agent
+//! share, written as state machines driven by `(now, event)` that return what to send, in the
+//! style of quinn-proto:
 //!
-//! * RC and UC requester queue pairs: PSN assignment, a bounded outstanding window, AckReq every
-//!   K packets, ACK / NAK / RNR NAK / remote-access-error / atomic ACK handling by AETH syndrome,
-//!   go-back-N from a bounded retransmit buffer, and timeouts;
-//! * the responder side used by the soft-RNIC collector;
-//! * IB CM client and server (REQ, REP, RTU, REJ, DREQ, DREP) with librdmacm's private data.
+//! * [`requester`] — RC and UC requester queue pairs: PSN assignment, a bounded outstanding
+//!   window, AckReq every K packets, ACK / PSN-sequence NAK / RNR NAK / remote-access-error /
+//!   atomic ACK handling by AETH syndrome, go-back-N from a bounded retransmit ring, timeouts;
+//! * [`responder`] — the responder side: PSN order (duplicates re-acknowledged, a gap NAKed
+//!   once), R_Key and bounds checks through a [`responder::Memory`], WRITE, WRITE with
+//!   Immediate, SEND and atomics (with the replay of duplicate atomics IB requires);
+//! * [`cm`] — the IB communication manager over RoCEv2: the active side (REQ, RTU, REJ handling
+//!   with backoff, DREQ/DREP) and the passive side (listeners by librdmacm service ID, REP,
+//!   RTU), with librdmacm's private-data header, and [`cm::Metadata`], the 16-byte SEND with
+//!   which a DTA collector announces a registered region.
 //!
-//! What it is not: it reads no clock and owns no socket, and it does not define packet formats
-//! (those live in the `wire` crate). It is filled by the DTA translator issue; until then it is
-//! intentionally empty.
+//! What it is not: it reads no clock and owns no socket, and it defines no packet formats
+//! (those live in `wire`; [`frames`] turns this crate's decisions into `wire` reprs). Callers
+//! pass time in nanoseconds and build the frames.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod requester;
+pub mod responder;
+
+pub use requester::{Op, Post, PostError, QpError, Requester, RequesterConfig, Response, Transport};

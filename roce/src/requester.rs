@@ -1,0 +1,572 @@
+//! The requester side of an RC or UC queue pair (IBTA Vol. 1 §9.7.4, §9.7.5.1–2).
+//!
+//! [`Requester`] assigns PSNs, keeps (RC) every outstanding request in a bounded ring so it can
+//! be rebuilt with its original PSN, asks for an acknowledgement every K packets, and reacts to
+//! what comes back by AETH syndrome:
+//!
+//! | response | what happens |
+//! |---|---|
+//! | ACK / atomic ACK for PSN p | everything up to p is complete (ACKs coalesce) |
+//! | NAK PSN sequence error for PSN p | everything before p is complete; go back N: resend from p |
+//! | RNR NAK for PSN p | everything before p is complete; wait the RNR timer, then resend from p |
+//! | NAK remote access / invalid request / remote operational error | fatal: the QP goes to error |
+//! | nothing for `timeout_ns` while requests are outstanding | resend from the oldest (retry count) |
+//!
+//! Resending is a cursor the caller drains with [`Requester::next_retransmit`]; requests posted
+//! while it runs are not sent at once ([`Post::send_now`] is false) but by the cursor, in PSN
+//! order, so the responder never sees them ahead of a gap. UC keeps nothing and gets no
+//! responses: [`Requester::post`] only numbers packets.
+//!
+//! Everything is driven by `now` (ns) passed in; nothing here reads a clock.
+
+use wire::roce::{AethRepr, BthRepr, NakCode, Opcode, PSN_MASK, Syndrome, psn_add, psn_diff, rnr_timer_ns};
+
+/// Largest payload one request may carry (its bytes are kept for retransmission).
+pub const MAX_INLINE: usize = 256;
+
+/// RC (acknowledged) or UC (unacknowledged).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Transport {
+    /// Reliable connection.
+    #[default]
+    Rc,
+    /// Unreliable connection.
+    Uc,
+}
+
+/// Requester settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequesterConfig {
+    /// RC or UC.
+    pub transport: Transport,
+    /// Most requests outstanding (sent, not acknowledged); a power of two up to 2^22.
+    pub window: u32,
+    /// Ask for an acknowledgement at least every this many packets.
+    pub ack_req_every: u32,
+    /// Resend from the oldest outstanding request after this long without progress.
+    pub timeout_ns: u64,
+    /// Timeouts and sequence-error rounds without progress before the QP gives up (IB: 0..=7).
+    pub retry_limit: u8,
+    /// RNR NAKs without progress before the QP gives up; 7 means never (as in IB).
+    pub rnr_retry_limit: u8,
+}
+
+impl Default for RequesterConfig {
+    fn default() -> Self {
+        Self {
+            transport: Transport::Rc,
+            window: 4096,
+            ack_req_every: 32,
+            timeout_ns: 1_000_000,
+            retry_limit: 7,
+            rnr_retry_limit: 7,
+        }
+    }
+}
+
+/// The operation of one request. Every request is one packet (an *Only* opcode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// RDMA WRITE of the payload to `va`; with `imm`, WRITE with Immediate.
+    Write {
+        /// Remote address.
+        va: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Immediate data.
+        imm: Option<u32>,
+    },
+    /// SEND of the payload; with `imm`, SEND with Immediate.
+    Send {
+        /// Immediate data.
+        imm: Option<u32>,
+    },
+    /// Atomic fetch-and-add of `add` to the 64-bit word at `va`.
+    FetchAdd {
+        /// Remote address (8-byte aligned).
+        va: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Addend.
+        add: u64,
+    },
+    /// Atomic compare-and-swap of the 64-bit word at `va`.
+    CmpSwap {
+        /// Remote address (8-byte aligned).
+        va: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Expected value.
+        compare: u64,
+        /// New value.
+        swap: u64,
+    },
+}
+
+impl Op {
+    /// The BTH opcode of this operation on `transport`.
+    pub const fn opcode(&self, transport: Transport) -> Opcode {
+        let uc = matches!(transport, Transport::Uc);
+        match (self, uc) {
+            (Op::Write { imm: None, .. }, false) => Opcode::RC_RDMA_WRITE_ONLY,
+            (Op::Write { imm: Some(_), .. }, false) => Opcode::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
+            (Op::Write { imm: None, .. }, true) => Opcode::UC_RDMA_WRITE_ONLY,
+            (Op::Write { imm: Some(_), .. }, true) => Opcode::UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
+            (Op::Send { imm: None }, false) => Opcode::RC_SEND_ONLY,
+            (Op::Send { imm: Some(_) }, false) => Opcode::RC_SEND_ONLY_WITH_IMMEDIATE,
+            (Op::Send { imm: None }, true) => Opcode::UC_SEND_ONLY,
+            (Op::Send { imm: Some(_) }, true) => Opcode::UC_SEND_ONLY_WITH_IMMEDIATE,
+            (Op::FetchAdd { .. }, _) => Opcode::RC_FETCH_ADD,
+            (Op::CmpSwap { .. }, _) => Opcode::RC_COMPARE_SWAP,
+        }
+    }
+
+    /// Whether this is an atomic (RC only, answered by an atomic ACK).
+    pub const fn is_atomic(&self) -> bool {
+        matches!(self, Op::FetchAdd { .. } | Op::CmpSwap { .. })
+    }
+}
+
+/// Why a request could not be posted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PostError {
+    /// The outstanding window is full: wait for acknowledgements.
+    #[error("outstanding window full")]
+    WindowFull,
+    /// The QP is in the error state.
+    #[error("queue pair in error: {0}")]
+    QpError(QpError),
+    /// The payload is larger than [`MAX_INLINE`], or an atomic carries one.
+    #[error("payload of {0} bytes not allowed for this operation")]
+    Payload(usize),
+    /// Atomics need RC.
+    #[error("atomics need a reliable connection")]
+    AtomicOnUc,
+}
+
+/// Why a QP went to the error state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum QpError {
+    /// The responder NAKed with a fatal code.
+    #[error("responder NAK: {0:?}")]
+    Nak(NakCode),
+    /// Too many timeouts or sequence errors without progress.
+    #[error("transport retry count exceeded")]
+    RetryExceeded,
+    /// Too many RNR NAKs without progress.
+    #[error("RNR retry count exceeded")]
+    RnrRetryExceeded,
+}
+
+/// What [`Requester::post`] decided for a new request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Post {
+    /// Its PSN.
+    pub psn: u32,
+    /// Set AckReq in its BTH.
+    pub ack_req: bool,
+    /// Send it now; `false` while a retransmission runs — the cursor sends it in order.
+    pub send_now: bool,
+}
+
+/// What a response did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Response {
+    /// Requests completed (possibly none, for a duplicate ACK); `atomics` of them were atomics.
+    Acked {
+        /// Requests completed by this response.
+        completed: u32,
+        /// How many of them were atomics.
+        atomics: u32,
+    },
+    /// Requests before the NAKed PSN completed; resending from it has started.
+    Retransmit {
+        /// Requests completed by this response.
+        completed: u32,
+        /// The first PSN resent.
+        from: u32,
+    },
+    /// RNR NAK: resending from `from` at `until`.
+    RnrWait {
+        /// The first PSN to resend.
+        from: u32,
+        /// When.
+        until: u64,
+    },
+    /// The QP is now in error.
+    Fatal(QpError),
+    /// Not for any outstanding request (older than the oldest, beyond the newest, or while in
+    /// error): ignored.
+    Ignored,
+}
+
+/// One outstanding request, kept for retransmission.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    op: Op,
+    len: u16,
+    data: [u8; MAX_INLINE],
+}
+
+impl Default for Slot {
+    fn default() -> Self {
+        Self { op: Op::Send { imm: None }, len: 0, data: [0; MAX_INLINE] }
+    }
+}
+
+/// A request to resend, as [`Requester::next_retransmit`] returns it.
+#[derive(Debug, Clone, Copy)]
+pub struct Resend<'a> {
+    /// Its original PSN.
+    pub psn: u32,
+    /// The operation.
+    pub op: Op,
+    /// The payload.
+    pub payload: &'a [u8],
+    /// Set AckReq (on the last of a resent run).
+    pub ack_req: bool,
+}
+
+/// Counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RequesterStats {
+    /// Requests posted.
+    pub posted: u64,
+    /// Requests completed by an acknowledgement.
+    pub completed: u64,
+    /// Packets resent.
+    pub retransmitted: u64,
+    /// PSN-sequence-error NAKs received.
+    pub seq_naks: u64,
+    /// RNR NAKs received.
+    pub rnr_naks: u64,
+    /// Timeouts.
+    pub timeouts: u64,
+    /// Responses ignored (stale, beyond the window, or while in error).
+    pub ignored: u64,
+}
+
+/// The requester side of one RC or UC queue pair.
+#[derive(Debug, Clone)]
+pub struct Requester {
+    cfg: RequesterConfig,
+    dest_qp: u32,
+    /// Next PSN to assign.
+    next_psn: u32,
+    /// Oldest unacknowledged PSN.
+    una: u32,
+    /// PSN of the last packet sent with AckReq.
+    last_ack_req: u32,
+    /// The first outstanding packet sent without AckReq after the last one with it, and when.
+    unrequested_since: Option<u64>,
+    ring: Vec<Slot>,
+    /// Retransmission cursor: the next PSN to resend, if resending.
+    rtx: Option<u32>,
+    /// Resending waits until this time (RNR).
+    rtx_at: u64,
+    last_progress: u64,
+    retries: u8,
+    rnr_retries: u8,
+    error: Option<QpError>,
+    stats: RequesterStats,
+}
+
+impl Requester {
+    /// A requester towards `dest_qp` whose first PSN is `start_psn` (the PSN it announced in its
+    /// CM REQ). `cfg.window` is rounded up to a power of two.
+    pub fn new(cfg: RequesterConfig, dest_qp: u32, start_psn: u32) -> Self {
+        let window = cfg.window.clamp(1, 1 << 22).next_power_of_two();
+        let ring = match cfg.transport {
+            Transport::Rc => vec![Slot::default(); window as usize],
+            Transport::Uc => Vec::new(),
+        };
+        let start = start_psn & PSN_MASK;
+        Self {
+            cfg: RequesterConfig { window, ack_req_every: cfg.ack_req_every.max(1), ..cfg },
+            dest_qp: dest_qp & PSN_MASK,
+            next_psn: start,
+            una: start,
+            last_ack_req: psn_add(start, PSN_MASK),
+            unrequested_since: None,
+            ring,
+            rtx: None,
+            rtx_at: 0,
+            last_progress: 0,
+            retries: 0,
+            rnr_retries: 0,
+            error: None,
+            stats: RequesterStats::default(),
+        }
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &RequesterConfig {
+        &self.cfg
+    }
+
+    /// The destination QP number.
+    pub fn dest_qp(&self) -> u32 {
+        self.dest_qp
+    }
+
+    /// The PSN the next new request gets.
+    pub fn next_psn(&self) -> u32 {
+        self.next_psn
+    }
+
+    /// Requests sent and not yet acknowledged (always 0 on UC).
+    pub fn outstanding(&self) -> u32 {
+        match self.cfg.transport {
+            Transport::Rc => psn_diff(self.next_psn, self.una) as u32,
+            Transport::Uc => 0,
+        }
+    }
+
+    /// Whether a new request would be accepted now.
+    pub fn can_post(&self) -> bool {
+        self.error.is_none() && self.outstanding() < self.cfg.window
+    }
+
+    /// The error that stopped the QP, if any.
+    pub fn error(&self) -> Option<QpError> {
+        self.error
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> RequesterStats {
+        self.stats
+    }
+
+    /// Whether a retransmission is under way (its cursor has packets to give).
+    pub fn retransmitting(&self) -> bool {
+        self.rtx.is_some()
+    }
+
+    /// Number a new request and (RC) keep it for retransmission.
+    #[inline]
+    pub fn post(&mut self, now: u64, op: Op, payload: &[u8], force_ack_req: bool) -> Result<Post, PostError> {
+        if let Some(e) = self.error {
+            return Err(PostError::QpError(e));
+        }
+        if payload.len() > MAX_INLINE || (op.is_atomic() && !payload.is_empty()) {
+            return Err(PostError::Payload(payload.len()));
+        }
+        let psn = self.next_psn;
+        if self.cfg.transport == Transport::Uc {
+            if op.is_atomic() {
+                return Err(PostError::AtomicOnUc);
+            }
+            self.next_psn = psn_add(psn, 1);
+            self.stats.posted += 1;
+            return Ok(Post { psn, ack_req: false, send_now: true });
+        }
+        let outstanding = self.outstanding();
+        if outstanding >= self.cfg.window {
+            return Err(PostError::WindowFull);
+        }
+        let slot = &mut self.ring[(psn & (self.cfg.window - 1)) as usize];
+        slot.op = op;
+        slot.len = payload.len() as u16;
+        slot.data[..payload.len()].copy_from_slice(payload);
+        if outstanding == 0 {
+            // Nothing was outstanding: the timeout counts from now.
+            self.last_progress = now;
+        }
+        self.next_psn = psn_add(psn, 1);
+        self.stats.posted += 1;
+        let send_now = self.rtx.is_none();
+        // Ask for an ACK every K packets, for atomics (answered anyway), when the window is
+        // nearly full, and when the caller wants one (the end of a burst).
+        let ack_req = send_now
+            && (force_ack_req
+                || op.is_atomic()
+                || psn_diff(psn, self.last_ack_req) >= self.cfg.ack_req_every as i32
+                || outstanding + self.cfg.ack_req_every >= self.cfg.window);
+        if ack_req {
+            self.last_ack_req = psn;
+            self.unrequested_since = None;
+        } else if send_now && self.unrequested_since.is_none() {
+            self.unrequested_since = Some(now);
+        }
+        Ok(Post { psn, ack_req, send_now })
+    }
+
+    /// Whether packets have been outstanding without any AckReq after them for `delay` ns: the
+    /// caller should then send something with AckReq (a zero-length WRITE, say) so that the
+    /// tail of a burst is acknowledged.
+    pub fn ack_probe_due(&self, now: u64, delay: u64) -> bool {
+        self.error.is_none()
+            && self.rtx.is_none()
+            && self.unrequested_since.is_some_and(|t| now.saturating_sub(t) >= delay)
+            && self.outstanding() > 0
+    }
+
+    /// Handle an acknowledgement (opcode ACKNOWLEDGE or ATOMIC ACKNOWLEDGE) for this QP.
+    pub fn on_response(&mut self, now: u64, bth: &BthRepr, aeth: &AethRepr) -> Response {
+        if self.error.is_some() || self.cfg.transport == Transport::Uc {
+            self.stats.ignored += 1;
+            return Response::Ignored;
+        }
+        let psn = bth.psn & PSN_MASK;
+        // p must name an outstanding PSN (or, for a duplicate ACK, the one just before una).
+        let ahead = psn_diff(psn, self.una);
+        let outstanding = self.outstanding() as i32;
+        match aeth.syndrome {
+            Syndrome::Ack { .. } => {
+                if !(-1..outstanding).contains(&ahead) {
+                    self.stats.ignored += 1;
+                    return Response::Ignored;
+                }
+                let (completed, atomics) = self.complete_through(now, psn_add(psn, 1));
+                Response::Acked { completed, atomics }
+            }
+            Syndrome::Nak(NakCode::PsnSequenceError) => {
+                if !(0..=outstanding).contains(&ahead) {
+                    self.stats.ignored += 1;
+                    return Response::Ignored;
+                }
+                self.stats.seq_naks += 1;
+                let (completed, _) = self.complete_through(now, psn);
+                if completed == 0 {
+                    // A NAK that moved nothing forward counts as a retry.
+                    if let Some(e) = self.count_retry() {
+                        return Response::Fatal(e);
+                    }
+                }
+                if self.outstanding() > 0 {
+                    self.start_rtx(now, psn);
+                }
+                Response::Retransmit { completed, from: psn }
+            }
+            Syndrome::RnrNak { timer } => {
+                if !(0..outstanding).contains(&ahead) {
+                    self.stats.ignored += 1;
+                    return Response::Ignored;
+                }
+                self.stats.rnr_naks += 1;
+                let (completed, _) = self.complete_through(now, psn);
+                if completed == 0 && self.cfg.rnr_retry_limit < 7 {
+                    self.rnr_retries += 1;
+                    if self.rnr_retries > self.cfg.rnr_retry_limit {
+                        return Response::Fatal(self.fail(QpError::RnrRetryExceeded));
+                    }
+                }
+                let until = now + rnr_timer_ns(timer);
+                self.start_rtx(until, psn);
+                Response::RnrWait { from: psn, until }
+            }
+            Syndrome::Nak(code) => Response::Fatal(self.fail(QpError::Nak(code))),
+            Syndrome::Reserved(_) => {
+                self.stats.ignored += 1;
+                Response::Ignored
+            }
+        }
+    }
+
+    /// Complete every request before `end`; returns (completed, atomics among them).
+    fn complete_through(&mut self, now: u64, end: u32) -> (u32, u32) {
+        let n = psn_diff(end, self.una).max(0) as u32;
+        if n == 0 {
+            return (0, 0);
+        }
+        let mut atomics = 0;
+        for i in 0..n {
+            let psn = psn_add(self.una, i);
+            atomics += u32::from(self.ring[(psn & (self.cfg.window - 1)) as usize].op.is_atomic());
+        }
+        self.una = end;
+        if let Some(c) = self.rtx
+            && psn_diff(c, end) < 0
+        {
+            self.rtx = Some(end);
+        }
+        if self.outstanding() == 0 {
+            self.rtx = None;
+            self.unrequested_since = None;
+        }
+        self.last_progress = now;
+        self.retries = 0;
+        self.rnr_retries = 0;
+        self.stats.completed += u64::from(n);
+        (n, atomics)
+    }
+
+    fn count_retry(&mut self) -> Option<QpError> {
+        self.retries += 1;
+        (self.retries > self.cfg.retry_limit).then(|| self.fail(QpError::RetryExceeded))
+    }
+
+    fn fail(&mut self, e: QpError) -> QpError {
+        self.error = Some(e);
+        self.rtx = None;
+        e
+    }
+
+    fn start_rtx(&mut self, at: u64, from: u32) {
+        self.rtx = Some(from);
+        self.rtx_at = at;
+        self.last_progress = at;
+    }
+
+    /// Check the timeout at `now`: with requests outstanding and no progress for
+    /// `timeout_ns`, resending from the oldest starts (or the QP fails after `retry_limit`).
+    /// Returns whether a resend started.
+    pub fn poll(&mut self, now: u64) -> Result<bool, QpError> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        if self.cfg.transport == Transport::Uc || self.outstanding() == 0 || self.rtx.is_some() {
+            return Ok(false);
+        }
+        if now.saturating_sub(self.last_progress) < self.cfg.timeout_ns {
+            return Ok(false);
+        }
+        self.stats.timeouts += 1;
+        if let Some(e) = self.count_retry() {
+            return Err(e);
+        }
+        self.start_rtx(now, self.una);
+        Ok(true)
+    }
+
+    /// When [`poll`](Self::poll) next has something to do, if ever (for a virtual clock).
+    pub fn next_deadline(&self) -> Option<u64> {
+        if self.error.is_some() || self.cfg.transport == Transport::Uc {
+            return None;
+        }
+        if self.rtx.is_some() {
+            return Some(self.rtx_at);
+        }
+        (self.outstanding() > 0).then_some(self.last_progress + self.cfg.timeout_ns)
+    }
+
+    /// The next request to resend at `now`, if a retransmission is under way and due. The last
+    /// of the run asks for an ACK.
+    pub fn next_retransmit(&mut self, now: u64) -> Option<Resend<'_>> {
+        let psn = self.rtx?;
+        if now < self.rtx_at {
+            return None;
+        }
+        if psn_diff(self.next_psn, psn) <= 0 {
+            self.rtx = None;
+            return None;
+        }
+        let next = psn_add(psn, 1);
+        let last = next == self.next_psn;
+        let every = psn_diff(psn, self.last_ack_req) >= self.cfg.ack_req_every as i32;
+        let ack_req = last || every;
+        if ack_req {
+            self.last_ack_req = psn;
+        }
+        self.rtx = if last { None } else { Some(next) };
+        if last {
+            self.unrequested_since = None;
+        }
+        self.stats.retransmitted += 1;
+        let slot = &self.ring[(psn & (self.cfg.window - 1)) as usize];
+        Some(Resend { psn, op: slot.op, payload: &slot.data[..usize::from(slot.len)], ack_req })
+    }
+}
+
+#[cfg(test)]
+mod tests;

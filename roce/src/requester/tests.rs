@@ -1,0 +1,168 @@
+use super::*;
+use wire::roce::{AethRepr, BthRepr, NakCode, Opcode, Syndrome};
+
+fn cfg(window: u32, k: u32) -> RequesterConfig {
+    RequesterConfig {
+        window,
+        ack_req_every: k,
+        timeout_ns: 1000,
+        retry_limit: 3,
+        ..RequesterConfig::default()
+    }
+}
+
+fn write(n: u64) -> Op {
+    Op::Write { va: 0x1000 + n * 8, rkey: 7, imm: None }
+}
+
+fn resp(opcode: Opcode, psn: u32, syndrome: Syndrome) -> (BthRepr, AethRepr) {
+    (BthRepr { opcode, psn, ..BthRepr::default() }, AethRepr { syndrome, msn: 0 })
+}
+
+fn ack(psn: u32) -> (BthRepr, AethRepr) {
+    resp(Opcode::RC_ACKNOWLEDGE, psn, Syndrome::Ack { credits: 31 })
+}
+
+#[test]
+fn psns_ack_req_every_k_and_coalesced_acks() {
+    let mut r = Requester::new(cfg(64, 4), 0x11, 0xff_fffe);
+    let mut acks = Vec::new();
+    for i in 0..8 {
+        let p = r.post(0, write(i), &[1, 2, 3, 4], false).unwrap();
+        assert!(p.send_now);
+        acks.push(p.ack_req);
+        assert_eq!(p.psn, psn_add(0xff_fffe, i as u32), "PSNs wrap at 2^24");
+    }
+    // Every fourth packet asks for an acknowledgement.
+    assert_eq!(acks, [false, false, false, true, false, false, false, true]);
+    assert_eq!(r.outstanding(), 8);
+    // One ACK for the fifth packet completes five.
+    let (b, a) = ack(psn_add(0xff_fffe, 4));
+    assert_eq!(r.on_response(10, &b, &a), Response::Acked { completed: 5, atomics: 0 });
+    assert_eq!(r.outstanding(), 3);
+    // A duplicate of it completes nothing; one for a PSN never sent is ignored.
+    assert_eq!(r.on_response(11, &b, &a), Response::Acked { completed: 0, atomics: 0 });
+    let (b, a) = ack(psn_add(0xff_fffe, 20));
+    assert_eq!(r.on_response(12, &b, &a), Response::Ignored);
+    // The last packet asked; one more does not: a probe is due after the delay.
+    assert!(!r.ack_probe_due(15, 0));
+    assert!(!r.post(15, write(8), &[], false).unwrap().ack_req);
+    assert!(!r.ack_probe_due(100, 100));
+    assert!(r.ack_probe_due(200, 100));
+    let p = r.post(200, write(9), &[], true).unwrap();
+    assert!(p.ack_req);
+    assert!(!r.ack_probe_due(400, 100));
+}
+
+#[test]
+fn window_bounds_outstanding() {
+    let mut r = Requester::new(cfg(4, 32), 1, 0);
+    for i in 0..4 {
+        r.post(0, write(i), &[0; 8], false).unwrap();
+    }
+    assert_eq!(r.post(0, write(5), &[0; 8], false), Err(PostError::WindowFull));
+    assert!(!r.can_post());
+    let (b, a) = ack(1);
+    r.on_response(1, &b, &a);
+    assert!(r.can_post());
+    // Payload limits.
+    assert_eq!(r.post(1, write(0), &[0; MAX_INLINE + 1], false), Err(PostError::Payload(MAX_INLINE + 1)));
+    let fa = Op::FetchAdd { va: 0, rkey: 1, add: 1 };
+    assert_eq!(r.post(1, fa, &[0; 8], false), Err(PostError::Payload(8)));
+}
+
+#[test]
+fn sequence_nak_goes_back_n_in_order() {
+    let mut r = Requester::new(cfg(64, 100), 1, 100);
+    for i in 0..10 {
+        r.post(0, write(i), &[i as u8; 4], false).unwrap();
+    }
+    // The responder got 100..=103 and NAKs 104.
+    let (b, a) = resp(Opcode::RC_ACKNOWLEDGE, 104, Syndrome::Nak(NakCode::PsnSequenceError));
+    assert_eq!(r.on_response(5, &b, &a), Response::Retransmit { completed: 4, from: 104 });
+    // Posting while resending queues behind the cursor.
+    let p = r.post(6, write(10), &[10; 4], false).unwrap();
+    assert!(!p.send_now);
+    let mut resent = Vec::new();
+    while let Some(x) = r.next_retransmit(6) {
+        resent.push((x.psn, x.payload[0], x.ack_req));
+    }
+    let psns: Vec<u32> = resent.iter().map(|x| x.0).collect();
+    assert_eq!(psns, (104..=110).collect::<Vec<_>>());
+    assert_eq!(resent.iter().map(|x| x.1).collect::<Vec<_>>(), (4..=10).collect::<Vec<u8>>());
+    assert!(resent.last().unwrap().2, "the last resent packet asks for an ACK");
+    assert!(!r.retransmitting());
+    assert_eq!(r.stats().retransmitted, 7);
+    // New posts go out at once again.
+    assert!(r.post(7, write(11), &[], false).unwrap().send_now);
+}
+
+#[test]
+fn timeout_resends_from_the_oldest_then_gives_up() {
+    let mut r = Requester::new(cfg(64, 100), 1, 0);
+    r.post(0, write(0), &[1], false).unwrap();
+    r.post(0, write(1), &[2], false).unwrap();
+    assert_eq!(r.poll(999), Ok(false));
+    assert_eq!(r.next_deadline(), Some(1000));
+    assert_eq!(r.poll(1000), Ok(true));
+    let x: Vec<u32> = std::iter::from_fn(|| r.next_retransmit(1000).map(|x| x.psn)).collect();
+    assert_eq!(x, [0, 1]);
+    // Progress resets the count.
+    let (b, a) = ack(0);
+    r.on_response(1500, &b, &a);
+    for t in 1..=3 {
+        assert_eq!(r.poll(1500 + t * 1000), Ok(true), "retry {t}");
+        while r.next_retransmit(1500 + t * 1000).is_some() {}
+    }
+    assert_eq!(r.poll(5500), Err(QpError::RetryExceeded));
+    assert_eq!(r.post(5500, write(3), &[], false), Err(PostError::QpError(QpError::RetryExceeded)));
+}
+
+#[test]
+fn rnr_nak_waits_its_timer() {
+    let mut r = Requester::new(cfg(64, 100), 1, 0);
+    for i in 0..3 {
+        r.post(0, write(i), &[], false).unwrap();
+    }
+    // Timer code 1: 0.01 ms.
+    let (b, a) = resp(Opcode::RC_ACKNOWLEDGE, 1, Syndrome::RnrNak { timer: 1 });
+    let until = 10 + rnr_timer_ns(1);
+    assert_eq!(r.on_response(10, &b, &a), Response::RnrWait { from: 1, until });
+    assert!(r.next_retransmit(until - 1).is_none());
+    let x: Vec<u32> = std::iter::from_fn(|| r.next_retransmit(until).map(|x| x.psn)).collect();
+    assert_eq!(x, [1, 2]);
+}
+
+#[test]
+fn remote_access_error_is_fatal_and_later_responses_ignored() {
+    let mut r = Requester::new(cfg(64, 100), 1, 0);
+    r.post(0, write(0), &[], false).unwrap();
+    let (b, a) = resp(Opcode::RC_ACKNOWLEDGE, 0, Syndrome::Nak(NakCode::RemoteAccessError));
+    assert_eq!(r.on_response(1, &b, &a), Response::Fatal(QpError::Nak(NakCode::RemoteAccessError)));
+    assert_eq!(r.error(), Some(QpError::Nak(NakCode::RemoteAccessError)));
+    let (b, a) = ack(0);
+    assert_eq!(r.on_response(2, &b, &a), Response::Ignored);
+}
+
+#[test]
+fn atomics_always_ask_and_count_in_completions() {
+    let mut r = Requester::new(cfg(64, 100), 1, 0);
+    r.post(0, write(0), &[], false).unwrap();
+    let p = r.post(0, Op::FetchAdd { va: 8, rkey: 1, add: 5 }, &[], false).unwrap();
+    assert!(p.ack_req);
+    let (b, a) = resp(Opcode::RC_ATOMIC_ACKNOWLEDGE, 1, Syndrome::Ack { credits: 0 });
+    assert_eq!(r.on_response(1, &b, &a), Response::Acked { completed: 2, atomics: 1 });
+}
+
+#[test]
+fn uc_numbers_packets_and_keeps_nothing() {
+    let c = RequesterConfig { transport: Transport::Uc, ..cfg(4, 4) };
+    let mut r = Requester::new(c, 1, 5);
+    for i in 0..10 {
+        let p = r.post(0, write(i), &[0; 4], false).unwrap();
+        assert_eq!((p.psn, p.ack_req, p.send_now), (5 + i as u32, false, true));
+    }
+    assert_eq!(r.outstanding(), 0);
+    assert_eq!(r.post(0, Op::FetchAdd { va: 0, rkey: 0, add: 1 }, &[], false), Err(PostError::AtomicOnUc));
+    assert_eq!(write(0).opcode(Transport::Uc), Opcode::UC_RDMA_WRITE_ONLY);
+}
