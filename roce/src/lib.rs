@@ -21,6 +21,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod cm;
+pub mod frames;
 pub mod requester;
 pub mod responder;
 

@@ -131,6 +131,32 @@ fn uc_resyncs_on_a_new_message() {
 /// write lands exactly once in order, every atomic is applied exactly once.
 #[test]
 fn requester_and_responder_recover_from_loss() {
+    let mut n = 0u32;
+    let lost = simulate(&mut || {
+        n += 1;
+        n % 7 == 0
+    });
+    assert!(lost > 100, "{lost}");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
+    /// The same under random loss of up to 30 % each way.
+    #[test]
+    fn recovery_under_random_loss(seed in 1u64.., percent in 0u64..30) {
+        let mut x = seed;
+        simulate(&mut || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % 100 < percent
+        });
+    }
+}
+
+/// Run 2000 requests (every tenth a FETCH_ADD) through a link that drops a packet whenever
+/// `lose` says so; check the outcome; return how many packets were lost.
+fn simulate(lose: &mut dyn FnMut() -> bool) -> u32 {
     let mut m = mem();
     let cfg =
         RequesterConfig { window: 64, ack_req_every: 8, timeout_ns: 10_000, ..RequesterConfig::default() };
@@ -165,7 +191,7 @@ fn requester_and_responder_recover_from_loss() {
         }
         for (psn, op, payload, ack_req) in wire.drain(..) {
             sent += 1;
-            if sent % 7 == 0 {
+            if lose() {
                 lost += 1;
                 continue;
             }
@@ -195,7 +221,7 @@ fn requester_and_responder_recover_from_loss() {
                 }
             };
             sent += 1;
-            if sent % 7 == 0 {
+            if lose() {
                 lost += 1;
                 continue;
             }
@@ -205,9 +231,10 @@ fn requester_and_responder_recover_from_loss() {
         }
         assert!(now < 1_000_000_000, "no progress: executed {}", resp.stats().executed);
     }
-    assert!(lost > 100);
     assert_eq!(applied_adds, u64::from(total / 10), "each atomic applied exactly once");
     let counter = u64::from_le_bytes(m.get(0x42).unwrap().buf[0x800..0x808].try_into().unwrap());
     assert_eq!(counter, u64::from(total / 10));
     assert_eq!(resp.expected_psn(), psn_add(1000, total));
+    let _ = sent;
+    lost
 }

@@ -1,0 +1,626 @@
+//! The InfiniBand communication manager over RoCEv2 (IBTA Vol. 1 ch. 12), as librdmacm speaks
+//! it for `RDMA_PS_TCP`: both sides, and the DTA collector's metadata message.
+//!
+//! * [`CmClient`] — the active side. `start` sends a REQ (service ID `0x0106_0000_0000_0000 |
+//!   port`, the CMA private-data header with both IPv4 addresses, our QPN and starting PSN);
+//!   a REP establishes the connection and is answered with an RTU; a REJ, or no answer after
+//!   `max_req_tries` REQs, is reported and retried after an exponential backoff; a DREQ from the
+//!   peer is answered with a DREP and reported.
+//! * [`CmServer`] — the passive side: a REQ for a service it listens on is offered to the
+//!   caller, which accepts (a QPN and starting PSN) or rejects it; the REP is resent until the
+//!   RTU arrives, a duplicate REQ gets the same REP again, and DREQ is answered with DREP.
+//! * [`Metadata`] — the 16-byte SEND a DTA collector posts after accepting: VA low, VA high,
+//!   length, key, each a little-endian `u32`, as the reference collector sends them.
+//!
+//! MADs are [`CmMadRepr`]s; [`crate::frames::cm_mad`] puts one into a UD SEND to QP 1.
+
+use core::net::Ipv4Addr;
+
+use wire::ibcm::{
+    CmMadRepr, CmMessage, CmaAddrs, CmaHeaderRepr, DrepRepr, DreqRepr, PathRepr, RejRepr, RepRepr, ReqRepr,
+    RtuRepr, ipv4_mapped_gid, port_space, private_len, rdma_cm_port, rdma_cm_service_id, transport,
+};
+use wire::roce::{DEFAULT_PKEY, PSN_MASK};
+
+use crate::requester::Transport;
+
+/// Timers and retries of the CM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CmConfig {
+    /// How long to wait for an answer (REP to a REQ, RTU to a REP) before sending again.
+    pub response_timeout_ns: u64,
+    /// REQs (or REPs) sent before the attempt counts as timed out.
+    pub max_req_tries: u32,
+    /// First backoff after a failed attempt; doubled each time.
+    pub backoff_initial_ns: u64,
+    /// Longest backoff.
+    pub backoff_max_ns: u64,
+}
+
+impl Default for CmConfig {
+    fn default() -> Self {
+        Self {
+            response_timeout_ns: 200_000_000,
+            max_req_tries: 4,
+            backoff_initial_ns: 100_000_000,
+            backoff_max_ns: 10_000_000_000,
+        }
+    }
+}
+
+/// One side's view of an established connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Connection {
+    /// Our communication ID.
+    pub local_comm_id: u32,
+    /// The peer's communication ID.
+    pub remote_comm_id: u32,
+    /// Our QPN.
+    pub local_qpn: u32,
+    /// The peer's QPN: the destination of what we send.
+    pub remote_qpn: u32,
+    /// The PSN our first request carries.
+    pub local_psn: u32,
+    /// The PSN the peer's first request carries: what our responder expects.
+    pub remote_psn: u32,
+    /// The librdmacm port (from the service ID).
+    pub port: u16,
+}
+
+/// What the active side asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectParams {
+    /// Our address.
+    pub local_ip: Ipv4Addr,
+    /// The listener's address.
+    pub remote_ip: Ipv4Addr,
+    /// The listener's librdmacm port (its service ID is derived for `RDMA_PS_TCP`).
+    pub port: u16,
+    /// Our QPN.
+    pub local_qpn: u32,
+    /// Our starting PSN.
+    pub start_psn: u32,
+    /// Our CA GUID.
+    pub ca_guid: u64,
+    /// Path MTU code (3: 1024 bytes, 5: 4096 bytes).
+    pub path_mtu: u8,
+    /// RC or UC.
+    pub transport: Transport,
+    /// The source port in librdmacm's private-data header.
+    pub src_port: u16,
+}
+
+/// Why a connection attempt failed or ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ConnectError {
+    /// The peer rejected the REQ (IBTA reason code, e.g. 28 = consumer reject).
+    #[error("rejected (reason {0})")]
+    Rejected(u16),
+    /// No REP after every REQ.
+    #[error("no answer")]
+    Timeout,
+    /// The peer disconnected (DREQ).
+    #[error("disconnected by the peer")]
+    Disconnected,
+}
+
+/// The active side's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientState {
+    /// Nothing sent yet.
+    Idle,
+    /// A REQ is out.
+    Connecting {
+        /// When the last REQ went.
+        sent: u64,
+        /// REQs sent in this attempt.
+        tries: u32,
+    },
+    /// Connected.
+    Established(Connection),
+    /// Waiting before the next attempt.
+    Backoff {
+        /// When to try again.
+        until: u64,
+        /// Why the last attempt failed.
+        why: ConnectError,
+    },
+}
+
+/// What a CM call produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CmOut<E> {
+    /// A MAD to send.
+    pub send: Option<CmMadRepr>,
+    /// Something that happened.
+    pub event: Option<E>,
+}
+
+impl<E> Default for CmOut<E> {
+    fn default() -> Self {
+        Self { send: None, event: None }
+    }
+}
+
+/// Events of the active side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientEvent {
+    /// The connection is up (the RTU is in `send`).
+    Established(Connection),
+    /// The attempt failed, or the connection ended; a new attempt follows the backoff.
+    Failed(ConnectError),
+}
+
+/// The active side of one connection (librdmacm's `rdma_connect`).
+#[derive(Debug, Clone)]
+pub struct CmClient {
+    cfg: CmConfig,
+    params: ConnectParams,
+    state: ClientState,
+    comm_id: u32,
+    tid: u64,
+    failures: u32,
+}
+
+impl CmClient {
+    /// A client for `params`; `comm_id` seeds its communication IDs (one per attempt).
+    pub fn new(cfg: CmConfig, params: ConnectParams, comm_id: u32) -> Self {
+        Self { cfg, params, state: ClientState::Idle, comm_id, tid: u64::from(comm_id) << 16, failures: 0 }
+    }
+
+    /// The state.
+    pub fn state(&self) -> ClientState {
+        self.state
+    }
+
+    /// The parameters (the starting PSN may be changed between attempts).
+    pub fn params_mut(&mut self) -> &mut ConnectParams {
+        &mut self.params
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &ConnectParams {
+        &self.params
+    }
+
+    /// The connection, if established.
+    pub fn connection(&self) -> Option<Connection> {
+        match self.state {
+            ClientState::Established(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// Begin a new attempt now: returns the REQ.
+    pub fn start(&mut self, now: u64) -> CmMadRepr {
+        self.comm_id = self.comm_id.wrapping_add(1).max(1);
+        self.tid = self.tid.wrapping_add(1);
+        self.state = ClientState::Connecting { sent: now, tries: 1 };
+        self.req()
+    }
+
+    fn req(&self) -> CmMadRepr {
+        let p = &self.params;
+        let mut private_data = [0u8; private_len::REQ];
+        let cma = CmaHeaderRepr {
+            version: 0,
+            port: p.src_port,
+            addrs: CmaAddrs::V4 { src: p.local_ip, dst: p.remote_ip },
+        };
+        // The buffer is larger than the header: emit cannot fail.
+        let _ = cma.emit(&mut private_data);
+        let path = PathRepr {
+            local_lid: 0xffff,
+            remote_lid: 0xffff,
+            local_gid: ipv4_mapped_gid(p.local_ip),
+            remote_gid: ipv4_mapped_gid(p.remote_ip),
+            flow_label: 0,
+            packet_rate: 0x02,
+            traffic_class: 0,
+            hop_limit: 64,
+            sl: 0,
+            subnet_local: true,
+            local_ack_timeout: 18,
+        };
+        CmMadRepr::send(
+            self.tid,
+            CmMessage::Req(ReqRepr {
+                local_comm_id: self.comm_id,
+                vendor_id: 0,
+                service_id: rdma_cm_service_id(port_space::TCP, p.port),
+                local_ca_guid: p.ca_guid,
+                local_qkey: 0,
+                local_qpn: p.local_qpn & PSN_MASK,
+                responder_resources: 1,
+                local_eecn: 0,
+                initiator_depth: 1,
+                remote_eecn: 0,
+                remote_cm_response_timeout: 20,
+                transport_type: match p.transport {
+                    Transport::Rc => transport::RC,
+                    Transport::Uc => transport::UC,
+                },
+                e2e_flow_control: false,
+                starting_psn: p.start_psn & PSN_MASK,
+                local_cm_response_timeout: 20,
+                retry_count: 7,
+                pkey: DEFAULT_PKEY,
+                path_mtu: p.path_mtu,
+                rdc_exists: false,
+                rnr_retry_count: 7,
+                max_cm_retries: 15,
+                srq: false,
+                extended_transport_type: 0,
+                primary_path: path,
+                alternate_path: PathRepr::default(),
+                private_data,
+            }),
+        )
+    }
+
+    fn backoff(&mut self, now: u64, why: ConnectError) -> CmOut<ClientEvent> {
+        let shift = self.failures.min(20);
+        self.failures += 1;
+        let wait = self.cfg.backoff_initial_ns.saturating_mul(1 << shift).min(self.cfg.backoff_max_ns);
+        self.state = ClientState::Backoff { until: now + wait, why };
+        CmOut { send: None, event: Some(ClientEvent::Failed(why)) }
+    }
+
+    /// Handle a MAD addressed to us.
+    pub fn on_mad(&mut self, now: u64, mad: &CmMadRepr) -> CmOut<ClientEvent> {
+        match (&mad.message, self.state) {
+            (CmMessage::Rep(rep), ClientState::Connecting { .. }) if rep.remote_comm_id == self.comm_id => {
+                let conn = Connection {
+                    local_comm_id: self.comm_id,
+                    remote_comm_id: rep.local_comm_id,
+                    local_qpn: self.params.local_qpn & PSN_MASK,
+                    remote_qpn: rep.local_qpn,
+                    local_psn: self.params.start_psn & PSN_MASK,
+                    remote_psn: rep.starting_psn,
+                    port: self.params.port,
+                };
+                self.state = ClientState::Established(conn);
+                self.failures = 0;
+                CmOut { send: Some(self.rtu(rep.local_comm_id)), event: Some(ClientEvent::Established(conn)) }
+            }
+            // A REP again (our RTU was lost): send the RTU again.
+            (CmMessage::Rep(rep), ClientState::Established(c)) if rep.remote_comm_id == c.local_comm_id => {
+                CmOut { send: Some(self.rtu(rep.local_comm_id)), event: None }
+            }
+            (CmMessage::Rej(rej), ClientState::Connecting { .. }) if rej.remote_comm_id == self.comm_id => {
+                self.backoff(now, ConnectError::Rejected(rej.reason))
+            }
+            (CmMessage::Dreq(d), ClientState::Established(c)) if d.remote_comm_id == c.local_comm_id => {
+                let drep = CmMadRepr::send(
+                    mad.tid,
+                    CmMessage::Drep(DrepRepr {
+                        local_comm_id: c.local_comm_id,
+                        remote_comm_id: c.remote_comm_id,
+                        private_data: [0; private_len::DREP],
+                    }),
+                );
+                let mut out = self.backoff(now, ConnectError::Disconnected);
+                // Reconnect soon, not after a long backoff: the peer went away deliberately.
+                self.state = ClientState::Backoff {
+                    until: now + self.cfg.backoff_initial_ns,
+                    why: ConnectError::Disconnected,
+                };
+                out.send = Some(drep);
+                out
+            }
+            _ => CmOut::default(),
+        }
+    }
+
+    fn rtu(&self, remote_comm_id: u32) -> CmMadRepr {
+        CmMadRepr::send(
+            self.tid,
+            CmMessage::Rtu(RtuRepr {
+                local_comm_id: self.comm_id,
+                remote_comm_id,
+                private_data: [0; private_len::RTU],
+            }),
+        )
+    }
+
+    /// Drive the timers: resend the REQ, give up on an attempt, start the next one.
+    pub fn poll(&mut self, now: u64) -> CmOut<ClientEvent> {
+        match self.state {
+            ClientState::Connecting { sent, tries }
+                if now.saturating_sub(sent) >= self.cfg.response_timeout_ns =>
+            {
+                if tries >= self.cfg.max_req_tries {
+                    return self.backoff(now, ConnectError::Timeout);
+                }
+                self.state = ClientState::Connecting { sent: now, tries: tries + 1 };
+                CmOut { send: Some(self.req()), event: None }
+            }
+            ClientState::Backoff { until, .. } if now >= until => {
+                CmOut { send: Some(self.start(now)), event: None }
+            }
+            _ => CmOut::default(),
+        }
+    }
+
+    /// The connection is no longer usable (its QP failed): forget it and connect again after
+    /// the backoff. Returns a DREQ for the peer if one was established.
+    pub fn reset(&mut self, now: u64, why: ConnectError) -> Option<CmMadRepr> {
+        let dreq = self.connection().map(|c| {
+            CmMadRepr::send(
+                self.tid,
+                CmMessage::Dreq(DreqRepr {
+                    local_comm_id: c.local_comm_id,
+                    remote_comm_id: c.remote_comm_id,
+                    remote_qpn: c.remote_qpn,
+                    private_data: [0; private_len::DREQ],
+                }),
+            )
+        });
+        self.backoff(now, why);
+        dreq
+    }
+
+    /// When [`poll`](Self::poll) next has something to do.
+    pub fn next_deadline(&self) -> Option<u64> {
+        match self.state {
+            ClientState::Connecting { sent, .. } => Some(sent + self.cfg.response_timeout_ns),
+            ClientState::Backoff { until, .. } => Some(until),
+            _ => None,
+        }
+    }
+}
+
+/// The passive side's answer to a REQ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accept {
+    /// Accept with this QPN and starting PSN.
+    Yes {
+        /// Our QPN.
+        qpn: u32,
+        /// Our starting PSN.
+        psn: u32,
+    },
+    /// Reject with this IBTA reason (28: consumer reject; 8: invalid service ID).
+    No(u16),
+}
+
+/// Events of the passive side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerEvent {
+    /// The RTU arrived: the connection is up.
+    Established(Connection),
+    /// The peer disconnected.
+    Disconnected(Connection),
+    /// A REP went unanswered after every try; the connection was dropped.
+    TimedOut(Connection),
+}
+
+#[derive(Debug, Clone)]
+struct ServerConn {
+    conn: Connection,
+    peer: Ipv4Addr,
+    rep: CmMadRepr,
+    sent: u64,
+    tries: u32,
+    established: bool,
+}
+
+/// The passive side: every connection this listener accepted (librdmacm's `rdma_listen`).
+#[derive(Debug, Clone, Default)]
+pub struct CmServer {
+    cfg: CmConfig,
+    ca_guid: u64,
+    conns: Vec<ServerConn>,
+    next_comm_id: u32,
+}
+
+/// The REQ fields a server decides on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request {
+    /// The librdmacm port asked for.
+    pub port: u16,
+    /// The initiator's address (from the CMA header, or the packet's source).
+    pub peer: Ipv4Addr,
+    /// The initiator's QPN.
+    pub remote_qpn: u32,
+    /// The initiator's starting PSN.
+    pub remote_psn: u32,
+    /// RC or UC.
+    pub transport: Transport,
+}
+
+impl CmServer {
+    /// A server with these timers; `ca_guid` goes into its REPs.
+    pub fn new(cfg: CmConfig, ca_guid: u64) -> Self {
+        Self { cfg, ca_guid, conns: Vec::new(), next_comm_id: 0x5f00_0000 }
+    }
+
+    /// Connections (established or waiting for their RTU).
+    pub fn connections(&self) -> impl Iterator<Item = (Connection, bool)> + '_ {
+        self.conns.iter().map(|c| (c.conn, c.established))
+    }
+
+    /// Handle a MAD from `src` (the packet's IP source). `accept` decides on a new REQ.
+    pub fn on_mad(
+        &mut self,
+        now: u64,
+        src: Ipv4Addr,
+        mad: &CmMadRepr,
+        accept: &mut dyn FnMut(&Request) -> Accept,
+    ) -> CmOut<ServerEvent> {
+        match &mad.message {
+            CmMessage::Req(req) => {
+                // A duplicate REQ (our REP was lost): the same REP again.
+                if let Some(c) =
+                    self.conns.iter().find(|c| c.conn.remote_comm_id == req.local_comm_id && c.peer == src)
+                {
+                    return CmOut { send: Some(c.rep), event: None };
+                }
+                let peer = match CmaHeaderRepr::parse(&req.private_data) {
+                    Ok(CmaHeaderRepr { addrs: CmaAddrs::V4 { src, .. }, .. }) => src,
+                    _ => src,
+                };
+                let r = Request {
+                    port: rdma_cm_port(req.service_id),
+                    peer,
+                    remote_qpn: req.local_qpn,
+                    remote_psn: req.starting_psn,
+                    transport: if req.transport_type == transport::UC {
+                        Transport::Uc
+                    } else {
+                        Transport::Rc
+                    },
+                };
+                self.next_comm_id = self.next_comm_id.wrapping_add(1).max(1);
+                let comm_id = self.next_comm_id;
+                match accept(&r) {
+                    Accept::No(reason) => CmOut {
+                        send: Some(CmMadRepr::send(
+                            mad.tid,
+                            CmMessage::Rej(RejRepr {
+                                local_comm_id: comm_id,
+                                remote_comm_id: req.local_comm_id,
+                                message_rejected: 0,
+                                reject_info_len: 0,
+                                reason,
+                                ari: [0; wire::ibcm::REJ_ARI_LEN],
+                                private_data: [0; private_len::REJ],
+                            }),
+                        )),
+                        event: None,
+                    },
+                    Accept::Yes { qpn, psn } => {
+                        let conn = Connection {
+                            local_comm_id: comm_id,
+                            remote_comm_id: req.local_comm_id,
+                            local_qpn: qpn & PSN_MASK,
+                            remote_qpn: req.local_qpn,
+                            local_psn: psn & PSN_MASK,
+                            remote_psn: req.starting_psn,
+                            port: r.port,
+                        };
+                        let rep = CmMadRepr::send(
+                            mad.tid,
+                            CmMessage::Rep(RepRepr {
+                                local_comm_id: comm_id,
+                                remote_comm_id: req.local_comm_id,
+                                local_qkey: 0,
+                                local_qpn: conn.local_qpn,
+                                local_eecn: 0,
+                                starting_psn: conn.local_psn,
+                                responder_resources: req.initiator_depth,
+                                initiator_depth: req.responder_resources,
+                                target_ack_delay: 15,
+                                failover_accepted: 0,
+                                e2e_flow_control: false,
+                                rnr_retry_count: 7,
+                                srq: false,
+                                local_ca_guid: self.ca_guid,
+                                private_data: [0; private_len::REP],
+                            }),
+                        );
+                        self.conns.push(ServerConn {
+                            conn,
+                            peer: src,
+                            rep,
+                            sent: now,
+                            tries: 1,
+                            established: false,
+                        });
+                        CmOut { send: Some(rep), event: None }
+                    }
+                }
+            }
+            CmMessage::Rtu(rtu) => {
+                match self
+                    .conns
+                    .iter_mut()
+                    .find(|c| c.conn.local_comm_id == rtu.remote_comm_id && !c.established)
+                {
+                    Some(c) => {
+                        c.established = true;
+                        CmOut { send: None, event: Some(ServerEvent::Established(c.conn)) }
+                    }
+                    None => CmOut::default(),
+                }
+            }
+            CmMessage::Dreq(d) => {
+                let Some(i) = self.conns.iter().position(|c| c.conn.local_comm_id == d.remote_comm_id) else {
+                    return CmOut::default();
+                };
+                let c = self.conns.swap_remove(i);
+                let drep = CmMadRepr::send(
+                    mad.tid,
+                    CmMessage::Drep(DrepRepr {
+                        local_comm_id: c.conn.local_comm_id,
+                        remote_comm_id: c.conn.remote_comm_id,
+                        private_data: [0; private_len::DREP],
+                    }),
+                );
+                CmOut { send: Some(drep), event: Some(ServerEvent::Disconnected(c.conn)) }
+            }
+            _ => CmOut::default(),
+        }
+    }
+
+    /// Resend REPs that got no RTU; drop connections whose REP went unanswered every time.
+    /// Call until it returns nothing.
+    pub fn poll(&mut self, now: u64) -> CmOut<ServerEvent> {
+        for i in 0..self.conns.len() {
+            let c = &mut self.conns[i];
+            if c.established || now.saturating_sub(c.sent) < self.cfg.response_timeout_ns {
+                continue;
+            }
+            if c.tries >= self.cfg.max_req_tries {
+                let c = self.conns.swap_remove(i);
+                return CmOut { send: None, event: Some(ServerEvent::TimedOut(c.conn)) };
+            }
+            c.tries += 1;
+            c.sent = now;
+            return CmOut { send: Some(c.rep), event: None };
+        }
+        CmOut::default()
+    }
+
+    /// Forget a connection (the QP was destroyed).
+    pub fn remove(&mut self, local_qpn: u32) {
+        self.conns.retain(|c| c.conn.local_qpn != local_qpn);
+    }
+}
+
+/// Length of the metadata message.
+pub const METADATA_LEN: usize = 16;
+
+/// What a DTA collector tells the translator about a registered region, in a 16-byte SEND:
+/// four little-endian `u32`s — VA low, VA high, length, key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Metadata {
+    /// Virtual address of the region.
+    pub va: u64,
+    /// Its length.
+    pub len: u32,
+    /// Its remote key.
+    pub rkey: u32,
+}
+
+impl Metadata {
+    /// The 16 bytes.
+    pub fn encode(&self) -> [u8; METADATA_LEN] {
+        let mut b = [0u8; METADATA_LEN];
+        b[0..4].copy_from_slice(&(self.va as u32).to_le_bytes());
+        b[4..8].copy_from_slice(&((self.va >> 32) as u32).to_le_bytes());
+        b[8..12].copy_from_slice(&self.len.to_le_bytes());
+        b[12..16].copy_from_slice(&self.rkey.to_le_bytes());
+        b
+    }
+
+    /// Read a SEND's payload; anything but 16 bytes is refused.
+    pub fn decode(b: &[u8]) -> Option<Self> {
+        let b: &[u8; METADATA_LEN] = b.try_into().ok()?;
+        let w = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        Some(Self { va: u64::from(w(0)) | (u64::from(w(4)) << 32), len: w(8), rkey: w(12) })
+    }
+}
+
+#[cfg(test)]
+mod tests;
