@@ -134,7 +134,7 @@ fn requester_and_responder_recover_from_loss() {
     let mut n = 0u32;
     let lost = simulate(&mut || {
         n += 1;
-        n % 7 == 0
+        n.is_multiple_of(7)
     });
     assert!(lost > 100, "{lost}");
 }
