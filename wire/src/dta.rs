@@ -419,6 +419,10 @@ impl<T: AsRef<[u8]>> NackHeader<T> {
     pub fn nack(&self) -> bool {
         self.buffer.as_ref()[1] & 0x80 != 0
     }
+    /// Slow-down flag (our extension, the high reserved bit).
+    pub fn slow_down(&self) -> bool {
+        self.buffer.as_ref()[1] & 0x40 != 0
+    }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> NackHeader<T> {
@@ -692,20 +696,25 @@ impl<'a> DtaRepr<'a> {
     }
 }
 
-/// A DTA NACK: "I hold everything up to `seqnum`; resend what follows".
+/// A DTA NACK: "I hold everything up to `seqnum`; resend what follows", and (our extension,
+/// in the high reserved bit) "slow down": the translator's path to the collector is over its
+/// rate. The reference translator sends `nack` set and the other bits zero; a reference reporter
+/// ignores the reserved bits. A message with only `slow_down` set asks for no resend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct NackRepr {
     /// Last in-order sequence number.
     pub seqnum: u8,
-    /// NACK flag (always set by the translator).
+    /// NACK flag: resend what follows `seqnum`.
     pub nack: bool,
+    /// Slow-down flag: reports are being dropped or parked for rate.
+    pub slow_down: bool,
 }
 
 impl NackRepr {
     /// Parse a NACK (the UDP payload).
     pub fn parse(buf: &[u8]) -> Result<Self> {
         let h = NackHeader::new_checked(buf)?;
-        Ok(Self { seqnum: h.seqnum(), nack: h.nack() })
+        Ok(Self { seqnum: h.seqnum(), nack: h.nack(), slow_down: h.slow_down() })
     }
 
     /// Length: 2.
@@ -717,7 +726,7 @@ impl NackRepr {
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
         space("dta.nack", NACK_LEN, buf.len())?;
         buf[0] = self.seqnum;
-        buf[1] = u8::from(self.nack) << 7;
+        buf[1] = (u8::from(self.nack) << 7) | (u8::from(self.slow_down) << 6);
         Ok(())
     }
 }
@@ -740,9 +749,104 @@ pub fn keywrite_slot_hash(key: u32, n: u8) -> u32 {
     crc32fast::hash(&[k[0], k[1], k[2], k[3], n])
 }
 
+/// Which of `n` collectors holds `key` (Key-Write and Key-Increment spread keys over collectors
+/// by hash): CRC-32C of the key's little-endian bytes, modulo `n`. A different CRC than the slot
+/// hash, so a collector's keys still spread over all its slots. `n` must be at least 1.
+#[inline]
+pub fn keywrite_collector(key: u32, n: usize) -> usize {
+    let c = crc32c(&key.to_le_bytes());
+    (c as usize) % n.max(1)
+}
+
+/// CRC-32C (Castagnoli), bitwise: only a few bytes per report go through it.
+const fn crc32c(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    let mut i = 0;
+    while i < data.len() {
+        crc ^= data[i] as u32;
+        let mut b = 0;
+        while b < 8 {
+            crc = if crc & 1 != 0 { (crc >> 1) ^ 0x82f6_3b78 } else { crc >> 1 };
+            b += 1;
+        }
+        i += 1;
+    }
+    !crc
+}
+
+/// The collector memory layouts both the translator and the collector's queries depend on
+/// (design `DTA.md`, "Memory layouts"). The defaults are the reference implementation's.
+pub mod layout {
+    use super::keywrite_checksum;
+
+    /// Bytes of a Key-Write slot holding `data_len` bytes of data: the 4-byte checksum and the
+    /// data, rounded up to a power of two (8 for the default 4 bytes of data).
+    pub const fn keywrite_slot_len(data_len: usize) -> usize {
+        (4 + data_len).next_power_of_two()
+    }
+
+    /// Write a Key-Write slot: the checksum as a little-endian `u32` (as the reference stores
+    /// it), then the data as reported (network order), then zeros.
+    pub fn keywrite_slot(key: u32, data: &[u8], slot: &mut [u8]) {
+        slot[..4].copy_from_slice(&keywrite_checksum(key).to_le_bytes());
+        let n = data.len().min(slot.len() - 4);
+        slot[4..4 + n].copy_from_slice(&data[..n]);
+        slot[4 + n..].fill(0);
+    }
+
+    /// A Key-Increment slot: one 64-bit counter, little-endian (the responder's byte order).
+    pub const KEYINCREMENT_SLOT_LEN: usize = 8;
+
+    /// An Append entry: a 32-bit datum, little-endian (the reference byte-swaps Append data).
+    pub const APPEND_ENTRY_LEN: usize = 4;
+
+    /// A Postcarder slot: 32 bytes, of which 5 hop values (4 bytes each, network order) and,
+    /// our extension in the reference's padding, the key's Key-Write checksum (little-endian)
+    /// at offset 20, so a query can tell whose path a slot holds.
+    pub const POSTCARDER_SLOT_LEN: usize = 32;
+    /// Hops a Postcarder slot holds.
+    pub const POSTCARDER_HOPS: usize = 5;
+    /// Bytes of a Postcarder slot actually written: values and checksum.
+    pub const POSTCARDER_WRITE_LEN: usize = 24;
+
+    /// Write the 24 meaningful bytes of a Postcarder slot.
+    pub fn postcarder_slot(key: u32, hops: &[u32; POSTCARDER_HOPS], slot: &mut [u8]) {
+        for (i, h) in hops.iter().enumerate() {
+            slot[4 * i..4 * i + 4].copy_from_slice(&h.to_be_bytes());
+        }
+        slot[20..24].copy_from_slice(&keywrite_checksum(key).to_le_bytes());
+    }
+
+    /// Byte offset of sketch column `column` (each column `rows` counters of 4 bytes,
+    /// little-endian, columns contiguous).
+    pub const fn sketch_column_offset(column: u32, rows: u16) -> u64 {
+        column as u64 * rows as u64 * 4
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_spread_over_collectors_and_layouts_hold() {
+        let mut counts = [0u32; 3];
+        for k in 0..30_000u32 {
+            counts[keywrite_collector(k, 3)] += 1;
+        }
+        assert!(counts.iter().all(|&c| (9_000..11_000).contains(&c)), "{counts:?}");
+        // CRC-32C check value.
+        assert_eq!(crc32c(b"123456789"), 0xe306_9283);
+        assert_eq!(layout::keywrite_slot_len(4), 8);
+        assert_eq!(layout::keywrite_slot_len(12), 16);
+        assert_eq!(layout::keywrite_slot_len(28), 32);
+        let mut slot = [0xffu8; 8];
+        layout::keywrite_slot(1, &[0xaa, 0xbb, 0xcc, 0xdd], &mut slot);
+        assert_eq!(slot, [0x79, 0xb8, 0xf8, 0x99, 0xaa, 0xbb, 0xcc, 0xdd]);
+        let mut nack = [0u8; 2];
+        NackRepr { seqnum: 7, nack: false, slow_down: true }.emit(&mut nack).unwrap();
+        assert_eq!(nack, [7, 0x40]);
+    }
 
     #[test]
     fn design_test_vectors() {

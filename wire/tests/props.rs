@@ -612,8 +612,8 @@ proptest! {
     }
 
     #[test]
-    fn dta_nack_roundtrip(seqnum in any::<u8>(), nack in any::<bool>()) {
-        let r = NackRepr { seqnum, nack };
+    fn dta_nack_roundtrip(seqnum in any::<u8>(), nack in any::<bool>(), slow_down in any::<bool>()) {
+        let r = NackRepr { seqnum, nack, slow_down };
         prop_assert_eq!(NackRepr::parse(&emitted(2, |b| r.emit(b)))?, r);
     }
 
