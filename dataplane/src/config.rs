@@ -64,6 +64,7 @@ struct RawConfig {
     ports: Vec<RawPort>,
     dpdk: Option<RawDpdk>,
     l2l3: Option<L2l3Section>,
+    dta: Option<DtaSection>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -168,6 +169,126 @@ pub struct L2l3Section {
     pub neighbor: Vec<NeighborEntry>,
 }
 
+/// The `[dta]` section of a DTA translator, as written (the program validates it).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DtaSection {
+    /// Reports' base-header form: `"long"` (3 bytes, with sequence numbers) or `"short"`.
+    pub base: Option<String>,
+    /// Key-Write data bytes: 4, 12 or 28.
+    pub keywrite_data_len: Option<usize>,
+    /// Largest Key-Write / Key-Increment redundancy accepted (1..=8).
+    pub max_redundancy: Option<u8>,
+    /// Priority of short-form reports: `"low"`, `"medium"` or `"high"`.
+    pub default_priority: Option<String>,
+    /// UDP port reports arrive on.
+    pub udp_port: Option<u16>,
+    /// The translator's source address towards collectors (default: its address on the port
+    /// facing each collector).
+    pub source_ip: Option<String>,
+    /// TM queue of the RDMA packets.
+    pub queue: Option<u8>,
+    /// DSCP of the RDMA packets.
+    pub dscp: Option<u8>,
+    /// ECN codepoint of the RDMA packets (0 Not-ECT, 1 or 2 ECT).
+    pub ecn: Option<u8>,
+    /// AckReq at least every this many packets per QP.
+    pub ack_every: Option<u32>,
+    /// Outstanding RDMA packets per QP.
+    pub window: Option<u32>,
+    /// Retransmission timeout, µs.
+    pub timeout_us: Option<u64>,
+    /// Timeouts without progress before a QP is reset and reconnected.
+    pub retry_limit: Option<u8>,
+    /// An unacknowledged tail older than this (µs) gets a zero-length WRITE asking for an ACK.
+    pub ack_probe_us: Option<u64>,
+    /// A partial Append batch is written after this long (µs).
+    pub append_flush_us: Option<u64>,
+    /// Least time between two NACKs (or slow-down messages) to one reporter, µs.
+    pub nack_interval_us: Option<u64>,
+    /// Reporters whose sequence numbers are tracked.
+    pub reporters: Option<usize>,
+    /// High-priority reports that can wait for the rate to allow them.
+    pub park: Option<usize>,
+    /// CM answer timeout, ms.
+    pub cm_timeout_ms: Option<u64>,
+    /// First CM retry backoff, ms (doubles up to 10 s).
+    pub cm_backoff_ms: Option<u64>,
+    /// The collectors.
+    #[serde(default)]
+    pub collector: Vec<DtaCollector>,
+}
+
+/// One `[[dta.collector]]`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DtaCollector {
+    /// Name, for logs.
+    pub name: String,
+    /// Address.
+    pub ip: String,
+    /// RDMA packets per second the translator may send it (committed rate); none: unlimited.
+    pub rate: Option<u64>,
+    /// Peak rate, packets per second (default: `rate`).
+    pub peak: Option<u64>,
+    /// Burst, packets.
+    pub burst: Option<u64>,
+    /// librdmacm port of its Key-Write store.
+    pub keywrite: Option<u16>,
+    /// librdmacm port of its Key-Increment store.
+    pub keyincrement: Option<u16>,
+    /// Its Postcarder store.
+    pub postcarder: Option<DtaPostcarder>,
+    /// Its Append lists.
+    #[serde(default)]
+    pub append: Vec<DtaList>,
+    /// Its sketches.
+    #[serde(default)]
+    pub sketch: Vec<DtaSketch>,
+}
+
+/// `postcarder = { port = 1336, hops = 5, cache = 32768 }`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DtaPostcarder {
+    /// librdmacm port.
+    pub port: u16,
+    /// Hops per path (1..=5).
+    pub hops: Option<u8>,
+    /// Paths cached while their postcards arrive (a power of two).
+    pub cache: Option<usize>,
+}
+
+/// `{ list = 0, port = 1338, batch = 16 }`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DtaList {
+    /// List ID.
+    pub list: u32,
+    /// librdmacm port.
+    pub port: u16,
+    /// Entries per RDMA WRITE (1, 2, 4, 8 or 16).
+    pub batch: Option<u32>,
+}
+
+/// `{ id = 0, port = 1341, rows = 4, columns = 1024, reporters = [0, 1], batch = 4 }`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DtaSketch {
+    /// Sketch ID.
+    pub id: u16,
+    /// librdmacm port.
+    pub port: u16,
+    /// Counters per column.
+    pub rows: u16,
+    /// Columns.
+    pub columns: u32,
+    /// Reporter IDs whose copies are merged.
+    pub reporters: Vec<u16>,
+    /// Columns per RDMA WRITE.
+    pub batch: Option<u32>,
+}
+
 /// `{ mac = "…", port = "p1" }`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -214,6 +335,8 @@ pub enum ProgramKind {
     L2l3,
     /// testpmd's `macswap` forwarding: swap MACs, send out of the paired port.
     MacSwap,
+    /// The DTA translator (with L2/L3 forwarding for everything else).
+    DtaTranslator,
 }
 
 impl ProgramKind {
@@ -222,6 +345,7 @@ impl ProgramKind {
         match self {
             Self::L2l3 => "l2l3",
             Self::MacSwap => "macswap",
+            Self::DtaTranslator => "dta_translator",
         }
     }
 }
@@ -334,6 +458,8 @@ pub struct Config {
     pub dpdk: Option<DpdkConfig>,
     /// The `[l2l3]` section.
     pub l2l3: L2l3Section,
+    /// The `[dta]` section (program `dta_translator`).
+    pub dta: Option<DtaSection>,
 }
 
 impl Config {
@@ -429,7 +555,7 @@ impl Config {
             }
         }
         let l2l3 = match (program, raw.l2l3) {
-            (ProgramKind::L2l3, s) => s.unwrap_or_default(),
+            (ProgramKind::L2l3 | ProgramKind::DtaTranslator, s) => s.unwrap_or_default(),
             (_, Some(_)) => {
                 return Err(
                     ctx.err("l2l3", format!("a [l2l3] section, but the program is {:?}", program.name()))
@@ -437,7 +563,27 @@ impl Config {
             }
             (_, None) => L2l3Section::default(),
         };
-        Ok(Self { file: path.to_path_buf(), program, runtime, tm, ports, dpdk, l2l3 })
+        let dta = match (program, raw.dta) {
+            (ProgramKind::DtaTranslator, None) => {
+                return Err(
+                    ctx.err("dta", "program \"dta_translator\" needs a [dta] section with its collectors")
+                );
+            }
+            (ProgramKind::DtaTranslator, d) => d,
+            (_, Some(_)) => {
+                return Err(
+                    ctx.err("dta", format!("a [dta] section, but the program is {:?}", program.name()))
+                );
+            }
+            (_, None) => None,
+        };
+        if program == ProgramKind::DtaTranslator && runtime.lcores.len() > 1 {
+            return Err(ctx.err(
+                "runtime.lcores",
+                "the DTA translator keeps one queue pair per collector store and runs one pipeline; give one lcore",
+            ));
+        }
+        Ok(Self { file: path.to_path_buf(), program, runtime, tm, ports, dpdk, l2l3, dta })
     }
 
     /// Errors for this file.
@@ -826,7 +972,7 @@ impl fmt::Display for Config {
             writeln!(f, "ipv4 = {ips:?}")?;
         }
         let l = &self.l2l3;
-        if self.program == ProgramKind::L2l3 {
+        if matches!(self.program, ProgramKind::L2l3 | ProgramKind::DtaTranslator) {
             writeln!(f, "\n[l2l3]")?;
             writeln!(
                 f,

@@ -26,6 +26,10 @@ pub type PortId = u16;
 pub enum Dest {
     /// Drop it, counted under the reason.
     Drop(DropReason),
+    /// The program took what it needed from the packet (a report absorbed into a batch, an
+    /// acknowledgement consumed); its buffer is released and it is counted as consumed, not
+    /// dropped.
+    Consume,
     /// One egress port.
     Port(PortId),
     /// Every member of a multicast group, each copy with its replication ID.
@@ -94,9 +98,18 @@ pub struct Emitter<'a, F> {
     pool: &'a mut dyn Pool<F>,
     out: &'a mut Vec<(F, Dest, u8)>,
     failed: u64,
+    drops: &'a mut Vec<u64>,
 }
 
 impl<F: Frame> Emitter<'_, F> {
+    /// Count a drop under `reason` for a packet the program did not send where it was going,
+    /// when its buffer is reused for something else (a report turned into a NACK).
+    pub fn count_drop(&mut self, reason: DropReason) {
+        if let Some(c) = self.drops.get_mut(usize::from(reason.0)) {
+            *c += 1;
+        }
+    }
+
     /// Build a packet in a fresh buffer with `build` (which appends its bytes and returns
     /// `true` to send it) and send it to `dest` on queue `qid`, bypassing ingress. Returns
     /// whether a buffer was free and the packet was built.
@@ -140,6 +153,15 @@ pub trait Program: Send + 'static {
 
     /// The declared resources.
     fn resources(&self) -> &Resources;
+
+    /// Whether the program keeps state that cannot be split over several pipelines (the
+    /// runtime then refuses to start more than one).
+    fn single_pipeline() -> bool
+    where
+        Self: Sized,
+    {
+        false
+    }
 }
 
 /// Multicast groups: group ID → (port, replication ID) members.
@@ -194,6 +216,8 @@ pub struct Counters {
     pub from_cpu: u64,
     /// Recirculations.
     pub recirculated: u64,
+    /// Packets a program consumed ([`Dest::Consume`]).
+    pub consumed: u64,
 }
 
 impl Counters {
@@ -219,6 +243,7 @@ impl Counters {
         self.to_cpu += o.to_cpu;
         self.from_cpu += o.from_cpu;
         self.recirculated += o.recirculated;
+        self.consumed += o.consumed;
     }
 }
 
@@ -400,7 +425,8 @@ impl<P: Program, F: Frame> Switch<P, F> {
 
     #[inline(always)]
     fn run_ingress(&mut self, now: u64, mut pkt: F, mut md: IngressMd, pool: &mut dyn Pool<F>) {
-        let mut emitter = Emitter { pool: &mut *pool, out: &mut self.emitted, failed: 0 };
+        let mut emitter =
+            Emitter { pool: &mut *pool, out: &mut self.emitted, failed: 0, drops: &mut self.counters.drops };
         self.program.ingress(&mut pkt, &mut md, &mut emitter);
         let failed = emitter.failed;
         if failed != 0 {
@@ -481,6 +507,10 @@ impl<P: Program, F: Frame> Switch<P, F> {
         };
         match dest {
             Dest::Drop(r) => self.drop_packet(pkt, r, pool),
+            Dest::Consume => {
+                self.counters.consumed += 1;
+                pool.free(pkt);
+            }
             Dest::Port(p) => self.enqueue(now, pkt, enq(p, 0), pool),
             Dest::Cpu => self.punt(pkt, md.ingress_port, pool),
             Dest::Multicast(g) => {
@@ -695,7 +725,8 @@ impl<P: Program, F: Frame> Switch<P, F> {
 
     /// Run the program's timers.
     pub fn tick(&mut self, now: u64, pool: &mut dyn Pool<F>) {
-        let mut emitter = Emitter { pool: &mut *pool, out: &mut self.emitted, failed: 0 };
+        let mut emitter =
+            Emitter { pool: &mut *pool, out: &mut self.emitted, failed: 0, drops: &mut self.counters.drops };
         self.program.tick(now, &mut emitter);
         let failed = emitter.failed;
         self.count_drop(builtin::NO_BUFFER, failed);

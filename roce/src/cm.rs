@@ -582,6 +582,11 @@ impl CmServer {
         CmOut::default()
     }
 
+    /// The peer of the connection whose communication ID (ours) is `local_comm_id`.
+    pub fn peer_of(&self, local_comm_id: u32) -> Option<Ipv4Addr> {
+        self.conns.iter().find(|c| c.conn.local_comm_id == local_comm_id).map(|c| c.peer)
+    }
+
     /// Forget a connection (the QP was destroyed).
     pub fn remove(&mut self, local_qpn: u32) {
         self.conns.retain(|c| c.conn.local_qpn != local_qpn);

@@ -10,6 +10,8 @@
 //! * [`responder`] — the responder side: PSN order (duplicates re-acknowledged, a gap NAKed
 //!   once), R_Key and bounds checks through a [`responder::Memory`], WRITE, WRITE with
 //!   Immediate, SEND and atomics (with the replay of duplicate atomics IB requires);
+//! * [`endpoint`] — a passive endpoint (CM server, responder QPs over registered memory, the
+//!   metadata SEND to every new peer): the core of the DTA soft-RNIC collector;
 //! * [`cm`] — the IB communication manager over RoCEv2: the active side (REQ, RTU, REJ handling
 //!   with backoff, DREQ/DREP) and the passive side (listeners by librdmacm service ID, REP,
 //!   RTU), with librdmacm's private-data header, and [`cm::Metadata`], the 16-byte SEND with
@@ -22,6 +24,7 @@
 #![warn(missing_docs)]
 
 pub mod cm;
+pub mod endpoint;
 pub mod frames;
 pub mod requester;
 pub mod responder;

@@ -809,6 +809,12 @@ pub mod layout {
     /// Bytes of a Postcarder slot actually written: values and checksum.
     pub const POSTCARDER_WRITE_LEN: usize = 24;
 
+    /// The slot of `key`'s path in a Postcarder store of `slots` (a power of two) slots: its
+    /// Key-Write checksum, masked (the reference's `CRC32(key) & mask`).
+    pub fn postcarder_slot_index(key: u32, slots: u64) -> u64 {
+        u64::from(keywrite_checksum(key)) & slots.saturating_sub(1)
+    }
+
     /// Write the 24 meaningful bytes of a Postcarder slot.
     pub fn postcarder_slot(key: u32, hops: &[u32; POSTCARDER_HOPS], slot: &mut [u8]) {
         for (i, h) in hops.iter().enumerate() {

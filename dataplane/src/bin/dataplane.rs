@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 use dataplane::buf::PktBuf;
 use dataplane::config::{Config, ConfigError, ProgramKind};
 use dataplane::programs::build_switch;
+use dataplane::programs::dta::DtaTranslator;
 use dataplane::programs::l2l3::L2l3;
 use dataplane::programs::macswap::MacSwap;
 use dataplane::runtime::{self, SetupError};
@@ -22,6 +23,10 @@ macro_rules! with_program {
             }
             ProgramKind::MacSwap => {
                 type $P = MacSwap;
+                $body
+            }
+            ProgramKind::DtaTranslator => {
+                type $P = DtaTranslator;
                 $body
             }
         }

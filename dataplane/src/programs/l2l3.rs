@@ -489,6 +489,54 @@ impl L2l3 {
         true
     }
 
+    /// The next hop towards `dst`: longest-prefix match, an ECMP member chosen by
+    /// `ecmp_key`'s CRC-16 (callers pass the 5-tuple, or a flow's identity), and its neighbor
+    /// entry. A next hop without a MAC yet gets an ARP request (at most one per 100 ms) and is
+    /// [`NoNextHop::Unresolved`]. `ecmp_key` is only called for a group of several next hops.
+    /// Programs built on this one (the DTA translator) reach their own peers through it.
+    pub fn next_hop<F: Frame>(
+        &mut self,
+        dst: Ipv4Addr,
+        ecmp_key: impl FnOnce() -> [u8; 13],
+        now: u64,
+        out: &mut Emitter<'_, F>,
+    ) -> Result<NextHop, NoNextHop> {
+        let route = *self.routes.lookup(dst).ok_or(NoNextHop::NoRoute)?;
+        let (nexthop, solicit_port) = match route {
+            Route::Local => return Err(NoNextHop::Local),
+            Route::Connected(p) => (dst, Some(p)),
+            Route::Group(g) => {
+                let members = &self.groups[usize::from(g)];
+                let i =
+                    if members.len() == 1 { 0 } else { self.ecmp.hash(&ecmp_key()) as usize % members.len() };
+                let nh = members[i];
+                // The next hop's port, for an ARP request, is that of its connected route.
+                let sp = match self.routes.lookup(nh) {
+                    Some(Route::Connected(p)) => Some(*p),
+                    _ => None,
+                };
+                (nh, sp)
+            }
+        };
+        let Some(&nb) = self.neighbors.get(&nexthop.to_bits()) else {
+            if let Some(p) = solicit_port {
+                self.solicit(nexthop, p, now, out);
+            }
+            return Err(NoNextHop::Unresolved);
+        };
+        Ok(NextHop { port: nb.port, dst_mac: nb.mac, src_mac: self.ports[usize::from(nb.port)].mac })
+    }
+
+    /// The switch's first address on `port`, if it has one.
+    pub fn port_address(&self, port: PortId) -> Option<Ipv4Addr> {
+        self.ports.get(usize::from(port)).and_then(|p| p.addrs.first()).map(|a| a.0)
+    }
+
+    /// Whether `ip` is one of the switch's own addresses.
+    pub fn is_local(&self, ip: Ipv4Addr) -> bool {
+        self.routes.lookup(ip) == Some(&Route::Local)
+    }
+
     /// Route an IPv4 packet addressed to the router MAC.
     fn route<F: Frame>(&mut self, pkt: &mut F, md: &mut IngressMd, l2: usize, out: &mut Emitter<'_, F>) {
         let data = pkt.data_mut();
@@ -505,60 +553,58 @@ impl L2l3 {
             return;
         }
         let dst = ip.dst_addr();
-        let Some(&route) = self.routes.lookup(dst) else {
-            md.dest = Dest::Drop(self.drops.no_route);
-            return;
-        };
-        let (nexthop, solicit_port) = match route {
-            Route::Local => {
-                md.dest = Dest::Drop(self.drops.to_switch);
-                return;
+        // The 5-tuple, for ECMP.
+        let key = || {
+            let mut key = [0u8; 13];
+            key[0..4].copy_from_slice(&ip.src_addr().octets());
+            key[4..8].copy_from_slice(&dst.octets());
+            key[8] = ip.protocol();
+            let (hl, p) = (ip.header_len(), ip.packet());
+            let l4 = matches!(ip.protocol(), protocol::TCP | protocol::UDP) && ip.frag_offset() == 0;
+            if l4 && p.len() >= hl + 4 {
+                key[9..13].copy_from_slice(&p[hl..hl + 4]);
             }
-            Route::Connected(p) => (dst, Some(p)),
-            Route::Group(g) => {
-                let members = &self.groups[usize::from(g)];
-                let i = if members.len() == 1 {
-                    0
-                } else {
-                    let hl = ip.header_len();
-                    let p = ip.packet();
-                    let mut key = [0u8; 13];
-                    key[0..4].copy_from_slice(&ip.src_addr().octets());
-                    key[4..8].copy_from_slice(&dst.octets());
-                    key[8] = ip.protocol();
-                    let l4 = matches!(ip.protocol(), protocol::TCP | protocol::UDP) && ip.frag_offset() == 0;
-                    if l4 && p.len() >= hl + 4 {
-                        key[9..13].copy_from_slice(&p[hl..hl + 4]);
-                    }
-                    self.ecmp.hash(&key) as usize % members.len()
-                };
-                let nh = members[i];
-                // The next hop's port, for an ARP request, is that of its connected route.
-                let sp = match self.routes.lookup(nh) {
-                    Some(Route::Connected(p)) => Some(*p),
-                    _ => None,
-                };
-                (nh, sp)
-            }
+            key
         };
-        if ip.ttl() <= 1 {
+        // TTL is checked before the next hop, so an expiring packet never triggers ARP.
+        if ip.ttl() <= 1 && self.routes.lookup(dst).is_some_and(|r| *r != Route::Local) {
             md.dest = Dest::Drop(self.drops.ttl_expired);
             return;
         }
-        let Some(&nb) = self.neighbors.get(&nexthop.to_bits()) else {
-            if let Some(p) = solicit_port {
-                self.solicit(nexthop, p, md.ingress_ts, out);
-            }
-            md.dest = Dest::Drop(self.drops.no_neighbor);
-            return;
+        let nh = match self.next_hop(dst, key, md.ingress_ts, out) {
+            Ok(nh) => nh,
+            Err(NoNextHop::NoRoute) => return md.dest = Dest::Drop(self.drops.no_route),
+            Err(NoNextHop::Local) => return md.dest = Dest::Drop(self.drops.to_switch),
+            Err(NoNextHop::Unresolved) => return md.dest = Dest::Drop(self.drops.no_neighbor),
         };
-        let src_mac = self.ports[usize::from(nb.port)].mac;
         let mut eth = EthernetFrame::new_unchecked(&mut data[..]);
-        eth.set_dst_addr(nb.mac);
-        eth.set_src_addr(src_mac);
+        eth.set_dst_addr(nh.dst_mac);
+        eth.set_src_addr(nh.src_mac);
         Ipv4Packet::new_unchecked(&mut data[l2..]).decrement_ttl();
-        md.dest = Dest::Port(nb.port);
+        md.dest = Dest::Port(nh.port);
     }
+}
+
+/// Where a packet goes next (see [`L2l3::next_hop`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NextHop {
+    /// The port it leaves by.
+    pub port: PortId,
+    /// The next hop's MAC.
+    pub dst_mac: EthernetAddress,
+    /// The switch's MAC on that port.
+    pub src_mac: EthernetAddress,
+}
+
+/// Why there is no next hop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoNextHop {
+    /// No route matches.
+    NoRoute,
+    /// The destination is the switch itself.
+    Local,
+    /// The next hop's MAC is not known yet; an ARP request went out.
+    Unresolved,
 }
 
 impl Program for L2l3 {

@@ -4,6 +4,7 @@
 //! [`Config`](crate::config::Config) into a [`BuildCtx`], which collects the resources it declares,
 //! the drop reasons it names and the multicast groups it sets up.
 
+pub mod dta;
 pub mod l2l3;
 pub mod macswap;
 
@@ -30,6 +31,12 @@ use crate::tm::TrafficManager;
 pub trait FromConfig: Program + Sized {
     /// Build the program, declaring its resources, drop reasons and multicast groups in `ctx`.
     fn from_config(cfg: &Config, ctx: &mut BuildCtx) -> Result<Self, ConfigError>;
+}
+
+impl FromConfig for dta::DtaTranslator {
+    fn from_config(cfg: &Config, ctx: &mut BuildCtx) -> Result<Self, ConfigError> {
+        Self::build(cfg, ctx)
+    }
 }
 
 impl FromConfig for l2l3::L2l3 {

@@ -119,8 +119,8 @@ impl Summary {
             s += "  (none)\n";
         }
         s += &format!(
-            "to_cpu {}  from_cpu {}  recirculated {}\n",
-            self.counters.to_cpu, self.counters.from_cpu, self.counters.recirculated
+            "to_cpu {}  from_cpu {}  recirculated {}  consumed {}\n",
+            self.counters.to_cpu, self.counters.from_cpu, self.counters.recirculated, self.counters.consumed
         );
         for (port, stats) in &self.device_stats {
             s += &format!("device statistics of {port} (non-zero):\n");
@@ -487,6 +487,13 @@ impl<P: FromConfig> Runtime<P> {
         let first: Switch<P, Mbuf> = build_switch(cfg)?;
         let mut eal = Eal::init(&d.eal_args).map_err(setup)?;
         let workers = eal.workers().to_vec();
+        if P::single_pipeline() && workers.len() > 1 {
+            return Err(setup(anyhow::anyhow!(
+                "program {:?} runs one pipeline, but dpdk.eal_args give {} worker lcores ({workers:?}): give one (e.g. -l 0-1)",
+                cfg.program.name(),
+                workers.len()
+            )));
+        }
         let n = workers.len();
         built.push(first);
         for _ in 1..n {

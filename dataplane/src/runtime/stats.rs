@@ -11,7 +11,7 @@ use crate::switch::{Counters, PortCounters};
 pub struct StatsCell {
     ports: Vec<[AtomicU64; 10]>,
     drops: Vec<AtomicU64>,
-    misc: [AtomicU64; 3],
+    misc: [AtomicU64; 4],
 }
 
 impl StatsCell {
@@ -48,7 +48,7 @@ impl StatsCell {
         for (a, x) in self.drops.iter().zip(&c.drops) {
             a.store(*x, Ordering::Relaxed);
         }
-        for (a, x) in self.misc.iter().zip([c.to_cpu, c.from_cpu, c.recirculated]) {
+        for (a, x) in self.misc.iter().zip([c.to_cpu, c.from_cpu, c.recirculated, c.consumed]) {
             a.store(x, Ordering::Relaxed);
         }
     }
@@ -84,6 +84,7 @@ impl StatsCell {
             to_cpu: get(&self.misc[0]),
             from_cpu: get(&self.misc[1]),
             recirculated: get(&self.misc[2]),
+            consumed: get(&self.misc[3]),
         };
         (c, ps)
     }

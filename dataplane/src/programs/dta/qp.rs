@@ -1,0 +1,240 @@
+//! One collector data structure as the translator sees it: its IB CM connection, its RC queue
+//! pair (requester for the RDMA operations, responder for the collector's metadata SEND), the
+//! learned region (VA, length, R_Key), the path to the collector, and the per-QP packet
+//! templates every hot-path packet is built from.
+
+use std::net::Ipv4Addr;
+
+use roce::cm::{CmClient, Metadata};
+use roce::frames;
+use roce::requester::{Op, Requester, Transport};
+use roce::responder::{AccessError, Memory, Responder};
+use wire::roce::{BthRepr, Opcode};
+use wire::stack::{RoceStack, RoceTemplate, UdpFlow};
+
+use super::state::{AppendBatcher, PostcarderCache, SketchMerger};
+use crate::buf::Frame;
+use crate::programs::l2l3::NextHop;
+
+/// What a QP writes to.
+#[derive(Debug, Clone)]
+pub enum Store {
+    /// Key-Write slots of `slot_len` bytes.
+    KeyWrite {
+        /// Slot length.
+        slot_len: usize,
+    },
+    /// Key-Increment counters.
+    KeyIncrement,
+    /// Postcarder paths.
+    Postcarder(PostcarderCache),
+    /// One Append list.
+    Append {
+        /// List ID.
+        list: u32,
+        /// Its batch and ring head.
+        batcher: AppendBatcher,
+    },
+    /// One sketch.
+    Sketch {
+        /// Sketch ID.
+        id: u16,
+        /// Its merger.
+        merger: SketchMerger,
+    },
+}
+
+impl Store {
+    /// Bytes of one slot / entry / column batch in collector memory, for the slot count.
+    pub fn unit_len(&self) -> u64 {
+        use wire::dta::layout::*;
+        match self {
+            Self::KeyWrite { slot_len } => *slot_len as u64,
+            Self::KeyIncrement => KEYINCREMENT_SLOT_LEN as u64,
+            Self::Postcarder(_) => POSTCARDER_SLOT_LEN as u64,
+            Self::Append { .. } => APPEND_ENTRY_LEN as u64,
+            Self::Sketch { merger, .. } => merger.rows() as u64 * 4,
+        }
+    }
+
+    /// The operation and payload length every hot-path packet of this store has, for its
+    /// template (`None`: no fixed shape).
+    fn template_shape(&self) -> Option<(Opcode, usize)> {
+        use wire::dta::layout::*;
+        match self {
+            Self::KeyWrite { slot_len } => Some((Opcode::RC_RDMA_WRITE_ONLY, *slot_len)),
+            Self::KeyIncrement => Some((Opcode::RC_FETCH_ADD, 0)),
+            Self::Postcarder(_) => Some((Opcode::RC_RDMA_WRITE_ONLY, POSTCARDER_WRITE_LEN)),
+            Self::Append { batcher, .. } => Some((Opcode::RC_RDMA_WRITE_ONLY, batcher.batch() * 4)),
+            Self::Sketch { merger, .. } => {
+                Some((Opcode::RC_RDMA_WRITE_ONLY, merger.batch() as usize * merger.rows() * 4))
+            }
+        }
+    }
+}
+
+/// Where a QP is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// No path to the collector yet, or the CM is connecting.
+    Connecting,
+    /// Connected; waiting for the collector's metadata SEND.
+    Metadata,
+    /// Writing.
+    Ready,
+}
+
+/// One collector data structure.
+pub struct Qp {
+    /// `collector/kind[id]`, for logs.
+    pub name: String,
+    /// Index of its collector.
+    pub collector: usize,
+    /// The collector's address.
+    pub peer: Ipv4Addr,
+    /// What it writes.
+    pub store: Store,
+    /// Our QPN.
+    pub local_qpn: u32,
+    /// The CM client.
+    pub cm: CmClient,
+    /// The phase.
+    pub phase: Phase,
+    /// Requester (valid from [`Phase::Metadata`] on).
+    pub req: Requester,
+    /// Responder for the collector's SENDs.
+    pub resp: Responder,
+    /// The region, once known.
+    pub meta: Metadata,
+    /// Slots (entries, columns) in the region.
+    pub slots: u64,
+    /// The path to the collector, once resolved.
+    pub hop: Option<NextHop>,
+    /// When the path was last resolved.
+    pub resolved_at: u64,
+    /// Addressing of every packet to the collector.
+    pub flow: UdpFlow,
+    /// The hot path's template, and its variant with immediate data.
+    pub tmpl: Option<(RoceTemplate, Option<RoceTemplate>)>,
+    /// PSN of our next CM MAD (UD).
+    pub ud_psn: u32,
+    /// Connections made (for the starting PSN of the next).
+    pub attempts: u32,
+}
+
+impl Qp {
+    /// Number of the next starting PSN: spread over the PSN space per QP and attempt.
+    pub fn next_start_psn(&mut self) -> u32 {
+        self.attempts += 1;
+        (self.local_qpn.wrapping_mul(0x9e37_79b1) ^ self.attempts.wrapping_mul(0x85eb_ca6b))
+            & wire::roce::PSN_MASK
+    }
+
+    /// The region's slot count for this store: the largest power of two that fits (Key-Write,
+    /// Key-Increment and Postcarder hash into a power of two; an Append ring and a sketch use
+    /// every whole slot).
+    pub fn slots_for(&self, len: u32) -> u64 {
+        let n = u64::from(len) / self.store.unit_len();
+        match self.store {
+            Store::KeyWrite { .. } | Store::KeyIncrement | Store::Postcarder(_) => {
+                if n == 0 {
+                    0
+                } else {
+                    1 << (63 - n.leading_zeros())
+                }
+            }
+            Store::Append { .. } | Store::Sketch { .. } => n,
+        }
+    }
+
+    /// Set the addressing from the resolved path and source address; rebuild the templates.
+    pub fn set_path(&mut self, hop: NextHop, src: Ipv4Addr, dscp: u8, ecn: u8) {
+        self.hop = Some(hop);
+        self.flow = UdpFlow {
+            eth_src: hop.src_mac,
+            eth_dst: hop.dst_mac,
+            vlan: None,
+            ip_src: src,
+            ip_dst: self.peer,
+            dscp,
+            ecn,
+            ttl: 64,
+            ident: 0,
+            dont_frag: true,
+            // Per-QP entropy for ECMP, in the dynamic range.
+            src_port: 0xc000 | (self.local_qpn as u16 & 0x3fff),
+            dst_port: wire::udp::port::ROCE_V2,
+        };
+        self.build_templates();
+    }
+
+    /// Build the templates once both the path and the peer QP are known.
+    pub fn build_templates(&mut self) {
+        self.tmpl = None;
+        if self.hop.is_none() || self.phase == Phase::Connecting {
+            return;
+        }
+        let Some((opcode, len)) = self.store.template_shape() else { return };
+        let bth = frames::bth(opcode, self.req.dest_qp(), 0, false);
+        let Ok(main) = RoceTemplate::new(&self.flow, &bth, len) else { return };
+        let imm = (opcode == Opcode::RC_RDMA_WRITE_ONLY)
+            .then(|| {
+                let b = BthRepr { opcode: Opcode::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE, ..bth };
+                RoceTemplate::new(&self.flow, &b, len).ok()
+            })
+            .flatten();
+        self.tmpl = Some((main, imm));
+    }
+
+    /// Write a request packet into `f`: from the template when its shape fits, otherwise with
+    /// the general builder. Returns `false` (leaving `f` unspecified) if it does not fit.
+    #[inline]
+    pub fn build<F: Frame>(&self, f: &mut F, psn: u32, ack_req: bool, op: &Op, payload: &[u8]) -> bool {
+        let ext = frames::request_ext(op, payload.len());
+        let t = match (&self.tmpl, op) {
+            (Some((t, _)), Op::Write { imm: None, .. } | Op::FetchAdd { .. }) => Some(t),
+            (Some((_, Some(t))), Op::Write { imm: Some(_), .. }) => Some(t),
+            _ => None,
+        };
+        if let Some(t) = t
+            && t.opcode() == op.opcode(Transport::Rc)
+            && set_len(f, t.frame_len())
+            && t.emit(f.data_mut(), psn, ack_req, &ext, payload).is_ok()
+        {
+            return true;
+        }
+        let stack = RoceStack {
+            flow: self.flow,
+            roce: frames::request(Transport::Rc, self.req.dest_qp(), psn, ack_req, op, payload),
+        };
+        set_len(f, stack.buffer_len()) && stack.emit(f.data_mut()).is_ok()
+    }
+
+    /// Write any RoCEv2 packet (an ACK, a CM MAD) to the collector into `f`.
+    pub fn build_repr<F: Frame>(&self, f: &mut F, roce: wire::roce::RoceRepr<'_>) -> bool {
+        let stack = RoceStack { flow: self.flow, roce };
+        set_len(f, stack.buffer_len()) && stack.emit(f.data_mut()).is_ok()
+    }
+}
+
+/// Make `f` exactly `len` bytes long from its start of headroom; `false` if it cannot hold them.
+#[inline]
+fn set_len<F: Frame>(f: &mut F, len: usize) -> bool {
+    f.reset();
+    f.append(len).is_some()
+}
+
+/// The translator registers no memory: a collector that writes to it is refused.
+pub struct NoMemory;
+
+impl Memory for NoMemory {
+    fn write(&mut self, _rkey: u32, _va: u64, _data: &[u8]) -> Result<(), AccessError> {
+        Err(AccessError::BadKey)
+    }
+    fn fetch_add(&mut self, _rkey: u32, _va: u64, _add: u64) -> Result<u64, AccessError> {
+        Err(AccessError::BadKey)
+    }
+    fn cmp_swap(&mut self, _rkey: u32, _va: u64, _c: u64, _s: u64) -> Result<u64, AccessError> {
+        Err(AccessError::BadKey)
+    }
+}

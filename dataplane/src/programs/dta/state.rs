@@ -1,0 +1,511 @@
+//! The per-primitive state a DTA translator keeps between reports, each a small sans-IO state
+//! machine with its own tests: Append batches and ring heads, the Postcarder path cache, the
+//! Sketch-Merge merger, and per-reporter sequence tracking.
+
+use wire::dta::MergeOp;
+use wire::dta::layout::POSTCARDER_HOPS;
+
+// ---------------------------------------------------------------------------------------------
+// Append
+
+/// Largest Append batch.
+pub const MAX_BATCH: usize = 16;
+
+/// One list's batch in the making and its ring head in collector memory.
+///
+/// Entries accumulate until `batch` are held (or the flush timer fires); then they are written
+/// at the head of the list's ring of `slots` entries, as one RDMA WRITE — two where the batch
+/// crosses the end of the ring — and the head advances, so every slot is written exactly once
+/// per lap (the reference wrote slot 0 twice per lap).
+#[derive(Debug, Clone)]
+pub struct AppendBatcher {
+    batch: usize,
+    slots: u64,
+    head: u64,
+    buf: [u32; MAX_BATCH],
+    n: usize,
+    since: u64,
+    imm: bool,
+}
+
+/// A run of entries to write: `entries` at ring slot `slot`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendWrite<'a> {
+    /// First ring slot.
+    pub slot: u64,
+    /// The entries.
+    pub entries: &'a [u32],
+}
+
+impl AppendBatcher {
+    /// A list written in batches of `batch` (1..=16) into a ring of `slots` entries.
+    pub fn new(batch: usize, slots: u64) -> Self {
+        Self {
+            batch: batch.clamp(1, MAX_BATCH),
+            slots: slots.max(1),
+            head: 0,
+            buf: [0; MAX_BATCH],
+            n: 0,
+            since: 0,
+            imm: false,
+        }
+    }
+
+    /// The configured batch.
+    pub fn batch(&self) -> usize {
+        self.batch
+    }
+
+    /// Entries waiting.
+    pub fn pending(&self) -> usize {
+        self.n
+    }
+
+    /// The ring slot the next batch starts at.
+    pub fn head(&self) -> u64 {
+        self.head
+    }
+
+    /// Change the ring size (new metadata after a reconnection): the head restarts at 0.
+    pub fn set_slots(&mut self, slots: u64) {
+        self.slots = slots.max(1);
+        self.head = 0;
+    }
+
+    /// Add an entry; `imm` asks for the batch to be written at once, with immediate data.
+    /// Returns whether the batch is ready to [`take`](Self::take).
+    pub fn push(&mut self, now: u64, datum: u32, imm: bool) -> bool {
+        if self.n == 0 {
+            self.since = now;
+        }
+        self.buf[self.n] = datum;
+        self.n += 1;
+        self.imm |= imm;
+        self.n >= self.batch || imm
+    }
+
+    /// Whether a partial batch has waited `timeout` ns.
+    pub fn due(&self, now: u64, timeout: u64) -> bool {
+        self.n > 0 && now.saturating_sub(self.since) >= timeout
+    }
+
+    /// The waiting entries as at most two writes (the second when the ring wraps), whether
+    /// the batch asked for immediate data, and reset. The head advances past them.
+    pub fn take(&mut self) -> ([Option<AppendWrite<'_>>; 2], bool) {
+        let n = self.n as u64;
+        let head = self.head;
+        let first = n.min(self.slots - head) as usize;
+        self.head = (head + n) % self.slots;
+        self.n = 0;
+        let imm = std::mem::take(&mut self.imm);
+        let all = &self.buf[..n as usize];
+        let a = (first > 0).then(|| AppendWrite { slot: head, entries: &all[..first] });
+        let b = (first < all.len()).then(|| AppendWrite { slot: 0, entries: &all[first..] });
+        ([a, b], imm)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Postcarder
+
+/// One flow's path being assembled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct PathEntry {
+    key: u32,
+    present: u8,
+    hops: [u32; POSTCARDER_HOPS],
+    imm: bool,
+}
+
+/// A complete (or evicted) path to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Path {
+    /// The flow key.
+    pub key: u32,
+    /// Hop values (0 where a postcard never came).
+    pub hops: [u32; POSTCARDER_HOPS],
+    /// Hops present (bit h-1 for hop h).
+    pub present: u8,
+    /// A postcard asked for immediate data.
+    pub imm: bool,
+}
+
+/// What a postcard did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PostcardOutcome {
+    /// Cached; the path is not complete yet.
+    Cached,
+    /// The path is complete: write it.
+    Complete(Path),
+    /// Another flow's partial path was in the way: write that one (evicted); this postcard is
+    /// cached.
+    Evicted(Path),
+    /// A hop number outside 1..=hops.
+    BadHop,
+}
+
+/// Paths cached while their postcards arrive, one entry per `CRC32(key) & (size - 1)`; a path is
+/// written once all `hops` postcards are in, or when another flow needs its entry.
+#[derive(Debug, Clone)]
+pub struct PostcarderCache {
+    entries: Vec<PathEntry>,
+    hops: u8,
+}
+
+impl PostcarderCache {
+    /// `size` entries (a power of two), paths of `hops` (1..=5).
+    pub fn new(size: usize, hops: u8) -> Self {
+        Self {
+            entries: vec![PathEntry::default(); size.next_power_of_two().max(1)],
+            hops: hops.clamp(1, POSTCARDER_HOPS as u8),
+        }
+    }
+
+    /// Memory of the cache.
+    pub fn bytes(&self) -> usize {
+        self.entries.len() * std::mem::size_of::<PathEntry>()
+    }
+
+    /// Add hop `hop`'s postcard for `key`.
+    pub fn add(&mut self, key: u32, hop: u8, data: u32, imm: bool) -> PostcardOutcome {
+        if hop == 0 || hop > self.hops {
+            return PostcardOutcome::BadHop;
+        }
+        let i = wire::dta::keywrite_checksum(key) as usize & (self.entries.len() - 1);
+        let all = (1u8 << self.hops) - 1;
+        let e = &mut self.entries[i];
+        let mut evicted = None;
+        if e.present != 0 && e.key != key {
+            evicted = Some(Path { key: e.key, hops: e.hops, present: e.present, imm: e.imm });
+            *e = PathEntry::default();
+        }
+        e.key = key;
+        e.present |= 1 << (hop - 1);
+        e.hops[usize::from(hop - 1)] = data;
+        e.imm |= imm;
+        if let Some(p) = evicted {
+            return PostcardOutcome::Evicted(p);
+        }
+        if e.present == all {
+            let p = Path { key, hops: e.hops, present: e.present, imm: e.imm };
+            *e = PathEntry::default();
+            return PostcardOutcome::Complete(p);
+        }
+        PostcardOutcome::Cached
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sketch-Merge
+
+/// What a sketch column report did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SketchOutcome {
+    /// Merged.
+    Merged,
+    /// Not the reporter's next column: NACK it with the last column merged from it.
+    OutOfOrder {
+        /// The last in-order column from this reporter (`u32::MAX` if none this round).
+        last: u32,
+    },
+    /// The column belongs to the next round, and this round's column is not written yet:
+    /// NACK it (the reporter resends later).
+    TooEarly {
+        /// The last in-order column from this reporter.
+        last: u32,
+    },
+    /// A reporter ID not configured for the sketch.
+    UnknownReporter,
+    /// A column outside the sketch, or the wrong number of counters.
+    BadShape,
+}
+
+/// Merges the copies of one sketch reported column by column by several switches (seed §3:
+/// per-reporter in-order columns, per-column contribution counts, batches of C columns written
+/// together once complete).
+#[derive(Debug, Clone)]
+pub struct SketchMerger {
+    rows: usize,
+    columns: u32,
+    batch: u32,
+    reporters: Vec<u16>,
+    /// Per reporter: the next column expected, and its round.
+    next: Vec<(u32, u32)>,
+    /// Per column: merged counters.
+    merged: Vec<u32>,
+    /// Per column: contributions this round, and the round.
+    count: Vec<(u16, u32)>,
+    /// The first column of the next batch to write, and its round.
+    flush: (u32, u32),
+}
+
+impl SketchMerger {
+    /// A sketch of `columns` × `rows` merged from `reporters`, written `batch` columns at a
+    /// time (`columns` is rounded up to a multiple of `batch`).
+    pub fn new(rows: u16, columns: u32, reporters: &[u16], batch: u32) -> Self {
+        let batch = batch.clamp(1, columns.max(1));
+        let columns = columns.max(1).div_ceil(batch) * batch;
+        Self {
+            rows: usize::from(rows.max(1)),
+            columns,
+            batch,
+            reporters: reporters.to_vec(),
+            next: vec![(0, 0); reporters.len()],
+            merged: vec![0; columns as usize * usize::from(rows.max(1))],
+            count: vec![(0, 0); columns as usize],
+            flush: (0, 0),
+        }
+    }
+
+    /// Rows (counters per column).
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Columns per write.
+    pub fn batch(&self) -> u32 {
+        self.batch
+    }
+
+    /// Memory of the merge buffer.
+    pub fn bytes(&self) -> usize {
+        self.merged.len() * 4 + self.count.len() * 8
+    }
+
+    /// Merge `counters` (`rows` big-endian `u32`s) from `reporter` for `column` with `op`.
+    pub fn merge(&mut self, reporter: u16, column: u32, op: MergeOp, counters: &[u8]) -> SketchOutcome {
+        let Some(r) = self.reporters.iter().position(|&x| x == reporter) else {
+            return SketchOutcome::UnknownReporter;
+        };
+        if column >= self.columns || counters.len() != 4 * self.rows {
+            return SketchOutcome::BadShape;
+        }
+        let (want, round) = self.next[r];
+        let last = if want == 0 { u32::MAX } else { want - 1 };
+        if column != want {
+            return SketchOutcome::OutOfOrder { last };
+        }
+        let c = column as usize;
+        if self.count[c].1 != round {
+            // This column still holds the previous round: it has not been written yet.
+            if self.count[c].0 != 0 {
+                return SketchOutcome::TooEarly { last };
+            }
+            self.count[c] = (0, round);
+        }
+        let first = self.count[c].0 == 0;
+        let cells = &mut self.merged[c * self.rows..(c + 1) * self.rows];
+        for (cell, b) in cells.iter_mut().zip(counters.chunks_exact(4)) {
+            let v = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+            *cell = if first { v } else { op.apply(*cell, v) };
+        }
+        self.count[c].0 += 1;
+        self.next[r] = if column + 1 == self.columns { (0, round + 1) } else { (column + 1, round) };
+        SketchOutcome::Merged
+    }
+
+    /// The next complete batch, if the batch due next has every reporter's copy of every
+    /// column: its first column and its counters (columns × rows little-endian `u32`s, written
+    /// into `out`). The batch is then cleared for the next round.
+    pub fn take_batch<'a>(&mut self, out: &'a mut Vec<u8>) -> Option<(u32, &'a [u8])> {
+        let (start, round) = self.flush;
+        let m = self.reporters.len() as u16;
+        let done = (start..start + self.batch).all(|c| self.count[c as usize] == (m, round));
+        if !done {
+            return None;
+        }
+        out.clear();
+        let lo = start as usize * self.rows;
+        let hi = (start + self.batch) as usize * self.rows;
+        for v in &mut self.merged[lo..hi] {
+            out.extend_from_slice(&v.to_le_bytes());
+            *v = 0;
+        }
+        for c in start..start + self.batch {
+            self.count[c as usize] = (0, round + 1);
+        }
+        let next = start + self.batch;
+        self.flush = if next >= self.columns { (0, round + 1) } else { (next, round) };
+        Some((start, out.as_slice()))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reporter sequence numbers
+
+/// What a retransmittable report's sequence number says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeqVerdict {
+    /// The next expected: translate it.
+    InOrder,
+    /// Already seen (a resend after a NACK that came too late): drop it.
+    Duplicate,
+    /// Reports were lost before it: drop it; NACK with the last in-order number if `nack`.
+    Gap {
+        /// The last in-order sequence number.
+        last: u8,
+        /// Whether to send the NACK now (at most one per interval per reporter).
+        nack: bool,
+    },
+}
+
+/// The translator's record of one reporter.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReporterSeq {
+    /// The next sequence number expected.
+    pub expected: u8,
+    /// When the last NACK (or slow-down message) went to it.
+    pub last_nack: u64,
+    /// Whether a NACK was ever sent (so `last_nack` 0 is meaningful).
+    pub nacked: bool,
+}
+
+impl ReporterSeq {
+    /// A reporter first heard from with sequence number `seq`.
+    pub fn first(seq: u8) -> Self {
+        Self { expected: seq, last_nack: 0, nacked: false }
+    }
+
+    /// Check a retransmittable report's sequence number at `now`; NACKs at most every
+    /// `interval` ns.
+    pub fn check(&mut self, seq: u8, now: u64, interval: u64) -> SeqVerdict {
+        let d = seq.wrapping_sub(self.expected);
+        if d == 0 {
+            self.expected = self.expected.wrapping_add(1);
+            return SeqVerdict::InOrder;
+        }
+        if d >= 128 {
+            return SeqVerdict::Duplicate;
+        }
+        SeqVerdict::Gap { last: self.expected.wrapping_sub(1), nack: self.may_notify(now, interval) }
+    }
+
+    /// Whether a message to this reporter may go now (and record it if so).
+    pub fn may_notify(&mut self, now: u64, interval: u64) -> bool {
+        if self.nacked && now.saturating_sub(self.last_nack) < interval {
+            return false;
+        }
+        self.nacked = true;
+        self.last_nack = now;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn append_batches_wrap_once_per_lap() {
+        let mut a = AppendBatcher::new(4, 10);
+        let mut written = vec![0u32; 10];
+        let (mut writes, mut next_value, mut next_slot) = (0, 0u32, 0u64);
+        for i in 0..40u32 {
+            if a.push(0, i, false) {
+                let (w, imm) = a.take();
+                assert!(!imm);
+                for x in w.into_iter().flatten() {
+                    // Entries go out in arrival order, each run where the last one ended.
+                    assert_eq!(x.slot, next_slot);
+                    for e in x.entries {
+                        assert_eq!(*e, next_value);
+                        next_value += 1;
+                    }
+                    for j in 0..x.entries.len() {
+                        written[x.slot as usize + j] += 1;
+                    }
+                    next_slot = (x.slot + x.entries.len() as u64) % 10;
+                    writes += 1;
+                }
+            }
+        }
+        // 40 entries over a ring of 10: every slot written exactly 4 times; the batches that
+        // crossed the end of the ring took two writes.
+        assert_eq!(written, vec![4; 10]);
+        assert_eq!(writes, 10 + 2, "batches at slot 8 split in two");
+        assert_eq!(a.head(), 0);
+    }
+
+    #[test]
+    fn append_flushes_partial_batches_and_immediates() {
+        let mut a = AppendBatcher::new(16, 1024);
+        assert!(!a.push(100, 7, false));
+        assert!(!a.due(150, 100));
+        assert!(a.due(200, 100));
+        assert!(a.push(210, 8, true), "an immediate flushes at once");
+        let (w, imm) = a.take();
+        assert!(imm);
+        assert_eq!(w[0], Some(AppendWrite { slot: 0, entries: &[7, 8] }));
+        assert_eq!(w[1], None);
+        assert_eq!(a.head(), 2);
+    }
+
+    #[test]
+    fn postcarder_completes_and_evicts() {
+        let mut c = PostcarderCache::new(1, 3);
+        assert_eq!(c.add(5, 1, 10, false), PostcardOutcome::Cached);
+        assert_eq!(c.add(5, 4, 10, false), PostcardOutcome::BadHop);
+        assert_eq!(c.add(5, 3, 30, false), PostcardOutcome::Cached);
+        // Another flow takes the single entry: flow 5's partial path goes out.
+        let PostcardOutcome::Evicted(p) = c.add(6, 1, 1, false) else { panic!() };
+        assert_eq!((p.key, p.present, p.hops), (5, 0b101, [10, 0, 30, 0, 0]));
+        c.add(6, 2, 2, true);
+        let PostcardOutcome::Complete(p) = c.add(6, 3, 3, false) else { panic!() };
+        assert_eq!((p.key, p.present, p.hops, p.imm), (6, 0b111, [1, 2, 3, 0, 0], true));
+    }
+
+    fn col(vals: &[u32]) -> Vec<u8> {
+        vals.iter().flat_map(|v| v.to_be_bytes()).collect()
+    }
+
+    #[test]
+    fn sketch_merges_in_order_and_writes_complete_batches() {
+        let mut s = SketchMerger::new(2, 4, &[10, 20], 2);
+        let mut out = Vec::new();
+        assert_eq!(s.merge(10, 0, MergeOp::Sum, &col(&[1, 2])), SketchOutcome::Merged);
+        assert_eq!(s.merge(10, 2, MergeOp::Sum, &col(&[1, 2])), SketchOutcome::OutOfOrder { last: 0 });
+        assert_eq!(s.merge(30, 0, MergeOp::Sum, &col(&[1, 2])), SketchOutcome::UnknownReporter);
+        assert_eq!(s.merge(20, 0, MergeOp::Sum, &col(&[1])), SketchOutcome::BadShape);
+        s.merge(10, 1, MergeOp::Sum, &col(&[3, 4]));
+        assert!(s.take_batch(&mut out).is_none(), "reporter 20 has not sent columns 0 and 1");
+        s.merge(20, 0, MergeOp::Sum, &col(&[10, 20]));
+        s.merge(20, 1, MergeOp::Sum, &col(&[30, 40]));
+        let (start, bytes) = s.take_batch(&mut out).unwrap();
+        assert_eq!(start, 0);
+        let v: Vec<u32> = bytes.chunks(4).map(|b| u32::from_le_bytes(b.try_into().unwrap())).collect();
+        assert_eq!(v, [11, 22, 33, 44]);
+        // Finish the round; reporter 10 starts the next round's column 0 at once (it was written).
+        for r in [10, 20] {
+            s.merge(r, 2, MergeOp::Max, &col(&[5, 5]));
+            s.merge(r, 3, MergeOp::Max, &col(&[u32::from(r), 1]));
+        }
+        assert_eq!(s.merge(10, 0, MergeOp::Sum, &col(&[1, 1])), SketchOutcome::Merged);
+        let (start, bytes) = s.take_batch(&mut out).unwrap();
+        assert_eq!(start, 2);
+        let v: Vec<u32> = bytes.chunks(4).map(|b| u32::from_le_bytes(b.try_into().unwrap())).collect();
+        assert_eq!(v, [5, 5, 20, 1]);
+    }
+
+    #[test]
+    fn sketch_holds_back_a_round_until_the_column_is_written() {
+        let mut s = SketchMerger::new(1, 2, &[1, 2], 2);
+        s.merge(1, 0, MergeOp::Sum, &col(&[1]));
+        s.merge(1, 1, MergeOp::Sum, &col(&[1]));
+        // Reporter 1 is a round ahead; reporter 2 has sent nothing: column 0 is not written.
+        assert_eq!(s.merge(1, 0, MergeOp::Sum, &col(&[9])), SketchOutcome::TooEarly { last: u32::MAX });
+    }
+
+    #[test]
+    fn sequence_gaps_duplicates_and_nack_pacing() {
+        let mut r = ReporterSeq::first(250);
+        for s in 250..=255u8 {
+            assert_eq!(r.check(s, 0, 100), SeqVerdict::InOrder);
+        }
+        assert_eq!(r.check(0, 0, 100), SeqVerdict::InOrder, "wraps");
+        assert_eq!(r.check(3, 10, 100), SeqVerdict::Gap { last: 0, nack: true });
+        assert_eq!(r.check(4, 50, 100), SeqVerdict::Gap { last: 0, nack: false }, "paced");
+        assert_eq!(r.check(5, 110, 100), SeqVerdict::Gap { last: 0, nack: true });
+        assert_eq!(r.check(255, 120, 100), SeqVerdict::Duplicate);
+        assert_eq!(r.check(1, 130, 100), SeqVerdict::InOrder);
+    }
+}

@@ -1,0 +1,318 @@
+//! A passive RoCEv2 endpoint: what an RDMA NIC plus librdmacm's `rdma_listen`/`rdma_accept`
+//! do for a server that registered memory and waits for writers — the core of the DTA
+//! soft-RNIC collector, sans-IO.
+//!
+//! [`Endpoint`] listens on librdmacm ports, each with the region it exposes and, optionally,
+//! the [`Metadata`] it SENDs to every new peer once connected (as the DTA collector does). It
+//! runs the CM server, one RC queue pair per accepted connection — a [`Responder`] applying
+//! WRITEs and atomics to its [`Memory`] and a [`Requester`] for its own SENDs — and answers with
+//! ACKs, NAKs and atomic ACKs. Packets come in as parsed [`RoceRepr`]s (the caller has checked
+//! the ICRC, or deliberately not, like a NIC with ICRC checking disabled); replies go out
+//! through a callback as reprs addressed to a peer.
+
+use core::net::Ipv4Addr;
+
+use wire::ibcm::{CmMadRepr, MAD_LEN};
+use wire::roce::{Opcode, PSN_MASK, RoceRepr};
+
+use crate::cm::{Accept, CmConfig, CmServer, Connection, Metadata, ServerEvent};
+use crate::frames;
+use crate::requester::{Op, Requester, RequesterConfig, Response, Transport};
+use crate::responder::{Delivery, Memory, Responder, Verdict};
+
+/// One listening port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listen {
+    /// librdmacm port.
+    pub port: u16,
+    /// SENT to every peer once connected.
+    pub metadata: Option<Metadata>,
+}
+
+/// What happened, for the owner's counters and notifications.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// A peer connected.
+    Connected {
+        /// Our QPN.
+        qpn: u32,
+        /// The librdmacm port.
+        port: u16,
+        /// The peer.
+        peer: Ipv4Addr,
+    },
+    /// A peer disconnected (or its connection timed out).
+    Disconnected {
+        /// Our QPN.
+        qpn: u32,
+    },
+    /// A request was executed.
+    Applied {
+        /// Our QPN.
+        qpn: u32,
+        /// A WRITE with Immediate's data (a notification for the host).
+        imm: Option<u32>,
+        /// Whether it was an atomic.
+        atomic: bool,
+    },
+    /// A duplicate request, acknowledged again.
+    Duplicate,
+    /// A request ahead of the expected PSN (a sequence-error NAK may have gone out).
+    OutOfSequence,
+    /// A request refused by memory (remote-access-error NAK): nothing written.
+    AccessError,
+    /// An invalid request (invalid-request NAK).
+    Invalid,
+    /// A packet for a QP this endpoint does not have: dropped silently, as a NIC does.
+    UnknownQp,
+    /// A CM MAD that could not be parsed.
+    BadMad,
+}
+
+/// Counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EndpointStats {
+    /// Requests applied.
+    pub applied: u64,
+    /// Duplicates acknowledged.
+    pub duplicates: u64,
+    /// Out-of-sequence requests.
+    pub out_of_sequence: u64,
+    /// Requests refused for access.
+    pub access_errors: u64,
+    /// Invalid requests.
+    pub invalid: u64,
+    /// Packets for unknown QPs.
+    pub unknown_qp: u64,
+    /// Connections accepted.
+    pub connections: u64,
+}
+
+struct Qp {
+    conn: Connection,
+    peer: Ipv4Addr,
+    resp: Responder,
+    req: Requester,
+}
+
+/// A passive RoCEv2 endpoint over memory `M`.
+pub struct Endpoint<M> {
+    listens: Vec<Listen>,
+    cm: CmServer,
+    qps: Vec<Qp>,
+    mem: M,
+    next_qpn: u32,
+    ud_psn: u32,
+    seed: u32,
+    stats: EndpointStats,
+}
+
+impl<M: Memory> Endpoint<M> {
+    /// An endpoint over `mem` listening on `listens`; `seed` varies its QPNs and PSNs between
+    /// runs (a restarted collector must not reuse its old QPNs).
+    pub fn new(cm: CmConfig, ca_guid: u64, listens: Vec<Listen>, mem: M, seed: u32) -> Self {
+        Self {
+            listens,
+            cm: CmServer::new(cm, ca_guid),
+            qps: Vec::new(),
+            mem,
+            next_qpn: 0x1000 | ((seed & 0xff) << 12),
+            ud_psn: 0,
+            seed,
+            stats: EndpointStats::default(),
+        }
+    }
+
+    /// The memory.
+    pub fn memory(&self) -> &M {
+        &self.mem
+    }
+
+    /// The memory, writable (the owner's own updates, e.g. clearing a region).
+    pub fn memory_mut(&mut self) -> &mut M {
+        &mut self.mem
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> EndpointStats {
+        self.stats
+    }
+
+    /// Connections: (our QPN, port, peer).
+    pub fn connections(&self) -> impl Iterator<Item = (u32, u16, Ipv4Addr)> + '_ {
+        self.qps.iter().map(|q| (q.conn.local_qpn, q.conn.port, q.peer))
+    }
+
+    fn send_mad(&mut self, peer: Ipv4Addr, mad: &CmMadRepr, out: &mut dyn FnMut(Ipv4Addr, RoceRepr<'_>)) {
+        let mut b = [0u8; MAD_LEN];
+        if mad.emit(&mut b).is_ok() {
+            let psn = self.ud_psn;
+            self.ud_psn = (psn + 1) & PSN_MASK;
+            out(peer, frames::cm_mad(psn, &b));
+        }
+    }
+
+    /// Handle one packet from `src`. Replies go to `out`; the returned event says what it was.
+    pub fn on_packet(
+        &mut self,
+        now: u64,
+        src: Ipv4Addr,
+        r: &RoceRepr<'_>,
+        out: &mut dyn FnMut(Ipv4Addr, RoceRepr<'_>),
+    ) -> Option<Event> {
+        if frames::is_cm_mad(r) {
+            let Ok(mad) = CmMadRepr::parse(r.payload) else { return Some(Event::BadMad) };
+            return self.on_mad(now, src, &mad, out);
+        }
+        let Some(i) = self.qps.iter().position(|q| q.conn.local_qpn == r.bth.dest_qp && q.peer == src) else {
+            self.stats.unknown_qp += 1;
+            return Some(Event::UnknownQp);
+        };
+        let q = &mut self.qps[i];
+        let qpn = q.conn.local_qpn;
+        match r.bth.opcode {
+            Opcode::RC_ACKNOWLEDGE | Opcode::RC_ATOMIC_ACKNOWLEDGE => {
+                if let Some(aeth) = r.ext.aeth
+                    && matches!(
+                        q.req.on_response(now, &r.bth, &aeth),
+                        Response::Retransmit { .. } | Response::RnrWait { .. }
+                    )
+                {
+                    self.resend(i, now, out);
+                }
+                None
+            }
+            op => {
+                let o = q.resp.on_request(op, r.bth.psn, r.bth.ack_req, &r.ext, r.payload, &mut self.mem);
+                if let Some(ack) = frames::reply(q.conn.remote_qpn, &o.reply) {
+                    out(src, ack);
+                }
+                Some(match o.verdict {
+                    Verdict::Executed => {
+                        self.stats.applied += 1;
+                        let (imm, atomic) = match o.delivery {
+                            Delivery::Write { imm, .. } | Delivery::Send { imm, .. } => (imm, false),
+                            Delivery::Atomic { .. } => (None, true),
+                            Delivery::None => (None, false),
+                        };
+                        Event::Applied { qpn, imm, atomic }
+                    }
+                    Verdict::Duplicate => {
+                        self.stats.duplicates += 1;
+                        Event::Duplicate
+                    }
+                    Verdict::OutOfSequence => {
+                        self.stats.out_of_sequence += 1;
+                        Event::OutOfSequence
+                    }
+                    Verdict::AccessError(_) => {
+                        self.stats.access_errors += 1;
+                        Event::AccessError
+                    }
+                    Verdict::Invalid => {
+                        self.stats.invalid += 1;
+                        Event::Invalid
+                    }
+                })
+            }
+        }
+    }
+
+    fn on_mad(
+        &mut self,
+        now: u64,
+        src: Ipv4Addr,
+        mad: &CmMadRepr,
+        out: &mut dyn FnMut(Ipv4Addr, RoceRepr<'_>),
+    ) -> Option<Event> {
+        let listens = &self.listens;
+        let next = &mut self.next_qpn;
+        let seed = self.seed;
+        let o = self.cm.on_mad(now, src, mad, &mut |req| {
+            if !listens.iter().any(|l| l.port == req.port) || req.transport != Transport::Rc {
+                // IBTA REJ reason 8: invalid service ID.
+                return Accept::No(8);
+            }
+            let qpn = *next & PSN_MASK;
+            *next = next.wrapping_add(1);
+            let psn = (qpn.wrapping_mul(0x9e37_79b1) ^ seed) & PSN_MASK;
+            Accept::Yes { qpn, psn }
+        });
+        if let Some(m) = o.send {
+            self.send_mad(src, &m, out);
+        }
+        match o.event? {
+            ServerEvent::Established(conn) => {
+                let cfg = RequesterConfig {
+                    window: 16,
+                    ack_req_every: 1,
+                    timeout_ns: 1_000_000,
+                    ..RequesterConfig::default()
+                };
+                let mut q = Qp {
+                    conn,
+                    peer: src,
+                    resp: Responder::new(Transport::Rc, conn.remote_psn),
+                    req: Requester::new(cfg, conn.remote_qpn, conn.local_psn),
+                };
+                self.stats.connections += 1;
+                if let Some(meta) = self.listens.iter().find(|l| l.port == conn.port).and_then(|l| l.metadata)
+                {
+                    let b = meta.encode();
+                    let op = Op::Send { imm: None };
+                    if let Ok(p) = q.req.post(now, op, &b, true) {
+                        out(src, frames::request(Transport::Rc, conn.remote_qpn, p.psn, p.ack_req, &op, &b));
+                    }
+                }
+                self.qps.retain(|x| !(x.peer == src && x.conn.remote_qpn == conn.remote_qpn));
+                self.qps.push(q);
+                Some(Event::Connected { qpn: conn.local_qpn, port: conn.port, peer: src })
+            }
+            ServerEvent::Disconnected(conn) | ServerEvent::TimedOut(conn) => {
+                self.qps.retain(|q| q.conn.local_qpn != conn.local_qpn);
+                Some(Event::Disconnected { qpn: conn.local_qpn })
+            }
+        }
+    }
+
+    fn resend(&mut self, i: usize, now: u64, out: &mut dyn FnMut(Ipv4Addr, RoceRepr<'_>)) {
+        let q = &mut self.qps[i];
+        while let Some(x) = q.req.next_retransmit(now) {
+            out(
+                q.peer,
+                frames::request(Transport::Rc, q.conn.remote_qpn, x.psn, x.ack_req, &x.op, x.payload),
+            );
+        }
+    }
+
+    /// Drive the timers: REPs without RTU, our SENDs without ACK.
+    pub fn poll(&mut self, now: u64, out: &mut dyn FnMut(Ipv4Addr, RoceRepr<'_>)) -> Option<Event> {
+        let mut event = None;
+        loop {
+            let o = self.cm.poll(now);
+            if let Some(m) = o.send {
+                // The REP goes back to whoever asked; the server kept it.
+                if let Some(peer) = self.cm_peer(&m) {
+                    self.send_mad(peer, &m, out);
+                }
+            }
+            if let Some(ServerEvent::TimedOut(c)) = o.event {
+                self.qps.retain(|q| q.conn.local_qpn != c.local_qpn);
+                event = Some(Event::Disconnected { qpn: c.local_qpn });
+            }
+            if o.send.is_none() && o.event.is_none() {
+                break;
+            }
+        }
+        for i in 0..self.qps.len() {
+            if self.qps[i].req.poll(now).is_ok() {
+                self.resend(i, now, out);
+            }
+        }
+        event
+    }
+
+    fn cm_peer(&self, m: &CmMadRepr) -> Option<Ipv4Addr> {
+        self.cm.peer_of(m.message.local_comm_id())
+    }
+}
