@@ -478,9 +478,14 @@ impl Config {
         let program = match raw.program.as_str() {
             "l2l3" => ProgramKind::L2l3,
             "macswap" => ProgramKind::MacSwap,
+            "dta_translator" => ProgramKind::DtaTranslator,
             other => {
-                return Err(ctx
-                    .err("program", format!("unknown program {other:?}; expected \"l2l3\" or \"macswap\"")));
+                return Err(ctx.err(
+                    "program",
+                    format!(
+                        "unknown program {other:?}; expected \"l2l3\", \"macswap\" or \"dta_translator\""
+                    ),
+                ));
             }
         };
         let runtime = runtime(&ctx, raw.runtime)?;

@@ -432,9 +432,6 @@ impl<P: Program, F: Frame> Switch<P, F> {
         if failed != 0 {
             self.count_drop(builtin::NO_BUFFER, failed);
         }
-        if !self.emitted.is_empty() {
-            self.flush_emitted(now, pool);
-        }
         if let Some(code) = md.mirror {
             self.mirror(&pkt, md.ingress_port, code, pool);
         }
@@ -452,11 +449,17 @@ impl<P: Program, F: Frame> Switch<P, F> {
         } else {
             self.dispatch(now, pkt, md.dest, md.qid, md, pool);
         }
+        // What the program emitted follows the packet itself, in the order it was emitted (a
+        // translator's packets carry consecutive PSNs).
+        if !self.emitted.is_empty() {
+            self.flush_emitted(now, pool);
+        }
     }
 
     /// Send what the program emitted: it enters the TM as if from the CPU port.
     fn flush_emitted(&mut self, now: u64, pool: &mut dyn Pool<F>) {
-        while let Some((pkt, dest, qid)) = self.emitted.pop() {
+        let mut emitted = std::mem::take(&mut self.emitted);
+        for (pkt, dest, qid) in emitted.drain(..) {
             let md = IngressMd {
                 ingress_port: self.cpu_port(),
                 ingress_ts: now,
@@ -469,6 +472,8 @@ impl<P: Program, F: Frame> Switch<P, F> {
             };
             self.dispatch(now, pkt, dest, qid, md, pool);
         }
+        // Keep the allocation (nothing dispatched emits).
+        self.emitted = emitted;
     }
 
     fn mirror(&mut self, pkt: &F, ingress_port: PortId, code: u16, pool: &mut dyn Pool<F>) {

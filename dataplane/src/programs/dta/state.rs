@@ -281,7 +281,12 @@ impl SketchMerger {
             return SketchOutcome::BadShape;
         }
         let (want, round) = self.next[r];
-        let last = if want == 0 { u32::MAX } else { want - 1 };
+        // The last column merged from this reporter: none yet, or the end of its last round.
+        let last = match (want, round) {
+            (0, 0) => u32::MAX,
+            (0, _) => self.columns - 1,
+            (w, _) => w - 1,
+        };
         if column != want {
             return SketchOutcome::OutOfOrder { last };
         }
@@ -492,7 +497,7 @@ mod tests {
         s.merge(1, 0, MergeOp::Sum, &col(&[1]));
         s.merge(1, 1, MergeOp::Sum, &col(&[1]));
         // Reporter 1 is a round ahead; reporter 2 has sent nothing: column 0 is not written.
-        assert_eq!(s.merge(1, 0, MergeOp::Sum, &col(&[9])), SketchOutcome::TooEarly { last: u32::MAX });
+        assert_eq!(s.merge(1, 0, MergeOp::Sum, &col(&[9])), SketchOutcome::TooEarly { last: 1 });
     }
 
     #[test]

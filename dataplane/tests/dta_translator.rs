@@ -1,0 +1,489 @@
+//! The DTA translator end to end on a virtual clock: reports in on p0, RoCEv2 out on p1 to
+//! collectors that are passive endpoints built from `roce` (CM server, responder QPs over
+//! regions, the metadata SEND), with deterministic loss where a test asks for it.
+
+#[path = "dta/lab.rs"]
+mod lab;
+
+use std::net::Ipv4Addr;
+
+use lab::{Collector, Lab, Loss, config};
+use wire::dta::{self, DtaRepr, MergeOp, Primitive, Priority, Sequence};
+use wire::ethernet::EthernetAddress;
+
+const C0: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 51);
+const C0_MAC: EthernetAddress = EthernetAddress([2, 0xc0, 0, 0, 0, 0x51]);
+const REPORTER: Ipv4Addr = Ipv4Addr::new(10, 0, 1, 2);
+
+fn kw(key: u32, n: u8, data: &[u8; 4], seq: Option<Sequence>) -> DtaRepr<'_> {
+    DtaRepr { immediate: false, seq, primitive: Primitive::KeyWrite { redundancy: n, key, data } }
+}
+
+fn long(seqnum: u8, retransmittable: bool, priority: Priority) -> Option<Sequence> {
+    Some(Sequence { seqnum, retransmittable, priority })
+}
+
+/// One collector with a Key-Write store of 256 slots (2 KiB), a Key-Increment store of 4096
+/// counters, four Append lists and a sketch.
+fn standard_lab(extra: &str) -> Lab {
+    let collectors = r#"
+[[dta.collector]]
+name = "c0"
+ip = "10.0.0.51"
+keywrite = 1337
+keyincrement = 1339
+postcarder = { port = 1336, hops = 5, cache = 1024 }
+append = [{ list = 0, port = 1340, batch = 16 }, { list = 1, port = 1341, batch = 4 },
+          { list = 2, port = 1342, batch = 1 }, { list = 3, port = 1343, batch = 8 }]
+sketch = [{ id = 9, port = 1350, rows = 2, columns = 8, reporters = [1, 2, 3, 4], batch = 4 }]
+"#;
+    let c = Collector::new(
+        C0,
+        C0_MAC,
+        &[
+            (1337, 256 * 8),
+            (1339, 4096 * 8),
+            (1336, 1024 * 32),
+            (1340, 4096 * 4),
+            (1341, 4096 * 4),
+            (1342, 32768 * 4),
+            (1343, 4096 * 4),
+            (1350, 8 * 2 * 4),
+        ],
+        7,
+    );
+    let mut lab = Lab::new(&config(extra, collectors, &[(C0, C0_MAC)]), vec![c]);
+    lab.connect(200_000);
+    lab
+}
+
+#[test]
+fn connects_with_cm_and_learns_every_region() {
+    let lab = standard_lab("");
+    let regions = lab.sw.program().regions();
+    assert_eq!(regions.len(), 8);
+    let c = &lab.collectors[0];
+    for (name, meta, slots) in regions {
+        let port =
+            c.regions.iter().find(|r| r.1 == meta.rkey).map(|r| r.0).unwrap_or_else(|| panic!("{name}"));
+        let (_, rkey, va) = *c.regions.iter().find(|r| r.0 == port).unwrap();
+        assert_eq!((meta.rkey, meta.va), (rkey, va), "{name}");
+        assert!(slots > 0, "{name}");
+    }
+    // REQ/REP/RTU and the metadata SEND, acknowledged: eight connections, nothing refused.
+    let st = c.ep.stats();
+    assert_eq!(st.connections, 8);
+    assert_eq!((st.access_errors, st.invalid, st.unknown_qp), (0, 0, 0));
+    assert_eq!(lab.sw.program().stats().connects, 8);
+}
+
+/// Copy n of a Key-Write lands at `CRC32(key ‖ n) & 255` (the design's test vectors), holding
+/// the key's checksum and the data, for N = 1..4 interleaved.
+#[test]
+fn keywrite_copies_land_at_the_test_vector_slots() {
+    let mut lab = standard_lab("");
+    let vectors: [(u32, u32, [u32; 4]); 3] = [
+        (0, 0x2144df1c, [0xc622f71d, 0xb125c78b, 0x282c9631, 0x5f2ba6a7]),
+        (1, 0x99f8b879, [0xfb42dead, 0x8c45ee3b, 0x154cbf81, 0x624b8f17]),
+        (123456, 0x092db2ae, [0xe3654cd0, 0x94627c46, 0x0d6b2dfc, 0x7a6c1d6a]),
+    ];
+    // Interleave: every key with every N, N rising per key, keys round-robin.
+    let mut i = 0u8;
+    for n in 1..=4u8 {
+        for (key, _, _) in vectors {
+            let data = [n, i, 0xab, 0xcd];
+            lab.report(REPORTER, C0, &kw(key, n, &data, long(i, false, Priority::Low)));
+            i += 1;
+        }
+    }
+    lab.run(50);
+    let mem = lab.collectors[0].region(1337);
+    for (key, checksum, slots) in vectors {
+        for (n, slot_hash) in slots.iter().enumerate() {
+            let s = (slot_hash & 255) as usize * 8;
+            let slot = &mem[s..s + 8];
+            assert_eq!(&slot[..4], &checksum.to_le_bytes(), "key {key} copy {n}: checksum");
+            // The last report that wrote copy n of this key had N = 4 (every copy is written by
+            // N = 4, the last round).
+            assert_eq!(slot[4], 4, "key {key} copy {n}: from the N=4 report");
+            assert_eq!(&slot[6..8], &[0xab, 0xcd]);
+        }
+    }
+    // Copies beyond N were never written by smaller N: check the N = 1 round alone.
+    let mut lab = standard_lab("");
+    lab.report(REPORTER, C0, &kw(123456, 1, &[9, 9, 9, 9], None.or(long(0, false, Priority::Low))));
+    lab.run(20);
+    let mem = lab.collectors[0].region(1337);
+    let used: Vec<usize> = (0..256).filter(|s| mem[s * 8..s * 8 + 8] != [0; 8]).collect();
+    assert_eq!(used, [(0xe3654cd0u32 & 255) as usize]);
+}
+
+#[test]
+fn keyincrement_counters_equal_the_sums() {
+    let mut lab = standard_lab("");
+    // Keys whose two copies land on slots no other key uses (collision-free).
+    let mut keys = Vec::new();
+    let mut used = std::collections::HashSet::new();
+    let mut k = 0u32;
+    while keys.len() < 100 {
+        let s: Vec<u32> = (0..2).map(|n| dta::keywrite_slot_hash(k, n) & 4095).collect();
+        if s[0] != s[1] && !used.contains(&s[0]) && !used.contains(&s[1]) {
+            used.extend(s);
+            keys.push(k);
+        }
+        k += 1;
+    }
+    let mut sums = vec![0u64; keys.len()];
+    for round in 0..20u64 {
+        for (i, &key) in keys.iter().enumerate() {
+            let add = round * 1000 + i as u64;
+            sums[i] += add;
+            let r = DtaRepr {
+                immediate: false,
+                seq: long(0, false, Priority::Low),
+                primitive: Primitive::KeyIncrement { redundancy: 2, key, counter: add },
+            };
+            lab.report(REPORTER, C0, &r);
+        }
+        lab.run(5);
+    }
+    lab.run(100);
+    let mem = lab.collectors[0].region(1339);
+    for (i, &key) in keys.iter().enumerate() {
+        for n in 0..2 {
+            let s = (dta::keywrite_slot_hash(key, n) & 4095) as usize * 8;
+            let v = u64::from_le_bytes(mem[s..s + 8].try_into().unwrap());
+            assert_eq!(v, sums[i], "key {key} copy {n}");
+        }
+    }
+    assert_eq!(lab.sw.program().stats().reports[2], 2000);
+}
+
+/// Append entries read back in order from each list's ring.
+fn read_list(mem: &[u8], n: usize) -> Vec<u32> {
+    (0..n).map(|i| u32::from_le_bytes(mem[4 * i..4 * i + 4].try_into().unwrap())).collect()
+}
+
+fn append(list: u32, data: u32, seq: Option<Sequence>) -> DtaRepr<'static> {
+    DtaRepr { immediate: false, seq, primitive: Primitive::Append { list_id: list, data } }
+}
+
+#[test]
+fn append_batches_and_flushes_partial_batches() {
+    let mut lab = standard_lab("append_flush_us = 20");
+    // 37 entries into list 0 (batch 16): two full batches at once, five after the flush timer.
+    for i in 0..37u32 {
+        lab.report(REPORTER, C0, &append(0, i + 1, long(0, false, Priority::Low)));
+    }
+    lab.run(5);
+    assert_eq!(
+        read_list(lab.collectors[0].region(1340), 37)[..33],
+        (1..=32).chain([0]).collect::<Vec<_>>()[..]
+    );
+    lab.run(40);
+    assert_eq!(read_list(lab.collectors[0].region(1340), 38), (1..=37).chain([0]).collect::<Vec<_>>());
+}
+
+/// 1 % of packets between the translator and the collector lost, each way: after recovery every
+/// Append entry is in memory exactly once and every Key-Write slot holds the right value.
+#[test]
+fn loss_to_the_collector_is_recovered() {
+    let mut lab = standard_lab("");
+    lab.to_collector = Loss::new(11, 10);
+    lab.from_collector = Loss::new(12, 10);
+    let per_list = 3000u32;
+    let mut kw_last = std::collections::HashMap::new();
+    for i in 0..per_list {
+        for list in 0..4u32 {
+            lab.report(REPORTER, C0, &append(list, list << 24 | (i + 1), long(0, false, Priority::Low)));
+        }
+        let key = i % 50;
+        let data = (i + 1).to_be_bytes();
+        lab.report(REPORTER, C0, &kw(key, 2, &data, long(0, false, Priority::Low)));
+        kw_last.insert(key, data);
+        if i % 8 == 0 {
+            lab.step();
+        }
+    }
+    lab.run(20_000);
+    assert!(
+        lab.to_collector.lost > 50 && lab.from_collector.lost > 0,
+        "{} {}",
+        lab.to_collector.lost,
+        lab.from_collector.lost
+    );
+    let st = lab.sw.program().stats();
+    assert!(st.retransmitted > 0);
+    for (list, port) in [(0u32, 1340u16), (1, 1341), (2, 1342), (3, 1343)] {
+        let got = read_list(lab.collectors[0].region(port), per_list as usize + 1);
+        let want: Vec<u32> = (1..=per_list).map(|i| list << 24 | i).chain([0]).collect();
+        assert_eq!(got, want, "list {list}: every entry once, in order");
+    }
+    let mem = lab.collectors[0].region(1337);
+    for (key, data) in kw_last {
+        for n in 0..2 {
+            let s = (dta::keywrite_slot_hash(key, n) & 255) as usize * 8;
+            // A key's slot may be shared with another key's copy: the checksum says whose it is.
+            if mem[s..s + 4] == dta::keywrite_checksum(key).to_le_bytes() {
+                assert_eq!(&mem[s + 4..s + 8], &data, "key {key} copy {n}");
+            }
+        }
+    }
+    assert_eq!(lab.drops("dta_window_full"), 0);
+}
+
+/// 1 % of reports lost between the reporter and the translator: retransmittable high-priority
+/// reports are NACKed and resent; none is lost.
+#[test]
+fn loss_from_reporters_is_recovered_by_nack() {
+    use dataplane::programs::dta::reporter::ReportSender;
+    let mut lab = standard_lab("nack_interval_us = 5");
+    lab.to_translator = Loss::new(5, 10);
+    let mut sender = ReportSender::new(256);
+    let n = 20_000u32;
+    let mut buf = [0u8; 64];
+    for i in 0..n {
+        let seq = sender.sequence(true, Priority::High);
+        let r = append(2, i + 1, Some(seq));
+        let len = sender.emit(&r, &mut buf).unwrap();
+        let b = buf;
+        lab.report_bytes(REPORTER, C0, &b[..len]);
+        if i % 4 == 0 {
+            lab.step();
+        }
+        for (_, nack) in lab.nacks() {
+            let mut resend = Vec::new();
+            sender.on_nack(&nack, |b| resend.push(b.to_vec()));
+            for b in resend {
+                lab.report_bytes(REPORTER, C0, &b);
+            }
+        }
+    }
+    // The tail: resend until the translator has everything (a NACK needs a later report).
+    for _ in 0..200 {
+        lab.run(10);
+        let seq = sender.sequence(true, Priority::High);
+        let r = append(3, 0, Some(seq));
+        let len = sender.emit(&r, &mut buf).unwrap();
+        let b = buf;
+        lab.report_bytes(REPORTER, C0, &b[..len]);
+        for (_, nack) in lab.nacks() {
+            let mut resend = Vec::new();
+            sender.on_nack(&nack, |b| resend.push(b.to_vec()));
+            for b in resend {
+                lab.report_bytes(REPORTER, C0, &b);
+            }
+        }
+    }
+    lab.run(1000);
+    assert!(lab.to_translator.lost > 100, "{}", lab.to_translator.lost);
+    assert_eq!(sender.unrecoverable, 0);
+    let got = read_list(lab.collectors[0].region(1342), n as usize + 1);
+    let want: Vec<u32> = (1..=n).chain([0]).collect();
+    assert_eq!(got, want, "every report once, in order");
+    assert!(lab.drops("dta_seq_gap") > 0 && lab.sw.program().stats().nacks > 0);
+}
+
+/// With the collector path limited, low priority is dropped and counted, high priority is all
+/// delivered (parked while over the rate), and the reporter is told to slow down.
+#[test]
+fn rate_limit_drops_low_and_delivers_all_high() {
+    let collectors = r#"
+[[dta.collector]]
+name = "c0"
+ip = "10.0.0.51"
+rate = 100000
+burst = 16
+append = [{ list = 0, port = 1340, batch = 1 }, { list = 1, port = 1341, batch = 1 }]
+"#;
+    let c = Collector::new(C0, C0_MAC, &[(1340, 65536 * 4), (1341, 65536 * 4)], 3);
+    let mut lab =
+        Lab::new(&config("park = 100000\nnack_interval_us = 100", collectors, &[(C0, C0_MAC)]), vec![c]);
+    lab.connect(200_000);
+    // 2000 high and 2000 low reports in 1 ms (4 M/s) against 100 k packets/s.
+    for i in 0..2000u32 {
+        lab.report(REPORTER, C0, &append(0, i + 1, long(0, false, Priority::High)));
+        lab.report(REPORTER, C0, &append(1, i + 1, long(0, false, Priority::Low)));
+        if i % 4 == 0 {
+            lab.step();
+        }
+    }
+    // 2000 packets at 100 k/s take 20 ms.
+    lab.run(30_000);
+    let high = read_list(lab.collectors[0].region(1340), 2001);
+    assert_eq!(high, (1..=2000).chain([0]).collect::<Vec<_>>(), "every high-priority report, in order");
+    let low = lab.drops("dta_rate_limited");
+    assert!(low > 1500, "low priority dropped: {low}");
+    let st = lab.sw.program().stats();
+    assert!(st.parked > 1500 && st.unparked == st.parked, "{st:?}");
+    assert!(st.slow_downs > 0);
+    assert!(lab.nacks().iter().any(|(ip, n)| *ip == REPORTER && n.slow_down && !n.nack));
+}
+
+#[test]
+fn postcarder_and_sketch_merge() {
+    let mut lab = standard_lab("");
+    // A 5-hop path, postcards out of order.
+    for hop in [3u8, 1, 5, 2, 4] {
+        let r = DtaRepr {
+            immediate: false,
+            seq: long(0, false, Priority::Low),
+            primitive: Primitive::Postcarder { key: 77, hop, data: 100 + u32::from(hop) },
+        };
+        lab.report(REPORTER, C0, &r);
+    }
+    // Four reporters merge an 8-column sketch of 2 rows (sum).
+    for col in 0..8u32 {
+        for rep in 1..=4u16 {
+            let counters: Vec<u8> =
+                [col * 10 + u32::from(rep), 1].iter().flat_map(|v| v.to_be_bytes()).collect();
+            let r = DtaRepr {
+                immediate: false,
+                seq: long(0, false, Priority::Low),
+                primitive: Primitive::SketchMerge {
+                    sketch_id: 9,
+                    reporter_id: rep,
+                    column: col,
+                    op: MergeOp::Sum,
+                    counters: &counters,
+                },
+            };
+            lab.report(REPORTER, C0, &r);
+        }
+    }
+    lab.run(50);
+    let mem = lab.collectors[0].region(1336);
+    let s = dta::layout::postcarder_slot_index(77, 1024) as usize * 32;
+    let hops: Vec<u32> =
+        (0..5).map(|i| u32::from_be_bytes(mem[s + 4 * i..s + 4 * i + 4].try_into().unwrap())).collect();
+    assert_eq!(hops, [101, 102, 103, 104, 105]);
+    assert_eq!(&mem[s + 20..s + 24], &dta::keywrite_checksum(77).to_le_bytes());
+    let sk = lab.collectors[0].region(1350);
+    for col in 0..8u32 {
+        let o = col as usize * 8;
+        let a = u32::from_le_bytes(sk[o..o + 4].try_into().unwrap());
+        let b = u32::from_le_bytes(sk[o + 4..o + 8].try_into().unwrap());
+        assert_eq!((a, b), (4 * col * 10 + 10, 4), "column {col}: element-wise sum of 4 reporters");
+    }
+    // An out-of-order column is NACKed back to its reporter.
+    let counters = [0u8; 8];
+    let r = DtaRepr {
+        immediate: false,
+        seq: long(0, false, Priority::Low),
+        primitive: Primitive::SketchMerge {
+            sketch_id: 9,
+            reporter_id: 1,
+            column: 5,
+            op: MergeOp::Sum,
+            counters: &counters,
+        },
+    };
+    lab.report(REPORTER, C0, &r);
+    lab.run(2);
+    let nacks = lab.nacks();
+    assert!(nacks.iter().any(|(ip, n)| *ip == REPORTER && n.nack && n.seqnum == 7), "{nacks:?}");
+}
+
+#[test]
+fn immediate_flag_becomes_write_with_immediate() {
+    let mut lab = standard_lab("");
+    let r = DtaRepr {
+        immediate: true,
+        seq: long(0, false, Priority::Low),
+        primitive: Primitive::KeyWrite { redundancy: 2, key: 5, data: &[1, 2, 3, 4] },
+    };
+    lab.report(REPORTER, C0, &r);
+    lab.report(REPORTER, C0, &DtaRepr { immediate: true, ..append(1, 9, long(0, false, Priority::Low)) });
+    lab.run(20);
+    let imms: Vec<Option<u32>> = lab.collectors[0]
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            roce::endpoint::Event::Applied { imm: Some(i), .. } => Some(Some(*i)),
+            _ => None,
+        })
+        .collect();
+    // One notification for the Key-Write (its first copy, the key) and one for the Append
+    // (flushed at once, the list ID).
+    assert_eq!(imms, [Some(5), Some(1)]);
+    assert_eq!(read_list(lab.collectors[0].region(1341), 2), [9, 0]);
+}
+
+#[test]
+fn bad_reports_are_dropped_by_reason() {
+    let mut lab = standard_lab("max_redundancy = 3");
+    lab.report_bytes(REPORTER, C0, &[9, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8]); // opcode 9
+    lab.report(REPORTER, C0, &kw(1, 0, &[0; 4], long(0, false, Priority::Low)));
+    lab.report(REPORTER, C0, &kw(1, 4, &[0; 4], long(0, false, Priority::Low)));
+    lab.report(REPORTER, C0, &append(42, 1, long(0, false, Priority::Low)));
+    lab.report_bytes(REPORTER, C0, &[1, 0, 0, 2, 0, 0]); // truncated Key-Write
+    lab.run(5);
+    assert_eq!(lab.drops("dta_unknown_opcode"), 1);
+    assert_eq!(lab.drops("dta_bad_redundancy"), 2);
+    assert_eq!(lab.drops("dta_no_list"), 1);
+    assert_eq!(lab.drops("dta_malformed"), 1);
+    assert_eq!(lab.collectors[0].ep.stats().applied, 0, "nothing reached the collector");
+}
+
+#[test]
+fn acks_for_unknown_qps_are_counted_and_ignored() {
+    let mut lab = standard_lab("");
+    let ack = roce::frames::reply(0x999, &roce::responder::Reply::Ack { psn: 1, msn: 1 }).unwrap();
+    let flow = wire::stack::UdpFlow {
+        eth_src: C0_MAC,
+        eth_dst: lab::TRANSLATOR_P1,
+        vlan: None,
+        ip_src: C0,
+        ip_dst: lab::TRANSLATOR_IP,
+        dscp: 0,
+        ecn: 0,
+        ttl: 64,
+        ident: 0,
+        dont_frag: true,
+        src_port: 1,
+        dst_port: 4791,
+    };
+    let s = wire::stack::RoceStack { flow, roce: ack };
+    let mut b = vec![0u8; s.buffer_len()];
+    s.emit(&mut b).unwrap();
+    lab.sw.receive(lab.now, 1, dataplane::buf::PktBuf::from_bytes(&b), &mut lab.pool);
+    // A bad ICRC is dropped too.
+    let n = b.len();
+    b[n - 1] ^= 1;
+    lab.sw.receive(lab.now, 1, dataplane::buf::PktBuf::from_bytes(&b), &mut lab.pool);
+    assert_eq!(lab.drops("roce_unknown_qp"), 1);
+    assert_eq!(lab.drops("roce_bad_icrc"), 1);
+}
+
+/// A collector that rejects (no listener on the port) is retried with backoff; once it listens,
+/// the translator connects. A collector that restarts (new QPNs, new keys) is reconnected to.
+#[test]
+fn rejects_timeouts_and_restarts_are_retried() {
+    let collectors = r#"
+[[dta.collector]]
+name = "c0"
+ip = "10.0.0.51"
+append = [{ list = 0, port = 1340, batch = 1 }]
+"#;
+    // First the collector listens on another port: every REQ is rejected.
+    let c = Collector::new(C0, C0_MAC, &[(2000, 4096)], 1);
+    let mut lab = Lab::new(&config("retry_limit = 2", collectors, &[(C0, C0_MAC)]), vec![c]);
+    lab.run(5_000);
+    assert!(!lab.sw.program().ready());
+    assert_eq!(lab.collectors[0].ep.stats().connections, 0);
+    // It restarts listening on the right port.
+    lab.collectors[0] = Collector::new(C0, C0_MAC, &[(1340, 4096)], 2);
+    lab.connect(200_000);
+    lab.report(REPORTER, C0, &append(0, 7, long(0, false, Priority::Low)));
+    lab.run(10);
+    assert_eq!(read_list(lab.collectors[0].region(1340), 1), [7]);
+    // It restarts again (new QPN and key): the old QP times out, the translator reconnects.
+    lab.collectors[0] = Collector::new(C0, C0_MAC, &[(1340, 4096)], 3);
+    lab.report(REPORTER, C0, &append(0, 8, long(0, false, Priority::Low)));
+    lab.run(5_000);
+    lab.connect(200_000);
+    assert!(lab.sw.program().stats().resets >= 1);
+    lab.report(REPORTER, C0, &append(0, 9, long(0, false, Priority::Low)));
+    lab.run(10);
+    assert_eq!(read_list(lab.collectors[0].region(1340), 1), [9]);
+}
