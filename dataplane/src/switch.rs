@@ -139,6 +139,12 @@ pub trait Program: Send + 'static {
     /// Per packet copy, after the traffic manager.
     fn egress<F: Frame>(&mut self, _pkt: &mut F, _md: &mut EgressMd) {}
 
+    /// The deparser's last step, as each packet leaves `port` (after egress and the TM):
+    /// checksums that cover the whole packet go here — the DTA translator computes RoCEv2
+    /// ICRCs here, long after the packet's bytes were written.
+    #[inline(always)]
+    fn deparse<F: Frame>(&mut self, _pkt: &mut F, _port: PortId) {}
+
     /// Timers: called by the runtime regularly with the time.
     fn tick<F: Frame>(&mut self, _now: u64, _out: &mut Emitter<'_, F>) {}
 
@@ -372,9 +378,23 @@ impl<P: Program, F: Frame> Switch<P, F> {
         }
     }
 
+    /// A burst of frames received on `port` at `now`, in order; `pkts` is left empty. What a
+    /// poll loop calls: the per-frame work is inlined into one loop.
+    #[inline]
+    pub fn receive_burst(&mut self, now: u64, port: PortId, pkts: &mut Vec<F>, pool: &mut dyn Pool<F>) {
+        for pkt in pkts.drain(..) {
+            self.receive_one(now, port, pkt, pool);
+        }
+    }
+
     /// A frame received on `port` at `now`.
     #[inline]
     pub fn receive(&mut self, now: u64, port: PortId, pkt: F, pool: &mut dyn Pool<F>) {
+        self.receive_one(now, port, pkt, pool);
+    }
+
+    #[inline(always)]
+    fn receive_one(&mut self, now: u64, port: PortId, pkt: F, pool: &mut dyn Pool<F>) {
         let Some(pc) = self.counters.ports.get_mut(usize::from(port)) else {
             return self.drop_packet(pkt, builtin::BAD_DESTINATION, pool);
         };
@@ -710,7 +730,8 @@ impl<P: Program, F: Frame> Switch<P, F> {
             }
         }
         let pc = &mut self.counters.ports[pi];
-        for f in &out[start..] {
+        for f in &mut out[start..] {
+            self.program.deparse(f, port);
             pc.tx_packets += 1;
             pc.tx_bytes += f.len() as u64;
         }

@@ -60,10 +60,11 @@ sketch = [{ id = 9, port = 1350, rows = 2, columns = 8, reporters = [1, 2, 3, 4]
 #[test]
 fn connects_with_cm_and_learns_every_region() {
     let lab = standard_lab("");
-    let regions = lab.sw.program().regions();
-    assert_eq!(regions.len(), 8);
+    let qps = lab.sw.program().queue_pairs();
+    assert_eq!(qps.len(), 8);
     let c = &lab.collectors[0];
-    for (name, meta, slots) in regions {
+    for q in qps {
+        let (name, meta, slots) = (q.name, q.region, q.slots);
         let port =
             c.regions.iter().find(|r| r.1 == meta.rkey).map(|r| r.0).unwrap_or_else(|| panic!("{name}"));
         let (_, rkey, va) = *c.regions.iter().find(|r| r.0 == port).unwrap();

@@ -367,7 +367,7 @@ impl Requester {
         let slot = &mut self.ring[(psn & (self.cfg.window - 1)) as usize];
         slot.op = op;
         slot.len = payload.len() as u16;
-        slot.data[..payload.len()].copy_from_slice(payload);
+        wire::copy_short(&mut slot.data, payload);
         if outstanding == 0 {
             // Nothing was outstanding: the timeout counts from now.
             self.last_progress = now;

@@ -576,39 +576,57 @@ pub struct DtaRepr<'a> {
 impl<'a> DtaRepr<'a> {
     /// Parse a report (the UDP payload). Bytes after the sub-header are ignored, as the
     /// reference translator ignores them.
+    ///
+    /// Fields are read at fixed offsets after one length check per sub-header (the translator
+    /// parses every report with this; always inlined, so the report's fields stay in registers
+    /// instead of going through a returned struct in memory).
+    #[inline(always)]
     pub fn parse(buf: &'a [u8], format: Format) -> Result<Self> {
-        let p = DtaPacket::new_checked(buf, format.base)?;
-        let opcode = Opcode::from_u8(p.opcode())?;
+        let base = format.base.len();
+        need("dta.base", base, buf.len())?;
+        let opcode = Opcode::from_u8(buf[0])?;
+        let flags = buf[base - 1];
         let seq = match format.base {
             BaseForm::Short => None,
             BaseForm::Long => Some(Sequence {
                 seqnum: buf[1],
-                retransmittable: p.retransmittable(),
-                priority: Priority::from_bits(p.priority_bits())?,
+                retransmittable: flags & 0x40 != 0,
+                priority: Priority::from_bits((flags >> 4) & 0x03)?,
             }),
         };
-        let body = &buf[format.base.len()..];
+        let body = &buf[base..];
+        let be32 = |b: &[u8], i: usize| u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
         let primitive = match opcode {
             Opcode::KeyWrite => {
-                let h = KeyWriteHeader::new_checked(body)?;
-                need("dta.keywrite.data", format.keywrite_data_len, h.data().len())?;
-                Primitive::KeyWrite {
-                    redundancy: h.redundancy(),
-                    key: h.key(),
-                    data: &body[5..5 + format.keywrite_data_len],
-                }
+                need("dta.keywrite", 9, body.len())?;
+                let n = format.keywrite_data_len;
+                need("dta.keywrite.data", n, body.len() - 5)?;
+                Primitive::KeyWrite { redundancy: body[0], key: be32(body, 1), data: &body[5..5 + n] }
             }
             Opcode::Append => {
-                let h = AppendHeader::new_checked(body)?;
-                Primitive::Append { list_id: h.list_id(), data: h.data() }
+                let b = body.first_chunk::<8>().ok_or(Error::Truncated {
+                    field: "dta.append",
+                    need: 8,
+                    have: body.len(),
+                })?;
+                Primitive::Append { list_id: be32(b, 0), data: be32(b, 4) }
             }
             Opcode::KeyIncrement => {
-                let h = KeyIncrementHeader::new_checked(body)?;
-                Primitive::KeyIncrement { redundancy: h.redundancy(), key: h.key(), counter: h.counter() }
+                let b = body.first_chunk::<13>().ok_or(Error::Truncated {
+                    field: "dta.keyincrement",
+                    need: 13,
+                    have: body.len(),
+                })?;
+                let c = u64::from_be_bytes([b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12]]);
+                Primitive::KeyIncrement { redundancy: b[0], key: be32(b, 1), counter: c }
             }
             Opcode::Postcarder => {
-                let h = PostcarderHeader::new_checked(body)?;
-                Primitive::Postcarder { key: h.key(), hop: h.hop(), data: h.data() }
+                let b = body.first_chunk::<9>().ok_or(Error::Truncated {
+                    field: "dta.postcarder",
+                    need: 9,
+                    have: body.len(),
+                })?;
+                Primitive::Postcarder { key: be32(b, 0), hop: b[4], data: be32(b, 5) }
             }
             Opcode::SketchMerge => {
                 let h = SketchMergeHeader::new_checked(body)?;
@@ -624,7 +642,7 @@ impl<'a> DtaRepr<'a> {
                 }
             }
         };
-        Ok(Self { immediate: p.immediate(), seq, primitive })
+        Ok(Self { immediate: flags & 0x80 != 0, seq, primitive })
     }
 
     /// The base form this report is emitted in.
@@ -738,15 +756,70 @@ impl NackRepr {
 /// little-endian bytes (the reference byte-swaps the key before hashing).
 #[inline]
 pub fn keywrite_checksum(key: u32) -> u32 {
-    crc32fast::hash(&key.to_le_bytes())
+    KeyHash::new(key).checksum()
 }
 
 /// The slot hash of copy `n` of `key`: CRC-32/ISO-HDLC over the key's little-endian bytes and
 /// the byte `n`. Mask it with the (power-of-two) slot count to get the slot index.
 #[inline]
 pub fn keywrite_slot_hash(key: u32, n: u8) -> u32 {
-    let k = key.to_le_bytes();
-    crc32fast::hash(&[k[0], k[1], k[2], k[3], n])
+    KeyHash::new(key).slot(n)
+}
+
+/// CRC-32/ISO-HDLC (reflected, polynomial 0xEDB88320), one byte per step.
+const CRC_TABLE: [u32; 256] = {
+    let mut t = [0u32; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut c = i as u32;
+        let mut k = 0;
+        while k < 8 {
+            c = if c & 1 != 0 { 0xedb8_8320 ^ (c >> 1) } else { c >> 1 };
+            k += 1;
+        }
+        t[i] = c;
+        i += 1;
+    }
+    t
+};
+
+/// A key's Key-Write hashes, sharing the CRC over its four bytes: the checksum is the CRC of
+/// the key, and copy `n`'s slot hash continues it with one more byte.
+///
+/// Hand-written rather than `crc32fast::hash`: these inputs are 4 and 5 bytes, where a table
+/// step per byte is a handful of instructions and crc32fast's per-call setup dominates (the
+/// translator hashes every report N + 1 times).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyHash {
+    state: u32,
+}
+
+impl KeyHash {
+    /// The CRC state after the key's little-endian bytes.
+    #[inline]
+    pub const fn new(key: u32) -> Self {
+        let b = key.to_le_bytes();
+        let mut c = !0u32;
+        let mut i = 0;
+        while i < 4 {
+            c = CRC_TABLE[((c ^ b[i] as u32) & 0xff) as usize] ^ (c >> 8);
+            i += 1;
+        }
+        Self { state: c }
+    }
+
+    /// The key's checksum.
+    #[inline]
+    pub const fn checksum(&self) -> u32 {
+        !self.state
+    }
+
+    /// The slot hash of copy `n`.
+    #[inline]
+    pub const fn slot(&self, n: u8) -> u32 {
+        let c = self.state;
+        !(CRC_TABLE[((c ^ n as u32) & 0xff) as usize] ^ (c >> 8))
+    }
 }
 
 /// Which of `n` collectors holds `key` (Key-Write and Key-Increment spread keys over collectors
@@ -777,7 +850,7 @@ const fn crc32c(data: &[u8]) -> u32 {
 /// The collector memory layouts both the translator and the collector's queries depend on
 /// (design `DTA.md`, "Memory layouts"). The defaults are the reference implementation's.
 pub mod layout {
-    use super::keywrite_checksum;
+    use super::KeyHash;
 
     /// Bytes of a Key-Write slot holding `data_len` bytes of data: the 4-byte checksum and the
     /// data, rounded up to a power of two (8 for the default 4 bytes of data).
@@ -785,10 +858,11 @@ pub mod layout {
         (4 + data_len).next_power_of_two()
     }
 
-    /// Write a Key-Write slot: the checksum as a little-endian `u32` (as the reference stores
-    /// it), then the data as reported (network order), then zeros.
-    pub fn keywrite_slot(key: u32, data: &[u8], slot: &mut [u8]) {
-        slot[..4].copy_from_slice(&keywrite_checksum(key).to_le_bytes());
+    /// Write a Key-Write slot for the key `hash` was made from: the checksum as a
+    /// little-endian `u32` (as the reference stores it), then the data as reported (network
+    /// order), then zeros.
+    pub fn keywrite_slot(hash: &KeyHash, data: &[u8], slot: &mut [u8]) {
+        slot[..4].copy_from_slice(&hash.checksum().to_le_bytes());
         let n = data.len().min(slot.len() - 4);
         slot[4..4 + n].copy_from_slice(&data[..n]);
         slot[4 + n..].fill(0);
@@ -812,7 +886,7 @@ pub mod layout {
     /// The slot of `key`'s path in a Postcarder store of `slots` (a power of two) slots: its
     /// Key-Write checksum, masked (the reference's `CRC32(key) & mask`).
     pub fn postcarder_slot_index(key: u32, slots: u64) -> u64 {
-        u64::from(keywrite_checksum(key)) & slots.saturating_sub(1)
+        u64::from(KeyHash::new(key).checksum()) & slots.saturating_sub(1)
     }
 
     /// Write the 24 meaningful bytes of a Postcarder slot.
@@ -820,7 +894,7 @@ pub mod layout {
         for (i, h) in hops.iter().enumerate() {
             slot[4 * i..4 * i + 4].copy_from_slice(&h.to_be_bytes());
         }
-        slot[20..24].copy_from_slice(&keywrite_checksum(key).to_le_bytes());
+        slot[20..24].copy_from_slice(&KeyHash::new(key).checksum().to_le_bytes());
     }
 
     /// Byte offset of sketch column `column` (each column `rows` counters of 4 bytes,
@@ -847,7 +921,7 @@ mod tests {
         assert_eq!(layout::keywrite_slot_len(12), 16);
         assert_eq!(layout::keywrite_slot_len(28), 32);
         let mut slot = [0xffu8; 8];
-        layout::keywrite_slot(1, &[0xaa, 0xbb, 0xcc, 0xdd], &mut slot);
+        layout::keywrite_slot(&KeyHash::new(1), &[0xaa, 0xbb, 0xcc, 0xdd], &mut slot);
         assert_eq!(slot, [0x79, 0xb8, 0xf8, 0x99, 0xaa, 0xbb, 0xcc, 0xdd]);
         let mut nack = [0u8; 2];
         NackRepr { seqnum: 7, nack: false, slow_down: true }.emit(&mut nack).unwrap();
@@ -866,6 +940,14 @@ mod tests {
             assert_eq!(keywrite_checksum(key), checksum, "checksum of key {key}");
             for (n, slot) in slots.into_iter().enumerate() {
                 assert_eq!(keywrite_slot_hash(key, n as u8), slot, "slot hash of key {key}, n={n}");
+            }
+        }
+        // The table CRC agrees with crc32fast on these short inputs.
+        for key in [0u32, 1, 0xdead_beef, u32::MAX] {
+            assert_eq!(keywrite_checksum(key), crc32fast::hash(&key.to_le_bytes()));
+            let k = key.to_le_bytes();
+            for n in [0u8, 3, 255] {
+                assert_eq!(keywrite_slot_hash(key, n), crc32fast::hash(&[k[0], k[1], k[2], k[3], n]));
             }
         }
         // "key 1: slot 173 of 256" for n = 0.

@@ -58,7 +58,7 @@ pub(crate) fn array_at<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
 /// for the short runs packet headers and DTA payloads are: up to 32 bytes are moved with two
 /// fixed-size, possibly overlapping, copies. Longer runs use `copy_from_slice`.
 #[inline(always)]
-pub(crate) fn copy_short(dst: &mut [u8], src: &[u8]) {
+pub fn copy_short(dst: &mut [u8], src: &[u8]) {
     let n = src.len();
     let dst = &mut dst[..n];
     match n {

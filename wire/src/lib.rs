@@ -57,6 +57,7 @@ pub mod ufab;
 
 pub use error::{Error, Result};
 pub use ethernet::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr, VlanRepr};
+pub use field::copy_short;
 pub use ipv4::{Ipv4Packet, Ipv4Repr};
-pub use stack::{RoceStack, UdpFlow};
+pub use stack::{RemoteAddr, RoceStack, UdpFlow};
 pub use udp::{UdpPacket, UdpRepr};

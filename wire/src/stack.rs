@@ -9,7 +9,9 @@ use crate::error::{Error, Result, space};
 use crate::ethernet::{EtherType, EthernetAddress, EthernetRepr, VlanRepr};
 use crate::ipv4::{self, Ipv4Repr};
 use crate::roce::icrc::IcrcPrefix;
-use crate::roce::{BthRepr, ICRC_LEN, Layout, Opcode, PSN_MASK, RoceExt, RoceRepr, icrc, write_tail};
+use crate::roce::{
+    BthRepr, ICRC_LEN, Layout, Opcode, PSN_MASK, RethRepr, RoceExt, RoceRepr, icrc, write_tail,
+};
 use crate::udp::{self, UdpPacket, UdpRepr};
 
 /// The addressing of one Ethernet/IPv4/UDP flow: everything the headers carry but the length.
@@ -148,6 +150,15 @@ const BTH_CONSTANT: usize = 8;
 /// Longest constant prefix: tagged Ethernet, IPv4, UDP, the constant BTH bytes.
 const PREFIX_MAX: usize = 18 + ipv4::HEADER_LEN + udp::HEADER_LEN + BTH_CONSTANT;
 
+/// Where an RDMA request lands in the responder's memory: virtual address and R_Key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RemoteAddr {
+    /// Remote virtual address.
+    pub va: u64,
+    /// Remote key of the memory region.
+    pub rkey: u32,
+}
+
 /// A prebuilt RoCEv2 packet shape for one queue pair, one opcode and one payload length.
 ///
 /// Everything but the PSN, the AckReq bit, the extension headers and the payload is the same in
@@ -239,6 +250,78 @@ impl RoceTemplate {
         if ext.layout(self.layout.payload) != self.layout {
             ext.check(self.opcode, payload.len())?;
         }
+        let tail = self.head(buf, psn, ack_req)?;
+        write_tail(tail, ext, payload)?;
+        Ok(self.frame_len)
+    }
+
+    /// The hot path of a WRITE template: an RDMA WRITE of `payload` to `va` (RETH, then the
+    /// immediate data if the template's opcode has it), written field by field. Same result as
+    /// [`write`](Self::write) with the equivalent [`RoceExt`]; unsealed.
+    #[inline]
+    pub fn write_rdma_write(
+        &self,
+        buf: &mut [u8],
+        psn: u32,
+        ack_req: bool,
+        at: RemoteAddr,
+        imm: Option<u32>,
+        payload: &[u8],
+    ) -> Result<usize> {
+        let RemoteAddr { va, rkey } = at;
+        let l = self.layout;
+        if !l.reth || l.atomic_eth || l.deth || l.aeth || l.immdt != imm.is_some() {
+            return Err(Error::Invalid { field: "roce.reth", value: 0 });
+        }
+        if payload.len() != self.payload_len {
+            return Err(Error::Invalid { field: "roce.payload", value: payload.len() as u64 });
+        }
+        let t = self.head(buf, psn, ack_req)?;
+        t[0..8].copy_from_slice(&va.to_be_bytes());
+        t[8..12].copy_from_slice(&rkey.to_be_bytes());
+        t[12..16].copy_from_slice(&(payload.len() as u32).to_be_bytes());
+        let mut at = RethRepr::LEN;
+        if let Some(imm) = imm {
+            t[at..at + 4].copy_from_slice(&imm.to_be_bytes());
+            at += 4;
+        }
+        let end = at + payload.len();
+        crate::field::copy_short(&mut t[at..], payload);
+        let len = end + crate::roce::pad_len(payload.len()) + ICRC_LEN;
+        t[end..end + 4].fill(0);
+        t[len - 4..len].fill(0);
+        Ok(self.frame_len)
+    }
+
+    /// The hot path of an atomic template (FETCH_ADD or CMP_SWAP): the AtomicETH written field
+    /// by field; unsealed.
+    #[inline]
+    pub fn write_atomic(
+        &self,
+        buf: &mut [u8],
+        psn: u32,
+        ack_req: bool,
+        at: RemoteAddr,
+        swap_add: u64,
+        compare: u64,
+    ) -> Result<usize> {
+        let RemoteAddr { va, rkey } = at;
+        if !self.layout.atomic_eth {
+            return Err(Error::Invalid { field: "roce.atomic_eth", value: 0 });
+        }
+        let t = self.head(buf, psn, ack_req)?;
+        t[0..8].copy_from_slice(&va.to_be_bytes());
+        t[8..12].copy_from_slice(&rkey.to_be_bytes());
+        t[12..20].copy_from_slice(&swap_add.to_be_bytes());
+        t[20..28].copy_from_slice(&compare.to_be_bytes());
+        t[28..32].fill(0);
+        Ok(self.frame_len)
+    }
+
+    /// Copy the constant prefix, write AckReq and PSN; the rest of the frame (after the BTH)
+    /// is returned for the caller.
+    #[inline(always)]
+    fn head<'b>(&self, buf: &'b mut [u8], psn: u32, ack_req: bool) -> Result<&'b mut [u8]> {
         space("roce_template", self.frame_len, buf.len())?;
         let b = &mut buf[..self.frame_len];
         let p = self.l2_len + ipv4::HEADER_LEN + udp::HEADER_LEN + BTH_CONSTANT;
@@ -250,8 +333,7 @@ impl RoceTemplate {
         }
         let word = (u32::from(ack_req) << 31) | (psn & PSN_MASK);
         b[p..p + 4].copy_from_slice(&word.to_be_bytes());
-        write_tail(&mut b[p + 4..], ext, payload)?;
-        Ok(self.frame_len)
+        Ok(&mut b[p + 4..])
     }
 
     /// Compute and store the ICRC of a frame this template wrote (`frame` is exactly
@@ -326,6 +408,67 @@ mod template_tests {
     use super::*;
     use crate::ethernet::VlanRepr;
     use crate::roce::{AethRepr, AtomicEthRepr, DethRepr, ImmDtRepr, RethRepr, Syndrome};
+
+    /// The field-by-field WRITE and atomic writers give the same frames as `emit` with the
+    /// equivalent extension headers, and refuse a template of another shape.
+    #[test]
+    fn specialised_writers_match_emit() {
+        let payload: [u8; 40] = core::array::from_fn(|i| i as u8 + 1);
+        let bth = |opcode| BthRepr { opcode, pkey: 0xffff, dest_qp: 0x33, ..Default::default() };
+        for len in 0..=40 {
+            for imm in [None, Some(0xabcd_0123u32)] {
+                let op = if imm.is_some() {
+                    Opcode::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE
+                } else {
+                    Opcode::RC_RDMA_WRITE_ONLY
+                };
+                let t = RoceTemplate::new(&super::tests::flow(), &bth(op), len).unwrap();
+                let ext = RoceExt {
+                    reth: Some(RethRepr { va: 0x1122_3344_5566_7788, rkey: 0x99, dma_len: len as u32 }),
+                    immdt: imm.map(|imm| ImmDtRepr { imm }),
+                    ..RoceExt::default()
+                };
+                let (mut a, mut b) = ([0xeeu8; 160], [0x11u8; 160]);
+                let n = t.emit(&mut a, 0x12_3456, true, &ext, &payload[..len]).unwrap();
+                let m = t
+                    .write_rdma_write(
+                        &mut b,
+                        0x12_3456,
+                        true,
+                        RemoteAddr { va: 0x1122_3344_5566_7788, rkey: 0x99 },
+                        imm,
+                        &payload[..len],
+                    )
+                    .unwrap();
+                t.seal(&mut b[..m]);
+                assert_eq!(&a[..n], &b[..m], "len {len} imm {imm:?}");
+                assert!(
+                    t.write_rdma_write(
+                        &mut b,
+                        0,
+                        false,
+                        RemoteAddr::default(),
+                        imm.xor(Some(1)),
+                        &payload[..len]
+                    )
+                    .is_err()
+                );
+            }
+        }
+        for op in [Opcode::RC_FETCH_ADD, Opcode::RC_COMPARE_SWAP] {
+            let t = RoceTemplate::new(&super::tests::flow(), &bth(op), 0).unwrap();
+            let ext = RoceExt {
+                atomic_eth: Some(AtomicEthRepr { va: 0x40, rkey: 7, swap_add: 5, compare: 9 }),
+                ..RoceExt::default()
+            };
+            let (mut a, mut b) = ([0xeeu8; 128], [0x11u8; 128]);
+            let n = t.emit(&mut a, 3, true, &ext, &[]).unwrap();
+            let m = t.write_atomic(&mut b, 3, true, RemoteAddr { va: 0x40, rkey: 7 }, 5, 9).unwrap();
+            t.seal(&mut b[..m]);
+            assert_eq!(&a[..n], &b[..m]);
+            assert!(t.write_rdma_write(&mut b, 0, false, RemoteAddr::default(), None, &[]).is_err());
+        }
+    }
 
     /// Every supported opcode, payload lengths 0..80, with and without a VLAN tag: the template
     /// writes the same bytes as the general builder.

@@ -275,9 +275,7 @@ pub fn receive_all<P, F, T>(
             continue;
         }
         port.rx_burst(pool, rx, max);
-        for pkt in rx.drain(..) {
-            switch.receive(now, pid as u16, pkt, pool);
-        }
+        switch.receive_burst(now, pid as u16, rx, pool);
     }
     switch.process_recirculated(now, pool);
 }

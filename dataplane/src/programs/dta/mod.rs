@@ -107,6 +107,27 @@ pub struct Settings {
     pub cm: CmConfig,
 }
 
+/// One queue pair as [`DtaTranslator::queue_pairs`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuePairInfo {
+    /// `collector/store`.
+    pub name: String,
+    /// The collector.
+    pub collector: Ipv4Addr,
+    /// Our QPN.
+    pub local_qpn: u32,
+    /// The collector's QPN.
+    pub remote_qpn: u32,
+    /// Connected and holding its region.
+    pub ready: bool,
+    /// The region.
+    pub region: Metadata,
+    /// Slots in it.
+    pub slots: u64,
+    /// Requests not yet acknowledged.
+    pub outstanding: u32,
+}
+
 /// Counters of what the translator did (the drops are the switch's, by reason).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DtaStats {
@@ -203,6 +224,30 @@ enum Reject {
     SketchNack(u8),
 }
 
+/// `r` without borrowing the packet it was parsed from: Key-Write data copied into `kw`,
+/// sketch counters into `buf`.
+#[inline(always)]
+fn detach<'a>(r: DtaRepr<'_>, kw: &'a mut [u8; 28], buf: &'a mut Vec<u8>) -> DtaRepr<'a> {
+    let primitive = match r.primitive {
+        Primitive::KeyWrite { redundancy, key, data } => {
+            let n = data.len().min(kw.len());
+            kw[..n].copy_from_slice(&data[..n]);
+            Primitive::KeyWrite { redundancy, key, data: &kw[..n] }
+        }
+        Primitive::SketchMerge { sketch_id, reporter_id, column, op, counters } => {
+            buf.clear();
+            buf.extend_from_slice(counters);
+            Primitive::SketchMerge { sketch_id, reporter_id, column, op, counters: buf }
+        }
+        Primitive::Append { list_id, data } => Primitive::Append { list_id, data },
+        Primitive::KeyIncrement { redundancy, key, counter } => {
+            Primitive::KeyIncrement { redundancy, key, counter }
+        }
+        Primitive::Postcarder { key, hop, data } => Primitive::Postcarder { key, hop, data },
+    };
+    DtaRepr { immediate: r.immediate, seq: r.seq, primitive }
+}
+
 /// The program.
 pub struct DtaTranslator {
     l2l3: L2l3,
@@ -213,6 +258,8 @@ pub struct DtaTranslator {
     ki_collectors: Vec<usize>,
     qps: Vec<Qp>,
     lists: ExactTable<u32, usize>,
+    /// The QP of list IDs below 1024, without a hash (`u16::MAX`: none); larger IDs use `lists`.
+    list_direct: Vec<u16>,
     sketches: ExactTable<u16, usize>,
     reporters: ExactTable<u32, ReporterSeq>,
     meters: MeterArray,
@@ -221,6 +268,7 @@ pub struct DtaTranslator {
     drops: Drops,
     stats: DtaStats,
     sketch_buf: Vec<u8>,
+    scratch: Vec<u8>,
     last_tick: u64,
 }
 
@@ -534,8 +582,15 @@ impl DtaTranslator {
         for r in std::mem::take(&mut ctx.resources).list() {
             resources.declare(r.clone());
         }
+        let mut list_direct = vec![u16::MAX; 1024];
+        for (id, qi) in lists.iter() {
+            if let Some(slot) = list_direct.get_mut(*id as usize) {
+                *slot = *qi as u16;
+            }
+        }
         Ok(Self {
             l2l3,
+            list_direct,
             resources,
             s,
             collectors,
@@ -551,6 +606,7 @@ impl DtaTranslator {
             drops,
             stats: DtaStats::default(),
             sketch_buf: Vec::with_capacity(roce::requester::MAX_INLINE),
+            scratch: Vec::with_capacity(MAX_REPORT),
             last_tick: 0,
         })
     }
@@ -565,12 +621,25 @@ impl DtaTranslator {
         self.qps.iter().all(|q| q.phase == Phase::Ready)
     }
 
-    /// The region each QP writes: (name, VA, length, R_Key, slots), for tests and `show`.
-    pub fn regions(&self) -> Vec<(String, Metadata, u64)> {
-        self.qps.iter().map(|q| (q.name.clone(), q.meta, q.slots)).collect()
+    /// Every queue pair: what it writes and where, for tests, tools and `show`.
+    pub fn queue_pairs(&self) -> Vec<QueuePairInfo> {
+        self.qps
+            .iter()
+            .map(|q| QueuePairInfo {
+                name: q.name.clone(),
+                collector: q.peer,
+                local_qpn: q.local_qpn,
+                remote_qpn: q.req.dest_qp(),
+                ready: q.phase == Phase::Ready,
+                region: q.meta,
+                slots: q.slots,
+                outstanding: q.req.outstanding(),
+            })
+            .collect()
     }
 
     /// Charge `units` to collector `c`'s meter for a report of `prio`.
+    #[inline(always)]
     fn admit(&mut self, c: usize, units: u32, prio: Priority, now: u64) -> Result<(), Reject> {
         if !self.collectors[c].metered {
             return Ok(());
@@ -625,6 +694,7 @@ impl DtaTranslator {
     }
 
     /// The collector for a Key-Write or Key-Increment report to `dst`.
+    #[inline(always)]
     fn key_collector(&self, dst: Ipv4Addr, key: u32, increment: bool) -> Option<usize> {
         let list = if increment { &self.ki_collectors } else { &self.kw_collectors };
         let has =
@@ -636,6 +706,7 @@ impl DtaTranslator {
     }
 
     /// A QP ready to write, or why not.
+    #[inline(always)]
     fn ready_qp(&self, qi: Option<usize>, missing: DropReason) -> Result<usize, Reject> {
         let qi = qi.ok_or(Reject::Drop(missing))?;
         if self.qps[qi].phase != Phase::Ready || self.qps[qi].hop.is_none() {
@@ -684,12 +755,13 @@ impl DtaTranslator {
                     }
                     self.admit(c, UNITS * u32::from(redundancy), prio, now)?;
                     let Store::KeyWrite { slot_len } = self.qps[qi].store else { unreachable!() };
+                    let hash = dta::KeyHash::new(key);
                     let mut slot = [0u8; 32];
-                    dta::layout::keywrite_slot(key, data, &mut slot[..slot_len]);
+                    dta::layout::keywrite_slot(&hash, data, &mut slot[..slot_len]);
                     let (meta, slots) = (self.qps[qi].meta, self.qps[qi].slots);
                     let mut port = None;
                     for n in 0..redundancy {
-                        let s = u64::from(dta::keywrite_slot_hash(key, n)) & (slots - 1);
+                        let s = u64::from(hash.slot(n)) & (slots - 1);
                         let op = Op::Write {
                             va: meta.va + s * slot_len as u64,
                             rkey: meta.rkey,
@@ -712,9 +784,10 @@ impl DtaTranslator {
                     }
                     self.admit(c, UNITS * ops, prio, now)?;
                     let (meta, slots) = (self.qps[qi].meta, self.qps[qi].slots);
+                    let hash = dta::KeyHash::new(key);
                     let mut port = None;
                     for n in 0..redundancy {
-                        let s = u64::from(dta::keywrite_slot_hash(key, n)) & (slots - 1);
+                        let s = u64::from(hash.slot(n)) & (slots - 1);
                         let op = Op::FetchAdd { va: meta.va + s * 8, rkey: meta.rkey, add: counter };
                         port = port.or(self.send(qi, now, op, &[], first, out)?);
                     }
@@ -726,14 +799,22 @@ impl DtaTranslator {
                     Ok(port)
                 }
                 Primitive::Append { list_id, data } => {
-                    let qi = self.ready_qp(self.lists.get(&list_id).copied(), self.drops.no_list)?;
-                    let c = self.qps[qi].collector;
-                    let Store::Append { batcher, .. } = &self.qps[qi].store else { unreachable!() };
-                    if self.qps[qi].req.outstanding() + 2 > self.s.requester.window {
+                    let qi = match self.list_direct.get(list_id as usize) {
+                        Some(&i) => (i != u16::MAX).then_some(usize::from(i)),
+                        None => self.lists.get(&list_id).copied(),
+                    };
+                    let qi = self.ready_qp(qi, self.drops.no_list)?;
+                    let window = self.s.requester.window;
+                    let q = &mut self.qps[qi];
+                    if q.req.outstanding() + 2 > window {
                         return Err(Reject::Drop(self.drops.window_full));
                     }
+                    let c = q.collector;
+                    let Store::Append { batcher, .. } = &mut q.store else { unreachable!() };
                     let cost = UNITS / batcher.batch() as u32;
-                    self.admit(c, cost, prio, now)?;
+                    if self.collectors[c].metered {
+                        self.admit(c, cost, prio, now)?;
+                    }
                     let Store::Append { batcher, .. } = &mut self.qps[qi].store else { unreachable!() };
                     let ready = batcher.push(now, data, imm);
                     self.stats.reports[1] += 1;
@@ -921,22 +1002,40 @@ impl DtaTranslator {
         dst: Ipv4Addr,
         l4: usize,
     ) {
-        let now = md.ingress_ts;
-        let payload = &pkt.data()[l4..];
-        if payload.len() > MAX_REPORT {
-            return md.dest = Dest::Drop(self.drops.malformed);
-        }
-        // A copy: the report's buffer becomes the first RDMA packet.
-        let mut bytes = [0u8; MAX_REPORT];
-        let len = payload.len();
-        bytes[..len].copy_from_slice(payload);
-        let r = match DtaRepr::parse(&bytes[..len], self.s.format) {
+        let format = self.s.format;
+        // What the report carries is taken out of its buffer (which becomes the first RDMA
+        // packet): plain fields by value, Key-Write data into `kw`; sketch counters into the
+        // scratch buffer (kept, no allocation) on the sketch's own path.
+        let mut kw = [0u8; 28];
+        let r = match DtaRepr::parse(&pkt.data()[l4..], format) {
             Ok(r) => r,
             Err(wire::Error::Unsupported { field: "dta.opcode", .. }) => {
                 return md.dest = Dest::Drop(self.drops.unknown_opcode);
             }
             Err(_) => return md.dest = Dest::Drop(self.drops.malformed),
         };
+        if let Primitive::SketchMerge { .. } = r.primitive {
+            let mut buf = std::mem::take(&mut self.scratch);
+            let r = detach(r, &mut kw, &mut buf);
+            self.on_parsed(pkt, md, out, src, dst, &r);
+            self.scratch = buf;
+            return;
+        }
+        let mut none = Vec::new();
+        let r = detach(r, &mut kw, &mut none);
+        self.on_parsed(pkt, md, out, src, dst, &r);
+    }
+
+    fn on_parsed<F: Frame>(
+        &mut self,
+        pkt: &mut F,
+        md: &mut IngressMd,
+        out: &mut Emitter<'_, F>,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        r: &DtaRepr<'_>,
+    ) {
+        let now = md.ingress_ts;
         // Sequence tracking of retransmittable reports.
         if let Some(seq) = r.seq.filter(|s| s.retransmittable) {
             let key = src.to_bits();
@@ -963,7 +1062,7 @@ impl DtaTranslator {
                 }
             }
         }
-        match self.translate(now, dst, &r, First::InPlace(pkt), out) {
+        match self.translate(now, dst, r, First::InPlace(pkt), out) {
             Translated::Sent(port) => {
                 md.dest = Dest::Port(port);
                 md.qid = self.s.queue;
@@ -980,7 +1079,7 @@ impl DtaTranslator {
                 }
             }
             Translated::Rejected(Reject::Rate { park }) => {
-                let parked = park && self.park(&bytes[..len], dst);
+                let parked = park && self.park(r, dst);
                 if park && !parked {
                     md.dest = Dest::Drop(self.drops.park_full);
                 } else if !parked {
@@ -1017,12 +1116,14 @@ impl DtaTranslator {
     }
 
     /// Keep a high-priority report for later; `false` if the queue is full.
-    fn park(&mut self, bytes: &[u8], dst: Ipv4Addr) -> bool {
+    fn park(&mut self, r: &DtaRepr<'_>, dst: Ipv4Addr) -> bool {
         if self.parked.len() >= self.park_cap {
             return false;
         }
-        let mut p = Parked { bytes: [0; MAX_REPORT], len: bytes.len() as u16, dst };
-        p.bytes[..bytes.len()].copy_from_slice(bytes);
+        let mut p = Parked { bytes: [0; MAX_REPORT], len: r.buffer_len() as u16, dst };
+        if r.emit(&mut p.bytes).is_err() {
+            return false;
+        }
         self.parked.push_back(p);
         self.stats.parked += 1;
         true
@@ -1363,6 +1464,39 @@ impl Program for DtaTranslator {
     fn ingress<F: Frame>(&mut self, pkt: &mut F, md: &mut IngressMd, out: &mut Emitter<'_, F>) {
         // Reports and RoCEv2 for the translator; everything else is l2l3's.
         let data = pkt.data();
+        // The common report first, read at fixed offsets as a P4 parser would: untagged
+        // Ethernet, IPv4 without options, not fragmented, UDP to the report port, lengths
+        // consistent, header checksum right. Anything else takes the general path below.
+        if let Some(h) = data.first_chunk::<42>()
+            && h[12..14] == [0x08, 0x00]
+            && h[14] == 0x45
+            && h[23] == protocol::UDP
+            && h[20] & 0x3f == 0
+            && h[21] == 0
+            && u16::from_be_bytes([h[36], h[37]]) == self.s.udp_port
+        {
+            let total = usize::from(u16::from_be_bytes([h[16], h[17]]));
+            let udp_len = usize::from(u16::from_be_bytes([h[38], h[39]]));
+            let dst = Ipv4Addr::new(h[30], h[31], h[32], h[33]);
+            if 14 + total <= data.len()
+                && total >= 28
+                && udp_len == total - 20
+                && udp_len >= 8
+                && (self.collectors.iter().any(|c| c.ip == dst) || self.l2l3.is_local(dst))
+            {
+                // The header checksum over five words at fixed offsets.
+                let w = |i: usize| u64::from(u32::from_be_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
+                if wire::checksum::fold(w(14) + w(18) + w(22) + w(26) + w(30)) != 0xffff {
+                    return md.dest = Dest::Drop(self.drops.malformed);
+                }
+                let src = Ipv4Addr::new(h[26], h[27], h[28], h[29]);
+                let len = data.len();
+                if 14 + total < len {
+                    pkt.trim(len - 14 - total);
+                }
+                return self.on_report(pkt, md, out, src, dst, 42);
+            }
+        }
         let Ok(eth) = EthernetFrame::new_checked(data) else { return self.l2l3.ingress(pkt, md, out) };
         if eth.ethertype() != EtherType::IPV4 {
             return self.l2l3.ingress(pkt, md, out);
@@ -1378,7 +1512,7 @@ impl Program for DtaTranslator {
         let end = l3 + usize::from(ip.total_len());
         let len = data.len();
         if dport == self.s.udp_port
-            && (self.l2l3.is_local(dst) || self.collectors.iter().any(|c| c.ip == dst))
+            && (self.collectors.iter().any(|c| c.ip == dst) || self.l2l3.is_local(dst))
         {
             if !ip.verify_checksum() {
                 return md.dest = Dest::Drop(self.drops.malformed);
@@ -1397,6 +1531,35 @@ impl Program for DtaTranslator {
 
     fn egress<F: Frame>(&mut self, pkt: &mut F, md: &mut EgressMd) {
         self.l2l3.egress(pkt, md);
+    }
+
+    /// RDMA requests built from a template leave with a zero ICRC field; it is computed here,
+    /// as the packet leaves, when the stores that wrote it are long done (computing it right
+    /// after writing the packet waits for them). The QP is found by destination address and
+    /// QPN; a frame of no template gets the general computation.
+    #[inline]
+    fn deparse<F: Frame>(&mut self, pkt: &mut F, _port: PortId) {
+        let d = pkt.data();
+        // Untagged IPv4/UDP to 4791 with a zero ICRC field: ours, unsealed.
+        let Some(h) = d.first_chunk::<54>() else { return };
+        if h[12..14] != [0x08, 0x00] || h[14] != 0x45 || h[23] != protocol::UDP || h[36..38] != [0x12, 0xb7] {
+            return;
+        }
+        let n = d.len();
+        if d[n - 4..] != [0, 0, 0, 0] {
+            return;
+        }
+        let dst = Ipv4Addr::new(h[30], h[31], h[32], h[33]);
+        let qpn = u32::from_be_bytes([0, h[47], h[48], h[49]]);
+        let opcode = Opcode(h[42]);
+        let sealed = self
+            .qps
+            .iter()
+            .find(|q| q.peer == dst && q.req.dest_qp() == qpn)
+            .is_some_and(|q| q.seal(pkt.data_mut(), opcode));
+        if !sealed {
+            let _ = icrc::fill(&mut pkt.data_mut()[14..]);
+        }
     }
 
     fn tick<F: Frame>(&mut self, now: u64, out: &mut Emitter<'_, F>) {

@@ -10,7 +10,7 @@ use roce::frames;
 use roce::requester::{Op, Requester, Transport};
 use roce::responder::{AccessError, Memory, Responder};
 use wire::roce::{BthRepr, Opcode};
-use wire::stack::{RoceStack, RoceTemplate, UdpFlow};
+use wire::stack::{RemoteAddr, RoceStack, RoceTemplate, UdpFlow};
 
 use super::state::{AppendBatcher, PostcarderCache, SketchMerger};
 use crate::buf::Frame;
@@ -186,28 +186,54 @@ impl Qp {
         self.tmpl = Some((main, imm));
     }
 
-    /// Write a request packet into `f`: from the template when its shape fits, otherwise with
-    /// the general builder. Returns `false` (leaving `f` unspecified) if it does not fit.
+    /// Write a request packet into `f`: from the template when its shape fits (field by field,
+    /// no extension-header structs, the ICRC left zero for [`seal`](Self::seal) at deparse
+    /// time), otherwise with the general builder (sealed at once). Returns `false` (leaving `f`
+    /// unspecified) if it does not fit.
     #[inline]
     pub fn build<F: Frame>(&self, f: &mut F, psn: u32, ack_req: bool, op: &Op, payload: &[u8]) -> bool {
-        let ext = frames::request_ext(op, payload.len());
-        let t = match (&self.tmpl, op) {
-            (Some((t, _)), Op::Write { imm: None, .. } | Op::FetchAdd { .. }) => Some(t),
-            (Some((_, Some(t))), Op::Write { imm: Some(_), .. }) => Some(t),
-            _ => None,
-        };
-        if let Some(t) = t
-            && t.opcode() == op.opcode(Transport::Rc)
-            && set_len(f, t.frame_len())
-            && t.emit(f.data_mut(), psn, ack_req, &ext, payload).is_ok()
-        {
-            return true;
+        if let Some((main, imm_t)) = &self.tmpl {
+            let done = match *op {
+                Op::Write { va, rkey, imm } => {
+                    let t = if imm.is_some() { imm_t.as_ref() } else { Some(main) };
+                    t.filter(|t| set_len(f, t.frame_len())).is_some_and(|t| {
+                        let b = f.data_mut();
+                        t.write_rdma_write(b, psn, ack_req, RemoteAddr { va, rkey }, imm, payload).is_ok()
+                    })
+                }
+                Op::FetchAdd { va, rkey, add }
+                    if main.opcode() == Opcode::RC_FETCH_ADD && payload.is_empty() =>
+                {
+                    set_len(f, main.frame_len()) && {
+                        let b = f.data_mut();
+                        main.write_atomic(b, psn, ack_req, RemoteAddr { va, rkey }, add, 0).is_ok()
+                    }
+                }
+                _ => false,
+            };
+            if done {
+                return true;
+            }
         }
         let stack = RoceStack {
             flow: self.flow,
             roce: frames::request(Transport::Rc, self.req.dest_qp(), psn, ack_req, op, payload),
         };
         set_len(f, stack.buffer_len()) && stack.emit(f.data_mut()).is_ok()
+    }
+
+    /// Compute the ICRC of a frame [`build`](Self::build) wrote from a template (its opcode
+    /// and length pick the template); `false` if it is not one of them.
+    #[inline]
+    pub fn seal(&self, frame: &mut [u8], opcode: Opcode) -> bool {
+        let Some((main, imm)) = &self.tmpl else { return false };
+        for t in [Some(main), imm.as_ref()].into_iter().flatten() {
+            if t.opcode() == opcode && t.frame_len() == frame.len() {
+                t.seal(frame);
+                return true;
+            }
+        }
+        false
     }
 
     /// Write any RoCEv2 packet (an ACK, a CM MAD) to the collector into `f`.
