@@ -49,6 +49,10 @@ pub struct RequesterConfig {
     pub retry_limit: u8,
     /// RNR NAKs without progress before the QP gives up; 7 means never (as in IB).
     pub rnr_retry_limit: u8,
+    /// Largest payload a request on this QP carries (at most [`MAX_INLINE`]): the retransmit
+    /// ring keeps this many bytes per request, so a QP of 8-byte writes keeps a window of
+    /// thousands in a few cache-friendly kilobytes rather than megabytes.
+    pub max_payload: usize,
 }
 
 impl Default for RequesterConfig {
@@ -60,6 +64,7 @@ impl Default for RequesterConfig {
             timeout_ns: 1_000_000,
             retry_limit: 7,
             rnr_retry_limit: 7,
+            max_payload: MAX_INLINE,
         }
     }
 }
@@ -136,7 +141,7 @@ pub enum PostError {
     /// The QP is in the error state.
     #[error("queue pair in error: {0}")]
     QpError(QpError),
-    /// The payload is larger than [`MAX_INLINE`], or an atomic carries one.
+    /// The payload is larger than [`RequesterConfig::max_payload`], or an atomic carries one.
     #[error("payload of {0} bytes not allowed for this operation")]
     Payload(usize),
     /// Atomics need RC.
@@ -200,17 +205,17 @@ pub enum Response {
     Ignored,
 }
 
-/// One outstanding request, kept for retransmission.
+/// One outstanding request, kept for retransmission; its payload is at the same index of
+/// [`Requester::data`] (stride [`Requester::stride`]).
 #[derive(Debug, Clone, Copy)]
 struct Slot {
     op: Op,
     len: u16,
-    data: [u8; MAX_INLINE],
 }
 
 impl Default for Slot {
     fn default() -> Self {
-        Self { op: Op::Send { imm: None }, len: 0, data: [0; MAX_INLINE] }
+        Self { op: Op::Send { imm: None }, len: 0 }
     }
 }
 
@@ -260,6 +265,10 @@ pub struct Requester {
     /// The first outstanding packet sent without AckReq after the last one with it, and when.
     unrequested_since: Option<u64>,
     ring: Vec<Slot>,
+    /// Payload bytes of the ring's requests, `stride` per slot.
+    data: Vec<u8>,
+    /// `max_payload` rounded up to 8.
+    stride: usize,
     /// Retransmission cursor: the next PSN to resend, if resending.
     rtx: Option<u32>,
     /// Resending waits until this time (RNR).
@@ -276,19 +285,23 @@ impl Requester {
     /// CM REQ). `cfg.window` is rounded up to a power of two.
     pub fn new(cfg: RequesterConfig, dest_qp: u32, start_psn: u32) -> Self {
         let window = cfg.window.clamp(1, 1 << 22).next_power_of_two();
-        let ring = match cfg.transport {
-            Transport::Rc => vec![Slot::default(); window as usize],
-            Transport::Uc => Vec::new(),
+        let max_payload = cfg.max_payload.min(MAX_INLINE);
+        let stride = max_payload.next_multiple_of(8);
+        let (ring, data) = match cfg.transport {
+            Transport::Rc => (vec![Slot::default(); window as usize], vec![0; window as usize * stride]),
+            Transport::Uc => (Vec::new(), Vec::new()),
         };
         let start = start_psn & PSN_MASK;
         Self {
-            cfg: RequesterConfig { window, ack_req_every: cfg.ack_req_every.max(1), ..cfg },
+            cfg: RequesterConfig { window, ack_req_every: cfg.ack_req_every.max(1), max_payload, ..cfg },
             dest_qp: dest_qp & PSN_MASK,
             next_psn: start,
             una: start,
             last_ack_req: psn_add(start, PSN_MASK),
             unrequested_since: None,
             ring,
+            data,
+            stride,
             rtx: None,
             rtx_at: 0,
             last_progress: 0,
@@ -348,7 +361,7 @@ impl Requester {
         if let Some(e) = self.error {
             return Err(PostError::QpError(e));
         }
-        if payload.len() > MAX_INLINE || (op.is_atomic() && !payload.is_empty()) {
+        if payload.len() > self.cfg.max_payload || (op.is_atomic() && !payload.is_empty()) {
             return Err(PostError::Payload(payload.len()));
         }
         let psn = self.next_psn;
@@ -364,10 +377,9 @@ impl Requester {
         if outstanding >= self.cfg.window {
             return Err(PostError::WindowFull);
         }
-        let slot = &mut self.ring[(psn & (self.cfg.window - 1)) as usize];
-        slot.op = op;
-        slot.len = payload.len() as u16;
-        wire::copy_short(&mut slot.data, payload);
+        let i = (psn & (self.cfg.window - 1)) as usize;
+        self.ring[i] = Slot { op, len: payload.len() as u16 };
+        wire::copy_short(&mut self.data[i * self.stride..(i + 1) * self.stride], payload);
         if outstanding == 0 {
             // Nothing was outstanding: the timeout counts from now.
             self.last_progress = now;
@@ -563,8 +575,10 @@ impl Requester {
             self.unrequested_since = None;
         }
         self.stats.retransmitted += 1;
-        let slot = &self.ring[(psn & (self.cfg.window - 1)) as usize];
-        Some(Resend { psn, op: slot.op, payload: &slot.data[..usize::from(slot.len)], ack_req })
+        let i = (psn & (self.cfg.window - 1)) as usize;
+        let slot = self.ring[i];
+        let payload = &self.data[i * self.stride..][..usize::from(slot.len)];
+        Some(Resend { psn, op: slot.op, payload, ack_req })
     }
 }
 

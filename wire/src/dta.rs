@@ -861,10 +861,11 @@ pub mod layout {
     /// Write a Key-Write slot for the key `hash` was made from: the checksum as a
     /// little-endian `u32` (as the reference stores it), then the data as reported (network
     /// order), then zeros.
+    #[inline]
     pub fn keywrite_slot(hash: &KeyHash, data: &[u8], slot: &mut [u8]) {
         slot[..4].copy_from_slice(&hash.checksum().to_le_bytes());
-        let n = data.len().min(slot.len() - 4);
-        slot[4..4 + n].copy_from_slice(&data[..n]);
+        let n = data.len().min(slot.len().saturating_sub(4));
+        crate::field::copy_short(&mut slot[4..], &data[..n]);
         slot[4 + n..].fill(0);
     }
 

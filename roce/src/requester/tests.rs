@@ -166,3 +166,22 @@ fn uc_numbers_packets_and_keeps_nothing() {
     assert_eq!(r.post(0, Op::FetchAdd { va: 0, rkey: 0, add: 1 }, &[], false), Err(PostError::AtomicOnUc));
     assert_eq!(write(0).opcode(Transport::Uc), Opcode::UC_RDMA_WRITE_ONLY);
 }
+
+#[test]
+fn ring_keeps_each_payload_up_to_max_payload() {
+    let mut r = Requester::new(RequesterConfig { max_payload: 12, ..cfg(4, 100) }, 1, 0);
+    assert_eq!(r.config().max_payload, 12);
+    assert_eq!(r.post(0, write(0), &[7; 13], false), Err(PostError::Payload(13)));
+    let payloads: [&[u8]; 4] = [&[1; 12], &[2, 3, 4, 5, 6], &[], &[9; 8]];
+    for (i, p) in payloads.iter().enumerate() {
+        r.post(0, write(i as u64), p, false).unwrap();
+    }
+    let (b, a) = resp(Opcode::RC_ACKNOWLEDGE, 0, Syndrome::Nak(NakCode::PsnSequenceError));
+    assert_eq!(r.on_response(1, &b, &a), Response::Retransmit { completed: 0, from: 0 });
+    let resent: Vec<Vec<u8>> =
+        std::iter::from_fn(|| r.next_retransmit(1).map(|x| x.payload.to_vec())).collect();
+    assert_eq!(resent, payloads.iter().map(|p| p.to_vec()).collect::<Vec<_>>());
+    // Above MAX_INLINE is clamped.
+    let big = Requester::new(RequesterConfig { max_payload: 10_000, ..cfg(4, 100) }, 1, 0);
+    assert_eq!(big.config().max_payload, MAX_INLINE);
+}

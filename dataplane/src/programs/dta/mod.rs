@@ -342,6 +342,7 @@ impl DtaTranslator {
                 timeout_ns: us(d.timeout_us, 1000).max(1000),
                 retry_limit: d.retry_limit.unwrap_or(7),
                 rnr_retry_limit: 7,
+                max_payload: roce::requester::MAX_INLINE,
             },
             ack_probe_ns: us(d.ack_probe_us, 50),
             append_flush_ns: us(d.append_flush_us, 100),
@@ -380,6 +381,7 @@ impl DtaTranslator {
                     transport: Transport::Rc,
                     src_port: 0xd000 | (local_qpn as u16 & 0x0fff),
                 };
+                let req = Requester::new(store.requester_config(s.requester), 0, 0);
                 Qp {
                     name,
                     collector,
@@ -388,7 +390,7 @@ impl DtaTranslator {
                     local_qpn,
                     cm: CmClient::new(s.cm, params, local_qpn << 8),
                     phase: Phase::Connecting,
-                    req: Requester::new(s.requester, 0, 0),
+                    req,
                     resp: Responder::new(Transport::Rc, 0),
                     meta: Metadata { va: 0, len: 0, rkey: 0 },
                     slots: 0,
@@ -543,7 +545,12 @@ impl DtaTranslator {
             entries: qps.len(),
             key_bits: 24,
             value_bits: 0,
-            bytes: qps.len() * (s.requester.window as usize) * (roce::requester::MAX_INLINE + 48)
+            bytes: qps
+                .iter()
+                .map(|q| {
+                    (s.requester.window as usize) * (q.store.requester_config(s.requester).max_payload + 40)
+                })
+                .sum::<usize>()
                 + state_bytes,
             detail: format!("RC QPs: retransmit rings of {} requests, primitive state", s.requester.window),
         });
@@ -1260,7 +1267,11 @@ impl DtaTranslator {
             match o.event {
                 Some(ClientEvent::Established(conn)) => {
                     let q = &mut self.qps[qi];
-                    q.req = Requester::new(self.s.requester, conn.remote_qpn, conn.local_psn);
+                    q.req = Requester::new(
+                        q.store.requester_config(self.s.requester),
+                        conn.remote_qpn,
+                        conn.local_psn,
+                    );
                     q.resp = Responder::new(Transport::Rc, conn.remote_psn);
                     q.phase = Phase::Metadata;
                     self.stats.connects += 1;

@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 
 use roce::cm::{CmClient, Metadata};
 use roce::frames;
-use roce::requester::{Op, Requester, Transport};
+use roce::requester::{Op, Requester, RequesterConfig, Transport};
 use roce::responder::{AccessError, Memory, Responder};
 use wire::roce::{BthRepr, Opcode};
 use wire::stack::{RemoteAddr, RoceStack, RoceTemplate, UdpFlow};
@@ -55,6 +55,12 @@ impl Store {
             Self::Append { .. } => APPEND_ENTRY_LEN as u64,
             Self::Sketch { merger, .. } => merger.rows() as u64 * 4,
         }
+    }
+
+    /// `base` with the retransmit ring sized for this store's largest payload.
+    pub fn requester_config(&self, base: RequesterConfig) -> RequesterConfig {
+        let max_payload = self.template_shape().map_or(roce::requester::MAX_INLINE, |(_, n)| n);
+        RequesterConfig { max_payload, ..base }
     }
 
     /// The operation and payload length every hot-path packet of this store has, for its
