@@ -13,15 +13,12 @@ use std::net::Ipv4Addr;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use dataplane::buf::{Frame, PktBuf, Pool};
-use lab::{Collector, Lab, config, udp_of};
+use lab::{C0, C0_MAC, Collector, Lab, config, udp_of};
 use wire::dta::{DtaRepr, Primitive, Priority, Sequence};
-use wire::ethernet::EthernetAddress;
 use wire::roce::{AethRepr, BthRepr, Opcode, RoceRepr, Syndrome};
 use wire::stack::{RoceStack, UdpFlow};
 
 const BURST: usize = 32;
-const C0: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 51);
-const C0_MAC: EthernetAddress = EthernetAddress([2, 0xc0, 0, 0, 0, 0x51]);
 
 struct Bench {
     lab: Lab,

@@ -5,15 +5,8 @@
 #[path = "dta/lab.rs"]
 mod lab;
 
-use std::net::Ipv4Addr;
-
-use lab::{Collector, Lab, Loss, config};
+use lab::{C0, C0_MAC, Collector, Lab, Loss, REPORTER, config, standard_lab};
 use wire::dta::{self, DtaRepr, MergeOp, Primitive, Priority, Sequence};
-use wire::ethernet::EthernetAddress;
-
-const C0: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 51);
-const C0_MAC: EthernetAddress = EthernetAddress([2, 0xc0, 0, 0, 0, 0x51]);
-const REPORTER: Ipv4Addr = Ipv4Addr::new(10, 0, 1, 2);
 
 fn kw(key: u32, n: u8, data: &[u8; 4], seq: Option<Sequence>) -> DtaRepr<'_> {
     DtaRepr { immediate: false, seq, primitive: Primitive::KeyWrite { redundancy: n, key, data } }
@@ -21,40 +14,6 @@ fn kw(key: u32, n: u8, data: &[u8; 4], seq: Option<Sequence>) -> DtaRepr<'_> {
 
 fn long(seqnum: u8, retransmittable: bool, priority: Priority) -> Option<Sequence> {
     Some(Sequence { seqnum, retransmittable, priority })
-}
-
-/// One collector with a Key-Write store of 256 slots (2 KiB), a Key-Increment store of 4096
-/// counters, four Append lists and a sketch.
-fn standard_lab(extra: &str) -> Lab {
-    let collectors = r#"
-[[dta.collector]]
-name = "c0"
-ip = "10.0.0.51"
-keywrite = 1337
-keyincrement = 1339
-postcarder = { port = 1336, hops = 5, cache = 1024 }
-append = [{ list = 0, port = 1340, batch = 16 }, { list = 1, port = 1341, batch = 4 },
-          { list = 2, port = 1342, batch = 1 }, { list = 3, port = 1343, batch = 8 }]
-sketch = [{ id = 9, port = 1350, rows = 2, columns = 8, reporters = [1, 2, 3, 4], batch = 4 }]
-"#;
-    let c = Collector::new(
-        C0,
-        C0_MAC,
-        &[
-            (1337, 256 * 8),
-            (1339, 4096 * 8),
-            (1336, 1024 * 32),
-            (1340, 4096 * 4),
-            (1341, 4096 * 4),
-            (1342, 32768 * 4),
-            (1343, 4096 * 4),
-            (1350, 8 * 2 * 4),
-        ],
-        7,
-    );
-    let mut lab = Lab::new(&config(extra, collectors, &[(C0, C0_MAC)]), vec![c]);
-    lab.connect(200_000);
-    lab
 }
 
 #[test]

@@ -7,9 +7,7 @@
 //! * 300 random packets built by scapy (random TOS, TTL, ID, flags, FECN/BECN, lengths) must pass
 //!   our `icrc::verify` and parse with `RoceRepr`.
 //!
-//! Without scapy the test says it is skipped; with `SOFTFABRIC_REQUIRE_SCAPY=1` (as `.ci/run`
-//! sets) a missing scapy fails it. `SOFTFABRIC_PYTHON` picks the interpreter (default
-//! `/usr/bin/python3`, where Debian installs scapy).
+//! Without scapy the tests say they are skipped (see `support/scapy.rs`).
 
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -20,40 +18,15 @@ use wire::roce::{AethRepr, AtomicEthRepr, BthRepr, ImmDtRepr, Opcode, RethRepr, 
 use wire::stack::{RoceStack, UdpFlow};
 use wire::{EthernetRepr, Ipv4Repr, UdpRepr};
 
-const PER_KIND: usize = 50;
+#[path = "support/scapy.rs"]
+mod support;
 
-fn python() -> String {
-    std::env::var("SOFTFABRIC_PYTHON").unwrap_or_else(|_| {
-        if std::path::Path::new("/usr/bin/python3").exists() {
-            "/usr/bin/python3".into()
-        } else {
-            "python3".into()
-        }
-    })
-}
+use support::scapy;
+
+const PER_KIND: usize = 50;
 
 fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/scapy/roce_icrc.py")
-}
-
-/// `Some(python)` if scapy's RoCE module imports; `None` (after saying so) if not and allowed.
-fn scapy() -> Option<String> {
-    let py = python();
-    let ok = Command::new(&py)
-        .args(["-c", "import scapy.contrib.roce"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if ok {
-        return Some(py);
-    }
-    if std::env::var("SOFTFABRIC_REQUIRE_SCAPY").as_deref() == Ok("1") {
-        panic!(
-            "scapy is required (SOFTFABRIC_REQUIRE_SCAPY=1) but `{py} -c 'import scapy.contrib.roce'` failed"
-        );
-    }
-    eprintln!("SKIPPED: scapy not found for {py}; install Debian's python3-scapy to run this cross-check");
-    None
 }
 
 /// A small deterministic generator, so a failure names a reproducible packet.

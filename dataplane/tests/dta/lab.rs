@@ -26,6 +26,11 @@ pub const TRANSLATOR_P0: EthernetAddress = EthernetAddress([2, 0x5f, 0, 0, 0, 1]
 pub const TRANSLATOR_P1: EthernetAddress = EthernetAddress([2, 0x5f, 0, 0, 0, 2]);
 pub const TRANSLATOR_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 101);
 pub const REPORTER_MAC: EthernetAddress = EthernetAddress([2, 0, 0, 0, 1, 2]);
+/// The standard lab's collector.
+pub const C0: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 51);
+pub const C0_MAC: EthernetAddress = EthernetAddress([2, 0xc0, 0, 0, 0, 0x51]);
+/// The standard lab's reporter.
+pub const REPORTER: Ipv4Addr = Ipv4Addr::new(10, 0, 1, 2);
 
 /// The translator's configuration around a `[[dta.collector]]` list and extra `[dta]` keys.
 pub fn config(dta_extra: &str, collectors: &str, neighbors: &[(Ipv4Addr, EthernetAddress)]) -> String {
@@ -58,6 +63,47 @@ timeout_us = 200
 "#,
         nb.join(", ")
     )
+}
+
+/// One collector with a Key-Write store of 256 slots (2 KiB), a Key-Increment store of 4096
+/// counters, four Append lists and a sketch.
+pub fn standard_lab(extra: &str) -> Lab {
+    standard_lab_with(extra, |_| {})
+}
+
+/// [`standard_lab`], with `before` applied to the lab before it connects (to capture or lose
+/// from the start).
+pub fn standard_lab_with(extra: &str, before: impl FnOnce(&mut Lab)) -> Lab {
+    let collectors = r#"
+[[dta.collector]]
+name = "c0"
+ip = "10.0.0.51"
+keywrite = 1337
+keyincrement = 1339
+postcarder = { port = 1336, hops = 5, cache = 1024 }
+append = [{ list = 0, port = 1340, batch = 16 }, { list = 1, port = 1341, batch = 4 },
+          { list = 2, port = 1342, batch = 1 }, { list = 3, port = 1343, batch = 8 }]
+sketch = [{ id = 9, port = 1350, rows = 2, columns = 8, reporters = [1, 2, 3, 4], batch = 4 }]
+"#;
+    let c = Collector::new(
+        C0,
+        C0_MAC,
+        &[
+            (1337, 256 * 8),
+            (1339, 4096 * 8),
+            (1336, 1024 * 32),
+            (1340, 4096 * 4),
+            (1341, 4096 * 4),
+            (1342, 32768 * 4),
+            (1343, 4096 * 4),
+            (1350, 8 * 2 * 4),
+        ],
+        7,
+    );
+    let mut lab = Lab::new(&config(extra, collectors, &[(C0, C0_MAC)]), vec![c]);
+    before(&mut lab);
+    lab.connect(200_000);
+    lab
 }
 
 /// A collector: a passive endpoint listening on ports, one region each.
