@@ -65,6 +65,7 @@ struct RawConfig {
     dpdk: Option<RawDpdk>,
     l2l3: Option<L2l3Section>,
     dta: Option<DtaSection>,
+    dta_reporter: Option<DtaReporterSection>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -204,7 +205,9 @@ pub struct DtaSection {
     pub ack_probe_us: Option<u64>,
     /// A partial Append batch is written after this long (µs).
     pub append_flush_us: Option<u64>,
-    /// Least time between two NACKs (or slow-down messages) to one reporter, µs.
+    /// Least time between two NACKs for the same gap (or two slow-down messages) to one
+    /// reporter, µs (default 20). A new gap is NACKed at once. Keep it under the time a reporter
+    /// takes to send 128 reports: its 8-bit sequence numbers cannot name older ones.
     pub nack_interval_us: Option<u64>,
     /// Reporters whose sequence numbers are tracked.
     pub reporters: Option<usize>,
@@ -217,6 +220,46 @@ pub struct DtaSection {
     /// The collectors.
     #[serde(default)]
     pub collector: Vec<DtaCollector>,
+}
+
+/// The `[dta_reporter]` section of program `dta_reporter`, as written (the program validates
+/// it): what the switch reports about the flows it forwards, and where.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DtaReporterSection {
+    /// Collector addresses; reports are spread over them by key hash (Key-Write,
+    /// Key-Increment) or list ID (Append), as every reporter and the queries compute it.
+    pub collectors: Vec<String>,
+    /// `"keywrite"` (flow → switch and egress port), `"keyincrement"` (flow → bytes) or
+    /// `"append"` (flow keys to a list).
+    pub primitive: Option<String>,
+    /// `"change"` (a flow's first packet and every change of its egress port) or `"sample"`.
+    pub trigger: Option<String>,
+    /// For `"sample"`: one packet in this many.
+    pub sample: Option<u32>,
+    /// Key-Write / Key-Increment redundancy.
+    pub redundancy: Option<u8>,
+    /// Append list ID.
+    pub list: Option<u32>,
+    /// `"low"`, `"medium"` or `"high"`.
+    pub priority: Option<String>,
+    /// Sequence-number reports and keep them for resending after a NACK.
+    pub retransmittable: Option<bool>,
+    /// Retransmittable reports kept.
+    pub keep: Option<usize>,
+    /// Flow registers for change detection (a power of two).
+    pub flows: Option<usize>,
+    /// This switch's ID, in Key-Write data.
+    pub switch_id: Option<u16>,
+    /// Reports' source address (default: the switch's address on the port towards the
+    /// collector).
+    pub source_ip: Option<String>,
+    /// UDP destination port of reports.
+    pub udp_port: Option<u16>,
+    /// UDP source port of reports.
+    pub src_port: Option<u16>,
+    /// TM queue of reports.
+    pub queue: Option<u8>,
 }
 
 /// One `[[dta.collector]]`.
@@ -337,6 +380,8 @@ pub enum ProgramKind {
     MacSwap,
     /// The DTA translator (with L2/L3 forwarding for everything else).
     DtaTranslator,
+    /// L2/L3 forwarding that reports on the flows it forwards as a DTA reporter.
+    DtaReporter,
 }
 
 impl ProgramKind {
@@ -346,6 +391,7 @@ impl ProgramKind {
             Self::L2l3 => "l2l3",
             Self::MacSwap => "macswap",
             Self::DtaTranslator => "dta_translator",
+            Self::DtaReporter => "dta_reporter",
         }
     }
 }
@@ -460,6 +506,8 @@ pub struct Config {
     pub l2l3: L2l3Section,
     /// The `[dta]` section (program `dta_translator`).
     pub dta: Option<DtaSection>,
+    /// The `[dta_reporter]` section (program `dta_reporter`).
+    pub dta_reporter: Option<DtaReporterSection>,
 }
 
 impl Config {
@@ -479,11 +527,13 @@ impl Config {
             "l2l3" => ProgramKind::L2l3,
             "macswap" => ProgramKind::MacSwap,
             "dta_translator" => ProgramKind::DtaTranslator,
+            "dta_reporter" => ProgramKind::DtaReporter,
             other => {
                 return Err(ctx.err(
                     "program",
                     format!(
-                        "unknown program {other:?}; expected \"l2l3\", \"macswap\" or \"dta_translator\""
+                        "unknown program {other:?}; expected \"l2l3\", \"macswap\", \"dta_translator\" \
+                         or \"dta_reporter\""
                     ),
                 ));
             }
@@ -560,7 +610,9 @@ impl Config {
             }
         }
         let l2l3 = match (program, raw.l2l3) {
-            (ProgramKind::L2l3 | ProgramKind::DtaTranslator, s) => s.unwrap_or_default(),
+            (ProgramKind::L2l3 | ProgramKind::DtaTranslator | ProgramKind::DtaReporter, s) => {
+                s.unwrap_or_default()
+            }
             (_, Some(_)) => {
                 return Err(
                     ctx.err("l2l3", format!("a [l2l3] section, but the program is {:?}", program.name()))
@@ -582,13 +634,35 @@ impl Config {
             }
             (_, None) => None,
         };
+        let dta_reporter = match (program, raw.dta_reporter) {
+            (ProgramKind::DtaReporter, None) => {
+                return Err(ctx.err(
+                    "dta_reporter",
+                    "program \"dta_reporter\" needs a [dta_reporter] section with its collectors",
+                ));
+            }
+            (ProgramKind::DtaReporter, d) => d,
+            (_, Some(_)) => {
+                return Err(ctx.err(
+                    "dta_reporter",
+                    format!("a [dta_reporter] section, but the program is {:?}", program.name()),
+                ));
+            }
+            (_, None) => None,
+        };
         if program == ProgramKind::DtaTranslator && runtime.lcores.len() > 1 {
             return Err(ctx.err(
                 "runtime.lcores",
                 "the DTA translator keeps one queue pair per collector store and runs one pipeline; give one lcore",
             ));
         }
-        Ok(Self { file: path.to_path_buf(), program, runtime, tm, ports, dpdk, l2l3, dta })
+        if program == ProgramKind::DtaReporter && runtime.lcores.len() > 1 {
+            return Err(ctx.err(
+                "runtime.lcores",
+                "the DTA reporter numbers its reports in one sequence and runs one pipeline; give one lcore",
+            ));
+        }
+        Ok(Self { file: path.to_path_buf(), program, runtime, tm, ports, dpdk, l2l3, dta, dta_reporter })
     }
 
     /// Errors for this file.
@@ -977,7 +1051,7 @@ impl fmt::Display for Config {
             writeln!(f, "ipv4 = {ips:?}")?;
         }
         let l = &self.l2l3;
-        if matches!(self.program, ProgramKind::L2l3 | ProgramKind::DtaTranslator) {
+        if matches!(self.program, ProgramKind::L2l3 | ProgramKind::DtaTranslator | ProgramKind::DtaReporter) {
             writeln!(f, "\n[l2l3]")?;
             writeln!(
                 f,

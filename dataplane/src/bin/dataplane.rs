@@ -8,6 +8,7 @@ use dataplane::buf::PktBuf;
 use dataplane::config::{Config, ConfigError, ProgramKind};
 use dataplane::programs::build_switch;
 use dataplane::programs::dta::DtaTranslator;
+use dataplane::programs::dta_reporter::DtaReporter;
 use dataplane::programs::l2l3::L2l3;
 use dataplane::programs::macswap::MacSwap;
 use dataplane::runtime::{self, SetupError};
@@ -27,6 +28,10 @@ macro_rules! with_program {
             }
             ProgramKind::DtaTranslator => {
                 type $P = DtaTranslator;
+                $body
+            }
+            ProgramKind::DtaReporter => {
+                type $P = DtaReporter;
                 $body
             }
         }

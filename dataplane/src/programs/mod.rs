@@ -5,6 +5,7 @@
 //! the drop reasons it names and the multicast groups it sets up.
 
 pub mod dta;
+pub mod dta_reporter;
 pub mod l2l3;
 pub mod macswap;
 

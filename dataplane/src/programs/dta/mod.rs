@@ -272,7 +272,8 @@ pub struct DtaTranslator {
     last_tick: u64,
 }
 
-fn parse_priority(s: &str) -> Option<Priority> {
+/// A priority as configuration files name it.
+pub(crate) fn parse_priority(s: &str) -> Option<Priority> {
     match s {
         "low" => Some(Priority::Low),
         "medium" => Some(Priority::Medium),
@@ -346,7 +347,7 @@ impl DtaTranslator {
             },
             ack_probe_ns: us(d.ack_probe_us, 50),
             append_flush_ns: us(d.append_flush_us, 100),
-            nack_interval_ns: us(d.nack_interval_us, 100),
+            nack_interval_ns: us(d.nack_interval_us, 20),
             cm: CmConfig {
                 response_timeout_ns: d.cm_timeout_ms.unwrap_or(200).max(1) * 1_000_000,
                 max_req_tries: 4,

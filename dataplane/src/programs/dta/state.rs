@@ -363,16 +363,19 @@ pub struct ReporterSeq {
     pub last_nack: u64,
     /// Whether a NACK was ever sent (so `last_nack` 0 is meaningful).
     pub nacked: bool,
+    /// The expected number the last NACK was about.
+    pub nacked_expected: u8,
 }
 
 impl ReporterSeq {
     /// A reporter first heard from with sequence number `seq`.
     pub fn first(seq: u8) -> Self {
-        Self { expected: seq, last_nack: 0, nacked: false }
+        Self { expected: seq, last_nack: 0, nacked: false, nacked_expected: 0 }
     }
 
-    /// Check a retransmittable report's sequence number at `now`; NACKs at most every
-    /// `interval` ns.
+    /// Check a retransmittable report's sequence number at `now`. A new gap is NACKed at once;
+    /// the same gap again (its resend was lost too) at most every `interval` ns, so the
+    /// reports that follow a gap do not each draw a NACK.
     pub fn check(&mut self, seq: u8, now: u64, interval: u64) -> SeqVerdict {
         let d = seq.wrapping_sub(self.expected);
         if d == 0 {
@@ -382,7 +385,17 @@ impl ReporterSeq {
         if d >= 128 {
             return SeqVerdict::Duplicate;
         }
-        SeqVerdict::Gap { last: self.expected.wrapping_sub(1), nack: self.may_notify(now, interval) }
+        let nack = if !self.nacked || self.nacked_expected != self.expected {
+            self.nacked = true;
+            self.last_nack = now;
+            true
+        } else {
+            self.may_notify(now, interval)
+        };
+        if nack {
+            self.nacked_expected = self.expected;
+        }
+        SeqVerdict::Gap { last: self.expected.wrapping_sub(1), nack }
     }
 
     /// Whether a message to this reporter may go now (and record it if so).
