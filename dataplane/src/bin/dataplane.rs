@@ -1,5 +1,6 @@
-//! `dataplane`: run, check and size a softfabric switch.
+//! `dataplane`: run, check and size a softfabric switch; generate DTA report load.
 
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -66,6 +67,141 @@ enum Cmd {
         #[arg(long, short)]
         config: PathBuf,
     },
+    /// Send DTA reports of one primitive at a chosen rate (a load generator): to each
+    /// collector's address over UDP (the translator, as the collectors' ToR, takes them), or
+    /// into a pcap file. Retransmittable reports are numbered, the last K kept and resent
+    /// from NACKs.
+    Report(ReportArgs),
+}
+
+/// `dataplane report` options.
+#[derive(Debug, clap::Args)]
+struct ReportArgs {
+    /// Collector addresses (comma-separated): Key-Write/Key-Increment/Postcarder keys spread
+    /// by hash, Append by list ID.
+    #[arg(long, value_delimiter = ',', required = true)]
+    to: Vec<Ipv4Addr>,
+    /// keywrite, keyincrement, append or postcarder.
+    #[arg(long, default_value = "keywrite")]
+    primitive: String,
+    /// Reports per second (0: as fast as possible).
+    #[arg(long, default_value_t = 100_000)]
+    rate: u64,
+    /// Reports to send.
+    #[arg(long, default_value_t = 1_000_000)]
+    count: u64,
+    /// Key-Write / Key-Increment redundancy N.
+    #[arg(long, default_value_t = 2)]
+    redundancy: u8,
+    /// Distinct keys, cycled.
+    #[arg(long, default_value_t = 100_000)]
+    keys: u32,
+    /// First key.
+    #[arg(long, default_value_t = 0)]
+    key_base: u32,
+    /// Append: lists used (report i to list i mod LISTS).
+    #[arg(long, default_value_t = 1)]
+    lists: u32,
+    /// Key-Increment: the increment.
+    #[arg(long, default_value_t = 1)]
+    counter: u64,
+    /// Postcarder: hops per path (1..=5).
+    #[arg(long, default_value_t = 5)]
+    hops: u8,
+    /// Key-Write data bytes (4, 12 or 28; the translator's keywrite_data_len).
+    #[arg(long, default_value_t = 4)]
+    data_len: usize,
+    /// low, medium or high.
+    #[arg(long, default_value = "high")]
+    priority: String,
+    /// Send without sequence numbers (not retransmittable).
+    #[arg(long)]
+    untracked: bool,
+    /// Retransmittable reports kept for NACKs (at most 128).
+    #[arg(long, default_value_t = 128)]
+    keep: usize,
+    /// Set the immediate flag on one report in this many (0: never).
+    #[arg(long, default_value_t = 0)]
+    immediate_every: u64,
+    /// DTA UDP port.
+    #[arg(long, default_value_t = 40040)]
+    port: u16,
+    /// Local address and source port of the UDP socket (NACKs are read on port 40044).
+    #[arg(long, default_value = "0.0.0.0:40041")]
+    bind: SocketAddrV4,
+    /// Write Ethernet frames to this pcap file instead of sending.
+    #[arg(long)]
+    pcap: Option<PathBuf>,
+    /// pcap: source address.
+    #[arg(long, default_value = "10.0.1.2")]
+    src_ip: Ipv4Addr,
+    /// pcap: source MAC.
+    #[arg(long, default_value = "02:00:00:00:01:02")]
+    src_mac: String,
+    /// pcap: destination MAC (the translator's port).
+    #[arg(long, default_value = "02:00:00:00:00:01")]
+    dst_mac: String,
+    /// After the last report, answer NACKs this many milliseconds.
+    #[arg(long, default_value_t = 200)]
+    linger_ms: u64,
+}
+
+fn report(a: ReportArgs) -> anyhow::Result<runtime::report::ReportSummary> {
+    use anyhow::{Context, bail};
+    use dataplane::programs::dta::reporter::{LoadKind, LoadSpec};
+    let kind = match a.primitive.as_str() {
+        "keywrite" => LoadKind::KeyWrite { redundancy: a.redundancy },
+        "keyincrement" => LoadKind::KeyIncrement { redundancy: a.redundancy, counter: a.counter },
+        "append" => LoadKind::Append { lists: a.lists },
+        "postcarder" => LoadKind::Postcarder { hops: a.hops },
+        o => bail!("--primitive {o:?}: expected keywrite, keyincrement, append or postcarder"),
+    };
+    if !(1..=8).contains(&a.redundancy) {
+        bail!("--redundancy {}: expected 1..=8", a.redundancy);
+    }
+    if ![4, 12, 28].contains(&a.data_len) {
+        bail!("--data-len {}: expected 4, 12 or 28", a.data_len);
+    }
+    let priority = match a.priority.as_str() {
+        "low" => wire::dta::Priority::Low,
+        "medium" => wire::dta::Priority::Medium,
+        "high" => wire::dta::Priority::High,
+        o => bail!("--priority {o:?}: expected low, medium or high"),
+    };
+    if a.keep == 0 || a.keep > 128 {
+        bail!("--keep {}: expected 1..=128 (half the 8-bit sequence space)", a.keep);
+    }
+    let mac = |s: &str, what: &str| {
+        dataplane::config::parse_mac(s).with_context(|| format!("{what} {s:?} is not a MAC address"))
+    };
+    let sink = match a.pcap {
+        Some(path) => runtime::report::Sink::Pcap {
+            path,
+            src_mac: mac(&a.src_mac, "--src-mac")?,
+            dst_mac: mac(&a.dst_mac, "--dst-mac")?,
+            src_ip: a.src_ip,
+        },
+        None => runtime::report::Sink::Udp { bind: a.bind },
+    };
+    let run = runtime::report::ReportRun {
+        spec: LoadSpec {
+            kind,
+            keys: a.keys,
+            key_base: a.key_base,
+            priority,
+            retransmittable: !a.untracked,
+            immediate_every: a.immediate_every,
+            keywrite_data_len: a.data_len,
+        },
+        collectors: a.to,
+        port: a.port,
+        rate: a.rate,
+        count: a.count,
+        keep: a.keep,
+        sink,
+        linger: std::time::Duration::from_millis(a.linger_ms),
+    };
+    runtime::report::run(&run)
 }
 
 fn load(path: &std::path::Path) -> Result<Config, ExitCode> {
@@ -86,6 +222,16 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     match cli.command {
+        Cmd::Report(a) => match report(a) {
+            Ok(s) => {
+                print!("{s}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(2)
+            }
+        },
         Cmd::Check { config } => {
             let cfg = match load(&config) {
                 Ok(c) => c,

@@ -23,6 +23,7 @@
 //! their timestamps — is the same on every run. The pipeline stops by itself when everything is
 //! sent.
 
+pub mod report;
 mod stats;
 
 use std::io::{BufRead, BufReader, Write};
