@@ -90,13 +90,16 @@ impl std::fmt::Display for ReportSummary {
     }
 }
 
+/// Sends one report's bytes to a collector; `false` if it could not.
+type SendFn = dyn FnMut(Ipv4Addr, &[u8]) -> bool;
+
 /// Run the load generator.
 pub fn run(r: &ReportRun) -> anyhow::Result<ReportSummary> {
     if r.collectors.is_empty() {
         bail!("no collector address given");
     }
     let mut gen_ = LoadGen::new(r.spec, r.keep);
-    let mut out: Box<dyn FnMut(Ipv4Addr, &[u8]) -> bool> = match &r.sink {
+    let mut out: Box<SendFn> = match &r.sink {
         Sink::Udp { bind } => {
             let sock =
                 UdpSocket::bind(bind).with_context(|| format!("binding the report socket to {bind}"))?;
@@ -150,9 +153,7 @@ pub fn run(r: &ReportRun) -> anyhow::Result<ReportSummary> {
     let mut buf = [0u8; MAX_REPORT];
     let start = Instant::now();
     let collectors = r.collectors.clone();
-    let poll_nacks = |g: &mut LoadGen,
-                      s: &mut ReportSummary,
-                      out: &mut dyn FnMut(Ipv4Addr, &[u8]) -> bool| {
+    let poll_nacks = |g: &mut LoadGen, s: &mut ReportSummary, out: &mut SendFn| {
         let Some(sock) = &nack_sock else { return };
         let mut m = [0u8; 64];
         while let Ok(n) = sock.recv(&mut m) {
