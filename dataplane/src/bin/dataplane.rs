@@ -71,7 +71,7 @@ enum Cmd {
     /// collector's address over UDP (the translator, as the collectors' ToR, takes them), or
     /// into a pcap file. Retransmittable reports are numbered, the last K kept and resent
     /// from NACKs.
-    Report(ReportArgs),
+    Report(Box<ReportArgs>),
 }
 
 /// `dataplane report` options.
@@ -222,7 +222,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     match cli.command {
-        Cmd::Report(a) => match report(a) {
+        Cmd::Report(a) => match report(*a) {
             Ok(s) => {
                 print!("{s}");
                 ExitCode::SUCCESS
