@@ -1562,6 +1562,7 @@ impl Program for DtaTranslator {
             return;
         }
         let dst = Ipv4Addr::new(h[30], h[31], h[32], h[33]);
+        let src = Ipv4Addr::new(h[26], h[27], h[28], h[29]);
         let qpn = u32::from_be_bytes([0, h[47], h[48], h[49]]);
         let opcode = Opcode(h[42]);
         let sealed = self
@@ -1569,7 +1570,9 @@ impl Program for DtaTranslator {
             .iter()
             .find(|q| q.peer == dst && q.req.dest_qp() == qpn)
             .is_some_and(|q| q.seal(pkt.data_mut(), opcode));
-        if !sealed {
+        // Ours but of no template (the general builder leaves it sealed; this is a backstop):
+        // fill it. RoCEv2 from others passing through is never touched.
+        if !sealed && self.l2l3.is_local(src) {
             let _ = icrc::fill(&mut pkt.data_mut()[14..]);
         }
     }
