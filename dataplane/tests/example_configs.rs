@@ -1,0 +1,36 @@
+//! Every example in `config/` is a configuration the switch accepts and builds, so the files
+//! the README points at stay in step with the code.
+
+use dataplane::buf::PktBuf;
+use dataplane::config::{Config, ProgramKind};
+use dataplane::programs::build_switch;
+use dataplane::programs::dta::DtaTranslator;
+use dataplane::programs::dta_reporter::DtaReporter;
+use dataplane::programs::l2l3::L2l3;
+use dataplane::programs::macswap::MacSwap;
+
+#[test]
+fn every_example_config_builds() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../config");
+    let mut seen = Vec::new();
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_none_or(|x| x != "toml") {
+            continue;
+        }
+        let cfg = Config::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        let built = match cfg.program {
+            ProgramKind::L2l3 => build_switch::<L2l3, PktBuf>(&cfg).map(|_| ()),
+            ProgramKind::MacSwap => build_switch::<MacSwap, PktBuf>(&cfg).map(|_| ()),
+            ProgramKind::DtaTranslator => build_switch::<DtaTranslator, PktBuf>(&cfg).map(|_| ()),
+            ProgramKind::DtaReporter => build_switch::<DtaReporter, PktBuf>(&cfg).map(|_| ()),
+        };
+        built.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        seen.push(path.file_name().unwrap().to_string_lossy().into_owned());
+    }
+    seen.sort();
+    assert!(
+        seen.iter().any(|s| s == "dta-translator.toml") && seen.iter().any(|s| s == "l2l3.toml"),
+        "{seen:?}"
+    );
+}
