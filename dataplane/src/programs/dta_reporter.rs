@@ -31,9 +31,10 @@ use wire::ipv4::{Ipv4Packet, protocol};
 use wire::stack::UdpFlow;
 use wire::udp::UdpPacket;
 
+pub use super::dta::Command;
 use super::dta::reporter::{MAX_KEEP, ReportSender, collector_for};
 use super::dta::{MAX_REPORT, NACK_PORT, parse_priority};
-use super::l2l3::{self, L2l3};
+use super::l2l3::L2l3;
 use super::{BuildCtx, FromConfig};
 use crate::buf::Frame;
 use crate::config::{Config, ConfigError};
@@ -225,11 +226,7 @@ impl DtaReporter {
             detail: "retransmittable reports kept for NACKs".into(),
         });
         let nack_drop = ctx.drops.declare("dta_reporter_bad_nack");
-        // The l2l3 part declared its resources first (and took them); add ours.
-        let mut resources = l2l3.resources().clone();
-        for r in std::mem::take(&mut ctx.resources).list() {
-            resources.declare(r.clone());
-        }
+        let resources = ctx.resources_after_l2l3(&l2l3);
         Ok(Self {
             l2l3,
             collectors,
@@ -408,15 +405,6 @@ impl DtaReporter {
     }
 }
 
-/// Commands: l2l3's, plus `show dta`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Command {
-    /// Counters.
-    Show,
-    /// An `l2l3` command.
-    L2l3(l2l3::Command),
-}
-
 impl Program for DtaReporter {
     type Command = Command;
 
@@ -483,10 +471,7 @@ impl Program for DtaReporter {
     }
 
     fn parse_command(line: &str, ports: &[String]) -> Result<Command, String> {
-        match line.trim() {
-            "show dta" | "dta" => Ok(Command::Show),
-            _ => L2l3::parse_command(line, ports).map(Command::L2l3),
-        }
+        Command::parse(line, ports)
     }
 
     fn resources(&self) -> &Resources {

@@ -28,6 +28,18 @@ use crate::config::{Config, ConfigError};
 use crate::switch::{Program, Switch, SwitchOptions};
 use crate::tm::TrafficManager;
 
+impl BuildCtx {
+    /// The resources of a program built on `l2l3`: `l2l3`'s (declared first, and taken from
+    /// this context by its build), then everything declared here since.
+    pub fn resources_after_l2l3(&mut self, l2l3: &l2l3::L2l3) -> Resources {
+        let mut resources = l2l3.resources().clone();
+        for r in std::mem::take(&mut self.resources).list() {
+            resources.declare(r.clone());
+        }
+        resources
+    }
+}
+
 /// A program built from a configuration.
 pub trait FromConfig: Program + Sized {
     /// Build the program, declaring its resources, drop reasons and multicast groups in `ctx`.

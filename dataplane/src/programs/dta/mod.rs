@@ -585,11 +585,7 @@ impl DtaTranslator {
             roce_malformed: dr.declare("roce_malformed"),
             unknown_qp: dr.declare("roce_unknown_qp"),
         };
-        // The l2l3 part declared its resources first; take them all.
-        let mut resources = l2l3.resources().clone();
-        for r in std::mem::take(&mut ctx.resources).list() {
-            resources.declare(r.clone());
-        }
+        let resources = ctx.resources_after_l2l3(&l2l3);
         let mut list_direct = vec![u16::MAX; 1024];
         for (id, qi) in lists.iter() {
             if let Some(slot) = list_direct.get_mut(*id as usize) {
@@ -1465,6 +1461,17 @@ pub enum Command {
     L2l3(super::l2l3::Command),
 }
 
+impl Command {
+    /// `show dta` (or `dta`), else an `l2l3` command. Shared by the programs built on `l2l3`
+    /// that speak DTA (`dta_translator`, `dta_reporter`).
+    pub fn parse(line: &str, ports: &[String]) -> Result<Self, String> {
+        match line.trim() {
+            "show dta" | "dta" => Ok(Self::Show),
+            _ => L2l3::parse_command(line, ports).map(Self::L2l3),
+        }
+    }
+}
+
 impl Program for DtaTranslator {
     type Command = Command;
 
@@ -1594,10 +1601,7 @@ impl Program for DtaTranslator {
     }
 
     fn parse_command(line: &str, ports: &[String]) -> Result<Command, String> {
-        match line.trim() {
-            "show dta" | "dta" => Ok(Command::Show),
-            _ => L2l3::parse_command(line, ports).map(Command::L2l3),
-        }
+        Command::parse(line, ports)
     }
 
     fn resources(&self) -> &Resources {
