@@ -148,7 +148,7 @@ struct ReportArgs {
 
 fn report(a: ReportArgs) -> anyhow::Result<runtime::report::ReportSummary> {
     use anyhow::{Context, bail};
-    use dataplane::programs::dta::reporter::{LoadKind, LoadSpec};
+    use dataplane::programs::dta::reporter::{LoadKind, LoadSpec, MAX_KEEP};
     let kind = match a.primitive.as_str() {
         "keywrite" => LoadKind::KeyWrite { redundancy: a.redundancy },
         "keyincrement" => LoadKind::KeyIncrement { redundancy: a.redundancy, counter: a.counter },
@@ -162,14 +162,11 @@ fn report(a: ReportArgs) -> anyhow::Result<runtime::report::ReportSummary> {
     if ![4, 12, 28].contains(&a.data_len) {
         bail!("--data-len {}: expected 4, 12 or 28", a.data_len);
     }
-    let priority = match a.priority.as_str() {
-        "low" => wire::dta::Priority::Low,
-        "medium" => wire::dta::Priority::Medium,
-        "high" => wire::dta::Priority::High,
-        o => bail!("--priority {o:?}: expected low, medium or high"),
+    let Some(priority) = dataplane::programs::dta::parse_priority(&a.priority) else {
+        bail!("--priority {:?}: expected low, medium or high", a.priority)
     };
-    if a.keep == 0 || a.keep > 128 {
-        bail!("--keep {}: expected 1..=128 (half the 8-bit sequence space)", a.keep);
+    if a.keep == 0 || a.keep > MAX_KEEP {
+        bail!("--keep {}: expected 1..={MAX_KEEP} (half the 8-bit sequence space)", a.keep);
     }
     let mac = |s: &str, what: &str| {
         dataplane::config::parse_mac(s).with_context(|| format!("{what} {s:?} is not a MAC address"))

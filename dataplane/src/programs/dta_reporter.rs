@@ -32,7 +32,7 @@ use wire::stack::UdpFlow;
 use wire::udp::UdpPacket;
 
 pub use super::dta::Command;
-use super::dta::reporter::{MAX_KEEP, ReportSender, collector_for};
+use super::dta::reporter::{MAX_KEEP, ReportSender, collector_for, destination};
 use super::dta::{MAX_REPORT, NACK_PORT, parse_priority};
 use super::l2l3::L2l3;
 use super::{BuildCtx, FromConfig};
@@ -399,8 +399,9 @@ impl DtaReporter {
         });
         for (b, len) in resend {
             let Ok(r) = DtaRepr::parse(&b[..len], wire::dta::Format::default()) else { continue };
-            let dst = self.collectors[collector_for(&r.primitive, self.collectors.len())];
-            self.send(&b[..len], dst, now, out);
+            if let Some(dst) = destination(&r, &self.collectors) {
+                self.send(&b[..len], dst, now, out);
+            }
         }
     }
 }

@@ -272,8 +272,8 @@ pub struct DtaTranslator {
     last_tick: u64,
 }
 
-/// A priority as configuration files name it.
-pub(crate) fn parse_priority(s: &str) -> Option<Priority> {
+/// A priority as configuration files and the command line name it: `low`, `medium`, `high`.
+pub fn parse_priority(s: &str) -> Option<Priority> {
     match s {
         "low" => Some(Priority::Low),
         "medium" => Some(Priority::Medium),
