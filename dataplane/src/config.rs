@@ -510,6 +510,26 @@ pub struct Config {
     pub dta_reporter: Option<DtaReporterSection>,
 }
 
+/// The section `name` that only program `owner` has: required for it, refused for any other.
+fn program_section<T>(
+    ctx: &Ctx<'_>,
+    program: ProgramKind,
+    owner: ProgramKind,
+    name: &str,
+    raw: Option<T>,
+) -> Result<Option<T>, ConfigError> {
+    match (program == owner, raw) {
+        (true, None) => Err(
+            ctx.err(name, format!("program {:?} needs a [{name}] section with its collectors", owner.name()))
+        ),
+        (true, d) => Ok(d),
+        (false, Some(_)) => {
+            Err(ctx.err(name, format!("a [{name}] section, but the program is {:?}", program.name())))
+        }
+        (false, None) => Ok(None),
+    }
+}
+
 impl Config {
     /// Read and validate a file.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
@@ -620,36 +640,9 @@ impl Config {
             }
             (_, None) => L2l3Section::default(),
         };
-        let dta = match (program, raw.dta) {
-            (ProgramKind::DtaTranslator, None) => {
-                return Err(
-                    ctx.err("dta", "program \"dta_translator\" needs a [dta] section with its collectors")
-                );
-            }
-            (ProgramKind::DtaTranslator, d) => d,
-            (_, Some(_)) => {
-                return Err(
-                    ctx.err("dta", format!("a [dta] section, but the program is {:?}", program.name()))
-                );
-            }
-            (_, None) => None,
-        };
-        let dta_reporter = match (program, raw.dta_reporter) {
-            (ProgramKind::DtaReporter, None) => {
-                return Err(ctx.err(
-                    "dta_reporter",
-                    "program \"dta_reporter\" needs a [dta_reporter] section with its collectors",
-                ));
-            }
-            (ProgramKind::DtaReporter, d) => d,
-            (_, Some(_)) => {
-                return Err(ctx.err(
-                    "dta_reporter",
-                    format!("a [dta_reporter] section, but the program is {:?}", program.name()),
-                ));
-            }
-            (_, None) => None,
-        };
+        let dta = program_section(&ctx, program, ProgramKind::DtaTranslator, "dta", raw.dta)?;
+        let dta_reporter =
+            program_section(&ctx, program, ProgramKind::DtaReporter, "dta_reporter", raw.dta_reporter)?;
         if program == ProgramKind::DtaTranslator && runtime.lcores.len() > 1 {
             return Err(ctx.err(
                 "runtime.lcores",
