@@ -9,7 +9,6 @@
 mod lab;
 
 use std::hint::black_box;
-use std::net::Ipv4Addr;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use dataplane::buf::{Frame, PktBuf, Pool};
@@ -50,33 +49,11 @@ append = [{ list = 0, port = 1340, batch = 16 }]
         // The report frames a NIC would hand over, 64 of them cycling.
         let mut frames = Vec::new();
         for i in 0..64u32 {
-            let before = lab.captured.len();
             let r = reports(i);
             let mut payload = [0u8; 64];
             let n = r.buffer_len();
             r.emit(&mut payload).unwrap();
-            let flow = UdpFlow {
-                eth_src: lab::REPORTER_MAC,
-                eth_dst: lab::TRANSLATOR_P0,
-                vlan: None,
-                ip_src: Ipv4Addr::new(10, 0, 1, 2),
-                ip_dst: C0,
-                dscp: 0,
-                ecn: 0,
-                ttl: 64,
-                ident: 1,
-                dont_frag: true,
-                src_port: 40041,
-                dst_port: 40040,
-            };
-            let mut b = vec![0u8; (flow.headers_len() + n).max(60)];
-            flow.emit_with(n, false, &mut b, |p| {
-                p.copy_from_slice(&payload[..n]);
-                Ok(())
-            })
-            .unwrap();
-            frames.push(b);
-            let _ = before;
+            frames.push(lab::report_frame(lab::REPORTER, C0, &payload[..n]));
         }
         Self {
             lab,

@@ -389,23 +389,7 @@ fn bad_reports_are_dropped_by_reason() {
 fn acks_for_unknown_qps_are_counted_and_ignored() {
     let mut lab = standard_lab("");
     let ack = roce::frames::reply(0x999, &roce::responder::Reply::Ack { psn: 1, msn: 1 }).unwrap();
-    let flow = wire::stack::UdpFlow {
-        eth_src: C0_MAC,
-        eth_dst: lab::TRANSLATOR_P1,
-        vlan: None,
-        ip_src: C0,
-        ip_dst: lab::TRANSLATOR_IP,
-        dscp: 0,
-        ecn: 0,
-        ttl: 64,
-        ident: 0,
-        dont_frag: true,
-        src_port: 1,
-        dst_port: 4791,
-    };
-    let s = wire::stack::RoceStack { flow, roce: ack };
-    let mut b = vec![0u8; s.buffer_len()];
-    s.emit(&mut b).unwrap();
+    let mut b = lab::collector_frame(C0_MAC, C0, lab::TRANSLATOR_IP, ack);
     lab.sw.receive(lab.now, 1, dataplane::buf::PktBuf::from_bytes(&b), &mut lab.pool);
     // A bad ICRC is dropped too.
     let n = b.len();

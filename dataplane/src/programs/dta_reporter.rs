@@ -32,7 +32,9 @@ use wire::stack::UdpFlow;
 use wire::udp::UdpPacket;
 
 pub use super::dta::Command;
-use super::dta::reporter::{MAX_KEEP, ReportSender, collector_for, destination};
+use super::dta::reporter::{
+    MAX_KEEP, ReportSender, collector_for, destination, report_frame_len, write_report_frame,
+};
 use super::dta::{MAX_REPORT, NACK_PORT, parse_priority};
 use super::l2l3::L2l3;
 use super::{BuildCtx, FromConfig};
@@ -372,14 +374,8 @@ impl DtaReporter {
         };
         let sent = out.emit(Dest::Port(nh.port), self.queue, |f| {
             f.reset();
-            f.append(wire::ethernet::MIN_FRAME_LEN.max(flow.headers_len() + report.len())).is_some_and(|b| {
-                b.fill(0);
-                flow.emit_with(report.len(), false, b, |p| {
-                    p.copy_from_slice(report);
-                    Ok(())
-                })
-                .is_ok()
-            })
+            f.append(report_frame_len(&flow, report.len()))
+                .is_some_and(|b| write_report_frame(&flow, report, b))
         });
         if !sent {
             self.stats.unroutable += 1;

@@ -15,7 +15,7 @@ use wire::dta::NackRepr;
 use wire::ethernet::EthernetAddress;
 use wire::stack::UdpFlow;
 
-use crate::programs::dta::reporter::{LoadGen, LoadSpec};
+use crate::programs::dta::reporter::{LoadGen, LoadSpec, report_frame_len, write_report_frame};
 use crate::programs::dta::{MAX_REPORT, NACK_PORT};
 
 /// Where reports go.
@@ -129,14 +129,10 @@ pub fn run(r: &ReportRun) -> anyhow::Result<ReportSummary> {
                     src_port: 40041,
                     dst_port: port,
                 };
-                let n = wire::ethernet::MIN_FRAME_LEN.max(flow.headers_len() + b.len());
+                let n = report_frame_len(&flow, b.len());
                 let f = &mut frame[..n];
-                f.fill(0);
-                let built = flow.emit_with(b.len(), false, f, |p| {
-                    p.copy_from_slice(b);
-                    Ok(())
-                });
-                built.is_ok() && w.write_packet(&PcapPacket::new(start.elapsed(), n as u32, f)).is_ok()
+                write_report_frame(&flow, b, f)
+                    && w.write_packet(&PcapPacket::new(start.elapsed(), n as u32, f)).is_ok()
             })
         }
     };

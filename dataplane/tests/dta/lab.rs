@@ -11,6 +11,7 @@ use dataplane::buf::{Frame, HeapPool, PktBuf, Pool};
 use dataplane::config::Config;
 use dataplane::programs::build_switch;
 use dataplane::programs::dta::DtaTranslator;
+use dataplane::programs::dta::reporter::{report_frame_len, write_report_frame};
 use dataplane::switch::Switch;
 use roce::cm::{CmConfig, Metadata};
 use roce::endpoint::{Endpoint, Event, Listen};
@@ -258,7 +259,7 @@ impl Lab {
             let r = RoceRepr::parse(&f[l4..l3 + total]).expect("the translator sent malformed RoCEv2");
             let (cip, cmac) = (c.ip, c.mac);
             let mut out = |peer: Ipv4Addr, roce: RoceRepr<'_>| {
-                replies.push(build(cmac, cip, peer, roce));
+                replies.push(collector_frame(cmac, cip, peer, roce));
             };
             if let Some(e) = c.ep.on_packet(now, src, &r, &mut out) {
                 c.events.push(e);
@@ -266,7 +267,8 @@ impl Lab {
         }
         for c in self.collectors.iter_mut().filter(|c| c.up) {
             let (cip, cmac) = (c.ip, c.mac);
-            let mut out = |peer: Ipv4Addr, roce: RoceRepr<'_>| replies.push(build(cmac, cip, peer, roce));
+            let mut out =
+                |peer: Ipv4Addr, roce: RoceRepr<'_>| replies.push(collector_frame(cmac, cip, peer, roce));
             c.ep.poll(now, &mut out);
         }
         for r in replies {
@@ -313,27 +315,7 @@ impl Lab {
         if self.to_translator.lose() {
             return;
         }
-        let flow = UdpFlow {
-            eth_src: REPORTER_MAC,
-            eth_dst: TRANSLATOR_P0,
-            vlan: None,
-            ip_src: src,
-            ip_dst: dst,
-            dscp: 0,
-            ecn: 0,
-            ttl: 64,
-            ident: 1,
-            dont_frag: true,
-            src_port: 40041,
-            dst_port: 40040,
-        };
-        let mut b = vec![0u8; (flow.headers_len() + payload.len()).max(60)];
-        flow.emit_with(payload.len(), false, &mut b, |p| {
-            p.copy_from_slice(payload);
-            Ok(())
-        })
-        .unwrap();
-        let f = PktBuf::from_bytes(&b);
+        let f = PktBuf::from_bytes(&report_frame(src, dst, payload));
         self.sw.receive(self.now, 0, f, &mut self.pool);
     }
 
@@ -356,7 +338,7 @@ impl Lab {
 }
 
 /// A frame from a collector to the translator.
-fn build(mac: EthernetAddress, ip: Ipv4Addr, peer: Ipv4Addr, roce: RoceRepr<'_>) -> Vec<u8> {
+pub fn collector_frame(mac: EthernetAddress, ip: Ipv4Addr, peer: Ipv4Addr, roce: RoceRepr<'_>) -> Vec<u8> {
     let flow = UdpFlow {
         eth_src: mac,
         eth_dst: TRANSLATOR_P1,
@@ -374,5 +356,26 @@ fn build(mac: EthernetAddress, ip: Ipv4Addr, peer: Ipv4Addr, roce: RoceRepr<'_>)
     let s = RoceStack { flow, roce };
     let mut b = vec![0u8; s.buffer_len().max(60)];
     s.emit(&mut b).unwrap();
+    b
+}
+
+/// The frame a reporter at `src` sends to `dst` with DTA bytes `payload`, into port p0.
+pub fn report_frame(src: Ipv4Addr, dst: Ipv4Addr, payload: &[u8]) -> Vec<u8> {
+    let flow = UdpFlow {
+        eth_src: REPORTER_MAC,
+        eth_dst: TRANSLATOR_P0,
+        vlan: None,
+        ip_src: src,
+        ip_dst: dst,
+        dscp: 0,
+        ecn: 0,
+        ttl: 64,
+        ident: 1,
+        dont_frag: true,
+        src_port: 40041,
+        dst_port: 40040,
+    };
+    let mut b = vec![0u8; report_frame_len(&flow, payload.len())];
+    assert!(write_report_frame(&flow, payload, &mut b));
     b
 }

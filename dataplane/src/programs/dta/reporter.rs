@@ -14,6 +14,7 @@ use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
 use wire::dta::{self, DtaRepr, NackRepr, Primitive, Priority, Sequence};
+use wire::stack::UdpFlow;
 
 use super::MAX_REPORT;
 
@@ -231,6 +232,23 @@ impl LoadGen {
         self.produced += 1;
         Some((n, collector_for(&primitive, collectors)))
     }
+}
+
+/// Bytes of an Ethernet/IPv4/UDP frame over `flow` carrying a report of `len` bytes, padded to
+/// the Ethernet minimum.
+pub fn report_frame_len(flow: &UdpFlow, len: usize) -> usize {
+    wire::ethernet::MIN_FRAME_LEN.max(flow.headers_len() + len)
+}
+
+/// Write the frame carrying `report` over `flow` into `frame` (exactly
+/// [`report_frame_len`] bytes; the padding zero). `false` if it does not fit.
+pub fn write_report_frame(flow: &UdpFlow, report: &[u8], frame: &mut [u8]) -> bool {
+    frame.fill(0);
+    flow.emit_with(report.len(), false, frame, |p| {
+        p.copy_from_slice(report);
+        Ok(())
+    })
+    .is_ok()
 }
 
 /// The destination of a report among `collectors` (see [`collector_for`]).
