@@ -158,8 +158,18 @@ proptest::proptest! {
 /// `lose` says so; check the outcome; return how many packets were lost.
 fn simulate(lose: &mut dyn FnMut() -> bool) -> u32 {
     let mut m = mem();
-    let cfg =
-        RequesterConfig { window: 64, ack_req_every: 8, timeout_ns: 10_000, ..RequesterConfig::default() };
+    // Retry budget: a resend round makes no progress when its first packet or the ACK is lost,
+    // about half the time at 29 % loss each way, so IB's 7 retries (8 such rounds in a row,
+    // p ≈ 0.4 % per stall, hundreds of stalls per run) fail a run now and then — correct IB
+    // behaviour, but not what this test is about. With 24 the QP fails in none of 3000 runs at
+    // 29 % loss; exhausting the budget is tested in the requester's own tests.
+    let cfg = RequesterConfig {
+        window: 64,
+        ack_req_every: 8,
+        timeout_ns: 10_000,
+        retry_limit: 24,
+        ..RequesterConfig::default()
+    };
     let mut req = Requester::new(cfg, 7, 1000);
     let mut resp = Responder::new(Transport::Rc, 1000);
     let (mut now, mut sent, mut lost) = (0u64, 0u32, 0u32);
