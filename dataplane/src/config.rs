@@ -135,6 +135,8 @@ struct RawPort {
     device: Option<String>,
     rx: Option<PathBuf>,
     tx: Option<PathBuf>,
+    bind: Option<String>,
+    udp_ports: Option<Vec<u16>>,
     mac: String,
     speed: String,
     shape: Option<String>,
@@ -413,6 +415,14 @@ pub enum Backend {
     },
     /// An in-memory ring (tests, benchmarks, the lab).
     Ring,
+    /// The host's UDP stack: datagrams to `bind` on `listen` ports in, UDP frames out as
+    /// datagrams (see [`crate::port::UdpPort`]).
+    Udp {
+        /// The port's address (the switch's address on the host).
+        bind: Ipv4Addr,
+        /// UDP ports received on.
+        listen: Vec<u16>,
+    },
     /// A DPDK ethdev: a NIC bound to a DPDK driver, or a vdev from `dpdk.eal_args`.
     Dpdk {
         /// The device's name as DPDK knows it: a PCI address (`0000:3b:00.0`), a vdev name
@@ -819,6 +829,20 @@ fn port(ctx: &Ctx<'_>, i: usize, p: RawPort) -> Result<PortConfig, ConfigError> 
             Backend::Pcap { rx: p.rx.clone(), tx: p.tx.clone() }
         }
         "ring" => Backend::Ring,
+        "udp" => {
+            let bind = p
+                .bind
+                .as_deref()
+                .ok_or_else(|| ctx.err(key("bind"), "backend \"udp\" needs a bind address"))?;
+            let bind: Ipv4Addr = bind.parse().ok().filter(|a: &Ipv4Addr| !a.is_unspecified()).ok_or_else(|| {
+                ctx.err(key("bind"), format!("{bind:?} is not a unicast IPv4 address of this host"))
+            })?;
+            let listen = p.udp_ports.clone().unwrap_or_default();
+            if listen.is_empty() {
+                return Err(ctx.err(key("udp_ports"), "backend \"udp\" needs the UDP ports it receives on"));
+            }
+            Backend::Udp { bind, listen }
+        }
         "dpdk" => Backend::Dpdk {
             device: p.device.clone().filter(|d| !d.is_empty()).ok_or_else(|| {
                 ctx.err(
@@ -830,12 +854,18 @@ fn port(ctx: &Ctx<'_>, i: usize, p: RawPort) -> Result<PortConfig, ConfigError> 
         other => {
             return Err(ctx.err(
                 key("backend"),
-                format!("unknown backend {other:?}; expected \"af_packet\", \"pcap\", \"ring\" or \"dpdk\""),
+                format!("unknown backend {other:?}; expected \"af_packet\", \"pcap\", \"ring\", \"udp\" or \"dpdk\""),
             ));
         }
     };
     if p.iface.is_some() && !matches!(backend, Backend::AfPacket { .. }) {
         return Err(ctx.err(key("iface"), format!("only for backend \"af_packet\", not {:?}", p.backend)));
+    }
+    if (p.bind.is_some() || p.udp_ports.is_some()) && !matches!(backend, Backend::Udp { .. }) {
+        return Err(ctx.err(
+            key("bind"),
+            format!("bind and udp_ports are only for backend \"udp\", not {:?}", p.backend),
+        ));
     }
     if p.device.is_some() && !matches!(backend, Backend::Dpdk { .. }) {
         return Err(ctx.err(key("device"), format!("only for backend \"dpdk\", not {:?}", p.backend)));
@@ -1021,6 +1051,9 @@ impl fmt::Display for Config {
                     }
                 }
                 Backend::Ring => writeln!(f, "backend = \"ring\"")?,
+                Backend::Udp { bind, listen } => {
+                    writeln!(f, "backend = \"udp\"\nbind = \"{bind}\"\nudp_ports = {listen:?}")?
+                }
                 Backend::Dpdk { device } => writeln!(f, "backend = \"dpdk\"\ndevice = {device:?}")?,
             }
             writeln!(f, "mac = \"{}\"", p.mac)?;

@@ -12,6 +12,7 @@
 //! | [`RingPort`] | in-memory channels to another thread: tests of the runtime |
 //! | [`PcapPort`] | replay a capture in, write what leaves to a capture |
 //! | [`AfPacketPort`] | a Linux interface (veth, any NIC) through an AF_PACKET socket |
+//! | [`UdpPort`] | the host's own IP stack through UDP sockets (no root): a translator as a service |
 //! | `dpdk::DpdkPort` | a DPDK ethdev queue (feature `dpdk`, when DPDK was found at build time) |
 
 #[allow(unsafe_code)]
@@ -21,10 +22,12 @@ mod af_packet;
 pub mod dpdk;
 mod mem;
 mod pcap;
+mod udp;
 
 pub use af_packet::AfPacketPort;
 pub use mem::{MemPort, RingPeer, RingPort};
 pub use pcap::PcapPort;
+pub use udp::{UdpPort, peer_mac};
 
 use crate::buf::{Frame, Pool};
 

@@ -402,6 +402,10 @@ fn open_port<F: Frame + 'static>(
             PcapPort::open(rx.as_deref(), tx.as_deref())
                 .map_err(|e| setup(e.context(format!("port {:?}", pc.name))))?,
         )),
+        Backend::Udp { bind, listen } if id == 0 => Some(Box::new(
+            crate::port::UdpPort::open(*bind, pc.mac, listen)
+                .map_err(|e| setup(anyhow::Error::new(e).context(format!("port {:?}", pc.name))))?,
+        )),
         Backend::Ring if id == 0 => {
             let (p, peer) = RingPort::pair(4096);
             rings.push((pc.name.clone(), peer));

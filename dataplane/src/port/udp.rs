@@ -1,0 +1,461 @@
+//! UDP ports: the switch attached to the host's own IP stack through UDP sockets, with no
+//! root, no AF_PACKET and no NIC of its own — how a DTA translator runs as a plain service on
+//! a server (reports in on UDP 40040, RoCEv2 out to a collector on UDP 4791), and how the demo
+//! and the end-to-end tests connect a translator to a soft-RNIC collector on loopback.
+//!
+//! The port stands for a host network seen through its sockets:
+//!
+//! * **Receive**: datagrams arriving on the listening sockets (one per configured UDP port, all
+//!   bound to the port's address) become Ethernet/IPv4/UDP frames addressed to the port's MAC,
+//!   from a synthetic MAC made of the sender's address (`02:00:` + its four IPv4 bytes), with
+//!   TTL 64, DF set, identification 0 and UDP checksum 0 — the kernel does not hand over the
+//!   real IPv4 header.
+//! * **Transmit**: an IPv4/UDP frame is sent as its UDP payload from a socket bound to the
+//!   frame's source address and source port (opened on first use, so a RoCEv2 queue pair keeps
+//!   the UDP source port its ICRC covers) to the frame's destination address and port. Runs of
+//!   equal-sized datagrams to one destination go out as one GSO send. An ARP request is
+//!   answered by the port itself with the synthetic MAC of the address asked for (the host's
+//!   stack does the real resolution). Anything else is counted as a transmit error.
+//!
+//! For RoCEv2 the kernel writes the IPv4 header, so the ICRC (which covers the addresses, the
+//! identification and the flags) holds where the kernel sends with DF set and identification
+//! 0, as Linux does for unconnected UDP sockets with path-MTU discovery on (the default).
+//! Datagrams and frames are copied between socket and buffer (as AF_PACKET does); the syscalls
+//! are batched (`recvmmsg`, GRO, GSO) by `quinn-udp`.
+
+use std::collections::VecDeque;
+use std::io::{self, IoSliceMut};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+
+use quinn_udp::{RecvMeta, Transmit, UdpSocketState};
+use wire::arp::ArpRepr;
+use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr};
+use wire::ipv4::{Ipv4Packet, protocol};
+use wire::stack::UdpFlow;
+use wire::udp::UdpPacket;
+
+use super::{PortIo, PortStats};
+use crate::buf::{Frame, Pool};
+
+/// Datagrams taken per `recvmmsg`.
+const RX_BATCH: usize = 32;
+/// Largest datagram a port passes (what fits a default packet buffer with its headers).
+const MAX_DATAGRAM: usize = 1500;
+/// Sending sockets a port opens at most (one per UDP source port in use).
+const MAX_TX_SOCKETS: usize = 256;
+
+/// The synthetic MAC a UDP port gives the host at `ip`.
+pub fn peer_mac(ip: Ipv4Addr) -> EthernetAddress {
+    let o = ip.octets();
+    EthernetAddress([0x02, 0x00, o[0], o[1], o[2], o[3]])
+}
+
+struct Sock {
+    sock: UdpSocket,
+    state: UdpSocketState,
+    port: u16,
+}
+
+impl Sock {
+    fn bind(ip: Ipv4Addr, port: u16) -> io::Result<Self> {
+        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None)?;
+        // Listening and sending sockets of one port share the address.
+        s.set_reuse_address(true)?;
+        s.bind(&SocketAddr::V4(SocketAddrV4::new(ip, port)).into())?;
+        let _ = s.set_recv_buffer_size(8 << 20);
+        let _ = s.set_send_buffer_size(8 << 20);
+        s.set_nonblocking(true)?;
+        let sock: UdpSocket = s.into();
+        let state = UdpSocketState::new((&sock).into())?;
+        let port = sock.local_addr()?.port();
+        Ok(Self { sock, state, port })
+    }
+}
+
+/// A port on the host's UDP stack.
+pub struct UdpPort {
+    ip: Ipv4Addr,
+    mac: EthernetAddress,
+    listen: Vec<Sock>,
+    tx: Vec<Sock>,
+    rx_buf: Vec<u8>,
+    gro: usize,
+    /// ARP replies the port made, waiting to be received.
+    arp: VecDeque<[u8; 60]>,
+    /// Payloads of the GSO run being gathered.
+    run: Vec<u8>,
+    stats: PortStats,
+}
+
+impl std::fmt::Debug for UdpPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UdpPort").field("ip", &self.ip).field("stats", &self.stats).finish()
+    }
+}
+
+impl UdpPort {
+    /// A port with address `ip` and MAC `mac`, receiving on UDP ports `listen` (0: an
+    /// ephemeral one).
+    pub fn open(ip: Ipv4Addr, mac: EthernetAddress, listen: &[u16]) -> io::Result<Self> {
+        let listen = listen
+            .iter()
+            .map(|&p| {
+                Sock::bind(ip, p).map_err(|e| io::Error::new(e.kind(), format!("cannot bind {ip}:{p}: {e}")))
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        let gro = listen.iter().map(|s| s.state.gro_segments()).max().unwrap_or(1).max(1);
+        Ok(Self {
+            ip,
+            mac,
+            listen,
+            tx: Vec::new(),
+            rx_buf: vec![0; RX_BATCH * MAX_DATAGRAM * gro.min(8)],
+            gro: gro.min(8),
+            arp: VecDeque::new(),
+            run: Vec::with_capacity(64 * MAX_DATAGRAM),
+            stats: PortStats::default(),
+        })
+    }
+
+    /// The UDP ports it listens on (ephemeral ones resolved).
+    pub fn listen_ports(&self) -> Vec<u16> {
+        self.listen.iter().map(|s| s.port).collect()
+    }
+
+    /// The socket sending from `port`: a listening one, or one opened now.
+    fn tx_socket(&mut self, port: u16) -> Option<usize> {
+        if let Some(i) = self.listen.iter().position(|s| s.port == port) {
+            return Some(i);
+        }
+        if let Some(i) = self.tx.iter().position(|s| s.port == port) {
+            return Some(self.listen.len() + i);
+        }
+        if self.tx.len() >= MAX_TX_SOCKETS {
+            return None;
+        }
+        let s = Sock::bind(self.ip, port).ok()?;
+        self.tx.push(s);
+        Some(self.listen.len() + self.tx.len() - 1)
+    }
+
+    fn sock(&self, i: usize) -> &Sock {
+        if i < self.listen.len() { &self.listen[i] } else { &self.tx[i - self.listen.len()] }
+    }
+
+    /// Send the gathered run of `seg`-byte datagrams from socket `si` to `dst`.
+    fn flush_run(&mut self, si: usize, dst: SocketAddr, seg: usize) -> bool {
+        if self.run.is_empty() {
+            return true;
+        }
+        let s = self.sock(si);
+        let t = Transmit {
+            destination: dst,
+            ecn: None,
+            contents: &self.run,
+            segment_size: (self.run.len() > seg).then_some(seg),
+            src_ip: None,
+        };
+        let ok = match s.state.try_send((&s.sock).into(), &t) {
+            Ok(()) => true,
+            // A full socket buffer: the frames are lost, as on a congested link.
+            Err(_) => false,
+        };
+        self.run.clear();
+        ok
+    }
+
+    /// Answer an ARP request for any address but ours with its synthetic MAC.
+    fn arp_reply(&mut self, data: &[u8]) -> bool {
+        let Ok(eth) = EthernetFrame::new_checked(data) else { return false };
+        let Ok(req) = ArpRepr::parse(eth.payload()) else { return false };
+        if req.op != 1 || req.target_ip == self.ip || self.arp.len() >= 64 {
+            return false;
+        }
+        let mac = peer_mac(req.target_ip);
+        let reply = ArpRepr {
+            op: 2,
+            sender_mac: mac,
+            sender_ip: req.target_ip,
+            target_mac: req.sender_mac,
+            target_ip: req.sender_ip,
+        };
+        let mut f = [0u8; 60];
+        let e =
+            EthernetRepr { src_addr: mac, dst_addr: req.sender_mac, vlan: None, ethertype: EtherType::ARP };
+        if e.emit(&mut f).is_err() || reply.emit(&mut f[e.buffer_len()..]).is_err() {
+            return false;
+        }
+        self.arp.push_back(f);
+        true
+    }
+}
+
+/// The UDP datagram in an Ethernet/IPv4 frame: (source, destination, payload).
+fn datagram(data: &[u8]) -> Option<(SocketAddrV4, SocketAddrV4, &[u8])> {
+    let eth = EthernetFrame::new_checked(data).ok()?;
+    if eth.ethertype() != EtherType::IPV4 {
+        return None;
+    }
+    let l2 = data.len() - eth.payload().len();
+    let ip = Ipv4Packet::new_checked(&data[l2..]).ok()?;
+    if ip.protocol() != protocol::UDP || ip.more_frags() || ip.frag_offset() != 0 {
+        return None;
+    }
+    let (src, dst) = (ip.src_addr(), ip.dst_addr());
+    let l4 = l2 + ip.header_len();
+    let end = l2 + usize::from(ip.total_len());
+    let udp = UdpPacket::new_checked(data.get(l4..end)?).ok()?;
+    let (sport, dport, len) = (udp.src_port(), udp.dst_port(), usize::from(udp.len()));
+    let payload = data.get(l4 + wire::udp::HEADER_LEN..l4 + len)?;
+    Some((SocketAddrV4::new(src, sport), SocketAddrV4::new(dst, dport), payload))
+}
+
+impl<F: Frame> PortIo<F> for UdpPort {
+    fn rx_burst(&mut self, pool: &mut dyn Pool<F>, out: &mut Vec<F>, max: usize) -> usize {
+        let mut n = 0;
+        while n < max {
+            let Some(a) = self.arp.front() else { break };
+            let Some(mut b) = pool.alloc() else { break };
+            if b.set(a) {
+                out.push(b);
+                n += 1;
+            } else {
+                pool.free(b);
+            }
+            self.arp.pop_front();
+        }
+        let seg_cap = MAX_DATAGRAM * self.gro;
+        for si in 0..self.listen.len() {
+            if n >= max {
+                break;
+            }
+            let mut meta = [RecvMeta::default(); RX_BATCH];
+            let got = {
+                let s = &self.listen[si];
+                let mut bufs: [IoSliceMut<'_>; RX_BATCH] = {
+                    let mut it = self.rx_buf.chunks_mut(seg_cap);
+                    std::array::from_fn(|_| IoSliceMut::new(it.next().unwrap_or(&mut [])))
+                };
+                let want = ((max - n).div_ceil(self.gro)).clamp(1, RX_BATCH);
+                match s.state.recv((&s.sock).into(), &mut bufs[..want], &mut meta[..want]) {
+                    Ok(k) => k,
+                    Err(_) => 0,
+                }
+            };
+            let port = self.listen[si].port;
+            for (i, m) in meta.iter().enumerate().take(got) {
+                let SocketAddr::V4(from) = m.addr else {
+                    self.stats.rx_errors += 1;
+                    continue;
+                };
+                let buf = &self.rx_buf[i * seg_cap..i * seg_cap + m.len];
+                for d in buf.chunks(m.stride.max(1)) {
+                    let flow = UdpFlow {
+                        eth_src: peer_mac(*from.ip()),
+                        eth_dst: self.mac,
+                        vlan: None,
+                        ip_src: *from.ip(),
+                        ip_dst: self.ip,
+                        dscp: 0,
+                        ecn: 0,
+                        ttl: 64,
+                        ident: 0,
+                        dont_frag: true,
+                        src_port: from.port(),
+                        dst_port: port,
+                    };
+                    let Some(mut b) = pool.alloc() else {
+                        self.stats.rx_errors += 1;
+                        continue;
+                    };
+                    b.reset();
+                    let h = flow.headers_len();
+                    let ok = match b.append(h + d.len()) {
+                        Some(f) => {
+                            flow.emit_headers(d.len(), f).is_ok() && {
+                                f[h..].copy_from_slice(d);
+                                true
+                            }
+                        }
+                        None => false,
+                    };
+                    if ok {
+                        out.push(b);
+                        n += 1;
+                        self.stats.rx += 1;
+                    } else {
+                        pool.free(b);
+                        self.stats.rx_errors += 1;
+                    }
+                }
+            }
+        }
+        n
+    }
+
+    fn tx_burst(&mut self, pkts: &mut Vec<F>, pool: &mut dyn Pool<F>) -> usize {
+        let n = pkts.len();
+        // The run being gathered: (socket, destination, segment size, datagrams).
+        let mut run: Option<(usize, SocketAddr, usize, usize)> = None;
+        let mut max_seg = 64;
+        for f in pkts.drain(..) {
+            let data = f.data();
+            match datagram(data) {
+                Some((src, dst, payload)) if *src.ip() == self.ip => {
+                    let len = payload.len();
+                    let dst = SocketAddr::V4(dst);
+                    let Some(si) = self.tx_socket(src.port()) else {
+                        self.stats.tx_errors += 1;
+                        pool.free(f);
+                        continue;
+                    };
+                    let joins =
+                        run.is_some_and(|(s, d, seg, k)| s == si && d == dst && seg == len && k < max_seg);
+                    if !joins {
+                        if let Some((s, d, seg, k)) = run.take() {
+                            self.count_tx(s, d, seg, k);
+                        }
+                        max_seg = self.sock(si).state.max_gso_segments().clamp(1, 64);
+                        run = Some((si, dst, len, 0));
+                    }
+                    self.run.extend_from_slice(payload);
+                    if let Some(r) = run.as_mut() {
+                        r.3 += 1;
+                    }
+                }
+                Some(_) => self.stats.tx_errors += 1,
+                None => {
+                    if !self.arp_reply(data) {
+                        self.stats.tx_errors += 1;
+                    }
+                }
+            }
+            pool.free(f);
+        }
+        if let Some((s, d, seg, k)) = run.take() {
+            self.count_tx(s, d, seg, k);
+        }
+        n
+    }
+
+    fn stats(&self) -> PortStats {
+        self.stats
+    }
+}
+
+impl UdpPort {
+    fn count_tx(&mut self, si: usize, dst: SocketAddr, seg: usize, k: usize) {
+        if self.flush_run(si, dst, seg) {
+            self.stats.tx += k as u64;
+        } else {
+            self.stats.tx_errors += k as u64;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buf::{HeapPool, PktBuf};
+
+    const MAC: EthernetAddress = EthernetAddress([2, 0, 0, 0, 0, 9]);
+
+    fn frame(src: SocketAddrV4, dst: SocketAddrV4, payload: &[u8]) -> PktBuf {
+        let flow = UdpFlow {
+            eth_src: MAC,
+            eth_dst: peer_mac(*dst.ip()),
+            vlan: None,
+            ip_src: *src.ip(),
+            ip_dst: *dst.ip(),
+            dscp: 0,
+            ecn: 0,
+            ttl: 64,
+            ident: 0,
+            dont_frag: true,
+            src_port: src.port(),
+            dst_port: dst.port(),
+        };
+        let mut b = vec![0u8; 2048];
+        let n = flow.emit_with(payload.len(), false, &mut b, |p| Ok(p.copy_from_slice(payload))).unwrap();
+        let mut f = PktBuf::new(2048);
+        assert!(f.set(&b[..n]));
+        f
+    }
+
+    #[test]
+    fn datagrams_in_and_out_keep_addresses_and_ports() {
+        let ip = Ipv4Addr::new(127, 0, 0, 201);
+        let mut port = UdpPort::open(ip, MAC, &[0]).unwrap();
+        let listen = port.listen_ports()[0];
+        let peer = UdpSocket::bind("127.0.0.202:0").unwrap();
+        peer.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+        let peer_addr = match peer.local_addr().unwrap() {
+            SocketAddr::V4(a) => a,
+            _ => unreachable!(),
+        };
+        let mut pool = HeapPool::new(64, 2048);
+        // In: a datagram becomes a frame to our MAC with both addresses and ports.
+        peer.send_to(b"hello", SocketAddrV4::new(ip, listen)).unwrap();
+        let mut got: Vec<PktBuf> = Vec::new();
+        for _ in 0..1000 {
+            if PortIo::rx_burst(&mut port, &mut pool, &mut got, 32) > 0 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(got.len(), 1);
+        let (src, dst, payload) = datagram(got[0].data()).unwrap();
+        assert_eq!((src, dst, payload), (peer_addr, SocketAddrV4::new(ip, listen), &b"hello"[..]));
+        assert_eq!(EthernetFrame::new_checked(got[0].data()).unwrap().dst_addr(), MAC);
+        // Out: three equal frames from source port 50123 (a socket opened for it, sent as one
+        // GSO run) arrive as three datagrams from that port.
+        let mut out: Vec<PktBuf> =
+            (0..3u8).map(|i| frame(SocketAddrV4::new(ip, 50123), peer_addr, &[i; 100])).collect();
+        assert_eq!(PortIo::tx_burst(&mut port, &mut out, &mut pool), 3);
+        let mut b = [0u8; 2048];
+        for i in 0..3u8 {
+            let (n, from) = peer.recv_from(&mut b).unwrap();
+            assert_eq!((n, from), (100, SocketAddr::V4(SocketAddrV4::new(ip, 50123))));
+            assert!(b[..n].iter().all(|&x| x == i));
+        }
+        // A frame from an address that is not the port's is refused and counted.
+        let mut out = vec![frame(SocketAddrV4::new(Ipv4Addr::new(127, 0, 0, 9), 1), peer_addr, b"x")];
+        PortIo::tx_burst(&mut port, &mut out, &mut pool);
+        assert_eq!(PortIo::<PktBuf>::stats(&port).tx_errors, 1);
+        assert_eq!(PortIo::<PktBuf>::stats(&port).tx, 3);
+    }
+
+    #[test]
+    fn arp_requests_are_answered_with_the_synthetic_mac() {
+        let ip = Ipv4Addr::new(127, 0, 0, 203);
+        let mut port = UdpPort::open(ip, MAC, &[]).unwrap();
+        let target = Ipv4Addr::new(127, 0, 0, 51);
+        let req = ArpRepr {
+            op: 1,
+            sender_mac: MAC,
+            sender_ip: ip,
+            target_mac: EthernetAddress([0; 6]),
+            target_ip: target,
+        };
+        let mut b = [0u8; 60];
+        let e = EthernetRepr {
+            src_addr: MAC,
+            dst_addr: EthernetAddress([0xff; 6]),
+            vlan: None,
+            ethertype: EtherType::ARP,
+        };
+        e.emit(&mut b).unwrap();
+        req.emit(&mut b[14..]).unwrap();
+        let mut pool = HeapPool::new(8, 2048);
+        let mut f = PktBuf::new(2048);
+        assert!(f.set(&b));
+        let mut out = vec![f];
+        PortIo::tx_burst(&mut port, &mut out, &mut pool);
+        let mut got: Vec<PktBuf> = Vec::new();
+        assert_eq!(PortIo::rx_burst(&mut port, &mut pool, &mut got, 32), 1);
+        let eth = EthernetFrame::new_checked(got[0].data()).unwrap();
+        let reply = ArpRepr::parse(eth.payload()).unwrap();
+        assert_eq!((reply.op, reply.sender_ip, reply.sender_mac), (2, target, peer_mac(target)));
+        assert_eq!(reply.target_mac, MAC);
+    }
+}
