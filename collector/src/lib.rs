@@ -1,9 +1,37 @@
-//! # collector — the DTA collector and the Hawkeye analyzer
+//! # collector — the DTA collector
 //!
-//! What this crate will be: registered memory holding the DTA primitive layouts (Key-Write,
-//! Key-Increment, Append, Postcarder, Sketch-Merge), a userspace RoCEv2 responder (the
-//! soft-RNIC) and an rdma-core verbs backend behind one trait, the query engine (library, CLI,
-//! HTTP/JSON), and the Hawkeye provenance-graph analyzer.
+//! Registered memory holding the DTA primitive layouts (Key-Write, Key-Increment, Append,
+//! Postcarder, Sketch-Merge; design `DTA.md`), filled by RDMA from a translator, and the queries
+//! that read it:
 //!
-//! What it is not: it never touches a report on the data path — reports arrive as RDMA writes.
-//! It is filled by the DTA collector issue; until then it is intentionally empty.
+//! * [`config`] — `config/collector.toml`: the address, the stores and their sizes, checked
+//!   with file, key and reason.
+//! * [`memory`] — the registered memory: one (hugepage) mapping seen as atomic words, one
+//!   writer (the RNIC), many readers; R_Key and bounds checks.
+//! * [`store`] — the stores over that memory and every query: Key-Write lookup with checksum
+//!   and consensus, Key-Increment minimum, Append polling with per-consumer tails, Postcarder
+//!   paths, sketch reads and point estimates, and a multi-threaded batch lookup.
+//! * [`rnic`] — the soft-RNIC: a RoCEv2 responder on a UDP socket (ICRC, PSN, QPN, R_Key and
+//!   bounds checked; CM server; the metadata SEND), for machines without an RDMA NIC.
+//! * [`http`] — `collector serve --http`: the queries and counters as JSON.
+//! * [`service`] — the soft-RNIC on its thread plus the stores: what `collector serve` and the
+//!   demo run.
+//!
+//! What it is not: it never touches a report on the data path — reports arrive as RDMA writes,
+//! and queries read memory. The verbs backend for a real RDMA NIC is not here yet (see the
+//! README). The Hawkeye analyzer will live here too.
+
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod http;
+pub mod memory;
+pub mod rnic;
+pub mod service;
+pub mod store;
+
+pub use config::{CollectorConfig, ConfigError, MemoryKind, StoreConfig, StoreKind};
+pub use rnic::{Notification, RnicConfig, RnicStats, SoftRnic, StatsSnapshot};
+pub use service::Collector;
+pub use store::{AppendPoll, KeyWriteAnswer, QueryError, Stores};

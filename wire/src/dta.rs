@@ -903,6 +903,21 @@ pub mod layout {
     pub const fn sketch_column_offset(column: u32, rows: u16) -> u64 {
         column as u64 * rows as u64 * 4
     }
+
+    /// The slot of copy `n` of a key in a Key-Write or Key-Increment store of `slots` slots (a
+    /// power of two): the copy's slot hash, masked.
+    #[inline]
+    pub const fn key_slot_index(hash: &KeyHash, n: u8, slots: u64) -> u64 {
+        hash.slot(n) as u64 & (slots - 1)
+    }
+
+    /// The column a key counts in, in row `row` of a Count-Min sketch of `columns` columns:
+    /// the slot hash of copy `row`, modulo `columns` (reporters building sketches and the
+    /// collector's point estimate agree on it).
+    #[inline]
+    pub const fn sketch_column_for(key: u32, row: u16, columns: u32) -> u32 {
+        KeyHash::new(key).slot(row as u8) % columns
+    }
 }
 
 #[cfg(test)]

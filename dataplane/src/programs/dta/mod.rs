@@ -765,7 +765,7 @@ impl DtaTranslator {
                     let (meta, slots) = (self.qps[qi].meta, self.qps[qi].slots);
                     let mut port = None;
                     for n in 0..redundancy {
-                        let s = u64::from(hash.slot(n)) & (slots - 1);
+                        let s = dta::layout::key_slot_index(&hash, n, slots);
                         let op = Op::Write {
                             va: meta.va + s * slot_len as u64,
                             rkey: meta.rkey,
@@ -791,7 +791,7 @@ impl DtaTranslator {
                     let hash = dta::KeyHash::new(key);
                     let mut port = None;
                     for n in 0..redundancy {
-                        let s = u64::from(hash.slot(n)) & (slots - 1);
+                        let s = dta::layout::key_slot_index(&hash, n, slots);
                         let op = Op::FetchAdd { va: meta.va + s * 8, rkey: meta.rkey, add: counter };
                         port = port.or(self.send(qi, now, op, &[], first, out)?);
                     }

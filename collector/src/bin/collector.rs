@@ -1,0 +1,297 @@
+//! `collector`: serve DTA stores on a soft-RNIC, and query a running one.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::{Parser, Subcommand};
+use collector::{Collector, CollectorConfig, StatsSnapshot, http};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "collector",
+    version,
+    about = "DTA collector: a soft-RNIC serving registered memory, and its queries"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Serve the stores of a config on a soft-RNIC (RoCEv2 over UDP 4791); print the regions,
+    /// then per-second counters.
+    Serve {
+        /// The collector config (see config/collector.toml).
+        #[arg(long)]
+        config: PathBuf,
+        /// Serve queries as JSON on this address (e.g. 127.0.0.1:8484).
+        #[arg(long)]
+        http: Option<SocketAddr>,
+        /// Do not check the ICRC (like a NIC whose ICRC check is disabled).
+        #[arg(long)]
+        no_icrc: bool,
+        /// Stop after this many seconds (default: until Ctrl-C).
+        #[arg(long)]
+        duration: Option<f64>,
+        /// Seconds between counter lines (0: none).
+        #[arg(long, default_value_t = 1.0)]
+        stats_interval: f64,
+    },
+    /// Check a config and print what it would serve.
+    Check {
+        /// The collector config.
+        #[arg(long)]
+        config: PathBuf,
+    },
+    /// Query a running `collector serve --http`.
+    Query {
+        /// Its HTTP address.
+        #[arg(long, default_value = "127.0.0.1:8484")]
+        http: SocketAddr,
+        #[command(subcommand)]
+        q: Query,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum Query {
+    /// Key-Write lookup: the value whose checksum matches in the key's N slots.
+    Keywrite {
+        /// Keys (decimal or 0x hex); several make a batch query.
+        #[arg(required = true)]
+        keys: Vec<String>,
+        /// Answer only if at least this many copies agree.
+        #[arg(long)]
+        consensus: Option<u8>,
+    },
+    /// Key-Increment: the minimum of the key's N counters.
+    Keyincrement {
+        /// The key.
+        key: String,
+    },
+    /// Append: the entries after this consumer's tail pointer.
+    Append {
+        /// List ID.
+        list: u32,
+        /// Consumer name (each has its own tail).
+        #[arg(long, default_value = "cli")]
+        consumer: String,
+        /// At most this many entries per poll.
+        #[arg(long, default_value_t = 65536)]
+        max: usize,
+        /// Keep polling, printing new entries as they land.
+        #[arg(long)]
+        follow: bool,
+    },
+    /// Postcarder: the key's path.
+    Postcarder {
+        /// The key.
+        key: String,
+    },
+    /// Sketch: its counters, or a point estimate.
+    Sketch {
+        /// Sketch ID.
+        id: u16,
+        /// Estimate this key's count instead.
+        #[arg(long)]
+        estimate: Option<String>,
+    },
+    /// Immediate notifications (WRITE with Immediate).
+    Notifications {
+        /// Keep waiting for more.
+        #[arg(long)]
+        follow: bool,
+    },
+    /// The soft-RNIC's counters.
+    Stats,
+    /// The regions served.
+    Regions,
+}
+
+fn load(path: &std::path::Path) -> Result<CollectorConfig, ExitCode> {
+    CollectorConfig::load(path).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    })
+}
+
+fn stats_line(d: &StatsSnapshot, prev: &StatsSnapshot, secs: f64) -> String {
+    let rate = |a: u64, b: u64| (a - b) as f64 / secs.max(1e-9);
+    format!(
+        "writes {:>10.0}/s atomics {:>9.0}/s rx {:>8.2} MB/s | total writes {} atomics {} imm {} | NAK access {} seq {} invalid {} | dropped icrc {} malformed {} unknown-qp {} | dup {} conns {}",
+        rate(d.writes, prev.writes),
+        rate(d.atomics, prev.atomics),
+        rate(d.rx_bytes, prev.rx_bytes) / 1e6,
+        d.writes,
+        d.atomics,
+        d.immediates,
+        d.access_errors,
+        d.out_of_sequence,
+        d.invalid,
+        d.bad_icrc,
+        d.malformed,
+        d.unknown_qp,
+        d.duplicates,
+        d.connections,
+    )
+}
+
+fn serve(
+    config: PathBuf,
+    http_addr: Option<SocketAddr>,
+    no_icrc: bool,
+    duration: Option<f64>,
+    interval: f64,
+) -> anyhow::Result<ExitCode> {
+    let mut cfg = match load(&config) {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    if no_icrc {
+        cfg.icrc = false;
+    }
+    let c = Arc::new(Collector::start(&cfg)?);
+    if let Some(w) = c.warning() {
+        eprintln!("warning: {w}");
+    }
+    print!("{}", c.describe());
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    let web = match http_addr {
+        Some(addr) => {
+            let (c2, s2) = (c.clone(), stop.clone());
+            let (tx, rx) = std::sync::mpsc::channel();
+            let t = std::thread::spawn(move || {
+                http::serve(&c2, addr, &s2, |a| {
+                    let _ = tx.send(a);
+                })
+            });
+            match rx.recv_timeout(Duration::from_secs(5)) {
+                Ok(a) => println!("queries: http://{a}/ (collector query --http {a} ...)"),
+                Err(_) => {
+                    stop.store(true, Ordering::Relaxed);
+                    return Err(t
+                        .join()
+                        .map_err(|_| anyhow::anyhow!("http thread"))?
+                        .err()
+                        .unwrap_or_else(|| anyhow::anyhow!("the HTTP server did not start")));
+                }
+            }
+            Some(t)
+        }
+        None => None,
+    };
+    let start = Instant::now();
+    let mut prev = c.stats().snapshot();
+    let mut last = Instant::now();
+    while !stop.load(Ordering::Relaxed) && duration.is_none_or(|d| start.elapsed().as_secs_f64() < d) {
+        std::thread::sleep(Duration::from_millis(50));
+        if interval > 0.0 && last.elapsed().as_secs_f64() >= interval {
+            let now = c.stats().snapshot();
+            println!("{}", stats_line(&now, &prev, last.elapsed().as_secs_f64()));
+            prev = now;
+            last = Instant::now();
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    if let Some(t) = web {
+        t.join().map_err(|_| anyhow::anyhow!("http thread panicked"))??;
+    }
+    let total = c.stats().snapshot();
+    println!("total: {}", serde_json::to_string(&total)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn query(addr: SocketAddr, q: Query) -> anyhow::Result<ExitCode> {
+    let get = |path: &str| -> anyhow::Result<serde_json::Value> {
+        let (status, v) = http::get(addr, path, Duration::from_secs(15))?;
+        if status != 200 {
+            anyhow::bail!("{}", v.get("error").and_then(|e| e.as_str()).unwrap_or("query failed"));
+        }
+        Ok(v)
+    };
+    let c = |n: Option<u8>| n.map(|c| format!("consensus={c}")).unwrap_or_default();
+    match q {
+        Query::Keywrite { keys, consensus } if keys.len() == 1 => {
+            println!("{}", get(&format!("/keywrite/{}?{}", keys[0], c(consensus)))?)
+        }
+        Query::Keywrite { keys, consensus } => {
+            let v = get(&format!("/keywrite?keys={}&{}", keys.join(","), c(consensus)))?;
+            for a in v.as_array().into_iter().flatten() {
+                println!("{a}");
+            }
+        }
+        Query::Keyincrement { key } => println!("{}", get(&format!("/keyincrement/{key}"))?),
+        Query::Postcarder { key } => println!("{}", get(&format!("/postcarder/{key}"))?),
+        Query::Sketch { id, estimate: Some(k) } => {
+            println!("{}", get(&format!("/sketch/{id}/estimate/{k}"))?)
+        }
+        Query::Sketch { id, estimate: None } => println!("{}", get(&format!("/sketch/{id}"))?),
+        Query::Stats => println!("{}", get("/stats")?),
+        Query::Regions => println!("{}", get("/regions")?),
+        Query::Append { list, consumer, max, follow } => loop {
+            let v = get(&format!("/append/{list}?consumer={consumer}&max={max}"))?;
+            let lost = v.get("lost").and_then(|l| l.as_u64()).unwrap_or(0);
+            if lost > 0 {
+                eprintln!("lost {lost} entries (overwritten before they were read)");
+            }
+            let entries = v.get("entries").and_then(|e| e.as_array()).cloned().unwrap_or_default();
+            for e in &entries {
+                println!("{e}");
+            }
+            if !follow {
+                break;
+            }
+            if entries.is_empty() {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        },
+        Query::Notifications { follow } => loop {
+            let v = get(&format!("/notifications?wait_ms={}", if follow { 1000 } else { 0 }))?;
+            for n in v.as_array().into_iter().flatten() {
+                println!("{n}");
+            }
+            if !follow {
+                break;
+            }
+        },
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let r = match cli.cmd {
+        Cmd::Serve { config, http, no_icrc, duration, stats_interval } => {
+            serve(config, http, no_icrc, duration, stats_interval)
+        }
+        Cmd::Check { config } => match load(&config) {
+            Ok(c) => {
+                println!("{}: ok, {} stores", config.display(), c.stores.len());
+                for s in &c.stores {
+                    println!("  {:<14} port {:<5} {} bytes", s.kind.name(), s.port, s.kind.bytes());
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(code) => Ok(code),
+        },
+        Cmd::Query { http, q } => query(http, q),
+    };
+    r.unwrap_or_else(|e| {
+        eprintln!("error: {e:#}");
+        ExitCode::FAILURE
+    })
+}

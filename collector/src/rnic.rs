@@ -1,0 +1,475 @@
+//! The soft-RNIC: a userspace RoCEv2 responder on a UDP socket (port 4791), for labs without
+//! an RDMA NIC. It does what the NIC of a DTA collector does — and nothing a CPU would do per
+//! report: checks the ICRC (unless told not to, like a NIC whose ICRC check is disabled), the
+//! QPN, the PSN order (a duplicate is ACKed again, a gap gets one PSN-sequence NAK), the R_Key
+//! and the bounds; applies RDMA WRITE, WRITE with Immediate and FETCH_ADD to registered memory;
+//! ACKs when AckReq is set; runs the IB CM server; and after each connection SENDs the 16-byte
+//! metadata (VA low, VA high, length, R_Key) as the reference collector does.
+//!
+//! The protocol work is [`roce::endpoint::Endpoint`] (sans-IO); this module is its runtime:
+//! batched receive (`recvmmsg` and UDP GRO, by `quinn-udp`), the IPv4/UDP header the ICRC covers
+//! rebuilt in front of each datagram in place (the socket does not hand it over: the
+//! identification is taken as 0 and DF as set, what Linux and our translator send), and the
+//! replies gathered and sent with GSO.
+
+use std::collections::HashMap;
+use std::io::{self, IoSliceMut};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+use quinn_udp::{RecvMeta, Transmit, UdpSocketState};
+use roce::cm::{CmConfig, Metadata};
+use roce::endpoint::{Endpoint, Event, Listen};
+use serde::Serialize;
+use wire::ethernet::EthernetAddress;
+use wire::roce::{RoceRepr, icrc};
+use wire::stack::{RoceStack, UdpFlow};
+
+use crate::config::CollectorConfig;
+use crate::memory::Registered;
+use crate::store::Stores;
+
+/// Datagrams per receive batch.
+const BATCH: usize = 32;
+/// Largest datagram taken.
+const MAX_DATAGRAM: usize = 4096;
+/// Room before each datagram for the Ethernet, IPv4 and UDP headers rebuilt for the ICRC.
+const HEADERS: usize = 14 + 20 + 8;
+/// Bytes of one receive buffer: headroom and up to `GRO` datagrams.
+const GRO: usize = 16;
+
+/// Counters, shared with whoever reports them.
+#[derive(Debug, Default)]
+pub struct RnicStats {
+    /// Datagrams received.
+    pub rx_packets: AtomicU64,
+    /// Bytes received.
+    pub rx_bytes: AtomicU64,
+    /// RDMA WRITEs (with or without Immediate) applied.
+    pub writes: AtomicU64,
+    /// Atomics applied.
+    pub atomics: AtomicU64,
+    /// WRITEs with Immediate delivered as notifications.
+    pub immediates: AtomicU64,
+    /// Notifications dropped: a subscriber's queue was full.
+    pub notifications_dropped: AtomicU64,
+    /// Dropped: wrong ICRC.
+    pub bad_icrc: AtomicU64,
+    /// Dropped: not RoCEv2 we can parse (truncated, bad opcode, inconsistent lengths).
+    pub malformed: AtomicU64,
+    /// Dropped silently: unknown destination QP.
+    pub unknown_qp: AtomicU64,
+    /// NAKed remote-access error: wrong R_Key, outside the region, no permission.
+    pub access_errors: AtomicU64,
+    /// NAKed or ignored: ahead of the expected PSN.
+    pub out_of_sequence: AtomicU64,
+    /// ACKed again: already executed.
+    pub duplicates: AtomicU64,
+    /// NAKed invalid request.
+    pub invalid: AtomicU64,
+    /// CM MADs that could not be parsed.
+    pub bad_mads: AtomicU64,
+    /// Connections accepted.
+    pub connections: AtomicU64,
+    /// Replies sent (ACKs, NAKs, CM, metadata).
+    pub tx_packets: AtomicU64,
+}
+
+/// A snapshot of [`RnicStats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[allow(missing_docs)]
+pub struct StatsSnapshot {
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub writes: u64,
+    pub atomics: u64,
+    pub immediates: u64,
+    pub notifications_dropped: u64,
+    pub bad_icrc: u64,
+    pub malformed: u64,
+    pub unknown_qp: u64,
+    pub access_errors: u64,
+    pub out_of_sequence: u64,
+    pub duplicates: u64,
+    pub invalid: u64,
+    pub bad_mads: u64,
+    pub connections: u64,
+    pub tx_packets: u64,
+}
+
+impl RnicStats {
+    /// Read every counter.
+    pub fn snapshot(&self) -> StatsSnapshot {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        StatsSnapshot {
+            rx_packets: g(&self.rx_packets),
+            rx_bytes: g(&self.rx_bytes),
+            writes: g(&self.writes),
+            atomics: g(&self.atomics),
+            immediates: g(&self.immediates),
+            notifications_dropped: g(&self.notifications_dropped),
+            bad_icrc: g(&self.bad_icrc),
+            malformed: g(&self.malformed),
+            unknown_qp: g(&self.unknown_qp),
+            access_errors: g(&self.access_errors),
+            out_of_sequence: g(&self.out_of_sequence),
+            duplicates: g(&self.duplicates),
+            invalid: g(&self.invalid),
+            bad_mads: g(&self.bad_mads),
+            connections: g(&self.connections),
+            tx_packets: g(&self.tx_packets),
+        }
+    }
+}
+
+fn bump(a: &AtomicU64) {
+    a.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A WRITE with Immediate's notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Notification {
+    /// The librdmacm port (the store) it was written to.
+    pub port: u16,
+    /// The immediate data (the report's key for Key-Write and Key-Increment).
+    pub imm: u32,
+}
+
+/// Subscribers to immediate notifications. The lock is taken only when an immediate arrives
+/// (a datum its reporter flagged for the CPU) or a subscriber joins, never per plain write.
+#[derive(Debug, Clone, Default)]
+pub struct Notifier {
+    subs: Arc<Mutex<Vec<Sender<Notification>>>>,
+}
+
+impl Notifier {
+    /// A new subscriber's queue, holding up to `capacity` notifications (more are dropped and
+    /// counted).
+    pub fn subscribe(&self, capacity: usize) -> Receiver<Notification> {
+        let (tx, rx) = crossbeam_channel::bounded(capacity.max(1));
+        self.subs.lock().unwrap_or_else(|e| e.into_inner()).push(tx);
+        rx
+    }
+
+    fn publish(&self, n: Notification, stats: &RnicStats) {
+        let mut subs = self.subs.lock().unwrap_or_else(|e| e.into_inner());
+        subs.retain(|s| match s.try_send(n) {
+            Ok(()) => true,
+            Err(TrySendError::Full(_)) => {
+                bump(&stats.notifications_dropped);
+                true
+            }
+            Err(TrySendError::Disconnected(_)) => false,
+        });
+    }
+}
+
+/// What the soft-RNIC was started with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RnicConfig {
+    /// Address to receive on.
+    pub ip: Ipv4Addr,
+    /// UDP port (4791).
+    pub udp_port: u16,
+    /// Check the ICRC.
+    pub icrc: bool,
+    /// Seed of QPNs and PSNs.
+    pub seed: u32,
+}
+
+impl RnicConfig {
+    /// From the collector's configuration.
+    pub fn from_config(c: &CollectorConfig, seed: u32) -> Self {
+        Self { ip: c.ip, udp_port: c.udp_port, icrc: c.icrc, seed }
+    }
+}
+
+/// The soft-RNIC.
+pub struct SoftRnic {
+    cfg: RnicConfig,
+    sock: UdpSocket,
+    state: UdpSocketState,
+    ep: Endpoint<Registered>,
+    stats: Arc<RnicStats>,
+    notifier: Notifier,
+    qpn_port: HashMap<u32, u16>,
+    rx: Vec<u8>,
+    /// Replies of this batch: (peer, offset, length) into `tx`.
+    replies: Vec<(Ipv4Addr, usize, usize)>,
+    tx: Vec<u8>,
+    epoch: Instant,
+}
+
+impl std::fmt::Debug for SoftRnic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SoftRnic").field("cfg", &self.cfg).finish()
+    }
+}
+
+impl SoftRnic {
+    /// Bind the socket and listen for connections to every store of `stores`.
+    pub fn bind(cfg: RnicConfig, stores: &Stores) -> io::Result<Self> {
+        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None)?;
+        s.bind(&SocketAddr::V4(SocketAddrV4::new(cfg.ip, cfg.udp_port)).into())
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot bind {}:{}: {e}", cfg.ip, cfg.udp_port)))?;
+        let _ = s.set_recv_buffer_size(16 << 20);
+        let _ = s.set_send_buffer_size(4 << 20);
+        s.set_nonblocking(true)?;
+        let sock: UdpSocket = s.into();
+        let state = UdpSocketState::new((&sock).into())?;
+        let mem = stores.memory().clone();
+        let listens = stores
+            .stores()
+            .iter()
+            .map(|st| {
+                let r = mem.regions()[st.region];
+                Listen {
+                    port: st.port,
+                    metadata: Some(Metadata { va: r.va, len: r.len as u32, rkey: r.rkey }),
+                }
+            })
+            .collect();
+        let cm = CmConfig {
+            response_timeout_ns: 50_000_000,
+            max_req_tries: 4,
+            backoff_initial_ns: 50_000_000,
+            backoff_max_ns: 1_000_000_000,
+        };
+        let guid = 0x02_5f_00_00_00_00_00_00 | u64::from(u32::from(cfg.ip));
+        Ok(Self {
+            cfg,
+            sock,
+            state,
+            ep: Endpoint::new(cm, guid, listens, mem, cfg.seed),
+            stats: Arc::default(),
+            notifier: Notifier::default(),
+            qpn_port: HashMap::new(),
+            rx: vec![0; BATCH * (HEADERS + GRO * MAX_DATAGRAM)],
+            replies: Vec::with_capacity(BATCH),
+            tx: Vec::with_capacity(BATCH * 128),
+            epoch: Instant::now(),
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.sock.local_addr()
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> Arc<RnicStats> {
+        self.stats.clone()
+    }
+
+    /// The notification subscribers.
+    pub fn notifier(&self) -> Notifier {
+        self.notifier.clone()
+    }
+
+    /// Connections: (our QPN, port, peer).
+    pub fn connections(&self) -> Vec<(u32, u16, Ipv4Addr)> {
+        self.ep.connections().collect()
+    }
+
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    /// Receive one batch (if any), handle it, send the replies, run the timers. Returns the
+    /// datagrams handled.
+    pub fn poll(&mut self) -> usize {
+        let now = self.now();
+        let per = HEADERS + GRO * MAX_DATAGRAM;
+        let mut meta = [RecvMeta::default(); BATCH];
+        let got = {
+            let mut bufs: [IoSliceMut<'_>; BATCH] = {
+                let mut it = self.rx.chunks_mut(per);
+                std::array::from_fn(|_| {
+                    let c = it.next().unwrap_or(&mut []);
+                    let c = if c.len() > HEADERS { &mut c[HEADERS..] } else { c };
+                    IoSliceMut::new(c)
+                })
+            };
+            self.state.recv((&self.sock).into(), &mut bufs, &mut meta).unwrap_or(0)
+        };
+        let mut n = 0;
+        for (i, m) in meta.iter().enumerate().take(got) {
+            let SocketAddr::V4(src) = m.addr else { continue };
+            let stride = m.stride.max(1);
+            let mut at = i * per + HEADERS;
+            let end = at + m.len;
+            while at < end {
+                let len = stride.min(end - at);
+                self.on_datagram(now, src, at, len);
+                at += len;
+                n += 1;
+            }
+        }
+        self.ep_timers(now);
+        self.send_replies();
+        n
+    }
+
+    /// Handle the datagram of `len` bytes at `at` in the receive buffer (with `HEADERS` bytes
+    /// before it free to overwrite).
+    fn on_datagram(&mut self, now: u64, src: SocketAddrV4, at: usize, len: usize) {
+        bump(&self.stats.rx_packets);
+        self.stats.rx_bytes.fetch_add(len as u64, Ordering::Relaxed);
+        let flow = UdpFlow {
+            eth_src: EthernetAddress([0; 6]),
+            eth_dst: EthernetAddress([0; 6]),
+            vlan: None,
+            ip_src: *src.ip(),
+            ip_dst: self.cfg.ip,
+            dscp: 0,
+            ecn: 0,
+            ttl: 64,
+            ident: 0,
+            dont_frag: true,
+            src_port: src.port(),
+            dst_port: self.cfg.udp_port,
+        };
+        let buf = &mut self.rx[at - HEADERS..at + len];
+        if flow.emit_headers(len, buf).is_err() {
+            bump(&self.stats.malformed);
+            return;
+        }
+        if self.cfg.icrc && icrc::verify(&buf[14..]).is_err() {
+            // Too short to hold an ICRC counts as malformed, a mismatch as a bad ICRC.
+            if len < 12 + 4 {
+                bump(&self.stats.malformed)
+            } else {
+                bump(&self.stats.bad_icrc)
+            }
+            return;
+        }
+        let Ok(r) = RoceRepr::parse(&buf[HEADERS..]) else {
+            bump(&self.stats.malformed);
+            return;
+        };
+        let Self { ep, tx, replies, cfg, .. } = self;
+        let ev = ep.on_packet(now, *src.ip(), &r, &mut |peer, roce| push_reply(cfg, tx, replies, peer, roce));
+        self.on_event(ev);
+    }
+
+    fn ep_timers(&mut self, now: u64) {
+        let Self { ep, tx, replies, cfg, .. } = self;
+        let ev = ep.poll(now, &mut |peer, roce| push_reply(cfg, tx, replies, peer, roce));
+        self.on_event(ev);
+    }
+
+    fn on_event(&mut self, ev: Option<Event>) {
+        let s = &self.stats;
+        match ev {
+            None => {}
+            Some(Event::Applied { qpn, imm, atomic }) => {
+                bump(if atomic { &s.atomics } else { &s.writes });
+                if let Some(imm) = imm {
+                    bump(&s.immediates);
+                    let port = self.qpn_port.get(&qpn).copied().unwrap_or(0);
+                    self.notifier.publish(Notification { port, imm }, s);
+                }
+            }
+            Some(Event::Connected { qpn, port, peer }) => {
+                bump(&s.connections);
+                self.qpn_port.insert(qpn, port);
+                tracing::info!(%peer, port, qpn, "connected");
+            }
+            Some(Event::Disconnected { qpn }) => {
+                self.qpn_port.remove(&qpn);
+                tracing::info!(qpn, "disconnected");
+            }
+            Some(Event::Duplicate) => bump(&s.duplicates),
+            Some(Event::OutOfSequence) => bump(&s.out_of_sequence),
+            Some(Event::AccessError) => bump(&s.access_errors),
+            Some(Event::Invalid) => bump(&s.invalid),
+            Some(Event::UnknownQp) => bump(&s.unknown_qp),
+            Some(Event::BadMad) => bump(&s.bad_mads),
+        }
+    }
+
+    /// Send the gathered replies: runs of equal length to one peer as one GSO send.
+    fn send_replies(&mut self) {
+        let mut i = 0;
+        while i < self.replies.len() {
+            let (peer, off, len) = self.replies[i];
+            let mut j = i + 1;
+            while j < self.replies.len()
+                && j - i < self.state.max_gso_segments().min(64)
+                && self.replies[j].0 == peer
+                && self.replies[j].2 == len
+                && self.replies[j].1 == off + (j - i) * len
+            {
+                j += 1;
+            }
+            let t = Transmit {
+                destination: SocketAddr::V4(SocketAddrV4::new(peer, wire::udp::port::ROCE_V2)),
+                ecn: None,
+                contents: &self.tx[off..off + (j - i) * len],
+                segment_size: (j - i > 1).then_some(len),
+                src_ip: None,
+            };
+            if self.state.try_send((&self.sock).into(), &t).is_ok() {
+                self.stats.tx_packets.fetch_add((j - i) as u64, Ordering::Relaxed);
+            }
+            i = j;
+        }
+        self.replies.clear();
+        self.tx.clear();
+    }
+
+    /// Serve until `stop` is set: poll, and when idle wait up to 1 ms for the socket.
+    pub fn run(&mut self, stop: &AtomicBool) {
+        while !stop.load(Ordering::Relaxed) {
+            if self.poll() == 0 {
+                wait_readable(&self.sock, Duration::from_millis(1));
+            }
+        }
+    }
+}
+
+/// Write a reply's UDP payload (RoCEv2 with its ICRC, computed over the IPv4/UDP header the
+/// kernel will send: our address and port 4791 to the peer's 4791) to `tx`.
+fn push_reply(
+    cfg: &RnicConfig,
+    tx: &mut Vec<u8>,
+    replies: &mut Vec<(Ipv4Addr, usize, usize)>,
+    peer: Ipv4Addr,
+    roce: RoceRepr<'_>,
+) {
+    let flow = UdpFlow {
+        eth_src: EthernetAddress([0; 6]),
+        eth_dst: EthernetAddress([0; 6]),
+        vlan: None,
+        ip_src: cfg.ip,
+        ip_dst: peer,
+        dscp: 0,
+        ecn: 0,
+        ttl: 64,
+        ident: 0,
+        dont_frag: true,
+        src_port: cfg.udp_port,
+        dst_port: wire::udp::port::ROCE_V2,
+    };
+    let s = RoceStack { flow, roce };
+    let mut b = [0u8; 512];
+    if let Ok(n) = s.emit(&mut b) {
+        let off = tx.len();
+        tx.extend_from_slice(&b[HEADERS..n]);
+        replies.push((peer, off, n - HEADERS));
+    }
+}
+
+/// Block until `sock` is readable or `timeout` passes.
+#[allow(unsafe_code)]
+fn wait_readable(sock: &UdpSocket, timeout: Duration) {
+    let mut p = libc::pollfd { fd: sock.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: `p` is one valid pollfd for an open descriptor, and the count passed is 1.
+    unsafe {
+        libc::poll(&mut p, 1, timeout.as_millis().min(i32::MAX as u128) as i32);
+    }
+}

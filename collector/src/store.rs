@@ -1,0 +1,419 @@
+//! The collector's data structures in registered memory and the queries over them (design
+//! `DTA.md`, "Memory layouts" and "Collector behaviour"). Queries read memory only: no report,
+//! no packet, no soft-RNIC state is involved, exactly as with a hardware RNIC.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use wire::dta::{KeyHash, layout};
+
+use crate::config::{CollectorConfig, StoreKind};
+use crate::memory::{MemoryError, RegionSpec, Registered};
+
+/// One exposed data structure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Store {
+    /// What it holds.
+    pub kind: StoreKind,
+    /// Its librdmacm port.
+    pub port: u16,
+    /// Its region's index in [`Registered::regions`].
+    pub region: usize,
+}
+
+/// Why a query has no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueryError {
+    /// The collector has no store of this kind.
+    #[error("no {0} store is configured")]
+    NoStore(&'static str),
+    /// No such Append list.
+    #[error("no Append list {0}")]
+    NoList(u32),
+    /// No such sketch.
+    #[error("no sketch {0}")]
+    NoSketch(u16),
+}
+
+/// A Key-Write lookup's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KeyWriteAnswer {
+    /// The key.
+    pub key: u32,
+    /// The value (the reported data bytes), if found.
+    pub value: Option<Vec<u8>>,
+    /// Copies holding this key's checksum.
+    pub matching: u8,
+    /// Copies holding this key's checksum and the value returned.
+    pub agreeing: u8,
+    /// Copies checked (N).
+    pub copies: u8,
+}
+
+/// An Append poll's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AppendPoll {
+    /// The list.
+    pub list: u32,
+    /// The entries, oldest first.
+    pub entries: Vec<u32>,
+    /// Index (since start) of the first entry returned.
+    pub from: u64,
+    /// Index of the next entry to read.
+    pub next: u64,
+    /// Entries overwritten before they were read (the consumer was more than a lap behind).
+    pub lost: u64,
+}
+
+/// The stores over registered memory, and the consumers' tail pointers. Cheap to clone and
+/// shareable between threads: every clone reads the same memory.
+#[derive(Debug, Clone)]
+pub struct Stores {
+    stores: Arc<[Store]>,
+    mem: Registered,
+    tails: Arc<Mutex<HashMap<(u32, String), u64>>>,
+}
+
+impl Stores {
+    /// Register memory for every store of `cfg` (R_Keys from `seed`). Returns the stores and
+    /// the memory warning, if any.
+    pub fn new(cfg: &CollectorConfig, seed: u32) -> Result<(Self, Option<String>), MemoryError> {
+        let specs: Vec<RegionSpec> = cfg
+            .stores
+            .iter()
+            .map(|s| RegionSpec {
+                len: s.kind.bytes(),
+                va: s.va,
+                ring_entry: matches!(s.kind, StoreKind::Append { .. })
+                    .then_some(layout::APPEND_ENTRY_LEN as u32),
+            })
+            .collect();
+        let (mem, warning) = Registered::new(&specs, cfg.memory, seed)?;
+        let stores = cfg
+            .stores
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Store { kind: s.kind, port: s.port, region: i })
+            .collect();
+        Ok((Self { stores, mem, tails: Arc::default() }, warning))
+    }
+
+    /// The stores.
+    pub fn stores(&self) -> &[Store] {
+        &self.stores
+    }
+
+    /// The registered memory (what the soft-RNIC writes).
+    pub fn memory(&self) -> &Registered {
+        &self.mem
+    }
+
+    fn find(&self, f: impl Fn(&StoreKind) -> bool) -> Option<&Store> {
+        self.stores.iter().find(|s| f(&s.kind))
+    }
+
+    /// Key-Write lookup: check the key's N slots, keep those holding its checksum, and return
+    /// the value most of them hold. With `consensus = Some(c)`, answer only if at least `c`
+    /// copies agree. A slot that is all zero is empty (never written), so a key is never
+    /// answered from untouched memory.
+    pub fn keywrite(&self, key: u32, consensus: Option<u8>) -> Result<KeyWriteAnswer, QueryError> {
+        let s =
+            self.find(|k| matches!(k, StoreKind::KeyWrite { .. })).ok_or(QueryError::NoStore("keywrite"))?;
+        let StoreKind::KeyWrite { slots, data_len, redundancy } = s.kind else { unreachable!() };
+        let view = self.mem.view(s.region);
+        let slot_len = layout::keywrite_slot_len(data_len) as u64;
+        let hash = KeyHash::new(key);
+        let mut found: [(u8, [u8; 28]); 8] = [(0, [0; 28]); 8];
+        let mut kinds = 0;
+        let mut matching = 0;
+        for n in 0..redundancy {
+            let off = layout::key_slot_index(&hash, n, slots) * slot_len;
+            let mut slot = [0u8; 32];
+            view.read(off, &mut slot[..slot_len as usize]);
+            let checksum = u32::from_le_bytes([slot[0], slot[1], slot[2], slot[3]]);
+            if checksum != hash.checksum() || slot[..slot_len as usize].iter().all(|&b| b == 0) {
+                continue;
+            }
+            matching += 1;
+            let mut v = [0u8; 28];
+            v[..data_len].copy_from_slice(&slot[4..4 + data_len]);
+            match found[..kinds].iter_mut().find(|(_, x)| *x == v) {
+                Some(f) => f.0 += 1,
+                None => {
+                    found[kinds] = (1, v);
+                    kinds += 1;
+                }
+            }
+        }
+        // Most copies first; among equals, the lowest copy index (first found).
+        let best =
+            found[..kinds].iter().enumerate().max_by_key(|(i, (c, _))| (*c, usize::MAX - i)).map(|(_, f)| *f);
+        let (agreeing, value) = match best {
+            Some((c, v)) if consensus.is_none_or(|need| c >= need) => (c, Some(v[..data_len].to_vec())),
+            Some((c, _)) => (c, None),
+            None => (0, None),
+        };
+        Ok(KeyWriteAnswer { key, value, matching, agreeing, copies: redundancy })
+    }
+
+    /// Key-Write lookups of many keys on `threads` threads (the batch query API).
+    pub fn keywrite_batch(
+        &self,
+        keys: &[u32],
+        consensus: Option<u8>,
+        threads: usize,
+    ) -> Result<Vec<KeyWriteAnswer>, QueryError> {
+        let threads = threads.clamp(1, 64);
+        let chunk = keys.len().div_ceil(threads).max(1);
+        std::thread::scope(|sc| {
+            let handles: Vec<_> = keys
+                .chunks(chunk)
+                .map(|part| {
+                    sc.spawn(move || {
+                        part.iter().map(|&k| self.keywrite(k, consensus)).collect::<Result<Vec<_>, _>>()
+                    })
+                })
+                .collect();
+            let mut out = Vec::with_capacity(keys.len());
+            for h in handles {
+                out.extend(h.join().expect("a query thread panicked")?);
+            }
+            Ok(out)
+        })
+    }
+
+    /// Key-Increment lookup: the minimum of the key's N counters (Count-Min).
+    pub fn keyincrement(&self, key: u32) -> Result<u64, QueryError> {
+        let s = self
+            .find(|k| matches!(k, StoreKind::KeyIncrement { .. }))
+            .ok_or(QueryError::NoStore("keyincrement"))?;
+        let StoreKind::KeyIncrement { slots, redundancy } = s.kind else { unreachable!() };
+        let view = self.mem.view(s.region);
+        let hash = KeyHash::new(key);
+        Ok((0..redundancy)
+            .map(|n| {
+                view.word(layout::key_slot_index(&hash, n, slots) * layout::KEYINCREMENT_SLOT_LEN as u64)
+            })
+            .min()
+            .unwrap_or(0))
+    }
+
+    /// Postcarder lookup: the key's path (its hop values), if its slot holds it.
+    pub fn postcarder(&self, key: u32) -> Result<Option<[u32; layout::POSTCARDER_HOPS]>, QueryError> {
+        let s = self
+            .find(|k| matches!(k, StoreKind::Postcarder { .. }))
+            .ok_or(QueryError::NoStore("postcarder"))?;
+        let StoreKind::Postcarder { slots } = s.kind else { unreachable!() };
+        let mut b = [0u8; layout::POSTCARDER_WRITE_LEN];
+        let off = layout::postcarder_slot_index(key, slots) * layout::POSTCARDER_SLOT_LEN as u64;
+        self.mem.view(s.region).read(off, &mut b);
+        if u32::from_le_bytes([b[20], b[21], b[22], b[23]]) != KeyHash::new(key).checksum()
+            || b.iter().all(|&x| x == 0)
+        {
+            return Ok(None);
+        }
+        Ok(Some(std::array::from_fn(|i| {
+            u32::from_be_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]])
+        })))
+    }
+
+    fn list(&self, list: u32) -> Result<(&Store, u64), QueryError> {
+        let s = self
+            .find(|k| matches!(k, StoreKind::Append { list: l, .. } if *l == list))
+            .ok_or(QueryError::NoList(list))?;
+        let StoreKind::Append { entries, .. } = s.kind else { unreachable!() };
+        Ok((s, entries))
+    }
+
+    /// Entries written to `list` since start.
+    pub fn append_head(&self, list: u32) -> Result<u64, QueryError> {
+        let (s, _) = self.list(list)?;
+        Ok(self.mem.ring_head(s.region))
+    }
+
+    /// Read up to `max` entries of `list` from index `from` (entries since start). Entries
+    /// already overwritten by a later lap are skipped and counted as lost.
+    pub fn append_read(&self, list: u32, from: u64, max: usize) -> Result<AppendPoll, QueryError> {
+        let (s, entries) = self.list(list)?;
+        let view = self.mem.view(s.region);
+        let head = self.mem.ring_head(s.region);
+        let oldest = head.saturating_sub(entries);
+        let mut lost = oldest.saturating_sub(from);
+        let start = from.max(oldest).min(head);
+        let n = (head - start).min(max as u64);
+        let mut out = Vec::with_capacity(n as usize);
+        for i in start..start + n {
+            let mut e = [0u8; 4];
+            view.read((i % entries) * 4, &mut e);
+            out.push(u32::from_le_bytes(e));
+        }
+        // Entries the writer lapped while they were read are not returned.
+        let lapped = self.mem.ring_head(s.region).saturating_sub(entries).saturating_sub(start).min(n);
+        out.drain(..lapped as usize);
+        lost += lapped;
+        Ok(AppendPoll { list, entries: out, from: start + lapped, next: start + n, lost })
+    }
+
+    /// Poll `list` for `consumer`: the entries after its tail pointer (up to `max`), moving it.
+    pub fn append_poll(&self, list: u32, consumer: &str, max: usize) -> Result<AppendPoll, QueryError> {
+        self.list(list)?;
+        let mut tails = self.tails.lock().unwrap_or_else(|e| e.into_inner());
+        let tail = tails.entry((list, consumer.to_string())).or_insert(0);
+        let p = self.append_read(list, *tail, max)?;
+        *tail = p.next;
+        Ok(p)
+    }
+
+    fn sketch(&self, id: u16) -> Result<(&Store, u16, u32), QueryError> {
+        let s = self
+            .find(|k| matches!(k, StoreKind::Sketch { id: i, .. } if *i == id))
+            .ok_or(QueryError::NoSketch(id))?;
+        let StoreKind::Sketch { rows, columns, .. } = s.kind else { unreachable!() };
+        Ok((s, rows, columns))
+    }
+
+    /// A sketch's counters, column by column (`[column][row]`).
+    pub fn sketch_read(&self, id: u16) -> Result<Vec<Vec<u32>>, QueryError> {
+        let (s, rows, columns) = self.sketch(id)?;
+        let view = self.mem.view(s.region);
+        Ok((0..columns)
+            .map(|c| {
+                let at = layout::sketch_column_offset(c, rows);
+                (0..u64::from(rows))
+                    .map(|r| {
+                        let mut b = [0u8; 4];
+                        view.read(at + 4 * r, &mut b);
+                        u32::from_le_bytes(b)
+                    })
+                    .collect()
+            })
+            .collect())
+    }
+
+    /// Count-Min point estimate of `key` in sketch `id`: the minimum over rows of the counter
+    /// in the key's column of that row ([`layout::sketch_column_for`]).
+    pub fn sketch_estimate(&self, id: u16, key: u32) -> Result<u32, QueryError> {
+        let (s, rows, columns) = self.sketch(id)?;
+        let view = self.mem.view(s.region);
+        Ok((0..rows)
+            .map(|r| {
+                let c = layout::sketch_column_for(key, r, columns);
+                let mut b = [0u8; 4];
+                view.read(layout::sketch_column_offset(c, rows) + 4 * u64::from(r), &mut b);
+                u32::from_le_bytes(b)
+            })
+            .min()
+            .unwrap_or(0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use roce::responder::Memory;
+    use std::path::Path;
+
+    fn stores() -> Stores {
+        let cfg = CollectorConfig::parse(
+            Path::new("t.toml"),
+            "[collector]\nip = \"127.0.0.1\"\nmemory = \"pages\"\n[keywrite]\nport = 1\nslots = 64\n\
+             [keyincrement]\nport = 2\nslots = 64\n[postcarder]\nport = 3\nslots = 16\n\
+             [[append]]\nlist = 5\nport = 4\nentries = 8\n[[sketch]]\nid = 9\nport = 5\nrows = 2\ncolumns = 4\n",
+        )
+        .unwrap();
+        Stores::new(&cfg, 3).unwrap().0
+    }
+
+    /// Write as the translator does: through the RDMA memory interface.
+    fn write(s: &Stores, store: usize, off: u64, data: &[u8]) {
+        let r = s.memory().regions()[store];
+        let mut m = s.memory().clone();
+        m.write(r.rkey, r.va + off, data).unwrap();
+    }
+
+    #[test]
+    fn keywrite_finds_the_value_by_checksum_and_never_a_neighbours() {
+        let s = stores();
+        let h = KeyHash::new(77);
+        let mut slot = [0u8; 8];
+        layout::keywrite_slot(&h, &[1, 2, 3, 4], &mut slot);
+        write(&s, 0, layout::key_slot_index(&h, 1, 64) * 8, &slot);
+        let a = s.keywrite(77, None).unwrap();
+        assert_eq!((a.value.as_deref(), a.matching, a.copies), (Some(&[1, 2, 3, 4][..]), 1, 2));
+        // Consensus of 2 is not met by one copy.
+        assert_eq!(s.keywrite(77, Some(2)).unwrap().value, None);
+        write(&s, 0, layout::key_slot_index(&h, 0, 64) * 8, &slot);
+        assert_eq!(s.keywrite(77, Some(2)).unwrap().value.as_deref(), Some(&[1, 2, 3, 4][..]));
+        // Another key whose slots these are: not found, not 77's value.
+        let other = (0..u32::MAX)
+            .find(|&k| {
+                k != 77
+                    && layout::key_slot_index(&KeyHash::new(k), 0, 64) == layout::key_slot_index(&h, 0, 64)
+            })
+            .unwrap();
+        assert_eq!(s.keywrite(other, None).unwrap().value, None);
+        // Never written: not found.
+        assert_eq!(s.keywrite(123_456, None).unwrap().value, None);
+        let batch = s.keywrite_batch(&[77, other, 123_456], None, 2).unwrap();
+        assert_eq!(batch.iter().map(|a| a.value.is_some()).collect::<Vec<_>>(), [true, false, false]);
+    }
+
+    #[test]
+    fn keyincrement_is_the_minimum_of_the_copies() {
+        let s = stores();
+        let h = KeyHash::new(5);
+        let r = s.memory().regions()[1];
+        let mut m = s.memory().clone();
+        for (n, add) in [(0, 10), (1, 7)] {
+            m.fetch_add(r.rkey, r.va + layout::key_slot_index(&h, n, 64) * 8, add).unwrap();
+        }
+        assert_eq!(s.keyincrement(5).unwrap(), 7);
+    }
+
+    #[test]
+    fn postcarder_path_is_checked_by_key() {
+        let s = stores();
+        let mut b = [0u8; layout::POSTCARDER_WRITE_LEN];
+        layout::postcarder_slot(42, &[1, 2, 3, 4, 5], &mut b);
+        write(&s, 2, layout::postcarder_slot_index(42, 16) * 32, &b);
+        assert_eq!(s.postcarder(42).unwrap(), Some([1, 2, 3, 4, 5]));
+        assert_eq!(s.postcarder(43).unwrap(), None);
+    }
+
+    #[test]
+    fn append_consumers_read_in_order_and_count_what_they_missed() {
+        let s = stores();
+        let batch = |vals: &[u32]| vals.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>();
+        write(&s, 3, 0, &batch(&[1, 2, 3, 4]));
+        assert_eq!(s.append_poll(5, "a", 100).unwrap().entries, [1, 2, 3, 4]);
+        write(&s, 3, 16, &batch(&[5, 6, 7, 8]));
+        let p = s.append_poll(5, "a", 2).unwrap();
+        assert_eq!((p.entries, p.from, p.next), (vec![5, 6], 4, 6));
+        // A second consumer has its own tail.
+        assert_eq!(s.append_poll(5, "b", 100).unwrap().entries, [1, 2, 3, 4, 5, 6, 7, 8]);
+        // Two more laps' worth: consumer a, 2 entries behind, lost the ones overwritten.
+        write(&s, 3, 0, &batch(&[9, 10, 11, 12]));
+        write(&s, 3, 16, &batch(&[13, 14, 15, 16]));
+        write(&s, 3, 0, &batch(&[17, 18, 19, 20]));
+        let p = s.append_poll(5, "a", 100).unwrap();
+        assert_eq!((p.lost, p.entries), (6, vec![13, 14, 15, 16, 17, 18, 19, 20]));
+        assert_eq!(s.append_poll(7, "a", 1).unwrap_err(), QueryError::NoList(7));
+    }
+
+    #[test]
+    fn sketch_estimate_is_the_row_minimum_in_the_keys_columns() {
+        let s = stores();
+        // Rows 2, columns 4: column c is 2 counters at c * 8.
+        let mut m = s.memory().clone();
+        let r = s.memory().regions()[4];
+        let cols: Vec<u8> = (0..8u32).flat_map(|i| (10 * (i + 1)).to_le_bytes()).collect();
+        m.write(r.rkey, r.va, &cols).unwrap();
+        let read = s.sketch_read(9).unwrap();
+        assert_eq!(read, vec![vec![10, 20], vec![30, 40], vec![50, 60], vec![70, 80]]);
+        let key = 1234;
+        let expect =
+            (0..2u16).map(|row| read[layout::sketch_column_for(key, row, 4) as usize][row as usize]).min();
+        assert_eq!(Some(s.sketch_estimate(9, key).unwrap()), expect);
+    }
+}
