@@ -16,3 +16,5 @@
 //! | `collector` | the DTA collector (soft-RNIC, verbs, queries) and the Hawkeye analyzer |
 //! | `dpdk-sys` | FFI to DPDK 22.11 |
 #![forbid(unsafe_code)]
+
+pub mod dta_demo;

@@ -822,6 +822,25 @@ impl KeyHash {
     }
 }
 
+/// Spread keys that differ in a few bits over the slot hash's range: murmur3's 32-bit
+/// finaliser, a bijection on `u32`.
+///
+/// Why a reporter needs it: the slot hash is a CRC of the key, affine over GF(2), so keys that
+/// differ in a few bits (consecutive numbers, a CRC of neighbouring 5-tuples) land in a small
+/// affine subspace of slots and collide in whole groups — and since `CRC(k ‖ n) = CRC(k ‖ 0) ⊕
+/// c_n`, in every copy at once. The multiply-xorshift finaliser is not affine, so scrambled keys
+/// spread over the slots as random keys do.
+#[inline]
+pub const fn scramble_key(x: u32) -> u32 {
+    let mut h = x;
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^= h >> 16;
+    h
+}
+
 /// Which of `n` collectors holds `key` (Key-Write and Key-Increment spread keys over collectors
 /// by hash): CRC-32C of the key's little-endian bytes, modulo `n`. A different CRC than the slot
 /// hash, so a collector's keys still spread over all its slots. `n` must be at least 1.

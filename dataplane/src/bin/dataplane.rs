@@ -99,6 +99,10 @@ struct ReportArgs {
     /// First key.
     #[arg(long, default_value_t = 0)]
     key_base: u32,
+    /// Send each key scrambled (murmur3's finaliser): keys that spread over the collector's
+    /// slots as random keys do, instead of consecutive numbers.
+    #[arg(long)]
+    scramble_keys: bool,
     /// Append: lists used (report i to list i mod LISTS).
     #[arg(long, default_value_t = 1)]
     lists: u32,
@@ -189,6 +193,7 @@ fn report(a: ReportArgs) -> anyhow::Result<runtime::report::ReportSummary> {
             retransmittable: !a.untracked,
             immediate_every: a.immediate_every,
             keywrite_data_len: a.data_len,
+            scramble: a.scramble_keys,
         },
         collectors: a.to,
         port: a.port,

@@ -82,6 +82,10 @@ pub struct UdpPort {
     gro: usize,
     /// ARP replies the port made, waiting to be received.
     arp: VecDeque<[u8; 60]>,
+    /// Datagrams received and not yet handed over.
+    pending: VecDeque<Pending>,
+    /// The listening socket served first next time.
+    next_sock: usize,
     /// Payloads of the GSO run being gathered.
     run: Vec<u8>,
     stats: PortStats,
@@ -112,6 +116,8 @@ impl UdpPort {
             rx_buf: vec![0; RX_BATCH * MAX_DATAGRAM * gro.min(8)],
             gro: gro.min(8),
             arp: VecDeque::new(),
+            pending: VecDeque::with_capacity(RX_BATCH * 8),
+            next_sock: 0,
             run: Vec::with_capacity(64 * MAX_DATAGRAM),
             stats: PortStats::default(),
         })
@@ -224,23 +230,35 @@ impl<F: Frame> PortIo<F> for UdpPort {
             }
             self.arp.pop_front();
         }
+        // Datagrams left from the last receive (a GRO buffer held more than the burst took).
+        n += self.take_pending(pool, out, max - n);
+        if !self.pending.is_empty() || self.listen.is_empty() {
+            return n;
+        }
+        // Every socket gets a share of the burst, starting with a different one each time, so
+        // a busy socket (reports) never starves another (the collector's ACKs).
+        let k = self.listen.len();
+        self.next_sock = (self.next_sock + 1) % k;
         let seg_cap = MAX_DATAGRAM * self.gro;
-        for si in 0..self.listen.len() {
+        let mut base = 0;
+        for j in 0..k {
             if n >= max {
+                break;
+            }
+            let si = (self.next_sock + j) % k;
+            let share = ((max - n) / (k - j)).max(1);
+            let want = share.min(RX_BATCH).min((self.rx_buf.len() - base) / seg_cap);
+            if want == 0 {
                 break;
             }
             let mut meta = [RecvMeta::default(); RX_BATCH];
             let got = {
                 let s = &self.listen[si];
                 let mut bufs: [IoSliceMut<'_>; RX_BATCH] = {
-                    let mut it = self.rx_buf.chunks_mut(seg_cap);
+                    let mut it = self.rx_buf[base..].chunks_mut(seg_cap);
                     std::array::from_fn(|_| IoSliceMut::new(it.next().unwrap_or(&mut [])))
                 };
-                let want = ((max - n).div_ceil(self.gro)).clamp(1, RX_BATCH);
-                match s.state.recv((&s.sock).into(), &mut bufs[..want], &mut meta[..want]) {
-                    Ok(k) => k,
-                    Err(_) => 0,
-                }
+                s.state.recv((&s.sock).into(), &mut bufs[..want], &mut meta[..want]).unwrap_or(0)
             };
             let port = self.listen[si].port;
             for (i, m) in meta.iter().enumerate().take(got) {
@@ -248,49 +266,19 @@ impl<F: Frame> PortIo<F> for UdpPort {
                     self.stats.rx_errors += 1;
                     continue;
                 };
-                let buf = &self.rx_buf[i * seg_cap..i * seg_cap + m.len];
-                for d in buf.chunks(m.stride.max(1)) {
-                    let flow = UdpFlow {
-                        eth_src: peer_mac(*from.ip()),
-                        eth_dst: self.mac,
-                        vlan: None,
-                        ip_src: *from.ip(),
-                        ip_dst: self.ip,
-                        dscp: 0,
-                        ecn: 0,
-                        ttl: 64,
-                        ident: 0,
-                        dont_frag: true,
-                        src_port: from.port(),
-                        dst_port: port,
-                    };
-                    let Some(mut b) = pool.alloc() else {
-                        self.stats.rx_errors += 1;
-                        continue;
-                    };
-                    b.reset();
-                    let h = flow.headers_len();
-                    let ok = match b.append(h + d.len()) {
-                        Some(f) => {
-                            flow.emit_headers(d.len(), f).is_ok() && {
-                                f[h..].copy_from_slice(d);
-                                true
-                            }
-                        }
-                        None => false,
-                    };
-                    if ok {
-                        out.push(b);
-                        n += 1;
-                        self.stats.rx += 1;
-                    } else {
-                        pool.free(b);
-                        self.stats.rx_errors += 1;
-                    }
+                let at = base + i * seg_cap;
+                let stride = m.stride.max(1);
+                let mut o = 0;
+                while o < m.len {
+                    let len = stride.min(m.len - o);
+                    self.pending.push_back(Pending { from, port, at: at + o, len });
+                    o += len;
                 }
             }
+            base += got * seg_cap;
+            n += self.take_pending(pool, out, share.min(max - n));
         }
-        n
+        n + self.take_pending(pool, out, max - n)
     }
 
     fn tx_burst(&mut self, pkts: &mut Vec<F>, pool: &mut dyn Pool<F>) -> usize {
@@ -343,7 +331,63 @@ impl<F: Frame> PortIo<F> for UdpPort {
     }
 }
 
+/// A received datagram waiting in the receive buffer.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    from: SocketAddrV4,
+    port: u16,
+    at: usize,
+    len: usize,
+}
+
 impl UdpPort {
+    /// Turn up to `max` waiting datagrams into frames.
+    fn take_pending<F: Frame>(&mut self, pool: &mut dyn Pool<F>, out: &mut Vec<F>, max: usize) -> usize {
+        let mut n = 0;
+        while n < max {
+            let Some(p) = self.pending.pop_front() else { break };
+            let d = &self.rx_buf[p.at..p.at + p.len];
+            let flow = UdpFlow {
+                eth_src: peer_mac(*p.from.ip()),
+                eth_dst: self.mac,
+                vlan: None,
+                ip_src: *p.from.ip(),
+                ip_dst: self.ip,
+                dscp: 0,
+                ecn: 0,
+                ttl: 64,
+                ident: 0,
+                dont_frag: true,
+                src_port: p.from.port(),
+                dst_port: p.port,
+            };
+            let Some(mut b) = pool.alloc() else {
+                self.stats.rx_errors += 1;
+                continue;
+            };
+            b.reset();
+            let h = flow.headers_len();
+            let ok = match b.append(h + d.len()) {
+                Some(f) => {
+                    flow.emit_headers(d.len(), f).is_ok() && {
+                        f[h..].copy_from_slice(d);
+                        true
+                    }
+                }
+                None => false,
+            };
+            if ok {
+                out.push(b);
+                n += 1;
+                self.stats.rx += 1;
+            } else {
+                pool.free(b);
+                self.stats.rx_errors += 1;
+            }
+        }
+        n
+    }
+
     fn count_tx(&mut self, si: usize, dst: SocketAddr, seg: usize, k: usize) {
         if self.flush_run(si, dst, seg) {
             self.stats.tx += k as u64;

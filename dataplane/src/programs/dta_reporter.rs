@@ -43,22 +43,11 @@ use crate::config::{Config, ConfigError};
 use crate::model::{DropReason, HashAlgo, HashUnit, RegisterArray, Resources};
 use crate::switch::{Dest, Emitter, IngressMd, PortId, Program};
 
-/// A flow's DTA key from the CRC-32 of its 5-tuple, through murmur3's 32-bit finaliser (never
-/// 0, which marks an empty flow register).
-///
-/// Why not the CRC itself: the collector's slot hash is CRC-32 over the key too, and a CRC of
-/// a CRC is affine over GF(2) in the 5-tuple, so flows that differ in a few bits (consecutive
-/// ports, one subnet) land in a small affine subspace of slots and collide in whole groups —
-/// and since `CRC(k ‖ n) = CRC(k ‖ 0) ⊕ c_n`, in every copy at once. The multiply-xorshift
-/// finaliser is not affine, so keys spread over the slots as random keys do.
+/// A flow's DTA key from the CRC-32 of its 5-tuple, scrambled ([`wire::dta::scramble_key`]:
+/// a CRC of a CRC is affine and would make neighbouring flows collide in whole groups) and
+/// never 0, which marks an empty flow register.
 pub fn flow_key(crc: u32) -> u32 {
-    let mut h = crc;
-    h ^= h >> 16;
-    h = h.wrapping_mul(0x85eb_ca6b);
-    h ^= h >> 13;
-    h = h.wrapping_mul(0xc2b2_ae35);
-    h ^= h >> 16;
-    h.max(1)
+    wire::dta::scramble_key(crc).max(1)
 }
 
 /// What a report says about a flow.
@@ -446,7 +435,7 @@ impl Program for DtaReporter {
 
     fn control(&mut self, cmd: Command, now: u64) -> Result<String, String> {
         match cmd {
-            Command::Show => {
+            Command::Show | Command::Stats => {
                 let s = self.stats();
                 Ok(format!(
                     "dta_reporter: {:?} {:?} to {:?}\nobserved {} reports {} resent {} unrecoverable {} \

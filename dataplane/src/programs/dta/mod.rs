@@ -1426,6 +1426,31 @@ impl DtaTranslator {
         }
     }
 
+    fn stats_line(&self) -> String {
+        let s = &self.stats;
+        let ready = self.qps.iter().filter(|q| q.phase == Phase::Ready).count();
+        format!(
+            "ready={ready}/{} keywrite={} append={} keyincrement={} postcarder={} sketchmerge={} rdma_packets={} \
+             retransmitted={} acks={} nacks={} slow_downs={} parked={} unparked={} connects={} resets={} outstanding={}",
+            self.qps.len(),
+            s.reports[0],
+            s.reports[1],
+            s.reports[2],
+            s.reports[3],
+            s.reports[4],
+            s.rdma_packets,
+            s.retransmitted,
+            s.acks,
+            s.nacks,
+            s.slow_downs,
+            s.parked,
+            s.unparked,
+            s.connects,
+            s.resets,
+            self.qps.iter().map(|q| u64::from(q.req.outstanding())).sum::<u64>(),
+        )
+    }
+
     fn show(&self) -> String {
         let mut s = String::new();
         for q in &self.qps {
@@ -1457,6 +1482,9 @@ impl DtaTranslator {
 pub enum Command {
     /// Queue pairs, collectors, counters.
     Show,
+    /// The counters as one line of `name=value` pairs (for scripts and the demo), with
+    /// `ready=R/Q`: queue pairs ready to write, of all.
+    Stats,
     /// An `l2l3` command (routes, neighbors, MACs).
     L2l3(super::l2l3::Command),
 }
@@ -1467,6 +1495,7 @@ impl Command {
     pub fn parse(line: &str, ports: &[String]) -> Result<Self, String> {
         match line.trim() {
             "show dta" | "dta" => Ok(Self::Show),
+            "show dta stats" | "dta stats" => Ok(Self::Stats),
             _ => L2l3::parse_command(line, ports).map(Self::L2l3),
         }
     }
@@ -1596,6 +1625,7 @@ impl Program for DtaTranslator {
     fn control(&mut self, cmd: Command, now: u64) -> Result<String, String> {
         match cmd {
             Command::Show => Ok(self.show()),
+            Command::Stats => Ok(self.stats_line()),
             Command::L2l3(c) => self.l2l3.control(c, now),
         }
     }

@@ -175,6 +175,9 @@ pub struct LoadSpec {
     pub immediate_every: u64,
     /// Key-Write data length (4, 12 or 28).
     pub keywrite_data_len: usize,
+    /// Send [`wire::dta::scramble_key`] of each key instead of the key (keys that spread over
+    /// the slots as random keys do, rather than consecutive numbers).
+    pub scramble: bool,
 }
 
 /// A stream of reports of one primitive, numbered and kept by a [`ReportSender`].
@@ -193,10 +196,15 @@ impl LoadGen {
         Self { spec, produced: 0, sender: ReportSender::new(keep) }
     }
 
+    /// Key number `k` as sent.
+    pub fn key(spec: &LoadSpec, k: u32) -> u32 {
+        if spec.scramble { wire::dta::scramble_key(k) } else { k }
+    }
+
     /// The `i`-th report's primitive (data that needs bytes is written into `kw`).
     pub fn primitive<'a>(spec: &LoadSpec, i: u64, kw: &'a mut [u8; 28]) -> Primitive<'a> {
         let keys = u64::from(spec.keys.max(1));
-        let key = spec.key_base.wrapping_add((i % keys) as u32);
+        let key = Self::key(spec, spec.key_base.wrapping_add((i % keys) as u32));
         match spec.kind {
             LoadKind::KeyWrite { redundancy } => {
                 let n = spec.keywrite_data_len.clamp(4, 28);
@@ -212,7 +220,7 @@ impl LoadGen {
             }
             LoadKind::Postcarder { hops } => {
                 let hops = u64::from(hops.clamp(1, 5));
-                let key = spec.key_base.wrapping_add(((i / hops) % keys) as u32);
+                let key = Self::key(spec, spec.key_base.wrapping_add(((i / hops) % keys) as u32));
                 let hop = (i % hops) as u8 + 1;
                 Primitive::Postcarder { key, hop, data: key.wrapping_mul(16).wrapping_add(u32::from(hop)) }
             }
@@ -309,6 +317,7 @@ mod load_tests {
             retransmittable: true,
             immediate_every: 4,
             keywrite_data_len: 4,
+            scramble: false,
         }
     }
 

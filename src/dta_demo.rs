@@ -1,0 +1,404 @@
+//! DTA end to end on one machine: a load generator sends reports to a `dta_translator` switch
+//! on the host's UDP stack (a [`dataplane::port::UdpPort`]), which turns them into RoCEv2 RDMA
+//! on a soft-RNIC [`collector`] — three parties on loopback addresses, real sockets between
+//! them, no root and no setup. `cargo run --release` runs [`run`]; the end-to-end tests drive
+//! the same [`Lab`] with their own loads.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use collector::{Collector, CollectorConfig};
+use dataplane::config::Config;
+use dataplane::programs::dta::DtaTranslator;
+use dataplane::programs::dta::reporter::{LoadKind, LoadSpec};
+use dataplane::runtime::Runtime;
+use dataplane::runtime::report::{self, ReportRun, ReportSummary, Sink};
+use wire::dta::Priority;
+
+/// Where the three parties live and how big the stores are.
+#[derive(Debug, Clone)]
+pub struct LabConfig {
+    /// The collector's address (the soft-RNIC binds UDP 4791 on it).
+    pub collector: Ipv4Addr,
+    /// The translator's address (UDP 40040 for reports, 4791 for the collector's replies).
+    pub translator: Ipv4Addr,
+    /// The load generators' addresses start here (one per run).
+    pub reporter: Ipv4Addr,
+    /// Key-Write slots (a power of two).
+    pub keywrite_slots: u64,
+    /// Key-Increment counters (a power of two).
+    pub keyincrement_slots: u64,
+    /// Append lists 0..lists, each of `append_entries` entries, batch 16.
+    pub lists: u32,
+    /// Entries per Append list.
+    pub append_entries: u64,
+    /// Sketch 0: rows, columns, reporters 1..=reporters.
+    pub sketch: (u16, u32, u16),
+}
+
+impl LabConfig {
+    /// The demo's: 2^20 Key-Write slots, 4 lists of 2^20 entries.
+    pub fn demo() -> Self {
+        Self {
+            collector: Ipv4Addr::new(127, 0, 0, 51),
+            translator: Ipv4Addr::new(127, 0, 0, 101),
+            reporter: Ipv4Addr::new(127, 0, 0, 2),
+            keywrite_slots: 1 << 20,
+            keyincrement_slots: 1 << 20,
+            lists: 4,
+            append_entries: 1 << 20,
+            sketch: (4, 256, 4),
+        }
+    }
+
+    /// The collector's configuration.
+    pub fn collector_toml(&self) -> String {
+        let mut s = format!(
+            "[collector]\nip = \"{}\"\nmemory = \"auto\"\n\n[keywrite]\nport = 1337\nslots = {}\nredundancy = 2\n\n\
+             [keyincrement]\nport = 1339\nslots = {}\nredundancy = 2\n",
+            self.collector, self.keywrite_slots, self.keyincrement_slots
+        );
+        for l in 0..self.lists {
+            s += &format!(
+                "\n[[append]]\nlist = {l}\nport = {}\nentries = {}\n",
+                1340 + l,
+                self.append_entries
+            );
+        }
+        let (rows, columns, _) = self.sketch;
+        s += &format!("\n[[sketch]]\nid = 0\nport = 1330\nrows = {rows}\ncolumns = {columns}\n");
+        s
+    }
+
+    /// The translator's configuration: one UDP port on the translator's address.
+    pub fn translator_toml(&self) -> String {
+        let lists: Vec<String> =
+            (0..self.lists).map(|l| format!("{{ list = {l}, port = {}, batch = 16 }}", 1340 + l)).collect();
+        let (rows, columns, reporters) = self.sketch;
+        let reporters: Vec<String> = (1..=reporters).map(|r| r.to_string()).collect();
+        format!(
+            r#"program = "dta_translator"
+[runtime]
+burst = 32
+pool_buffers = 16384
+
+[[port]]
+name = "host"
+backend = "udp"
+bind = "{t}"
+udp_ports = [40040, 4791]
+mac = "02:5f:00:00:00:01"
+speed = "100G"
+ipv4 = ["{t}/8"]
+
+[dta]
+window = 16384
+ack_every = 32
+timeout_us = 20000
+append_flush_us = 200
+cm_timeout_ms = 50
+cm_backoff_ms = 50
+
+[[dta.collector]]
+name = "c0"
+ip = "{c}"
+keywrite = 1337
+keyincrement = 1339
+append = [{lists}]
+sketch = [{{ id = 0, port = 1330, rows = {rows}, columns = {columns}, reporters = [{reps}], batch = 4 }}]
+"#,
+            t = self.translator,
+            c = self.collector,
+            lists = lists.join(", "),
+            reps = reporters.join(", "),
+        )
+    }
+}
+
+/// The translator's counters (`show dta stats`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TranslatorStats(pub Vec<(String, String)>);
+
+impl TranslatorStats {
+    /// A counter by name (0 if absent).
+    pub fn get(&self, name: &str) -> u64 {
+        self.0.iter().find(|(k, _)| k == name).and_then(|(_, v)| v.parse().ok()).unwrap_or(0)
+    }
+}
+
+/// A running collector and translator.
+pub struct Lab {
+    /// The configuration.
+    pub cfg: LabConfig,
+    /// The collector.
+    pub collector: Collector,
+    /// The translator.
+    pub translator: Runtime<DtaTranslator>,
+}
+
+impl Lab {
+    /// Start the collector, then the translator, and wait until every queue pair has
+    /// connected (CM) and learned its region (metadata SEND).
+    pub fn start(cfg: LabConfig) -> anyhow::Result<Self> {
+        let ccfg = CollectorConfig::parse(Path::new("<demo collector>"), &cfg.collector_toml())?;
+        let collector = Collector::start(&ccfg).context("starting the collector")?;
+        let tcfg = Config::parse(Path::new("<demo translator>"), &cfg.translator_toml())?;
+        let translator = Runtime::<DtaTranslator>::start(&tcfg).context("starting the translator")?;
+        let lab = Self { cfg, collector, translator };
+        let t0 = Instant::now();
+        loop {
+            let s = lab.translator_stats()?;
+            let ready = s.0.iter().find(|(k, _)| k == "ready").map(|(_, v)| v.clone()).unwrap_or_default();
+            if let Some((r, q)) = ready.split_once('/')
+                && r == q
+                && r != "0"
+            {
+                return Ok(lab);
+            }
+            if t0.elapsed() > Duration::from_secs(10) {
+                bail!("the translator did not connect to the collector within 10 s (ready {ready})");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The translator's counters.
+    pub fn translator_stats(&self) -> anyhow::Result<TranslatorStats> {
+        let line = self.translator.command("show dta stats").map_err(|e| anyhow::anyhow!(e))?;
+        Ok(TranslatorStats(
+            line.split_whitespace()
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        ))
+    }
+
+    /// Send `count` reports of `kind` over `keys` keys at `rate` reports/s from reporter
+    /// address `from` (high priority, retransmittable: a NACK brings back what the translator
+    /// missed). Each reporter numbers its reports from 0, so a second run should come from
+    /// another address: the translator tracks sequence numbers per reporter.
+    pub fn send(
+        &self,
+        from: Ipv4Addr,
+        kind: LoadKind,
+        keys: u32,
+        count: u64,
+        rate: u64,
+    ) -> anyhow::Result<ReportSummary> {
+        report::run(&ReportRun {
+            spec: LoadSpec {
+                kind,
+                keys,
+                key_base: 1,
+                priority: Priority::High,
+                retransmittable: true,
+                immediate_every: 0,
+                keywrite_data_len: 4,
+                scramble: true,
+            },
+            collectors: vec![self.cfg.translator],
+            port: 40040,
+            rate,
+            count,
+            keep: 128,
+            sink: Sink::Udp { bind: SocketAddrV4::new(from, 40041) },
+            linger: Duration::from_millis(100),
+        })
+    }
+
+    /// Wait until the translator has nothing outstanding and the collector's writes stopped
+    /// moving (everything sent has landed), or `timeout`.
+    pub fn settle(&self, timeout: Duration) -> anyhow::Result<()> {
+        let t0 = Instant::now();
+        let mut last = (u64::MAX, u64::MAX);
+        loop {
+            std::thread::sleep(Duration::from_millis(20));
+            let s = self.translator_stats()?;
+            let c = self.collector.stats().snapshot();
+            let now = (c.writes, c.atomics);
+            if s.get("outstanding") == 0 && now == last {
+                return Ok(());
+            }
+            last = now;
+            if t0.elapsed() > timeout {
+                bail!("not settled after {timeout:?}: {} outstanding", s.get("outstanding"));
+            }
+        }
+    }
+
+    /// Stop both.
+    pub fn stop(self) -> dataplane::runtime::Summary {
+        let s = self.translator.stop();
+        self.collector.stop();
+        s
+    }
+}
+
+/// What the demo prints.
+pub fn run(out: &mut dyn std::io::Write) -> anyhow::Result<()> {
+    let t0 = Instant::now();
+    let cfg = LabConfig::demo();
+    writeln!(
+        out,
+        "DTA demo: load generator {} -> translator {} -> soft-RNIC collector {}",
+        cfg.reporter, cfg.translator, cfg.collector
+    )?;
+    let lab = Lab::start(cfg.clone())?;
+    if let Some(w) = lab.collector.warning() {
+        writeln!(out, "note: {w}")?;
+    }
+    write!(out, "{}", lab.collector.describe())?;
+    writeln!(
+        out,
+        "translator connected to every store in {:.0} ms (IB CM + metadata SEND)\n",
+        t0.elapsed().as_secs_f64() * 1e3
+    )?;
+
+    let rate = 250_000;
+    let (kw_keys, kw_reports) = (50_000u32, 500_000u64);
+    let phase = |name: &str, r: &ReportSummary, out: &mut dyn std::io::Write| -> std::io::Result<()> {
+        writeln!(
+            out,
+            "{name:<13} {:>8} reports in {:.2} s = {:>7.0} reports/s; NACKs {} resent {} unrecoverable {}",
+            r.sent,
+            r.seconds,
+            r.sent as f64 / r.seconds.max(1e-9),
+            r.nacks,
+            r.resent,
+            r.unrecoverable
+        )
+    };
+    let c0 = lab.collector.stats().snapshot();
+    let t = Instant::now();
+    let reporter = |i: u8| {
+        let o = cfg.reporter.octets();
+        Ipv4Addr::new(o[0], o[1], o[2], o[3].wrapping_add(i))
+    };
+    let kw = lab.send(reporter(0), LoadKind::KeyWrite { redundancy: 2 }, kw_keys, kw_reports, rate)?;
+    phase("Key-Write N=2", &kw, out)?;
+    let ap = lab.send(reporter(1), LoadKind::Append { lists: cfg.lists }, 1, 400_000, rate)?;
+    phase("Append B=16", &ap, out)?;
+    // Two FETCH_ADDs and two atomic ACKs per report: a slower pace for the soft-RNIC.
+    let ki =
+        lab.send(reporter(2), LoadKind::KeyIncrement { redundancy: 2, counter: 3 }, 1000, 100_000, rate / 3)?;
+    phase("Key-Incr N=2", &ki, out)?;
+    lab.settle(Duration::from_secs(10))?;
+    let secs = t.elapsed().as_secs_f64();
+    let c = lab.collector.stats().snapshot();
+    writeln!(
+        out,
+        "collector applied {} RDMA WRITEs and {} FETCH_ADDs in {:.2} s ({:.0} RDMA ops/s), no CPU per report\n",
+        c.writes - c0.writes,
+        c.atomics - c0.atomics,
+        secs,
+        (c.writes - c0.writes + c.atomics - c0.atomics) as f64 / secs
+    )?;
+
+    // Queries: memory only.
+    let s = lab.collector.stores();
+    let spec = |kind| LoadSpec {
+        kind,
+        keys: kw_keys,
+        key_base: 1,
+        priority: Priority::High,
+        retransmittable: true,
+        immediate_every: 0,
+        keywrite_data_len: 4,
+        scramble: true,
+    };
+    let kw_spec = spec(LoadKind::KeyWrite { redundancy: 2 });
+    let t = Instant::now();
+    let keys: Vec<u32> =
+        (0..kw_keys).map(|k| dataplane::programs::dta::reporter::LoadGen::key(&kw_spec, 1 + k)).collect();
+    let answers = s.keywrite_batch(&keys, None, 2)?;
+    let qsecs = t.elapsed().as_secs_f64();
+    let (mut found, mut stale, mut wrong) = (0, 0, 0);
+    for (k, a) in answers.iter().enumerate() {
+        // Report i carries key number i mod keys and data i: the latest report for key number
+        // k was (rounds - 1) * keys + k.
+        let latest = (kw_reports - 1 - k as u64) / u64::from(kw_keys) * u64::from(kw_keys) + k as u64;
+        if let Some(v) = &a.value {
+            found += 1;
+            let v = u64::from(u32::from_be_bytes([v[0], v[1], v[2], v[3]]));
+            if v != latest {
+                // An earlier report of this key (its latest was dropped), or not this key's.
+                if v % u64::from(kw_keys) == k as u64 && v < latest { stale += 1 } else { wrong += 1 }
+            }
+        }
+    }
+    let alpha = 2.0 * f64::from(kw_keys) / cfg.keywrite_slots as f64;
+    writeln!(
+        out,
+        "Key-Write: {found} of {kw_keys} keys answer ({:.1} %; model (1-e^-a)/a at load a = {alpha:.3}: {:.1} %), \
+         {stale} with an earlier value (their latest report was dropped), {wrong} wrong; {:.0} lookups/s on 2 threads",
+        100.0 * found as f64 / f64::from(kw_keys),
+        100.0 * (1.0 - (-alpha).exp()) / alpha,
+        f64::from(kw_keys) / qsecs
+    )?;
+    let sample: Vec<String> = answers
+        .iter()
+        .take(3)
+        .map(|a| {
+            format!(
+                "key {:#010x} -> {:?}",
+                a.key,
+                a.value.as_ref().map(|v| u32::from_be_bytes([v[0], v[1], v[2], v[3]]))
+            )
+        })
+        .collect();
+    writeln!(out, "  e.g. {}", sample.join(", "))?;
+    let mut total = 0;
+    let mut ordered = true;
+    for l in 0..cfg.lists {
+        let p = s.append_poll(l, "demo", usize::MAX)?;
+        total += p.entries.len();
+        ordered &= p.entries.windows(2).all(|w| w[1] == w[0] + cfg.lists);
+        if l == 0 {
+            writeln!(
+                out,
+                "Append list 0: {} entries, first {:?}",
+                p.entries.len(),
+                &p.entries[..p.entries.len().min(6)]
+            )?;
+        }
+    }
+    writeln!(out, "Append: {total} entries in {} lists, each in report order: {ordered}", cfg.lists)?;
+    let ki_spec = LoadSpec { keys: 1000, ..spec(LoadKind::KeyIncrement { redundancy: 2, counter: 3 }) };
+    let k0 = dataplane::programs::dta::reporter::LoadGen::key(&ki_spec, 1);
+    writeln!(out, "Key-Increment: key {k0:#010x} counts {} (sent 100 x 3 = 300)", s.keyincrement(k0)?)?;
+
+    let st = lab.translator_stats()?;
+    let summary = lab.stop();
+    writeln!(
+        out,
+        "\ntranslator: {} RDMA packets, {} retransmitted, {} reporter NACKs, {} slow-downs",
+        st.get("rdma_packets"),
+        st.get("retransmitted"),
+        st.get("nacks"),
+        st.get("slow_downs")
+    )?;
+    let drops: Vec<String> = summary
+        .drop_names
+        .iter()
+        .zip(&summary.counters.drops)
+        .filter(|(_, n)| **n > 0)
+        .map(|(name, n)| format!("{name} {n}"))
+        .collect();
+    if std::env::var_os("DEMO_DEBUG").is_some() {
+        write!(out, "{}", summary.table())?;
+    }
+    writeln!(
+        out,
+        "translator drops: {}",
+        if drops.is_empty() { "none".to_string() } else { drops.join(", ") }
+    )?;
+    writeln!(
+        out,
+        "collector: NAKs access {} sequence {}, dropped bad ICRC {} malformed {} unknown QP {}, duplicates {}",
+        c.access_errors, c.out_of_sequence, c.bad_icrc, c.malformed, c.unknown_qp, c.duplicates
+    )?;
+    writeln!(out, "done in {:.1} s", t0.elapsed().as_secs_f64())?;
+    Ok(())
+}
