@@ -1,0 +1,161 @@
+//! The soft-RNIC over a real UDP socket, driven by a requester built from `roce` in the test:
+//! the CM handshake and metadata SEND, then writes that must never touch memory — wrong
+//! R_Key, VA out of bounds, length past the region's end (each NAKed remote-access-error), a
+//! bad ICRC and an unknown QPN (each dropped silently) — with memory hashed before and after
+//! and every case counted.
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::path::Path;
+use std::time::Duration;
+
+use collector::{Collector, CollectorConfig};
+use roce::cm::{ClientEvent, CmClient, CmConfig, ConnectParams, Metadata};
+use roce::frames;
+use roce::requester::{Op, Transport};
+use roce::responder::Reply;
+use wire::ethernet::EthernetAddress;
+use wire::ibcm::{CmMadRepr, MAD_LEN};
+use wire::roce::{NakCode, Opcode, RoceRepr, Syndrome};
+use wire::stack::{RoceStack, UdpFlow};
+
+const COLLECTOR: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 71);
+const ME: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 72);
+
+/// A received reply: opcode, PSN, AETH syndrome, payload.
+type Got = (Opcode, u32, Option<Syndrome>, Vec<u8>);
+
+struct Peer {
+    sock: UdpSocket,
+}
+
+impl Peer {
+    fn new() -> Self {
+        let sock = UdpSocket::bind(SocketAddrV4::new(ME, 4791)).unwrap();
+        sock.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+        Self { sock }
+    }
+
+    fn send(&self, roce: RoceRepr<'_>, spoil_icrc: bool) {
+        let flow = UdpFlow {
+            eth_src: EthernetAddress([2, 0, 0, 0, 0, 1]),
+            eth_dst: EthernetAddress([2, 0, 0, 0, 0, 2]),
+            vlan: None,
+            ip_src: ME,
+            ip_dst: COLLECTOR,
+            dscp: 0,
+            ecn: 0,
+            ttl: 64,
+            ident: 0,
+            dont_frag: true,
+            src_port: 4791,
+            dst_port: 4791,
+        };
+        let mut b = [0u8; 1024];
+        let n = RoceStack { flow, roce }.emit(&mut b).unwrap();
+        if spoil_icrc {
+            b[n - 1] ^= 0x5a;
+        }
+        self.sock.send_to(&b[42..n], SocketAddrV4::new(COLLECTOR, 4791)).unwrap();
+    }
+
+    fn recv(&self) -> Option<Got> {
+        let mut b = [0u8; 2048];
+        let n = self.sock.recv(&mut b).ok()?;
+        let r = RoceRepr::parse(&b[..n]).unwrap();
+        Some((r.bth.opcode, r.bth.psn, r.ext.aeth.map(|a| a.syndrome), r.payload.to_vec()))
+    }
+}
+
+fn memory_hash(c: &Collector) -> u64 {
+    let mut h = DefaultHasher::new();
+    for i in 0..c.stores().stores().len() {
+        c.stores().memory().view(i).to_vec().hash(&mut h);
+    }
+    h.finish()
+}
+
+#[test]
+fn bad_writes_never_touch_memory_and_are_answered_as_ib_says() {
+    let cfg = CollectorConfig::parse(
+        Path::new("t.toml"),
+        &format!(
+            "[collector]\nip = \"{COLLECTOR}\"\nmemory = \"pages\"\nseed = 5\n[keywrite]\nport = 1337\nslots = 1024\n"
+        ),
+    )
+    .unwrap();
+    let c = Collector::start(&cfg).unwrap();
+    let peer = Peer::new();
+
+    // CM: REQ → REP → RTU, then the metadata SEND, which we ACK.
+    let params = ConnectParams {
+        local_ip: ME,
+        remote_ip: COLLECTOR,
+        port: 1337,
+        local_qpn: 0x77,
+        start_psn: 1000,
+        ca_guid: 0x1234,
+        path_mtu: 3,
+        transport: Transport::Rc,
+        src_port: 50_000,
+    };
+    let mut cm = CmClient::new(CmConfig::default(), params, 0x55);
+    let mad = |m: &CmMadRepr| {
+        let mut b = [0u8; MAD_LEN];
+        m.emit(&mut b).unwrap();
+        b
+    };
+    peer.send(frames::cm_mad(0, &mad(&cm.start(0))), false);
+    let (op, _, _, rep) = peer.recv().expect("a REP");
+    assert_eq!(op, Opcode::UD_SEND_ONLY);
+    let out = cm.on_mad(1, &CmMadRepr::parse(&rep).unwrap());
+    let Some(ClientEvent::Established(conn)) = out.event else { panic!("not established: {out:?}") };
+    peer.send(frames::cm_mad(1, &mad(&out.send.expect("an RTU"))), false);
+    let (op, psn, _, meta) = peer.recv().expect("the metadata SEND");
+    assert_eq!(op, Opcode::RC_SEND_ONLY);
+    let meta = Metadata::decode(&meta).unwrap();
+    let region = c.stores().memory().regions()[0];
+    assert_eq!((meta.va, meta.len, meta.rkey), (region.va, region.len as u32, region.rkey));
+    peer.send(frames::reply(conn.remote_qpn, &Reply::Ack { psn, msn: 1 }).unwrap(), false);
+
+    let write = |psn: u32, qpn: u32, va: u64, rkey: u32, data: &[u8], spoil: bool| {
+        let op = Op::Write { va, rkey, imm: None };
+        peer.send(frames::request(Transport::Rc, qpn, psn, true, &op, data), spoil);
+    };
+    // A good write lands and is ACKed.
+    let mut psn = conn.local_psn;
+    write(psn, conn.remote_qpn, meta.va + 8, meta.rkey, &[1, 2, 3, 4, 5, 6, 7, 8], false);
+    let (op, p, syn, _) = peer.recv().expect("an ACK");
+    assert_eq!((op, p), (Opcode::RC_ACKNOWLEDGE, psn));
+    assert!(matches!(syn, Some(Syndrome::Ack { .. })), "{syn:?}");
+    assert_eq!(c.stores().memory().view(0).to_vec()[8..16], [1, 2, 3, 4, 5, 6, 7, 8]);
+    psn += 1;
+
+    let before = memory_hash(&c);
+    let s0 = c.stats().snapshot();
+    // Wrong R_Key, VA past and below the region, a length past its end: remote-access-error
+    // NAKs for the request's PSN.
+    let end = meta.va + u64::from(meta.len);
+    for (va, rkey) in [(meta.va, meta.rkey ^ 0x100), (end, meta.rkey), (meta.va - 8, meta.rkey), (end - 4, meta.rkey)] {
+        write(psn, conn.remote_qpn, va, rkey, &[0xee; 8], false);
+        let (op, p, syn, _) = peer.recv().expect("a NAK");
+        assert_eq!((op, p, syn), (Opcode::RC_ACKNOWLEDGE, psn, Some(Syndrome::Nak(NakCode::RemoteAccessError))));
+    }
+    // A bad ICRC and an unknown QPN: dropped without an answer.
+    write(psn, conn.remote_qpn, meta.va, meta.rkey, &[0xee; 8], true);
+    assert_eq!(peer.recv(), None, "a bad ICRC must get no answer");
+    write(psn, conn.remote_qpn ^ 0x40, meta.va, meta.rkey, &[0xee; 8], false);
+    assert_eq!(peer.recv(), None, "an unknown QPN must get no answer");
+    // Not RoCEv2 at all: dropped, counted as malformed.
+    peer.sock.send_to(&[0xff; 10], SocketAddrV4::new(COLLECTOR, 4791)).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+
+    assert_eq!(memory_hash(&c), before, "collector memory changed");
+    let s = c.stats().snapshot();
+    assert_eq!(s.access_errors - s0.access_errors, 4);
+    assert_eq!(s.bad_icrc - s0.bad_icrc, 1);
+    assert_eq!(s.unknown_qp - s0.unknown_qp, 1);
+    assert_eq!(s.malformed - s0.malformed, 1);
+    assert_eq!(s.writes - s0.writes, 0);
+    c.stop();
+}
