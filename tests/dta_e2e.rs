@@ -75,7 +75,8 @@ fn reports_land_in_collector_memory_and_queries_read_them_back() {
     let ap = lab.send(ip(13), LoadKind::Append { lists: LISTS }, 1, APPENDS, rate).unwrap();
     assert_eq!((ap.sent, ap.unrecoverable), (APPENDS, 0));
     // Key-Increment: 1000 keys, 50 reports each adding 7.
-    let ki = lab.send(ip(14), LoadKind::KeyIncrement { redundancy: 2, counter: 7 }, 1000, 50_000, 60_000).unwrap();
+    let ki =
+        lab.send(ip(14), LoadKind::KeyIncrement { redundancy: 2, counter: 7 }, 1000, 50_000, 60_000).unwrap();
     assert_eq!(ki.unrecoverable, 0);
     // Sketch-Merge: reporters 1..=4 each send their copy of sketch 0 column by column.
     let (rows, columns) = (4usize, 64u32);
@@ -87,7 +88,13 @@ fn reports_land_in_collector_memory_and_queries_read_them_back() {
             let r = DtaRepr {
                 immediate: false,
                 seq: Some(Sequence { seqnum: c as u8, retransmittable: false, priority: Priority::High }),
-                primitive: Primitive::SketchMerge { sketch_id: 0, reporter_id: rep, column: c, op: MergeOp::Sum, counters: &counters },
+                primitive: Primitive::SketchMerge {
+                    sketch_id: 0,
+                    reporter_id: rep,
+                    column: c,
+                    op: MergeOp::Sum,
+                    counters: &counters,
+                },
             };
             let mut b = vec![0u8; r.buffer_len()];
             r.emit(&mut b).unwrap();
@@ -101,7 +108,9 @@ fn reports_land_in_collector_memory_and_queries_read_them_back() {
     let s = lab.collector.stores();
 
     // Nothing was dropped on the way: the checks below are about the collector's memory.
-    for name in ["dta_window_full", "dta_store_down", "dta_seq_gap", "dta_rate_limited", "dta_sketch_out_of_order"] {
+    for name in
+        ["dta_window_full", "dta_store_down", "dta_seq_gap", "dta_rate_limited", "dta_sketch_out_of_order"]
+    {
         assert_eq!(summary_drops.drops(name), 0, "translator dropped {name}: {}", summary_drops.table());
     }
     let c = lab.collector.stats().snapshot();
@@ -117,13 +126,22 @@ fn reports_land_in_collector_memory_and_queries_read_them_back() {
         let latest = ((rounds - 1) * u64::from(KEYS) + k as u64) as u32;
         if let Some(v) = &a.value {
             found += 1;
-            assert_eq!(v.as_slice(), latest.to_be_bytes(), "key number {k} ({:#x}) answered a value that is not its latest", a.key);
+            assert_eq!(
+                v.as_slice(),
+                latest.to_be_bytes(),
+                "key number {k} ({:#x}) answered a value that is not its latest",
+                a.key
+            );
         }
     }
     let alpha = 2.0 * f64::from(KEYS) / SLOTS as f64;
     let model = (1.0 - (-alpha).exp()) / alpha;
     let share = f64::from(found) / f64::from(KEYS);
-    eprintln!("Key-Write: {found} of {KEYS} keys queryable ({:.2} %), model {:.2} %", 100.0 * share, 100.0 * model);
+    eprintln!(
+        "Key-Write: {found} of {KEYS} keys queryable ({:.2} %), model {:.2} %",
+        100.0 * share,
+        100.0 * model
+    );
     assert!(share >= model - 0.01, "queryable share {share:.4} below the model's {model:.4}");
     // Never written: not found.
     for k in [0u32, 0xdead_beef, 0x1234_5678] {
@@ -137,7 +155,8 @@ fn reports_land_in_collector_memory_and_queries_read_them_back() {
     for l in 0..LISTS {
         let p = s.append_poll(l, "test", usize::MAX).unwrap();
         assert_eq!(p.lost, 0);
-        let expect: Vec<u32> = (0..APPENDS / u64::from(LISTS)).map(|j| (j * u64::from(LISTS) + u64::from(l)) as u32).collect();
+        let expect: Vec<u32> =
+            (0..APPENDS / u64::from(LISTS)).map(|j| (j * u64::from(LISTS) + u64::from(l)) as u32).collect();
         assert_eq!(p.entries.len(), expect.len(), "list {l}");
         assert!(p.entries == expect, "list {l} is not the events in order, each once");
         seen += p.entries.len() as u64;

@@ -422,6 +422,14 @@ mod tests {
     }
 
     #[test]
+    fn the_example_config_parses() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/collector.toml");
+        let c = CollectorConfig::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.ip, Ipv4Addr::new(127, 0, 0, 51));
+        assert_eq!(c.stores.len(), 6);
+    }
+
+    #[test]
     fn errors_name_file_key_and_reason() {
         let e = parse("[keywrite]\nport = 1337\nslots = 1000\n").unwrap_err();
         assert_eq!((e.file.to_str().unwrap(), e.key.as_str()), ("c.toml", "keywrite.slots"));

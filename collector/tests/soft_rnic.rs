@@ -136,10 +136,15 @@ fn bad_writes_never_touch_memory_and_are_answered_as_ib_says() {
     // Wrong R_Key, VA past and below the region, a length past its end: remote-access-error
     // NAKs for the request's PSN.
     let end = meta.va + u64::from(meta.len);
-    for (va, rkey) in [(meta.va, meta.rkey ^ 0x100), (end, meta.rkey), (meta.va - 8, meta.rkey), (end - 4, meta.rkey)] {
+    for (va, rkey) in
+        [(meta.va, meta.rkey ^ 0x100), (end, meta.rkey), (meta.va - 8, meta.rkey), (end - 4, meta.rkey)]
+    {
         write(psn, conn.remote_qpn, va, rkey, &[0xee; 8], false);
         let (op, p, syn, _) = peer.recv().expect("a NAK");
-        assert_eq!((op, p, syn), (Opcode::RC_ACKNOWLEDGE, psn, Some(Syndrome::Nak(NakCode::RemoteAccessError))));
+        assert_eq!(
+            (op, p, syn),
+            (Opcode::RC_ACKNOWLEDGE, psn, Some(Syndrome::Nak(NakCode::RemoteAccessError)))
+        );
     }
     // A bad ICRC and an unknown QPN: dropped without an answer.
     write(psn, conn.remote_qpn, meta.va, meta.rkey, &[0xee; 8], true);

@@ -420,7 +420,12 @@ mod tests {
             dst_port: dst.port(),
         };
         let mut b = vec![0u8; 2048];
-        let n = flow.emit_with(payload.len(), false, &mut b, |p| Ok(p.copy_from_slice(payload))).unwrap();
+        let n = flow
+            .emit_with(payload.len(), false, &mut b, |p| {
+                p.copy_from_slice(payload);
+                Ok(())
+            })
+            .unwrap();
         let mut f = PktBuf::new(2048);
         assert!(f.set(&b[..n]));
         f
