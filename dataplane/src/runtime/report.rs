@@ -90,8 +90,11 @@ impl std::fmt::Display for ReportSummary {
     }
 }
 
-/// Reports sent back to back between two pacing waits.
-const PACE_BURST: u64 = 32;
+/// Reports sent back to back between two pacing waits: about 50 µs worth at `rate`, at most
+/// 32 (a burst), at least 1 (slow rates stay smooth).
+fn pace_burst(rate: u64) -> u64 {
+    (rate / 20_000).clamp(1, 32)
+}
 
 /// Sends one report's bytes to a collector; `false` if it could not.
 type SendFn = dyn FnMut(Ipv4Addr, &[u8]) -> bool;
@@ -171,11 +174,13 @@ pub fn run(r: &ReportRun) -> anyhow::Result<ReportSummary> {
         }
     };
     let mut due = Duration::ZERO;
+    let burst = pace_burst(r.rate);
     while gen_.produced < r.count {
-        // Pace in bursts of 32: each burst is due 32 / (rate × the share slow-down messages
-        // allow) after the last; the wait until then is slept, not spun, when it is long
-        // enough, so a paced generator leaves the CPU to the translator and collector.
-        if r.rate > 0 && gen_.produced.is_multiple_of(PACE_BURST) {
+        // Pace in bursts of about 50 µs: each burst is due burst / (rate × the share
+        // slow-down messages allow) after the last; the wait until then is slept, not spun,
+        // when it is long enough, so a paced generator leaves the CPU to the translator and
+        // the collector.
+        if r.rate > 0 && gen_.produced.is_multiple_of(burst) {
             loop {
                 let now = start.elapsed();
                 if now >= due {
@@ -189,7 +194,7 @@ pub fn run(r: &ReportRun) -> anyhow::Result<ReportSummary> {
                     std::hint::spin_loop();
                 }
             }
-            due += Duration::from_secs_f64(PACE_BURST as f64 / (r.rate as f64 * gen_.sender.rate_scale()));
+            due += Duration::from_secs_f64(burst as f64 / (r.rate as f64 * gen_.sender.rate_scale()));
         }
         let Some((n, c)) = gen_.next_report(&mut buf, collectors.len()) else {
             bail!("a report does not fit {MAX_REPORT} bytes")
