@@ -182,11 +182,13 @@ pub fn run(r: &ReportRun) -> anyhow::Result<ReportSummary> {
         // the collector.
         if r.rate > 0 && gen_.produced.is_multiple_of(burst) {
             loop {
+                // NACKs first, so one that came during the wait is answered before the next
+                // report goes out.
+                poll_nacks(&mut gen_, &mut s, &mut *out);
                 let now = start.elapsed();
                 if now >= due {
                     break;
                 }
-                poll_nacks(&mut gen_, &mut s, &mut *out);
                 let left = due - now;
                 if left > Duration::from_micros(100) {
                     std::thread::sleep(left - Duration::from_micros(50));
