@@ -39,8 +39,10 @@ const BATCH: usize = 32;
 const MAX_DATAGRAM: usize = 4096;
 /// Room before each datagram for the Ethernet, IPv4 and UDP headers rebuilt for the ICRC.
 const HEADERS: usize = 14 + 20 + 8;
-/// Bytes of one receive buffer: headroom and up to `GRO` datagrams.
+/// Datagrams one receive buffer holds (UDP GRO), after its `HEADERS` of headroom.
 const GRO: usize = 16;
+/// The Ethernet header rebuilt for the ICRC is never sent nor covered: any MAC will do.
+const NO_MAC: EthernetAddress = EthernetAddress([0; 6]);
 
 /// Counters, shared with whoever reports them.
 #[derive(Debug, Default)]
@@ -319,20 +321,8 @@ impl SoftRnic {
     fn on_datagram(&mut self, now: u64, src: SocketAddrV4, at: usize, len: usize) {
         bump(&self.stats.rx_packets);
         self.stats.rx_bytes.fetch_add(len as u64, Ordering::Relaxed);
-        let flow = UdpFlow {
-            eth_src: EthernetAddress([0; 6]),
-            eth_dst: EthernetAddress([0; 6]),
-            vlan: None,
-            ip_src: *src.ip(),
-            ip_dst: self.cfg.ip,
-            dscp: 0,
-            ecn: 0,
-            ttl: 64,
-            ident: 0,
-            dont_frag: true,
-            src_port: src.port(),
-            dst_port: self.cfg.udp_port,
-        };
+        let to = SocketAddrV4::new(self.cfg.ip, self.cfg.udp_port);
+        let flow = UdpFlow::host_udp(NO_MAC, NO_MAC, src, to);
         let buf = &mut self.rx[at - HEADERS..at + len];
         if flow.emit_headers(len, buf).is_err() {
             bump(&self.stats.malformed);
@@ -441,20 +431,8 @@ fn push_reply(
     peer: Ipv4Addr,
     roce: RoceRepr<'_>,
 ) {
-    let flow = UdpFlow {
-        eth_src: EthernetAddress([0; 6]),
-        eth_dst: EthernetAddress([0; 6]),
-        vlan: None,
-        ip_src: cfg.ip,
-        ip_dst: peer,
-        dscp: 0,
-        ecn: 0,
-        ttl: 64,
-        ident: 0,
-        dont_frag: true,
-        src_port: cfg.udp_port,
-        dst_port: wire::udp::port::ROCE_V2,
-    };
+    let from = SocketAddrV4::new(cfg.ip, cfg.udp_port);
+    let flow = UdpFlow::host_udp(NO_MAC, NO_MAC, from, SocketAddrV4::new(peer, wire::udp::port::ROCE_V2));
     let s = RoceStack { flow, roce };
     let mut b = [0u8; 512];
     if let Ok(n) = s.emit(&mut b) {

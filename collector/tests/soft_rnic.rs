@@ -37,20 +37,9 @@ impl Peer {
     }
 
     fn send(&self, roce: RoceRepr<'_>, spoil_icrc: bool) {
-        let flow = UdpFlow {
-            eth_src: EthernetAddress([2, 0, 0, 0, 0, 1]),
-            eth_dst: EthernetAddress([2, 0, 0, 0, 0, 2]),
-            vlan: None,
-            ip_src: ME,
-            ip_dst: COLLECTOR,
-            dscp: 0,
-            ecn: 0,
-            ttl: 64,
-            ident: 0,
-            dont_frag: true,
-            src_port: 4791,
-            dst_port: 4791,
-        };
+        let mac = EthernetAddress([2, 0, 0, 0, 0, 1]);
+        let flow =
+            UdpFlow::host_udp(mac, mac, SocketAddrV4::new(ME, 4791), SocketAddrV4::new(COLLECTOR, 4791));
         let mut b = [0u8; 1024];
         let n = RoceStack { flow, roce }.emit(&mut b).unwrap();
         if spoil_icrc {

@@ -3,7 +3,7 @@
 //! [`RoceTemplate`] is the per-QP fast path for a stream of packets of one shape (one opcode and
 //! payload length), which is what the DTA translator and the NIC agent send.
 
-use core::net::Ipv4Addr;
+use core::net::{Ipv4Addr, SocketAddrV4};
 
 use crate::error::{Error, Result, space};
 use crate::ethernet::{EtherType, EthernetAddress, EthernetRepr, VlanRepr};
@@ -44,6 +44,32 @@ pub struct UdpFlow {
 }
 
 impl UdpFlow {
+    /// A datagram from `src` to `dst` with the IPv4 header Linux writes for an unconnected UDP
+    /// socket: no VLAN, DSCP and ECN 0, TTL 64, DF set, identification 0. What the UDP port,
+    /// the soft-RNIC and the load generator rebuild or send, and what a RoCEv2 ICRC over such a
+    /// datagram covers.
+    pub const fn host_udp(
+        eth_src: EthernetAddress,
+        eth_dst: EthernetAddress,
+        src: SocketAddrV4,
+        dst: SocketAddrV4,
+    ) -> Self {
+        Self {
+            eth_src,
+            eth_dst,
+            vlan: None,
+            ip_src: *src.ip(),
+            ip_dst: *dst.ip(),
+            dscp: 0,
+            ecn: 0,
+            ttl: 64,
+            ident: 0,
+            dont_frag: true,
+            src_port: src.port(),
+            dst_port: dst.port(),
+        }
+    }
+
     /// Length of the Ethernet, IPv4 and UDP headers.
     pub const fn headers_len(&self) -> usize {
         let eth = if self.vlan.is_some() { 18 } else { 14 };

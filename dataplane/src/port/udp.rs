@@ -347,20 +347,8 @@ impl UdpPort {
         while n < max {
             let Some(p) = self.pending.pop_front() else { break };
             let d = &self.rx_buf[p.at..p.at + p.len];
-            let flow = UdpFlow {
-                eth_src: peer_mac(*p.from.ip()),
-                eth_dst: self.mac,
-                vlan: None,
-                ip_src: *p.from.ip(),
-                ip_dst: self.ip,
-                dscp: 0,
-                ecn: 0,
-                ttl: 64,
-                ident: 0,
-                dont_frag: true,
-                src_port: p.from.port(),
-                dst_port: p.port,
-            };
+            let to = SocketAddrV4::new(self.ip, p.port);
+            let flow = UdpFlow::host_udp(peer_mac(*p.from.ip()), self.mac, p.from, to);
             let Some(mut b) = pool.alloc() else {
                 self.stats.rx_errors += 1;
                 continue;
@@ -405,20 +393,7 @@ mod tests {
     const MAC: EthernetAddress = EthernetAddress([2, 0, 0, 0, 0, 9]);
 
     fn frame(src: SocketAddrV4, dst: SocketAddrV4, payload: &[u8]) -> PktBuf {
-        let flow = UdpFlow {
-            eth_src: MAC,
-            eth_dst: peer_mac(*dst.ip()),
-            vlan: None,
-            ip_src: *src.ip(),
-            ip_dst: *dst.ip(),
-            dscp: 0,
-            ecn: 0,
-            ttl: 64,
-            ident: 0,
-            dont_frag: true,
-            src_port: src.port(),
-            dst_port: dst.port(),
-        };
+        let flow = UdpFlow::host_udp(MAC, peer_mac(*dst.ip()), src, dst);
         let mut b = vec![0u8; 2048];
         let n = flow
             .emit_with(payload.len(), false, &mut b, |p| {

@@ -121,20 +121,12 @@ pub fn run(r: &ReportRun) -> anyhow::Result<ReportSummary> {
             let start = Instant::now();
             let mut frame = vec![0u8; 64 + MAX_REPORT];
             Box::new(move |dst, b| {
-                let flow = UdpFlow {
-                    eth_src: src_mac,
-                    eth_dst: dst_mac,
-                    vlan: None,
-                    ip_src: src_ip,
-                    ip_dst: dst,
-                    dscp: 0,
-                    ecn: 0,
-                    ttl: 64,
-                    ident: 0,
-                    dont_frag: true,
-                    src_port: 40041,
-                    dst_port: port,
-                };
+                let flow = UdpFlow::host_udp(
+                    src_mac,
+                    dst_mac,
+                    SocketAddrV4::new(src_ip, 40041),
+                    SocketAddrV4::new(dst, port),
+                );
                 let n = report_frame_len(&flow, b.len());
                 let f = &mut frame[..n];
                 write_report_frame(&flow, b, f)
