@@ -12,7 +12,7 @@ use anyhow::{Context, bail};
 use collector::{Collector, CollectorConfig};
 use dataplane::config::Config;
 use dataplane::programs::dta::DtaTranslator;
-use dataplane::programs::dta::reporter::{LoadKind, LoadSpec};
+use dataplane::programs::dta::reporter::{LoadGen, LoadKind, LoadSpec};
 use dataplane::runtime::Runtime;
 use dataplane::runtime::report::{self, ReportRun, ReportSummary, Sink};
 use wire::dta::Priority;
@@ -117,6 +117,27 @@ sketch = [{{ id = 0, port = 1330, rows = {rows}, columns = {columns}, reporters 
     }
 }
 
+/// The loads the demo and the tests send: `keys` scrambled keys numbered from 1, high
+/// priority and retransmittable (a NACK brings back what the translator missed), 4-byte
+/// Key-Write data.
+pub fn load(kind: LoadKind, keys: u32) -> LoadSpec {
+    LoadSpec {
+        kind,
+        keys,
+        key_base: 1,
+        priority: Priority::High,
+        retransmittable: true,
+        immediate_every: 0,
+        keywrite_data_len: 4,
+        scramble: true,
+    }
+}
+
+/// The keys `spec` sends, in key-number order (report `i` carries key number `i % keys`).
+pub fn keys_of(spec: &LoadSpec) -> Vec<u32> {
+    (0..spec.keys).map(|k| LoadGen::key(spec, spec.key_base.wrapping_add(k))).collect()
+}
+
 /// The translator's counters (`show dta stats`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TranslatorStats(pub Vec<(String, String)>);
@@ -175,29 +196,18 @@ impl Lab {
         ))
     }
 
-    /// Send `count` reports of `kind` over `keys` keys at `rate` reports/s from reporter
-    /// address `from` (high priority, retransmittable: a NACK brings back what the translator
-    /// missed). Each reporter numbers its reports from 0, so a second run should come from
-    /// another address: the translator tracks sequence numbers per reporter.
+    /// Send `count` reports of `spec` at `rate` reports/s from reporter address `from`. Each
+    /// reporter numbers its reports from 0, so a second run should come from another address:
+    /// the translator tracks sequence numbers per reporter.
     pub fn send(
         &self,
         from: Ipv4Addr,
-        kind: LoadKind,
-        keys: u32,
+        spec: &LoadSpec,
         count: u64,
         rate: u64,
     ) -> anyhow::Result<ReportSummary> {
         report::run(&ReportRun {
-            spec: LoadSpec {
-                kind,
-                keys,
-                key_base: 1,
-                priority: Priority::High,
-                retransmittable: true,
-                immediate_every: 0,
-                keywrite_data_len: 4,
-                scramble: true,
-            },
+            spec: *spec,
             collectors: vec![self.cfg.translator],
             port: 40040,
             rate,
@@ -276,13 +286,14 @@ pub fn run(out: &mut dyn std::io::Write) -> anyhow::Result<()> {
         let o = cfg.reporter.octets();
         Ipv4Addr::new(o[0], o[1], o[2], o[3].wrapping_add(i))
     };
-    let kw = lab.send(reporter(0), LoadKind::KeyWrite { redundancy: 2 }, kw_keys, kw_reports, rate)?;
+    let kw_spec = load(LoadKind::KeyWrite { redundancy: 2 }, kw_keys);
+    let ki_spec = load(LoadKind::KeyIncrement { redundancy: 2, counter: 3 }, 1000);
+    let kw = lab.send(reporter(0), &kw_spec, kw_reports, rate)?;
     phase("Key-Write N=2", &kw, out)?;
-    let ap = lab.send(reporter(1), LoadKind::Append { lists: cfg.lists }, 1, 400_000, rate)?;
+    let ap = lab.send(reporter(1), &load(LoadKind::Append { lists: cfg.lists }, 1), 400_000, rate)?;
     phase("Append B=16", &ap, out)?;
     // Two FETCH_ADDs and two atomic ACKs per report: a slower pace for the soft-RNIC.
-    let ki =
-        lab.send(reporter(2), LoadKind::KeyIncrement { redundancy: 2, counter: 3 }, 1000, 100_000, rate / 3)?;
+    let ki = lab.send(reporter(2), &ki_spec, 100_000, rate / 3)?;
     phase("Key-Incr N=2", &ki, out)?;
     lab.settle(Duration::from_secs(10))?;
     let secs = t.elapsed().as_secs_f64();
@@ -298,20 +309,8 @@ pub fn run(out: &mut dyn std::io::Write) -> anyhow::Result<()> {
 
     // Queries: memory only.
     let s = lab.collector.stores();
-    let spec = |kind| LoadSpec {
-        kind,
-        keys: kw_keys,
-        key_base: 1,
-        priority: Priority::High,
-        retransmittable: true,
-        immediate_every: 0,
-        keywrite_data_len: 4,
-        scramble: true,
-    };
-    let kw_spec = spec(LoadKind::KeyWrite { redundancy: 2 });
     let t = Instant::now();
-    let keys: Vec<u32> =
-        (0..kw_keys).map(|k| dataplane::programs::dta::reporter::LoadGen::key(&kw_spec, 1 + k)).collect();
+    let keys = keys_of(&kw_spec);
     let answers = s.keywrite_batch(&keys, None, 2)?;
     let qsecs = t.elapsed().as_secs_f64();
     let (mut found, mut stale, mut wrong) = (0, 0, 0);
@@ -365,8 +364,7 @@ pub fn run(out: &mut dyn std::io::Write) -> anyhow::Result<()> {
         }
     }
     writeln!(out, "Append: {total} entries in {} lists, each in report order: {ordered}", cfg.lists)?;
-    let ki_spec = LoadSpec { keys: 1000, ..spec(LoadKind::KeyIncrement { redundancy: 2, counter: 3 }) };
-    let k0 = dataplane::programs::dta::reporter::LoadGen::key(&ki_spec, 1);
+    let k0 = keys_of(&ki_spec)[0];
     writeln!(out, "Key-Increment: key {k0:#010x} counts {} (sent 100 x 3 = 300)", s.keyincrement(k0)?)?;
 
     let st = lab.translator_stats()?;

@@ -26,8 +26,8 @@
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::time::Duration;
 
-use dataplane::programs::dta::reporter::{LoadGen, LoadKind, LoadSpec};
-use softfabric::dta_demo::{Lab, LabConfig};
+use dataplane::programs::dta::reporter::LoadKind;
+use softfabric::dta_demo::{Lab, LabConfig, keys_of, load};
 use wire::dta::{DtaRepr, KeyHash, MergeOp, Primitive, Priority, Sequence, layout};
 
 const KEYS: u32 = 100_000;
@@ -38,19 +38,6 @@ const LISTS: u32 = 4;
 
 fn ip(last: u8) -> Ipv4Addr {
     Ipv4Addr::new(127, 0, 0, last)
-}
-
-fn spec(kind: LoadKind, keys: u32) -> LoadSpec {
-    LoadSpec {
-        kind,
-        keys,
-        key_base: 1,
-        priority: Priority::High,
-        retransmittable: true,
-        immediate_every: 0,
-        keywrite_data_len: 4,
-        scramble: true,
-    }
 }
 
 #[test]
@@ -69,14 +56,15 @@ fn reports_land_in_collector_memory_and_queries_read_them_back() {
     let rate = 200_000;
 
     // Key-Write: 10^6 reports over 10^5 keys, N = 2.
-    let kw = lab.send(ip(12), LoadKind::KeyWrite { redundancy: 2 }, KEYS, KW_REPORTS, rate).unwrap();
+    let kw_spec = load(LoadKind::KeyWrite { redundancy: 2 }, KEYS);
+    let ki_spec = load(LoadKind::KeyIncrement { redundancy: 2, counter: 7 }, 1000);
+    let kw = lab.send(ip(12), &kw_spec, KW_REPORTS, rate).unwrap();
     assert_eq!((kw.sent, kw.unrecoverable), (KW_REPORTS, 0));
     // Append: 10^6 events into 4 lists.
-    let ap = lab.send(ip(13), LoadKind::Append { lists: LISTS }, 1, APPENDS, rate).unwrap();
+    let ap = lab.send(ip(13), &load(LoadKind::Append { lists: LISTS }, 1), APPENDS, rate).unwrap();
     assert_eq!((ap.sent, ap.unrecoverable), (APPENDS, 0));
     // Key-Increment: 1000 keys, 50 reports each adding 7.
-    let ki =
-        lab.send(ip(14), LoadKind::KeyIncrement { redundancy: 2, counter: 7 }, 1000, 50_000, 60_000).unwrap();
+    let ki = lab.send(ip(14), &ki_spec, 50_000, 60_000).unwrap();
     assert_eq!(ki.unrecoverable, 0);
     // Sketch-Merge: reporters 1..=4 each send their copy of sketch 0 column by column.
     let (rows, columns) = (4usize, 64u32);
@@ -117,8 +105,7 @@ fn reports_land_in_collector_memory_and_queries_read_them_back() {
     assert_eq!((c.bad_icrc, c.malformed, c.unknown_qp, c.access_errors), (0, 0, 0, 0), "{c:?}");
 
     // Key-Write against the model.
-    let kw_spec = spec(LoadKind::KeyWrite { redundancy: 2 }, KEYS);
-    let keys: Vec<u32> = (0..KEYS).map(|k| LoadGen::key(&kw_spec, 1 + k)).collect();
+    let keys = keys_of(&kw_spec);
     let answers = s.keywrite_batch(&keys, None, 2).unwrap();
     let rounds = KW_REPORTS / u64::from(KEYS);
     let mut found = 0u32;
@@ -164,8 +151,7 @@ fn reports_land_in_collector_memory_and_queries_read_them_back() {
     assert_eq!(seen, APPENDS);
 
     // Key-Increment: collision-free keys count exactly their sum.
-    let ki_spec = spec(LoadKind::KeyIncrement { redundancy: 2, counter: 7 }, 1000);
-    let ki_keys: Vec<u32> = (0..1000).map(|k| LoadGen::key(&ki_spec, 1 + k)).collect();
+    let ki_keys = keys_of(&ki_spec);
     let mut slots: Vec<u64> = ki_keys
         .iter()
         .flat_map(|&k| (0..2).map(move |n| layout::key_slot_index(&KeyHash::new(k), n, 1 << 20)))
