@@ -38,13 +38,16 @@ fn query_error(e: QueryError) -> Answer {
     (404, json!({ "error": e.to_string() }))
 }
 
-fn num<T: std::str::FromStr>(s: &str, what: &str) -> Result<T, Answer> {
+/// A decimal or `0x` hexadecimal number that fits `T`.
+fn num<T: TryFrom<u64>>(s: &str, what: &str) -> Result<T, Answer> {
     let s = s.trim();
     let parsed = match s.strip_prefix("0x") {
-        Some(h) => u64::from_str_radix(h, 16).ok().and_then(|v| v.to_string().parse().ok()),
+        Some(h) => u64::from_str_radix(h, 16).ok(),
         None => s.parse().ok(),
     };
-    parsed.ok_or_else(|| bad(format!("{what}: {s:?} is not a number in range")))
+    parsed
+        .and_then(|v| T::try_from(v).ok())
+        .ok_or_else(|| bad(format!("{what}: {s:?} is not a number in range")))
 }
 
 /// Answer one GET of `url` (path and query string).

@@ -183,6 +183,13 @@ impl RegionView<'_> {
         }
     }
 
+    /// The little-endian `u32` at byte offset `off` (an Append entry, a sketch counter).
+    pub fn u32_le(&self, off: u64) -> u32 {
+        let mut b = [0u8; 4];
+        self.read(off, &mut b);
+        u32::from_le_bytes(b)
+    }
+
     /// The whole region's bytes (for checks and hashes; copies).
     pub fn to_vec(&self) -> Vec<u8> {
         let mut v = vec![0; self.info.len as usize];

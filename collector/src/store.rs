@@ -242,12 +242,8 @@ impl Stores {
         let mut lost = oldest.saturating_sub(from);
         let start = from.max(oldest).min(head);
         let n = (head - start).min(max as u64);
-        let mut out = Vec::with_capacity(n as usize);
-        for i in start..start + n {
-            let mut e = [0u8; 4];
-            view.read((i % entries) * 4, &mut e);
-            out.push(u32::from_le_bytes(e));
-        }
+        let entry = layout::APPEND_ENTRY_LEN as u64;
+        let mut out: Vec<u32> = (start..start + n).map(|i| view.u32_le((i % entries) * entry)).collect();
         // Entries the writer lapped while they were read are not returned.
         let lapped = self.mem.ring_head(s.region).saturating_sub(entries).saturating_sub(start).min(n);
         out.drain(..lapped as usize);
@@ -280,13 +276,7 @@ impl Stores {
         Ok((0..columns)
             .map(|c| {
                 let at = layout::sketch_column_offset(c, rows);
-                (0..u64::from(rows))
-                    .map(|r| {
-                        let mut b = [0u8; 4];
-                        view.read(at + 4 * r, &mut b);
-                        u32::from_le_bytes(b)
-                    })
-                    .collect()
+                (0..u64::from(rows)).map(|r| view.u32_le(at + 4 * r)).collect()
             })
             .collect())
     }
@@ -299,9 +289,7 @@ impl Stores {
         Ok((0..rows)
             .map(|r| {
                 let c = layout::sketch_column_for(key, r, columns);
-                let mut b = [0u8; 4];
-                view.read(layout::sketch_column_offset(c, rows) + 4 * u64::from(r), &mut b);
-                u32::from_le_bytes(b)
+                view.u32_le(layout::sketch_column_offset(c, rows) + 4 * u64::from(r))
             })
             .min()
             .unwrap_or(0))
