@@ -33,6 +33,8 @@ use crate::config::CollectorConfig;
 use crate::memory::Registered;
 use crate::store::Stores;
 
+/// How often the endpoint's timers run.
+const TIMER_PERIOD_NS: u64 = 100_000;
 /// Datagrams per receive batch.
 const BATCH: usize = 32;
 /// Largest datagram taken.
@@ -204,6 +206,8 @@ pub struct SoftRnic {
     replies: Vec<(Ipv4Addr, usize, usize)>,
     tx: Vec<u8>,
     epoch: Instant,
+    /// When the endpoint's timers run next.
+    next_timers: u64,
 }
 
 impl std::fmt::Debug for SoftRnic {
@@ -254,6 +258,7 @@ impl SoftRnic {
             replies: Vec::with_capacity(BATCH),
             tx: Vec::with_capacity(BATCH * 128),
             epoch: Instant::now(),
+            next_timers: 0,
         })
     }
 
@@ -311,7 +316,12 @@ impl SoftRnic {
                 n += 1;
             }
         }
-        self.ep_timers(now);
+        // The CM and requester timers are milliseconds long: run them every 100 µs, not per
+        // batch.
+        if now >= self.next_timers {
+            self.next_timers = now + TIMER_PERIOD_NS;
+            self.ep_timers(now);
+        }
         self.send_replies();
         n
     }
