@@ -2,14 +2,14 @@
 //! the CM handshake and metadata SEND, then writes that must never touch memory — wrong
 //! R_Key, VA out of bounds, length past the region's end (each NAKed remote-access-error), a
 //! bad ICRC and an unknown QPN (each dropped silently) — with memory hashed before and after
-//! and every case counted.
+//! and every case counted; and a WRITE with Immediate, whose immediate reaches subscribers.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::path::Path;
 use std::time::Duration;
 
-use collector::{Collector, CollectorConfig};
+use collector::{Collector, CollectorConfig, Notification};
 use roce::cm::{ClientEvent, CmClient, CmConfig, ConnectParams, Metadata};
 use roce::frames;
 use roce::requester::{Op, Transport};
@@ -65,7 +65,7 @@ fn memory_hash(c: &Collector) -> u64 {
 }
 
 #[test]
-fn bad_writes_never_touch_memory_and_are_answered_as_ib_says() {
+fn immediates_notify_and_bad_writes_never_touch_memory() {
     let cfg = CollectorConfig::parse(
         Path::new("t.toml"),
         &format!(
@@ -118,6 +118,23 @@ fn bad_writes_never_touch_memory_and_are_answered_as_ib_says() {
     assert_eq!((op, p), (Opcode::RC_ACKNOWLEDGE, psn));
     assert!(matches!(syn, Some(Syndrome::Ack { .. })), "{syn:?}");
     assert_eq!(c.stores().memory().view(0).to_vec()[8..16], [1, 2, 3, 4, 5, 6, 7, 8]);
+    psn += 1;
+
+    // A WRITE with Immediate lands, is ACKed, and its immediate reaches every subscriber: a
+    // library subscriber and the HTTP `/notifications` query.
+    let subscriber = c.subscribe(16);
+    let http_notes = c.subscribe(16);
+    let op = Op::Write { va: meta.va + 16, rkey: meta.rkey, imm: Some(0xdead_beef) };
+    peer.send(frames::request(Transport::Rc, conn.remote_qpn, psn, true, &op, &[9; 8]), false);
+    let (op, p, _, _) = peer.recv().expect("an ACK for the WRITE with Immediate");
+    assert_eq!((op, p), (Opcode::RC_ACKNOWLEDGE, psn));
+    assert_eq!(c.stores().memory().view(0).to_vec()[16..24], [9; 8]);
+    let note = subscriber.recv_timeout(Duration::from_secs(2)).expect("a notification");
+    assert_eq!(note, Notification { port: 1337, imm: 0xdead_beef });
+    let (status, body) = collector::http::answer(&c, &http_notes, "/notifications?wait_ms=2000");
+    assert_eq!(status, 200);
+    assert_eq!(body, serde_json::json!([{ "port": 1337, "imm": 0xdead_beef_u32 }]));
+    assert_eq!(c.stats().snapshot().immediates, 1);
     psn += 1;
 
     let before = memory_hash(&c);
