@@ -27,6 +27,7 @@
 pub mod config;
 pub mod http;
 pub mod memory;
+pub mod peer;
 pub mod rnic;
 pub mod service;
 pub mod store;
@@ -34,4 +35,4 @@ pub mod store;
 pub use config::{CollectorConfig, ConfigError, MemoryKind, StoreConfig, StoreKind};
 pub use rnic::{Notification, RnicConfig, RnicStats, SoftRnic, StatsSnapshot};
 pub use service::Collector;
-pub use store::{AppendPoll, KeyWriteAnswer, QueryError, Stores};
+pub use store::{AppendPoll, KeyWriteAnswer, KeyWriteHit, LOOKUP_BATCH, QueryError, Stores};

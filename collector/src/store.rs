@@ -9,7 +9,7 @@ use serde::Serialize;
 use wire::dta::{KeyHash, layout};
 
 use crate::config::{CollectorConfig, StoreKind};
-use crate::memory::{MemoryError, RegionSpec, Registered};
+use crate::memory::{MemoryError, RegionSpec, RegionView, Registered};
 
 /// One exposed data structure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +49,86 @@ pub struct KeyWriteAnswer {
     pub agreeing: u8,
     /// Copies checked (N).
     pub copies: u8,
+}
+
+/// Keys a batched Key-Write lookup prefetches together. Measured on a 1 GiB store (benches/
+/// keywrite.rs, one core of this project's CI-class VM): 8 keys 15.7 M lookups/s, 16 keys
+/// 22.2 M, 32 keys 26.0 M — more misses in flight hide more of the memory and page-walk
+/// latency, and 32 × N lines still fit the L1 until they are read.
+pub const LOOKUP_BATCH: usize = 32;
+
+/// A Key-Write lookup's answer as batch lookups give it: no allocation, the value inline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct KeyWriteHit {
+    data: [u8; 28],
+    len: u8,
+    /// Copies holding the key's checksum.
+    pub matching: u8,
+    /// Copies holding the key's checksum and the value returned (0 when none is returned).
+    pub agreeing: u8,
+}
+
+impl KeyWriteHit {
+    /// The value, if the key was found (and enough copies agreed).
+    pub fn value(&self) -> Option<&[u8]> {
+        (self.len > 0).then(|| &self.data[..usize::from(self.len)])
+    }
+}
+
+/// The Key-Write store's region and shape, looked up once per query or batch.
+#[derive(Debug, Clone, Copy)]
+struct KeyWriteStore<'a> {
+    view: RegionView<'a>,
+    slots: u64,
+    data_len: usize,
+    redundancy: u8,
+    slot_len: u64,
+}
+
+impl KeyWriteStore<'_> {
+    /// Byte offset of copy `n`'s slot.
+    #[inline]
+    fn offset(&self, hash: &KeyHash, n: u8) -> u64 {
+        layout::key_slot_index(hash, n, self.slots) * self.slot_len
+    }
+
+    /// Read the key's N slots and decide.
+    #[inline]
+    fn resolve(&self, hash: &KeyHash, consensus: Option<u8>) -> KeyWriteHit {
+        // Distinct values found among the copies and how many copies hold each.
+        let mut found: [(u8, [u8; 28]); 8] = [(0, [0; 28]); 8];
+        let mut kinds = 0;
+        let mut matching = 0;
+        let len = self.slot_len as usize;
+        for n in 0..self.redundancy {
+            let mut slot = [0u8; 32];
+            self.view.read(self.offset(hash, n), &mut slot[..len]);
+            let checksum = u32::from_le_bytes([slot[0], slot[1], slot[2], slot[3]]);
+            if checksum != hash.checksum() || slot[..len].iter().all(|&b| b == 0) {
+                continue;
+            }
+            matching += 1;
+            let mut v = [0u8; 28];
+            v[..self.data_len].copy_from_slice(&slot[4..4 + self.data_len]);
+            match found[..kinds].iter_mut().find(|(_, x)| *x == v) {
+                Some(f) => f.0 += 1,
+                None => {
+                    found[kinds] = (1, v);
+                    kinds += 1;
+                }
+            }
+        }
+        // Most copies first; among equals, the lowest copy index (first found).
+        let best =
+            found[..kinds].iter().enumerate().max_by_key(|(i, (c, _))| (*c, usize::MAX - i)).map(|(_, f)| *f);
+        match best {
+            Some((c, data)) if consensus.is_none_or(|need| c >= need) => {
+                KeyWriteHit { data, len: self.data_len as u8, matching, agreeing: c }
+            }
+            Some((c, _)) => KeyWriteHit { matching, agreeing: c, ..KeyWriteHit::default() },
+            None => KeyWriteHit::default(),
+        }
+    }
 }
 
 /// An Append poll's answer.
@@ -113,57 +193,69 @@ impl Stores {
         self.stores.iter().find(|s| f(&s.kind))
     }
 
+    fn keywrite_store(&self) -> Result<KeyWriteStore<'_>, QueryError> {
+        let s =
+            self.find(|k| matches!(k, StoreKind::KeyWrite { .. })).ok_or(QueryError::NoStore("keywrite"))?;
+        let StoreKind::KeyWrite { slots, data_len, redundancy } = s.kind else { unreachable!() };
+        Ok(KeyWriteStore {
+            view: self.mem.view(s.region),
+            slots,
+            data_len,
+            redundancy,
+            slot_len: layout::keywrite_slot_len(data_len) as u64,
+        })
+    }
+
     /// Key-Write lookup: check the key's N slots, keep those holding its checksum, and return
     /// the value most of them hold. With `consensus = Some(c)`, answer only if at least `c`
     /// copies agree. A slot that is all zero is empty (never written), so a key is never
     /// answered from untouched memory.
     pub fn keywrite(&self, key: u32, consensus: Option<u8>) -> Result<KeyWriteAnswer, QueryError> {
-        let s =
-            self.find(|k| matches!(k, StoreKind::KeyWrite { .. })).ok_or(QueryError::NoStore("keywrite"))?;
-        let StoreKind::KeyWrite { slots, data_len, redundancy } = s.kind else { unreachable!() };
-        let view = self.mem.view(s.region);
-        let slot_len = layout::keywrite_slot_len(data_len) as u64;
-        let hash = KeyHash::new(key);
-        let mut found: [(u8, [u8; 28]); 8] = [(0, [0; 28]); 8];
-        let mut kinds = 0;
-        let mut matching = 0;
-        for n in 0..redundancy {
-            let off = layout::key_slot_index(&hash, n, slots) * slot_len;
-            let mut slot = [0u8; 32];
-            view.read(off, &mut slot[..slot_len as usize]);
-            let checksum = u32::from_le_bytes([slot[0], slot[1], slot[2], slot[3]]);
-            if checksum != hash.checksum() || slot[..slot_len as usize].iter().all(|&b| b == 0) {
-                continue;
-            }
-            matching += 1;
-            let mut v = [0u8; 28];
-            v[..data_len].copy_from_slice(&slot[4..4 + data_len]);
-            match found[..kinds].iter_mut().find(|(_, x)| *x == v) {
-                Some(f) => f.0 += 1,
-                None => {
-                    found[kinds] = (1, v);
-                    kinds += 1;
-                }
-            }
-        }
-        // Most copies first; among equals, the lowest copy index (first found).
-        let best =
-            found[..kinds].iter().enumerate().max_by_key(|(i, (c, _))| (*c, usize::MAX - i)).map(|(_, f)| *f);
-        let (agreeing, value) = match best {
-            Some((c, v)) if consensus.is_none_or(|need| c >= need) => (c, Some(v[..data_len].to_vec())),
-            Some((c, _)) => (c, None),
-            None => (0, None),
-        };
-        Ok(KeyWriteAnswer { key, value, matching, agreeing, copies: redundancy })
+        let kw = self.keywrite_store()?;
+        let hit = kw.resolve(&KeyHash::new(key), consensus);
+        Ok(KeyWriteAnswer {
+            key,
+            value: hit.value().map(<[u8]>::to_vec),
+            matching: hit.matching,
+            agreeing: hit.agreeing,
+            copies: kw.redundancy,
+        })
     }
 
-    /// Key-Write lookups of many keys on `threads` threads (the batch query API).
+    /// Key-Write lookups of `keys` on this thread, answers appended to `out` in order, without
+    /// allocating per key. Keys go in groups of [`LOOKUP_BATCH`]: every slot of the group is
+    /// prefetched before the first is read, so the group's cache misses overlap instead of
+    /// being waited for one by one (the store is far larger than the caches).
+    pub fn keywrite_lookup(
+        &self,
+        keys: &[u32],
+        consensus: Option<u8>,
+        out: &mut Vec<KeyWriteHit>,
+    ) -> Result<(), QueryError> {
+        let kw = self.keywrite_store()?;
+        out.reserve(keys.len());
+        let mut hashes = [KeyHash::new(0); LOOKUP_BATCH];
+        for group in keys.chunks(LOOKUP_BATCH) {
+            for (h, &k) in hashes.iter_mut().zip(group) {
+                *h = KeyHash::new(k);
+                for n in 0..kw.redundancy {
+                    kw.view.prefetch(kw.offset(h, n));
+                }
+            }
+            out.extend(hashes[..group.len()].iter().map(|h| kw.resolve(h, consensus)));
+        }
+        Ok(())
+    }
+
+    /// Key-Write lookups of many keys on `threads` threads (the batch query API), each thread
+    /// running [`Stores::keywrite_lookup`] over its share of `keys`.
     pub fn keywrite_batch(
         &self,
         keys: &[u32],
         consensus: Option<u8>,
         threads: usize,
     ) -> Result<Vec<KeyWriteAnswer>, QueryError> {
+        let copies = self.keywrite_store()?.redundancy;
         let threads = threads.clamp(1, 64);
         let chunk = keys.len().div_ceil(threads).max(1);
         std::thread::scope(|sc| {
@@ -171,13 +263,21 @@ impl Stores {
                 .chunks(chunk)
                 .map(|part| {
                     sc.spawn(move || {
-                        part.iter().map(|&k| self.keywrite(k, consensus)).collect::<Result<Vec<_>, _>>()
+                        let mut hits = Vec::new();
+                        self.keywrite_lookup(part, consensus, &mut hits).map(|()| hits)
                     })
                 })
                 .collect();
             let mut out = Vec::with_capacity(keys.len());
-            for h in handles {
-                out.extend(h.join().expect("a query thread panicked")?);
+            for (h, part) in handles.into_iter().zip(keys.chunks(chunk)) {
+                let hits = h.join().expect("a query thread panicked")?;
+                out.extend(part.iter().zip(hits).map(|(&key, hit)| KeyWriteAnswer {
+                    key,
+                    value: hit.value().map(<[u8]>::to_vec),
+                    matching: hit.matching,
+                    agreeing: hit.agreeing,
+                    copies,
+                }));
             }
             Ok(out)
         })
@@ -345,6 +445,40 @@ mod tests {
         assert_eq!(s.keywrite(123_456, None).unwrap().value, None);
         let batch = s.keywrite_batch(&[77, other, 123_456], None, 2).unwrap();
         assert_eq!(batch.iter().map(|a| a.value.is_some()).collect::<Vec<_>>(), [true, false, false]);
+    }
+
+    #[test]
+    fn batched_lookups_answer_as_single_lookups_do_in_order() {
+        let s = stores();
+        // 30 keys in 64 slots with N = 2: plenty of collisions, found and lost keys both.
+        for k in 0..30u32 {
+            let h = KeyHash::new(k);
+            let mut slot = [0u8; 8];
+            layout::keywrite_slot(&h, &(k * 1000 + 1).to_be_bytes(), &mut slot);
+            for n in 0..2 {
+                write(&s, 0, layout::key_slot_index(&h, n, 64) * 8, &slot);
+            }
+        }
+        // Enough keys to span several prefetch groups and end in a partial one.
+        let keys: Vec<u32> = (0..LOOKUP_BATCH as u32 * 5 + 3).collect();
+        for consensus in [None, Some(2)] {
+            let mut hits = Vec::new();
+            s.keywrite_lookup(&keys, consensus, &mut hits).unwrap();
+            let batch = s.keywrite_batch(&keys, consensus, 3).unwrap();
+            assert_eq!((hits.len(), batch.len()), (keys.len(), keys.len()));
+            let mut found = 0;
+            for ((&k, hit), b) in keys.iter().zip(&hits).zip(&batch) {
+                let one = s.keywrite(k, consensus).unwrap();
+                assert_eq!(hit.value(), one.value.as_deref(), "key {k}");
+                assert_eq!((hit.matching, hit.agreeing), (one.matching, one.agreeing), "key {k}");
+                assert_eq!(b, &one, "key {k}");
+                if let Some(v) = hit.value() {
+                    assert_eq!(v, (k * 1000 + 1).to_be_bytes(), "key {k} answered a wrong value");
+                    found += 1;
+                }
+            }
+            assert!(found > 10 && found < 30, "{found} of 30 keys found");
+        }
     }
 
     #[test]

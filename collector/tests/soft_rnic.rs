@@ -1,59 +1,26 @@
-//! The soft-RNIC over a real UDP socket, driven by a requester built from `roce` in the test:
+//! The soft-RNIC over a real UDP socket, driven packet by packet by a `collector::peer::UdpPeer`:
 //! the CM handshake and metadata SEND, then writes that must never touch memory — wrong
 //! R_Key, VA out of bounds, length past the region's end (each NAKed remote-access-error), a
 //! bad ICRC and an unknown QPN (each dropped silently) — with memory hashed before and after
 //! and every case counted; and a WRITE with Immediate, whose immediate reaches subscribers.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::Path;
 use std::time::Duration;
 
+use collector::peer::{Received, UdpPeer};
 use collector::{Collector, CollectorConfig, Notification};
-use roce::cm::{ClientEvent, CmClient, CmConfig, ConnectParams, Metadata};
 use roce::frames;
 use roce::requester::{Op, Transport};
-use roce::responder::Reply;
-use wire::ethernet::EthernetAddress;
-use wire::ibcm::{CmMadRepr, MAD_LEN};
-use wire::roce::{NakCode, Opcode, RoceRepr, Syndrome};
-use wire::stack::{RoceStack, UdpFlow};
+use wire::roce::{NakCode, Opcode, Syndrome};
 
 const COLLECTOR: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 71);
 const ME: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 72);
 
-/// A received reply: opcode, PSN, AETH syndrome, payload.
-type Got = (Opcode, u32, Option<Syndrome>, Vec<u8>);
-
-struct Peer {
-    sock: UdpSocket,
-}
-
-impl Peer {
-    fn new() -> Self {
-        let sock = UdpSocket::bind(SocketAddrV4::new(ME, 4791)).unwrap();
-        sock.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
-        Self { sock }
-    }
-
-    fn send(&self, roce: RoceRepr<'_>, spoil_icrc: bool) {
-        let mac = EthernetAddress([2, 0, 0, 0, 0, 1]);
-        let flow =
-            UdpFlow::host_udp(mac, mac, SocketAddrV4::new(ME, 4791), SocketAddrV4::new(COLLECTOR, 4791));
-        let mut b = [0u8; 1024];
-        let n = RoceStack { flow, roce }.emit(&mut b).unwrap();
-        if spoil_icrc {
-            b[n - 1] ^= 0x5a;
-        }
-        self.sock.send_to(&b[42..n], SocketAddrV4::new(COLLECTOR, 4791)).unwrap();
-    }
-
-    fn recv(&self) -> Option<Got> {
-        let mut b = [0u8; 2048];
-        let n = self.sock.recv(&mut b).ok()?;
-        let r = RoceRepr::parse(&b[..n]).unwrap();
-        Some((r.bth.opcode, r.bth.psn, r.ext.aeth.map(|a| a.syndrome), r.payload.to_vec()))
-    }
+/// A received reply: opcode, PSN, AETH syndrome.
+fn head(r: Option<Received>) -> Option<(Opcode, u32, Option<Syndrome>)> {
+    r.map(|r| (r.opcode, r.psn, r.syndrome))
 }
 
 fn memory_hash(c: &Collector) -> u64 {
@@ -74,47 +41,21 @@ fn immediates_notify_and_bad_writes_never_touch_memory() {
     )
     .unwrap();
     let c = Collector::start(&cfg).unwrap();
-    let peer = Peer::new();
+    let peer = UdpPeer::bind(ME, COLLECTOR, Duration::from_millis(300)).unwrap();
 
-    // CM: REQ → REP → RTU, then the metadata SEND, which we ACK.
-    let params = ConnectParams {
-        local_ip: ME,
-        remote_ip: COLLECTOR,
-        port: 1337,
-        local_qpn: 0x77,
-        start_psn: 1000,
-        ca_guid: 0x1234,
-        path_mtu: 3,
-        transport: Transport::Rc,
-        src_port: 50_000,
-    };
-    let mut cm = CmClient::new(CmConfig::default(), params, 0x55);
-    let mad = |m: &CmMadRepr| {
-        let mut b = [0u8; MAD_LEN];
-        m.emit(&mut b).unwrap();
-        b
-    };
-    peer.send(frames::cm_mad(0, &mad(&cm.start(0))), false);
-    let (op, _, _, rep) = peer.recv().expect("a REP");
-    assert_eq!(op, Opcode::UD_SEND_ONLY);
-    let out = cm.on_mad(1, &CmMadRepr::parse(&rep).unwrap());
-    let Some(ClientEvent::Established(conn)) = out.event else { panic!("not established: {out:?}") };
-    peer.send(frames::cm_mad(1, &mad(&out.send.expect("an RTU"))), false);
-    let (op, psn, _, meta) = peer.recv().expect("the metadata SEND");
-    assert_eq!(op, Opcode::RC_SEND_ONLY);
-    let meta = Metadata::decode(&meta).unwrap();
+    // CM: REQ → REP → RTU, then the metadata SEND, which the peer ACKs.
+    let (conn, meta) = peer.connect(1337, 0x77, 1000).unwrap();
     let region = c.stores().memory().regions()[0];
     assert_eq!((meta.va, meta.len, meta.rkey), (region.va, region.len as u32, region.rkey));
-    peer.send(frames::reply(conn.remote_qpn, &Reply::Ack { psn, msn: 1 }).unwrap(), false);
 
     let write = |psn: u32, qpn: u32, va: u64, rkey: u32, data: &[u8], spoil: bool| {
         let op = Op::Write { va, rkey, imm: None };
-        peer.send(frames::request(Transport::Rc, qpn, psn, true, &op, data), spoil);
+        peer.send(frames::request(Transport::Rc, qpn, psn, true, &op, data), spoil).unwrap();
     };
     // A good write lands and is ACKed.
     let mut psn = conn.local_psn;
     write(psn, conn.remote_qpn, meta.va + 8, meta.rkey, &[1, 2, 3, 4, 5, 6, 7, 8], false);
-    let (op, p, syn, _) = peer.recv().expect("an ACK");
+    let (op, p, syn) = head(peer.recv()).expect("an ACK");
     assert_eq!((op, p), (Opcode::RC_ACKNOWLEDGE, psn));
     assert!(matches!(syn, Some(Syndrome::Ack { .. })), "{syn:?}");
     assert_eq!(c.stores().memory().view(0).to_vec()[8..16], [1, 2, 3, 4, 5, 6, 7, 8]);
@@ -125,8 +66,8 @@ fn immediates_notify_and_bad_writes_never_touch_memory() {
     let subscriber = c.subscribe(16);
     let http_notes = c.subscribe(16);
     let op = Op::Write { va: meta.va + 16, rkey: meta.rkey, imm: Some(0xdead_beef) };
-    peer.send(frames::request(Transport::Rc, conn.remote_qpn, psn, true, &op, &[9; 8]), false);
-    let (op, p, _, _) = peer.recv().expect("an ACK for the WRITE with Immediate");
+    peer.send(frames::request(Transport::Rc, conn.remote_qpn, psn, true, &op, &[9; 8]), false).unwrap();
+    let (op, p, _) = head(peer.recv()).expect("an ACK for the WRITE with Immediate");
     assert_eq!((op, p), (Opcode::RC_ACKNOWLEDGE, psn));
     assert_eq!(c.stores().memory().view(0).to_vec()[16..24], [9; 8]);
     let note = subscriber.recv_timeout(Duration::from_secs(2)).expect("a notification");
@@ -146,7 +87,7 @@ fn immediates_notify_and_bad_writes_never_touch_memory() {
         [(meta.va, meta.rkey ^ 0x100), (end, meta.rkey), (meta.va - 8, meta.rkey), (end - 4, meta.rkey)]
     {
         write(psn, conn.remote_qpn, va, rkey, &[0xee; 8], false);
-        let (op, p, syn, _) = peer.recv().expect("a NAK");
+        let (op, p, syn) = head(peer.recv()).expect("a NAK");
         assert_eq!(
             (op, p, syn),
             (Opcode::RC_ACKNOWLEDGE, psn, Some(Syndrome::Nak(NakCode::RemoteAccessError)))
@@ -154,11 +95,11 @@ fn immediates_notify_and_bad_writes_never_touch_memory() {
     }
     // A bad ICRC and an unknown QPN: dropped without an answer.
     write(psn, conn.remote_qpn, meta.va, meta.rkey, &[0xee; 8], true);
-    assert_eq!(peer.recv(), None, "a bad ICRC must get no answer");
+    assert_eq!(head(peer.recv()), None, "a bad ICRC must get no answer");
     write(psn, conn.remote_qpn ^ 0x40, meta.va, meta.rkey, &[0xee; 8], false);
-    assert_eq!(peer.recv(), None, "an unknown QPN must get no answer");
+    assert_eq!(head(peer.recv()), None, "an unknown QPN must get no answer");
     // Not RoCEv2 at all: dropped, counted as malformed.
-    peer.sock.send_to(&[0xff; 10], SocketAddrV4::new(COLLECTOR, 4791)).unwrap();
+    peer.socket().send_to(&[0xff; 10], SocketAddrV4::new(COLLECTOR, 4791)).unwrap();
     std::thread::sleep(Duration::from_millis(50));
 
     assert_eq!(memory_hash(&c), before, "collector memory changed");
