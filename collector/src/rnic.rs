@@ -286,23 +286,37 @@ impl SoftRnic {
         self.epoch.elapsed().as_nanos() as u64
     }
 
+    /// Receive one batch into `rx`: the datagrams' metadata filled in `meta`, returns how many
+    /// buffers were filled (each may hold several datagrams, by GRO).
+    fn receive(&mut self, meta: &mut [RecvMeta; BATCH]) -> usize {
+        let per = HEADERS + GRO * MAX_DATAGRAM;
+        let mut bufs: [IoSliceMut<'_>; BATCH] = {
+            let mut it = self.rx.chunks_mut(per);
+            std::array::from_fn(|_| {
+                let c = it.next().unwrap_or(&mut []);
+                let c = if c.len() > HEADERS { &mut c[HEADERS..] } else { c };
+                IoSliceMut::new(c)
+            })
+        };
+        self.state.recv((&self.sock).into(), &mut bufs, meta).unwrap_or(0)
+    }
+
+    /// Receive one batch and discard it unread; returns the datagrams received. What the
+    /// socket alone delivers per call: the ceiling [`poll`](Self::poll) is measured against
+    /// (`collector/benches/soft_rnic.rs`).
+    pub fn drain(&mut self) -> usize {
+        let mut meta = [RecvMeta::default(); BATCH];
+        let got = self.receive(&mut meta);
+        meta[..got].iter().map(|m| m.len.div_ceil(m.stride.max(1))).sum()
+    }
+
     /// Receive one batch (if any), handle it, send the replies, run the timers. Returns the
     /// datagrams handled.
     pub fn poll(&mut self) -> usize {
         let now = self.now();
         let per = HEADERS + GRO * MAX_DATAGRAM;
         let mut meta = [RecvMeta::default(); BATCH];
-        let got = {
-            let mut bufs: [IoSliceMut<'_>; BATCH] = {
-                let mut it = self.rx.chunks_mut(per);
-                std::array::from_fn(|_| {
-                    let c = it.next().unwrap_or(&mut []);
-                    let c = if c.len() > HEADERS { &mut c[HEADERS..] } else { c };
-                    IoSliceMut::new(c)
-                })
-            };
-            self.state.recv((&self.sock).into(), &mut bufs, &mut meta).unwrap_or(0)
-        };
+        let got = self.receive(&mut meta);
         let mut n = 0;
         for (i, m) in meta.iter().enumerate().take(got) {
             let SocketAddr::V4(src) = m.addr else { continue };
