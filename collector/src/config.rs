@@ -5,6 +5,7 @@
 //! ip = "127.0.0.51"        # RoCEv2 arrives on this address, UDP 4791
 //! icrc = true              # check the ICRC (false: like a NIC whose ICRC check is disabled)
 //! memory = "auto"          # "hugepages", "pages" or "auto" (hugepages if the system has them)
+//! backend = "soft-rnic"    # or "verbs": a real RoCEv2 NIC through rdma-core (feature `verbs`)
 //!
 //! [keywrite]               # one store per primitive; each is a librdmacm port
 //! port = 1337
@@ -48,6 +49,16 @@ pub enum MemoryKind {
     Hugepages,
     /// Regular pages.
     Pages,
+}
+
+/// What serves the stores' memory to the translator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// The soft-RNIC: RoCEv2 over a UDP socket, for hosts without an RDMA NIC.
+    #[default]
+    SoftRnic,
+    /// A RoCEv2 NIC through rdma-core (librdmacm, libibverbs): needs the `verbs` feature.
+    Verbs,
 }
 
 /// What a store holds, with its shape.
@@ -139,6 +150,8 @@ pub struct CollectorConfig {
     pub icrc: bool,
     /// Memory kind.
     pub memory: MemoryKind,
+    /// What serves the memory.
+    pub backend: Backend,
     /// Seed for QPNs, PSNs and R_Keys (vary it between restarts; default from the clock).
     pub seed: Option<u32>,
     /// The stores.
@@ -165,6 +178,7 @@ struct RawCollector {
     udp_port: Option<u16>,
     icrc: Option<bool>,
     memory: Option<String>,
+    backend: Option<String>,
     seed: Option<u32>,
 }
 
@@ -235,6 +249,16 @@ impl CollectorConfig {
                 return Err(err(
                     "collector.memory",
                     format!("{other:?}: expected \"auto\", \"hugepages\" or \"pages\""),
+                ));
+            }
+        };
+        let backend = match c.backend.as_deref().unwrap_or("soft-rnic") {
+            "soft-rnic" => Backend::SoftRnic,
+            "verbs" => Backend::Verbs,
+            other => {
+                return Err(err(
+                    "collector.backend",
+                    format!("{other:?}: expected \"soft-rnic\" or \"verbs\""),
                 ));
             }
         };
@@ -365,6 +389,7 @@ impl CollectorConfig {
             udp_port: c.udp_port.unwrap_or(wire::udp::port::ROCE_V2),
             icrc: c.icrc.unwrap_or(true),
             memory,
+            backend,
             seed: c.seed,
             stores: stores.into_iter().map(|(_, s)| s).collect(),
         })
@@ -412,7 +437,10 @@ mod tests {
              [[sketch]]\nid = 9\nport = 1350\nrows = 2\ncolumns = 8\n",
         )
         .unwrap();
-        assert_eq!((c.udp_port, c.icrc, c.memory), (4791, true, MemoryKind::Auto));
+        assert_eq!(
+            (c.udp_port, c.icrc, c.memory, c.backend),
+            (4791, true, MemoryKind::Auto, Backend::SoftRnic)
+        );
         assert_eq!(c.stores.len(), 5);
         assert_eq!(c.stores[0].kind, StoreKind::KeyWrite { slots: 1024, data_len: 4, redundancy: 2 });
         assert_eq!(c.stores[0].kind.bytes(), 8192);
@@ -457,6 +485,13 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.key, "collector.ip");
+        let e = CollectorConfig::parse(
+            Path::new("c.toml"),
+            "[collector]\nip = \"10.0.0.1\"\nbackend = \"mlx5\"\n[keywrite]\nport = 1\nslots = 2\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "collector.backend");
+        assert!(e.reason.contains("\"soft-rnic\" or \"verbs\""), "{e}");
         let e = parse("").unwrap_err();
         assert!(e.reason.contains("no store"), "{e}");
     }

@@ -65,12 +65,10 @@ fn route(c: &Collector, notes: &Receiver<Notification>, url: &str) -> Result<Ans
     Ok(match parts.as_slice() {
         ["stats"] => (200, serde_json::to_value(c.stats().snapshot()).unwrap_or(Value::Null)),
         ["regions"] => {
-            let mem = s.memory();
-            let list: Vec<Value> = s
-                .stores()
-                .iter()
-                .map(|st| {
-                    let r = mem.regions()[st.region];
+            let list: Vec<Value> = c
+                .regions()
+                .into_iter()
+                .map(|(st, r)| {
                     json!({ "store": st.kind.name(), "port": st.port, "va": r.va, "len": r.len, "rkey": r.rkey })
                 })
                 .collect();

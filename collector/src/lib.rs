@@ -13,13 +13,17 @@
 //!   paths, sketch reads and point estimates, and a multi-threaded batch lookup.
 //! * [`rnic`] — the soft-RNIC: a RoCEv2 responder on a UDP socket (ICRC, PSN, QPN, R_Key and
 //!   bounds checked; CM server; the metadata SEND), for machines without an RDMA NIC.
+//! * `verbs` (cargo feature `verbs`) — the same stores served by a real RoCEv2 NIC through
+//!   rdma-core: rdma_cm listeners, `ibv_reg_mr_iova`, the metadata SEND with the NIC's R_Key.
+//! * [`peer`] — a packet-at-a-time RoCEv2 peer on a UDP socket (CM, metadata, single packets),
+//!   for tests, benchmarks and tools.
 //! * [`http`] — `collector serve --http`: the queries and counters as JSON.
-//! * [`service`] — the soft-RNIC on its thread plus the stores: what `collector serve` and the
-//!   demo run.
+//! * [`service`] — the backend (soft-RNIC or verbs) on its thread plus the stores: what
+//!   `collector serve` and the demo run.
 //!
 //! What it is not: it never touches a report on the data path — reports arrive as RDMA writes,
-//! and queries read memory. The verbs backend for a real RDMA NIC is not here yet (see the
-//! README). The Hawkeye analyzer will live here too.
+//! and queries read memory. The soft-RNIC receives on a UDP socket only (not yet AF_PACKET or
+//! DPDK). The Hawkeye analyzer will live here too.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -31,8 +35,10 @@ pub mod peer;
 pub mod rnic;
 pub mod service;
 pub mod store;
+#[cfg(feature = "verbs")]
+pub mod verbs;
 
-pub use config::{CollectorConfig, ConfigError, MemoryKind, StoreConfig, StoreKind};
+pub use config::{Backend, CollectorConfig, ConfigError, MemoryKind, StoreConfig, StoreKind};
 pub use rnic::{Notification, RnicConfig, RnicStats, SoftRnic, StatsSnapshot};
 pub use service::Collector;
 pub use store::{AppendPoll, KeyWriteAnswer, KeyWriteHit, LOOKUP_BATCH, QueryError, Stores};

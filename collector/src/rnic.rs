@@ -130,7 +130,7 @@ impl RnicStats {
     }
 }
 
-fn bump(a: &AtomicU64) {
+pub(crate) fn bump(a: &AtomicU64) {
     a.fetch_add(1, Ordering::Relaxed);
 }
 
@@ -159,7 +159,7 @@ impl Notifier {
         rx
     }
 
-    fn publish(&self, n: Notification, stats: &RnicStats) {
+    pub(crate) fn publish(&self, n: Notification, stats: &RnicStats) {
         let mut subs = self.subs.lock().unwrap_or_else(|e| e.into_inner());
         subs.retain(|s| match s.try_send(n) {
             Ok(()) => true,

@@ -1,4 +1,5 @@
-//! A running collector: the stores, and the soft-RNIC serving them on its own thread.
+//! A running collector: the stores, and the backend serving them on its own thread — the
+//! soft-RNIC, or (feature `verbs`) a RoCEv2 NIC through rdma-core.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -6,11 +7,12 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::Receiver;
 
-use crate::config::{CollectorConfig, StoreKind};
+use crate::config::{Backend, CollectorConfig, StoreKind};
+use crate::memory::RegionInfo;
 use crate::rnic::{Notification, Notifier, RnicConfig, RnicStats, SoftRnic};
-use crate::store::Stores;
+use crate::store::{Store, Stores};
 
-/// A collector serving RDMA on a soft-RNIC thread; queries run on any thread.
+/// A collector serving RDMA from a backend thread; queries run on any thread.
 #[derive(Debug)]
 pub struct Collector {
     cfg: CollectorConfig,
@@ -20,24 +22,44 @@ pub struct Collector {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
     warning: Option<String>,
+    /// The R_Keys the backend serves, per store (the NIC's, with `verbs`).
+    rkeys: Vec<u32>,
 }
 
 impl Collector {
-    /// Register the memory, bind the soft-RNIC and start serving. `seed` varies QPNs, PSNs and
-    /// R_Keys between runs (from the config, or the clock).
+    /// Register the memory, start the configured backend and serve. `seed` varies QPNs, PSNs
+    /// and R_Keys between runs (from the config, or the clock).
     pub fn start(cfg: &CollectorConfig) -> anyhow::Result<Self> {
         let seed = cfg.seed.unwrap_or_else(|| {
             let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
             (t.as_nanos() as u32) ^ std::process::id()
         });
         let (stores, warning) = Stores::new(cfg, seed)?;
-        let mut rnic = SoftRnic::bind(RnicConfig::from_config(cfg, seed), &stores)?;
-        let stats = rnic.stats();
-        let notifier = rnic.notifier();
         let stop = Arc::new(AtomicBool::new(false));
-        let s = stop.clone();
-        let thread = std::thread::Builder::new().name("soft-rnic".into()).spawn(move || rnic.run(&s))?;
-        Ok(Self { cfg: cfg.clone(), stores, stats, notifier, stop, thread: Some(thread), warning })
+        let (thread, stats, notifier, rkeys) = match cfg.backend {
+            Backend::SoftRnic => {
+                let mut rnic = SoftRnic::bind(RnicConfig::from_config(cfg, seed), &stores)?;
+                let (stats, notifier) = (rnic.stats(), rnic.notifier());
+                let s = stop.clone();
+                let t = std::thread::Builder::new().name("soft-rnic".into()).spawn(move || rnic.run(&s))?;
+                let rkeys =
+                    stores.stores().iter().map(|st| stores.memory().regions()[st.region].rkey).collect();
+                (t, stats, notifier, rkeys)
+            }
+            Backend::Verbs => start_verbs(cfg, &stores, &stop)?,
+        };
+        Ok(Self { cfg: cfg.clone(), stores, stats, notifier, stop, thread: Some(thread), warning, rkeys })
+    }
+
+    /// Every store with its region as the backend serves it (the R_Key a translator must use).
+    pub fn regions(&self) -> Vec<(Store, RegionInfo)> {
+        let mem = self.stores.memory();
+        self.stores
+            .stores()
+            .iter()
+            .zip(&self.rkeys)
+            .map(|(st, &rkey)| (*st, RegionInfo { rkey, ..mem.regions()[st.region] }))
+            .collect()
     }
 
     /// The configuration.
@@ -50,7 +72,7 @@ impl Collector {
         &self.stores
     }
 
-    /// The soft-RNIC's counters.
+    /// The backend's counters (with `verbs`, only connections and immediates: the NIC applies the rest).
     pub fn stats(&self) -> &RnicStats {
         &self.stats
     }
@@ -68,16 +90,21 @@ impl Collector {
     /// What it serves, one line per region: store, librdmacm port, VA, length, R_Key.
     pub fn describe(&self) -> String {
         let mem = self.stores.memory();
+        let backend = match self.cfg.backend {
+            Backend::SoftRnic => format!(
+                "soft-RNIC on {}:{} (UDP), ICRC check {}",
+                self.cfg.ip,
+                self.cfg.udp_port,
+                if self.cfg.icrc { "on" } else { "off" }
+            ),
+            Backend::Verbs => format!("RDMA NIC (verbs, rdma_cm) on {}", self.cfg.ip),
+        };
         let mut s = format!(
-            "soft-RNIC on {}:{} (UDP), ICRC check {}, memory: {} MiB {}\n",
-            self.cfg.ip,
-            self.cfg.udp_port,
-            if self.cfg.icrc { "on" } else { "off" },
+            "{backend}, memory: {} MiB {}\n",
             mem.host().len() >> 20,
             if mem.host().hugepages() { "hugepages" } else { "regular pages" },
         );
-        for st in self.stores.stores() {
-            let r = mem.regions()[st.region];
+        for (st, r) in self.regions() {
             let shape = match st.kind {
                 StoreKind::KeyWrite { slots, data_len, redundancy } => {
                     format!("{slots} slots of {data_len} B, N={redundancy}")
@@ -115,5 +142,66 @@ impl Collector {
 impl Drop for Collector {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+/// What a started backend hands the collector: its thread, counters, notifier and R_Keys.
+type Started = (JoinHandle<()>, Arc<RnicStats>, Notifier, Vec<u32>);
+
+/// Start the verbs backend on its own thread (rdma-core handles stay on the thread that made
+/// them) and wait until it listens or fails.
+#[cfg(feature = "verbs")]
+fn start_verbs(cfg: &CollectorConfig, stores: &Stores, stop: &Arc<AtomicBool>) -> anyhow::Result<Started> {
+    let stats = Arc::new(RnicStats::default());
+    let notifier = Notifier::default();
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let (ip, st, s, n, stop) = (cfg.ip, stores.clone(), stats.clone(), notifier.clone(), stop.clone());
+    let t = std::thread::Builder::new().name("verbs".into()).spawn(move || {
+        match crate::verbs::VerbsCollector::start(ip, &st, s, n) {
+            Ok((mut v, rkeys)) => {
+                let _ = tx.send(Ok(rkeys));
+                v.run(&stop);
+            }
+            Err(e) => {
+                let _ = tx.send(Err(e));
+            }
+        }
+    })?;
+    let rkeys = rx.recv().map_err(|_| anyhow::anyhow!("the verbs thread ended before it started"))??;
+    Ok((t, stats, notifier, rkeys))
+}
+
+#[cfg(not(feature = "verbs"))]
+fn start_verbs(_: &CollectorConfig, _: &Stores, _: &Arc<AtomicBool>) -> anyhow::Result<Started> {
+    anyhow::bail!(
+        "collector.backend = \"verbs\": this collector was built without the verbs backend; \
+         rebuild with `cargo build --release -p collector --features verbs` (needs libibverbs-dev \
+         and librdmacm-dev) on a host with a RoCEv2 NIC"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// With `backend = "verbs"` and no RDMA device on the address (or no verbs support built
+    /// in), starting fails with an error saying what is missing — never a half-started
+    /// collector.
+    #[test]
+    fn a_verbs_collector_without_a_nic_says_what_is_missing() {
+        let cfg = CollectorConfig::parse(
+            Path::new("t.toml"),
+            "[collector]\nip = \"127.0.0.61\"\nmemory = \"pages\"\nbackend = \"verbs\"\n[keywrite]\nport = 1337\nslots = 64\n",
+        )
+        .unwrap();
+        let e = Collector::start(&cfg).expect_err("127.0.0.61 is on no RDMA device");
+        let msg = format!("{e:#}");
+        let expected = if cfg!(feature = "verbs") {
+            "no RDMA device serves 127.0.0.61:1337"
+        } else {
+            "--features verbs"
+        };
+        assert!(msg.contains(expected), "{msg}");
     }
 }

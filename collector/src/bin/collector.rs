@@ -1,4 +1,5 @@
-//! `collector`: serve DTA stores on a soft-RNIC, and query a running one.
+//! `collector`: serve DTA stores (soft-RNIC, or an RDMA NIC with `--features verbs`), and query a
+//! running one.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -14,7 +15,7 @@ use collector::{Collector, CollectorConfig, StatsSnapshot, http};
 #[command(
     name = "collector",
     version,
-    about = "DTA collector: a soft-RNIC serving registered memory, and its queries"
+    about = "DTA collector: registered memory served by a soft-RNIC or an RDMA NIC, and its queries"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -23,8 +24,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Cmd {
-    /// Serve the stores of a config on a soft-RNIC (RoCEv2 over UDP 4791); print the regions,
-    /// then per-second counters.
+    /// Serve the stores of a config on its backend (the soft-RNIC, RoCEv2 over UDP 4791, or with
+    /// `backend = "verbs"` an RDMA NIC); print the regions, then per-second counters.
     Serve {
         /// The collector config (see config/collector.toml).
         #[arg(long)]
@@ -107,7 +108,7 @@ enum Query {
         #[arg(long)]
         follow: bool,
     },
-    /// The soft-RNIC's counters.
+    /// The backend's counters.
     Stats,
     /// The regions served.
     Regions,
