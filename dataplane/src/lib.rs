@@ -12,25 +12,26 @@
 //! * [`tm`] — the traffic manager: per-port priority queues in a shared buffer with
 //!   byte-accurate accounting, strict + DWRR scheduling, shaping, ECN marking and IEEE 802.1Qbb
 //!   PFC;
-//! * [`port`] — port backends behind one burst interface (memory, pcap, AF_PACKET, and DPDK with
-//!   the `dpdk` feature when DPDK is found at build time);
+//! * [`port`] and [`buf`] — port backends behind one burst interface (memory, pcap, AF_PACKET,
+//!   UDP sockets, and DPDK with the `dpdk` feature when DPDK is found at build time) and packet
+//!   buffers: the `ports` crate, re-exported (the collector's soft-RNIC uses them too);
 //! * [`runtime`] — the poll-mode runtime: pinned pipeline threads, a control thread, stats;
 //! * [`config`] — the TOML configuration;
 //! * [`programs`] — the programs (`l2l3`, `macswap`).
 //!
 //! What it is not: packet formats live in `wire`; RoCEv2 state machines in `roce`. [`Switch`]
 //! and the TM read no clock — the runtime passes time in, so the virtual-time lab runs the same
-//! code. `unsafe` appears only in the AF_PACKET and DPDK port backends, each block with its
-//! `SAFETY` comment.
+//! code. This crate has no `unsafe`: it lives in the port backends (`ports`), each block with
+//! its `SAFETY` comment.
 //!
 //! [`Switch`]: switch::Switch
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod buf;
+pub use ports::buf;
 pub mod config;
 pub mod model;
-pub mod port;
+pub use ports::port;
 pub mod programs;
 pub mod runtime;
 pub mod switch;
