@@ -6,6 +6,8 @@
 //! icrc = true              # check the ICRC (false: like a NIC whose ICRC check is disabled)
 //! memory = "auto"          # "hugepages", "pages" or "auto" (hugepages if the system has them)
 //! backend = "soft-rnic"    # or "verbs": a real RoCEv2 NIC through rdma-core (feature `verbs`)
+//! interface = "veth-c"     # soft-RNIC only: take frames from this interface (AF_PACKET, root)
+//!                          # instead of the host's UDP socket
 //!
 //! [keywrite]               # one store per primitive; each is a librdmacm port
 //! port = 1337
@@ -152,6 +154,8 @@ pub struct CollectorConfig {
     pub memory: MemoryKind,
     /// What serves the memory.
     pub backend: Backend,
+    /// The soft-RNIC's interface for AF_PACKET (default: the host's UDP socket).
+    pub interface: Option<String>,
     /// Seed for QPNs, PSNs and R_Keys (vary it between restarts; default from the clock).
     pub seed: Option<u32>,
     /// The stores.
@@ -179,6 +183,7 @@ struct RawCollector {
     icrc: Option<bool>,
     memory: Option<String>,
     backend: Option<String>,
+    interface: Option<String>,
     seed: Option<u32>,
 }
 
@@ -262,6 +267,17 @@ impl CollectorConfig {
                 ));
             }
         };
+        if c.interface.is_some() && backend == Backend::Verbs {
+            return Err(err(
+                "collector.interface",
+                "the verbs backend receives through its NIC: `interface` is for the soft-RNIC".into(),
+            ));
+        }
+        if let Some(i) = &c.interface
+            && (i.is_empty() || i.len() > 15 || i.contains(['/', ' ']))
+        {
+            return Err(err("collector.interface", format!("{i:?} is not an interface name")));
+        }
         let mut stores = Vec::new();
         let pow2 = |key: &str, v: Option<u64>| -> Result<u64, ConfigError> {
             let v = v.ok_or_else(|| err(key, "missing: the number of slots, a power of two".into()))?;
@@ -390,6 +406,7 @@ impl CollectorConfig {
             icrc: c.icrc.unwrap_or(true),
             memory,
             backend,
+            interface: c.interface.clone(),
             seed: c.seed,
             stores: stores.into_iter().map(|(_, s)| s).collect(),
         })

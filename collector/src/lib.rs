@@ -13,6 +13,8 @@
 //!   paths, sketch reads and point estimates, and a multi-threaded batch lookup.
 //! * [`rnic`] — the soft-RNIC: a RoCEv2 responder on a UDP socket (ICRC, PSN, QPN, R_Key and
 //!   bounds checked; CM server; the metadata SEND), for machines without an RDMA NIC.
+//! * [`rnic_port`] — the same soft-RNIC on a frame port (AF_PACKET): ICRC over the header as it
+//!   arrived, ARP answered for the collector's address.
 //! * `verbs` (cargo feature `verbs`) — the same stores served by a real RoCEv2 NIC through
 //!   rdma-core: rdma_cm listeners, `ibv_reg_mr_iova`, the metadata SEND with the NIC's R_Key.
 //! * [`peer`] — a packet-at-a-time RoCEv2 peer on a UDP socket (CM, metadata, single packets),
@@ -22,8 +24,8 @@
 //!   `collector serve` and the demo run.
 //!
 //! What it is not: it never touches a report on the data path — reports arrive as RDMA writes,
-//! and queries read memory. The soft-RNIC receives on a UDP socket only (not yet AF_PACKET or
-//! DPDK). The Hawkeye analyzer will live here too.
+//! and queries read memory. The soft-RNIC receives on a UDP socket or, through [`rnic_port`],
+//! whole frames on an interface (AF_PACKET); not yet through DPDK. The Hawkeye analyzer will live here too.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -33,6 +35,7 @@ pub mod http;
 pub mod memory;
 pub mod peer;
 pub mod rnic;
+pub mod rnic_port;
 pub mod service;
 pub mod store;
 #[cfg(feature = "verbs")]

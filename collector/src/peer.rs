@@ -7,14 +7,18 @@ use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::time::Duration;
 
+use ports::buf::{Frame, HeapPool, PktBuf, Pool};
+use ports::port::{AfPacketPort, PortIo, fill};
 use roce::cm::{ClientEvent, CmClient, CmConfig, ConnectParams, Connection, Metadata};
 use roce::frames;
 use roce::requester::Transport;
 use roce::responder::Reply;
-use wire::ethernet::EthernetAddress;
+use wire::ethernet::{EthernetAddress, EthernetFrame};
 use wire::ibcm::{CmMadRepr, MAD_LEN};
+use wire::ipv4::{Ipv4Packet, protocol};
 use wire::roce::{Opcode, RoceRepr, Syndrome};
 use wire::stack::{RoceStack, UdpFlow};
+use wire::udp::UdpPacket;
 use wire::udp::port::ROCE_V2;
 
 /// A packet the peer received, parsed.
@@ -44,12 +48,25 @@ pub enum ConnectFailed {
     Refused(String),
 }
 
-/// One UDP socket on port 4791 of `me`, talking to port 4791 of `collector`.
+/// RoCEv2 (UDP port 4791) between `me` and `collector`: through the host's UDP socket, or as
+/// whole frames on an interface (AF_PACKET) — then the IPv4 header the ICRC covers is exactly
+/// the one built here (a kernel socket picks the identification itself: recent kernels set a
+/// non-zero one even with DF, which only a receiver that sees the header can check).
 #[derive(Debug)]
 pub struct UdpPeer {
     sock: UdpSocket,
     me: SocketAddrV4,
     collector: SocketAddrV4,
+    frames: Option<Frames>,
+    timeout: Duration,
+}
+
+/// The frame path: the port, its buffers, and the MACs.
+#[derive(Debug)]
+struct Frames {
+    port: std::sync::Mutex<(AfPacketPort, HeapPool)>,
+    mac: EthernetAddress,
+    collector_mac: EthernetAddress,
 }
 
 impl UdpPeer {
@@ -58,7 +75,25 @@ impl UdpPeer {
         let me = SocketAddrV4::new(me, ROCE_V2);
         let sock = UdpSocket::bind(me)?;
         sock.set_read_timeout(Some(timeout))?;
-        Ok(Self { sock, me, collector: SocketAddrV4::new(collector, ROCE_V2) })
+        Ok(Self { sock, me, collector: SocketAddrV4::new(collector, ROCE_V2), frames: None, timeout })
+    }
+
+    /// Send and receive whole frames on `iface` (AF_PACKET, root) from `me` with MAC `mac` to
+    /// the collector at `collector_mac`. A UDP socket is still bound on `me`:4791, so the
+    /// kernel answers nothing itself to the collector's replies.
+    pub fn af_packet(
+        iface: &str,
+        me: Ipv4Addr,
+        mac: EthernetAddress,
+        collector: Ipv4Addr,
+        collector_mac: EthernetAddress,
+        timeout: Duration,
+    ) -> io::Result<Self> {
+        let mut p = Self::bind(me, collector, timeout)?;
+        let port = AfPacketPort::open(iface)?;
+        let pool = HeapPool::new(64, ports::buf::DEFAULT_DATAROOM);
+        p.frames = Some(Frames { port: std::sync::Mutex::new((port, pool)), mac, collector_mac });
+        Ok(p)
     }
 
     /// The socket (for sending and receiving in bulk).
@@ -69,8 +104,10 @@ impl UdpPeer {
     /// The IPv4/UDP header the kernel puts on what this peer sends (the ICRC covers it), in
     /// front of an Ethernet header no one sees.
     pub fn flow(&self) -> UdpFlow {
-        let mac = EthernetAddress([2, 0, 0, 0, 0, 1]);
-        UdpFlow::host_udp(mac, mac, self.me, self.collector)
+        // Over a UDP socket the Ethernet header is never sent: any MAC will do.
+        let any = EthernetAddress([2, 0, 0, 0, 0, 1]);
+        let (mac, dst) = self.frames.as_ref().map_or((any, any), |f| (f.mac, f.collector_mac));
+        UdpFlow::host_udp(mac, dst, self.me, self.collector)
     }
 
     /// Send `roce` with its ICRC — or, with `spoil_icrc`, a wrong one.
@@ -83,24 +120,50 @@ impl UdpPeer {
         if spoil_icrc {
             b[n - 1] ^= 0x5a;
         }
-        self.sock.send_to(&b[flow.headers_len()..n], self.collector).map(|_| ())
+        let Some(f) = &self.frames else {
+            return self.sock.send_to(&b[flow.headers_len()..n], self.collector).map(|_| ());
+        };
+        let mut g = f.port.lock().unwrap_or_else(|e| e.into_inner());
+        let (port, pool) = &mut *g;
+        let frame =
+            fill(pool as &mut dyn Pool<PktBuf>, &b[..n]).ok_or_else(|| io::Error::other("no buffer"))?;
+        let mut out = vec![frame];
+        if port.tx_burst(&mut out, pool) == 1 { Ok(()) } else { Err(io::Error::other("not sent")) }
     }
 
     /// The next packet, if one comes before the timeout. Datagrams that are not RoCEv2 are
     /// skipped.
     pub fn recv(&self) -> Option<Received> {
+        if let Some(f) = &self.frames {
+            return self.recv_frame(f);
+        }
         let mut b = [0u8; 4200];
         loop {
             let n = self.sock.recv(&mut b).ok()?;
             if let Ok(r) = RoceRepr::parse(&b[..n]) {
-                return Some(Received {
-                    opcode: r.bth.opcode,
-                    psn: r.bth.psn,
-                    syndrome: r.ext.aeth.map(|a| a.syndrome),
-                    payload: r.payload.to_vec(),
-                });
+                return Some(received(&r));
             }
         }
+    }
+
+    fn recv_frame(&self, f: &Frames) -> Option<Received> {
+        let until = std::time::Instant::now() + self.timeout;
+        let mut g = f.port.lock().unwrap_or_else(|e| e.into_inner());
+        let (port, pool) = &mut *g;
+        let mut got = Vec::new();
+        while std::time::Instant::now() < until {
+            port.rx_burst(pool, &mut got, 1);
+            let Some(fr) = got.pop() else {
+                std::thread::sleep(Duration::from_micros(200));
+                continue;
+            };
+            let r = roce_to(fr.data(), *self.me.ip());
+            pool.free(fr);
+            if r.is_some() {
+                return r;
+            }
+        }
+        None
     }
 
     /// Connect an RC QP numbered `qpn`, first PSN `psn`, to the data structure on librdmacm
@@ -139,5 +202,28 @@ impl UdpPeer {
         self.send(frames::reply(conn.remote_qpn, &ack).ok_or(ConnectFailed::Missing("ACK"))?, false)?;
         let meta = Metadata::decode(&meta.payload).ok_or(ConnectFailed::Missing("16-byte metadata"))?;
         Ok((conn, meta))
+    }
+}
+
+/// What a RoCEv2 packet in an Ethernet/IPv4/UDP frame addressed to `me` says, if it is one.
+fn roce_to(frame: &[u8], me: Ipv4Addr) -> Option<Received> {
+    let eth = EthernetFrame::new_checked(frame).ok()?;
+    let ip = Ipv4Packet::new_checked(eth.payload()).ok()?;
+    if ip.dst_addr() != me || ip.protocol() != protocol::UDP {
+        return None;
+    }
+    let udp = UdpPacket::new_checked(ip.payload()).ok()?;
+    if udp.dst_port() != ROCE_V2 {
+        return None;
+    }
+    RoceRepr::parse(udp.payload()).ok().map(|r| received(&r))
+}
+
+fn received(r: &RoceRepr<'_>) -> Received {
+    Received {
+        opcode: r.bth.opcode,
+        psn: r.bth.psn,
+        syndrome: r.ext.aeth.map(|a| a.syndrome),
+        payload: r.payload.to_vec(),
     }
 }

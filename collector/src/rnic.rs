@@ -192,15 +192,112 @@ impl RnicConfig {
     }
 }
 
+/// What every soft-RNIC runtime shares, whatever carries its packets: the RoCEv2 endpoint over
+/// registered memory (sans-IO), the counters, the notification subscribers.
+pub(crate) struct RnicCore {
+    ep: Endpoint<Registered>,
+    pub(crate) stats: Arc<RnicStats>,
+    pub(crate) notifier: Notifier,
+    qpn_port: HashMap<u32, u16>,
+}
+
+impl RnicCore {
+    /// An endpoint listening for every store of `stores`.
+    pub(crate) fn new(cfg: &RnicConfig, stores: &Stores) -> Self {
+        let mem = stores.memory().clone();
+        let listens = stores
+            .stores()
+            .iter()
+            .map(|st| {
+                let r = mem.regions()[st.region];
+                Listen {
+                    port: st.port,
+                    metadata: Some(Metadata { va: r.va, len: r.len as u32, rkey: r.rkey }),
+                }
+            })
+            .collect();
+        let cm = CmConfig {
+            response_timeout_ns: 50_000_000,
+            max_req_tries: 4,
+            backoff_initial_ns: 50_000_000,
+            backoff_max_ns: 1_000_000_000,
+        };
+        let guid = 0x02_5f_00_00_00_00_00_00 | u64::from(u32::from(cfg.ip));
+        Self {
+            ep: Endpoint::new(cm, guid, listens, mem, cfg.seed),
+            stats: Arc::default(),
+            notifier: Notifier::default(),
+            qpn_port: HashMap::new(),
+        }
+    }
+
+    /// Handle the IPv4 packet `ip` (header, UDP, RoCEv2, ICRC) from `src`: check the ICRC (if
+    /// `icrc`), parse, and hand it to the endpoint; replies go to `out`.
+    pub(crate) fn on_ip(
+        &mut self,
+        now: u64,
+        src: Ipv4Addr,
+        ip: &[u8],
+        icrc: bool,
+        out: &mut dyn FnMut(Ipv4Addr, RoceRepr<'_>),
+    ) {
+        let s = &self.stats;
+        if icrc && icrc::verify(ip).is_err() {
+            // Too short to hold an ICRC counts as malformed, a mismatch as a bad ICRC.
+            bump(if ip.len() < 20 + 8 + 12 + 4 { &s.malformed } else { &s.bad_icrc });
+            return;
+        }
+        let Ok(r) = RoceRepr::parse(ip.get(28..).unwrap_or_default()) else {
+            bump(&s.malformed);
+            return;
+        };
+        let ev = self.ep.on_packet(now, src, &r, out);
+        self.on_event(ev);
+    }
+
+    /// Run the CM and requester timers.
+    pub(crate) fn timers(&mut self, now: u64, out: &mut dyn FnMut(Ipv4Addr, RoceRepr<'_>)) {
+        let ev = self.ep.poll(now, out);
+        self.on_event(ev);
+    }
+
+    fn on_event(&mut self, ev: Option<Event>) {
+        let s = &self.stats;
+        match ev {
+            None => {}
+            Some(Event::Applied { qpn, imm, atomic }) => {
+                bump(if atomic { &s.atomics } else { &s.writes });
+                if let Some(imm) = imm {
+                    bump(&s.immediates);
+                    let port = self.qpn_port.get(&qpn).copied().unwrap_or(0);
+                    self.notifier.publish(Notification { port, imm }, s);
+                }
+            }
+            Some(Event::Connected { qpn, port, peer }) => {
+                bump(&s.connections);
+                self.qpn_port.insert(qpn, port);
+                tracing::info!(%peer, port, qpn, "connected");
+            }
+            Some(Event::Disconnected { qpn }) => {
+                self.qpn_port.remove(&qpn);
+                tracing::info!(qpn, "disconnected");
+            }
+            Some(Event::Duplicate) => bump(&s.duplicates),
+            Some(Event::OutOfSequence) => bump(&s.out_of_sequence),
+            Some(Event::AccessError) => bump(&s.access_errors),
+            Some(Event::Invalid) => bump(&s.invalid),
+            Some(Event::UnknownQp) => bump(&s.unknown_qp),
+            Some(Event::BadMad) => bump(&s.bad_mads),
+        }
+    }
+}
+
 /// The soft-RNIC.
 pub struct SoftRnic {
     cfg: RnicConfig,
     sock: UdpSocket,
     state: UdpSocketState,
-    ep: Endpoint<Registered>,
-    stats: Arc<RnicStats>,
-    notifier: Notifier,
-    qpn_port: HashMap<u32, u16>,
+    core: RnicCore,
     rx: Vec<u8>,
     /// Replies of this batch: (peer, offset, length) into `tx`.
     replies: Vec<(Ipv4Addr, usize, usize)>,
@@ -227,33 +324,11 @@ impl SoftRnic {
         s.set_nonblocking(true)?;
         let sock: UdpSocket = s.into();
         let state = UdpSocketState::new((&sock).into())?;
-        let mem = stores.memory().clone();
-        let listens = stores
-            .stores()
-            .iter()
-            .map(|st| {
-                let r = mem.regions()[st.region];
-                Listen {
-                    port: st.port,
-                    metadata: Some(Metadata { va: r.va, len: r.len as u32, rkey: r.rkey }),
-                }
-            })
-            .collect();
-        let cm = CmConfig {
-            response_timeout_ns: 50_000_000,
-            max_req_tries: 4,
-            backoff_initial_ns: 50_000_000,
-            backoff_max_ns: 1_000_000_000,
-        };
-        let guid = 0x02_5f_00_00_00_00_00_00 | u64::from(u32::from(cfg.ip));
         Ok(Self {
             cfg,
             sock,
             state,
-            ep: Endpoint::new(cm, guid, listens, mem, cfg.seed),
-            stats: Arc::default(),
-            notifier: Notifier::default(),
-            qpn_port: HashMap::new(),
+            core: RnicCore::new(&cfg, stores),
             rx: vec![0; BATCH * (HEADERS + GRO * MAX_DATAGRAM)],
             replies: Vec::with_capacity(BATCH),
             tx: Vec::with_capacity(BATCH * 128),
@@ -269,17 +344,17 @@ impl SoftRnic {
 
     /// The counters.
     pub fn stats(&self) -> Arc<RnicStats> {
-        self.stats.clone()
+        self.core.stats.clone()
     }
 
     /// The notification subscribers.
     pub fn notifier(&self) -> Notifier {
-        self.notifier.clone()
+        self.core.notifier.clone()
     }
 
     /// Connections: (our QPN, port, peer).
     pub fn connections(&self) -> Vec<(u32, u16, Ipv4Addr)> {
-        self.ep.connections().collect()
+        self.core.ep.connections().collect()
     }
 
     fn now(&self) -> u64 {
@@ -343,67 +418,25 @@ impl SoftRnic {
     /// Handle the datagram of `len` bytes at `at` in the receive buffer (with `HEADERS` bytes
     /// before it free to overwrite).
     fn on_datagram(&mut self, now: u64, src: SocketAddrV4, at: usize, len: usize) {
-        bump(&self.stats.rx_packets);
-        self.stats.rx_bytes.fetch_add(len as u64, Ordering::Relaxed);
+        let stats = &self.core.stats;
+        bump(&stats.rx_packets);
+        stats.rx_bytes.fetch_add(len as u64, Ordering::Relaxed);
         let to = SocketAddrV4::new(self.cfg.ip, self.cfg.udp_port);
         let flow = UdpFlow::host_udp(NO_MAC, NO_MAC, src, to);
         let buf = &mut self.rx[at - HEADERS..at + len];
         if flow.emit_headers(len, buf).is_err() {
-            bump(&self.stats.malformed);
+            bump(&stats.malformed);
             return;
         }
-        if self.cfg.icrc && icrc::verify(&buf[14..]).is_err() {
-            // Too short to hold an ICRC counts as malformed, a mismatch as a bad ICRC.
-            if len < 12 + 4 {
-                bump(&self.stats.malformed)
-            } else {
-                bump(&self.stats.bad_icrc)
-            }
-            return;
-        }
-        let Ok(r) = RoceRepr::parse(&buf[HEADERS..]) else {
-            bump(&self.stats.malformed);
-            return;
-        };
-        let Self { ep, tx, replies, cfg, .. } = self;
-        let ev = ep.on_packet(now, *src.ip(), &r, &mut |peer, roce| push_reply(cfg, tx, replies, peer, roce));
-        self.on_event(ev);
+        let Self { core, tx, replies, cfg, .. } = self;
+        core.on_ip(now, *src.ip(), &buf[14..], cfg.icrc, &mut |peer, roce| {
+            push_reply(cfg, tx, replies, peer, roce)
+        });
     }
 
     fn ep_timers(&mut self, now: u64) {
-        let Self { ep, tx, replies, cfg, .. } = self;
-        let ev = ep.poll(now, &mut |peer, roce| push_reply(cfg, tx, replies, peer, roce));
-        self.on_event(ev);
-    }
-
-    fn on_event(&mut self, ev: Option<Event>) {
-        let s = &self.stats;
-        match ev {
-            None => {}
-            Some(Event::Applied { qpn, imm, atomic }) => {
-                bump(if atomic { &s.atomics } else { &s.writes });
-                if let Some(imm) = imm {
-                    bump(&s.immediates);
-                    let port = self.qpn_port.get(&qpn).copied().unwrap_or(0);
-                    self.notifier.publish(Notification { port, imm }, s);
-                }
-            }
-            Some(Event::Connected { qpn, port, peer }) => {
-                bump(&s.connections);
-                self.qpn_port.insert(qpn, port);
-                tracing::info!(%peer, port, qpn, "connected");
-            }
-            Some(Event::Disconnected { qpn }) => {
-                self.qpn_port.remove(&qpn);
-                tracing::info!(qpn, "disconnected");
-            }
-            Some(Event::Duplicate) => bump(&s.duplicates),
-            Some(Event::OutOfSequence) => bump(&s.out_of_sequence),
-            Some(Event::AccessError) => bump(&s.access_errors),
-            Some(Event::Invalid) => bump(&s.invalid),
-            Some(Event::UnknownQp) => bump(&s.unknown_qp),
-            Some(Event::BadMad) => bump(&s.bad_mads),
-        }
+        let Self { core, tx, replies, cfg, .. } = self;
+        core.timers(now, &mut |peer, roce| push_reply(cfg, tx, replies, peer, roce));
     }
 
     /// Send the gathered replies: runs of equal length to one peer as one GSO send.
@@ -428,7 +461,7 @@ impl SoftRnic {
                 src_ip: None,
             };
             if self.state.try_send((&self.sock).into(), &t).is_ok() {
-                self.stats.tx_packets.fetch_add((j - i) as u64, Ordering::Relaxed);
+                self.core.stats.tx_packets.fetch_add((j - i) as u64, Ordering::Relaxed);
             }
             i = j;
         }

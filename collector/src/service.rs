@@ -37,6 +37,7 @@ impl Collector {
         let (stores, warning) = Stores::new(cfg, seed)?;
         let stop = Arc::new(AtomicBool::new(false));
         let (thread, stats, notifier, rkeys) = match cfg.backend {
+            Backend::SoftRnic if cfg.interface.is_some() => start_af_packet(cfg, seed, &stores, &stop)?,
             Backend::SoftRnic => {
                 let mut rnic = SoftRnic::bind(RnicConfig::from_config(cfg, seed), &stores)?;
                 let (stats, notifier) = (rnic.stats(), rnic.notifier());
@@ -47,6 +48,12 @@ impl Collector {
                 (t, stats, notifier, rkeys)
             }
             Backend::Verbs => start_verbs(cfg, &stores, &stop)?,
+        };
+        let rkeys = match cfg.backend {
+            Backend::SoftRnic => {
+                stores.stores().iter().map(|st| stores.memory().regions()[st.region].rkey).collect()
+            }
+            Backend::Verbs => rkeys,
         };
         Ok(Self { cfg: cfg.clone(), stores, stats, notifier, stop, thread: Some(thread), warning, rkeys })
     }
@@ -92,9 +99,10 @@ impl Collector {
         let mem = self.stores.memory();
         let backend = match self.cfg.backend {
             Backend::SoftRnic => format!(
-                "soft-RNIC on {}:{} (UDP), ICRC check {}",
+                "soft-RNIC on {}:{} ({}), ICRC check {}",
                 self.cfg.ip,
                 self.cfg.udp_port,
+                self.cfg.interface.as_deref().map_or("UDP".into(), |i| format!("AF_PACKET on {i}")),
                 if self.cfg.icrc { "on" } else { "off" }
             ),
             Backend::Verbs => format!("RDMA NIC (verbs, rdma_cm) on {}", self.cfg.ip),
@@ -145,8 +153,29 @@ impl Drop for Collector {
     }
 }
 
-/// What a started backend hands the collector: its thread, counters, notifier and R_Keys.
+/// What a started backend hands the collector: its thread, counters, notifier and (verbs) the
+/// NIC's R_Keys.
 type Started = (JoinHandle<()>, Arc<RnicStats>, Notifier, Vec<u32>);
+
+/// The soft-RNIC on `cfg.interface` through AF_PACKET, with that interface's MAC.
+fn start_af_packet(
+    cfg: &CollectorConfig,
+    seed: u32,
+    stores: &Stores,
+    stop: &Arc<AtomicBool>,
+) -> anyhow::Result<Started> {
+    use anyhow::Context;
+    let iface = cfg.interface.as_deref().unwrap_or_default();
+    let port = ports::port::AfPacketPort::open(iface)
+        .with_context(|| format!("cannot open interface {iface:?} with AF_PACKET (needs root)"))?;
+    let mac = crate::rnic_port::interface_mac(iface).with_context(|| format!("no MAC for {iface:?}"))?;
+    let pool = ports::buf::HeapPool::new(1024, ports::buf::DEFAULT_DATAROOM);
+    let mut rnic =
+        crate::rnic_port::PortRnic::new(RnicConfig::from_config(cfg, seed), mac, port, pool, stores);
+    let (stats, notifier, s) = (rnic.stats(), rnic.notifier(), stop.clone());
+    let t = std::thread::Builder::new().name("soft-rnic".into()).spawn(move || rnic.run(&s))?;
+    Ok((t, stats, notifier, Vec::new()))
+}
 
 /// Start the verbs backend on its own thread (rdma-core handles stay on the thread that made
 /// them) and wait until it listens or fails.

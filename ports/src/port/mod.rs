@@ -77,8 +77,8 @@ pub trait PortIo<F>: Send {
 }
 
 /// Copy `data` into a buffer from `pool`; `None` (and the buffer back) if none is free or it
-/// does not fit.
-pub(crate) fn fill<F: Frame>(pool: &mut dyn Pool<F>, data: &[u8]) -> Option<F> {
+/// does not fit. For frames a runtime makes itself (ARP answers, replies).
+pub fn fill<F: Frame>(pool: &mut dyn Pool<F>, data: &[u8]) -> Option<F> {
     let mut b = pool.alloc()?;
     if b.set(data) {
         Some(b)
