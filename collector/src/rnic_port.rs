@@ -190,16 +190,3 @@ fn push_frame<F: Frame, Q: Pool<F> + 'static>(
         tx.push(f);
     }
 }
-
-/// The MAC of interface `iface`, from sysfs.
-pub fn interface_mac(iface: &str) -> std::io::Result<EthernetAddress> {
-    let text = std::fs::read_to_string(format!("/sys/class/net/{iface}/address"))?;
-    let mut mac = [0u8; 6];
-    let mut parts = text.trim().split(':');
-    for b in &mut mac {
-        *b = parts.next().and_then(|p| u8::from_str_radix(p, 16).ok()).ok_or_else(|| {
-            std::io::Error::new(std::io::ErrorKind::InvalidData, format!("bad MAC {text:?}"))
-        })?;
-    }
-    Ok(EthernetAddress(mac))
-}

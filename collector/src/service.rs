@@ -168,7 +168,7 @@ fn start_af_packet(
     let iface = cfg.interface.as_deref().unwrap_or_default();
     let port = ports::port::AfPacketPort::open(iface)
         .with_context(|| format!("cannot open interface {iface:?} with AF_PACKET (needs root)"))?;
-    let mac = crate::rnic_port::interface_mac(iface).with_context(|| format!("no MAC for {iface:?}"))?;
+    let mac = ports::port::interface_mac(iface).with_context(|| format!("no MAC for {iface:?}"))?;
     let pool = ports::buf::HeapPool::new(1024, ports::buf::DEFAULT_DATAROOM);
     let mut rnic =
         crate::rnic_port::PortRnic::new(RnicConfig::from_config(cfg, seed), mac, port, pool, stores);

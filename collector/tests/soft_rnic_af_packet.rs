@@ -77,7 +77,7 @@ fn the_soft_rnic_serves_over_af_packet() {
     // The peer sends whole frames on the other end, as a translator on AF_PACKET does: the
     // IPv4 header the ICRC covers is then the one on the wire (a kernel UDP socket picks its
     // own identification).
-    let mac = |i: &str| collector::rnic_port::interface_mac(i).unwrap();
+    let mac = |i: &str| ports::port::interface_mac(i).unwrap();
     let peer = UdpPeer::af_packet(&a, PEER, mac(&a), COLLECTOR, mac(&b), Duration::from_secs(2)).unwrap();
 
     // The kernel ARPs for the collector; the soft-RNIC answers; CM and metadata follow.

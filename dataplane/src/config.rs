@@ -870,7 +870,7 @@ fn port(ctx: &Ctx<'_>, i: usize, p: RawPort) -> Result<PortConfig, ConfigError> 
     if p.device.is_some() && !matches!(backend, Backend::Dpdk { .. }) {
         return Err(ctx.err(key("device"), format!("only for backend \"dpdk\", not {:?}", p.backend)));
     }
-    let mac = parse_mac(&p.mac).ok_or_else(|| {
+    let mac = EthernetAddress::parse(&p.mac).ok_or_else(|| {
         ctx.err(key("mac"), format!("{:?} is not a MAC address (aa:bb:cc:dd:ee:ff)", p.mac))
     })?;
     let speed_bps = parse_rate(&p.speed).ok_or_else(|| {
@@ -912,20 +912,6 @@ fn port(ctx: &Ctx<'_>, i: usize, p: RawPort) -> Result<PortConfig, ConfigError> 
         tm.burst_bytes = b;
     }
     Ok(PortConfig { name: p.name, backend, mac, ipv4, tm })
-}
-
-/// Parse `aa:bb:cc:dd:ee:ff`.
-pub fn parse_mac(s: &str) -> Option<EthernetAddress> {
-    let mut out = [0u8; 6];
-    let mut parts = s.split(':');
-    for o in &mut out {
-        let p = parts.next()?;
-        if p.len() != 2 {
-            return None;
-        }
-        *o = u8::from_str_radix(p, 16).ok()?;
-    }
-    parts.next().is_none().then_some(EthernetAddress(out))
 }
 
 /// Parse a rate: `10G`, `25g`, `400M`, `1.5G`, `100K` or plain bits per second.
@@ -1206,8 +1192,6 @@ shape = "1G"
         assert_eq!(parse_rate("12345"), Some(12345));
         assert_eq!(parse_rate("0"), None);
         assert_eq!(parse_rate("G"), None);
-        assert_eq!(parse_mac("aa:BB:cc:00:11:22"), Some(EthernetAddress([0xaa, 0xbb, 0xcc, 0, 0x11, 0x22])));
-        assert_eq!(parse_mac("aa:bb:cc:00:11:22:33"), None);
         assert_eq!(parse_cidr("10.0.0.0"), Err("missing /prefix-length"));
     }
 }

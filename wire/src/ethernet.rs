@@ -38,6 +38,20 @@ impl EthernetAddress {
     pub const fn is_zero(&self) -> bool {
         matches!(self.0, [0, 0, 0, 0, 0, 0])
     }
+
+    /// Parse `aa:bb:cc:dd:ee:ff`: six colon-separated pairs of hex digits, nothing more.
+    pub fn parse(s: &str) -> Option<Self> {
+        let mut out = [0u8; 6];
+        let mut parts = s.split(':');
+        for o in &mut out {
+            let p = parts.next()?;
+            if p.len() != 2 {
+                return None;
+            }
+            *o = u8::from_str_radix(p, 16).ok()?;
+        }
+        parts.next().is_none().then_some(Self(out))
+    }
 }
 
 impl fmt::Display for EthernetAddress {
@@ -267,6 +281,17 @@ pub fn expect_ethertype(got: EtherType, want: EtherType) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mac_addresses_parse_from_colon_hex_only() {
+        assert_eq!(
+            EthernetAddress::parse("aa:BB:cc:00:11:22"),
+            Some(EthernetAddress([0xaa, 0xbb, 0xcc, 0, 0x11, 0x22]))
+        );
+        assert_eq!(EthernetAddress::parse("aa:bb:cc:00:11:22:33"), None);
+        assert_eq!(EthernetAddress::parse("aa:bb:cc:00:11"), None);
+        assert_eq!(EthernetAddress::parse("a:bb:cc:00:11:22"), None);
+    }
 
     #[test]
     fn tagged_frame() {

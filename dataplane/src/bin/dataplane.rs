@@ -173,7 +173,8 @@ fn report(a: ReportArgs) -> anyhow::Result<runtime::report::ReportSummary> {
         bail!("--keep {}: expected 1..={MAX_KEEP} (half the 8-bit sequence space)", a.keep);
     }
     let mac = |s: &str, what: &str| {
-        dataplane::config::parse_mac(s).with_context(|| format!("{what} {s:?} is not a MAC address"))
+        wire::ethernet::EthernetAddress::parse(s)
+            .with_context(|| format!("{what} {s:?} is not a MAC address"))
     };
     let sink = match a.pcap {
         Some(path) => runtime::report::Sink::Pcap {

@@ -24,7 +24,7 @@ use wire::ipv4::{Ipv4Packet, protocol};
 
 use super::BuildCtx;
 use crate::buf::Frame;
-use crate::config::{Config, ConfigError, parse_cidr, parse_mac};
+use crate::config::{Config, ConfigError, parse_cidr};
 use crate::model::{
     DropReason, ExactTable, HashAlgo, HashUnit, LpmTable, ResourceInfo, ResourceKind, Resources, builtin,
 };
@@ -213,7 +213,7 @@ impl L2l3 {
         }
         for (i, m) in s.static_mac.iter().enumerate() {
             let key = format!("l2l3.static_mac[{i}]");
-            let mac = parse_mac(&m.mac)
+            let mac = EthernetAddress::parse(&m.mac)
                 .ok_or_else(|| c.err(format!("{key}.mac"), format!("{:?} is not a MAC address", m.mac)))?;
             let pid = port(format!("{key}.port"), &m.port)?;
             p.apply(Command::MacAdd(mac, pid), 0).map_err(|e| c.err(key, e))?;
@@ -223,7 +223,7 @@ impl L2l3 {
             let ip: Ipv4Addr =
                 n.ip.parse()
                     .map_err(|_| c.err(format!("{key}.ip"), format!("{:?} is not an IPv4 address", n.ip)))?;
-            let mac = parse_mac(&n.mac)
+            let mac = EthernetAddress::parse(&n.mac)
                 .ok_or_else(|| c.err(format!("{key}.mac"), format!("{:?} is not a MAC address", n.mac)))?;
             let pid = port(format!("{key}.port"), &n.port)?;
             p.apply(Command::NeighborAdd(ip, mac, pid), 0).map_err(|e| c.err(key, e))?;
@@ -666,7 +666,7 @@ impl Program for L2l3 {
             ports.iter().position(|p| p == s).map(|i| i as PortId).ok_or(format!("no port named {s:?}"))
         };
         let ip = |s: &str| s.parse::<Ipv4Addr>().map_err(|_| format!("{s:?} is not an IPv4 address"));
-        let mac = |s: &str| parse_mac(s).ok_or(format!("{s:?} is not a MAC address"));
+        let mac = |s: &str| EthernetAddress::parse(s).ok_or(format!("{s:?} is not a MAC address"));
         let cidr = |s: &str| parse_cidr(s).map_err(|why| format!("{s:?} is not an IPv4 CIDR: {why}"));
         match w.as_slice() {
             ["route", "add", p, "via", hops] => {

@@ -59,6 +59,13 @@ fn setsockopt<T>(fd: &OwnedFd, level: libc::c_int, name: libc::c_int, value: &T)
     if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
 }
 
+/// The MAC address of interface `iface` (from sysfs).
+pub fn interface_mac(iface: &str) -> io::Result<wire::ethernet::EthernetAddress> {
+    let text = std::fs::read_to_string(format!("/sys/class/net/{iface}/address"))?;
+    wire::ethernet::EthernetAddress::parse(text.trim())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("{iface}: bad MAC {text:?}")))
+}
+
 impl AfPacketPort {
     /// Open `iface`: needs CAP_NET_RAW (root).
     pub fn open(iface: &str) -> io::Result<Self> {

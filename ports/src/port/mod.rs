@@ -24,7 +24,7 @@ mod mem;
 mod pcap;
 mod udp;
 
-pub use af_packet::AfPacketPort;
+pub use af_packet::{AfPacketPort, interface_mac};
 pub use mem::{MemPort, RingPeer, RingPort};
 pub use pcap::PcapPort;
 pub use udp::{UdpPort, peer_mac};
