@@ -44,10 +44,11 @@ pub struct UdpFlow {
 }
 
 impl UdpFlow {
-    /// A datagram from `src` to `dst` with the IPv4 header Linux writes for an unconnected UDP
-    /// socket: no VLAN, DSCP and ECN 0, TTL 64, DF set, identification 0. What the UDP port,
-    /// the soft-RNIC and the load generator rebuild or send, and what a RoCEv2 ICRC over such a
-    /// datagram covers.
+    /// A datagram from `src` to `dst` with the plain IPv4 header our senders write: no VLAN,
+    /// DSCP and ECN 0, TTL 64, DF set, identification 0 (override fields with `..`). The UDP
+    /// port, the soft-RNIC on a UDP socket and the load generator also assume it for what the
+    /// kernel sent, since a socket does not hand its header over — older kernels wrote
+    /// identification 0 with DF; recent ones write their own (README, the collector section).
     pub const fn host_udp(
         eth_src: EthernetAddress,
         eth_dst: EthernetAddress,

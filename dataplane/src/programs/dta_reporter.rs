@@ -23,7 +23,7 @@
 //! Not here: what to monitor beyond forwarding decisions (queue depths, losses), or a CPU-side
 //! store for reports larger than the kept-report buffer.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddrV4};
 
 use wire::dta::{DtaRepr, NackRepr, Primitive, Priority};
 use wire::ethernet::{EtherType, EthernetFrame};
@@ -347,20 +347,12 @@ impl DtaReporter {
             self.stats.unroutable += 1;
             return false;
         };
-        let flow = UdpFlow {
-            eth_src: nh.src_mac,
-            eth_dst: nh.dst_mac,
-            vlan: None,
-            ip_src: src,
-            ip_dst: dst,
-            dscp: 0,
-            ecn: 0,
-            ttl: 64,
-            ident: 0,
-            dont_frag: true,
-            src_port: self.src_port,
-            dst_port: self.udp_port,
-        };
+        let flow = UdpFlow::host_udp(
+            nh.src_mac,
+            nh.dst_mac,
+            SocketAddrV4::new(src, self.src_port),
+            SocketAddrV4::new(dst, self.udp_port),
+        );
         let sent = out.emit(Dest::Port(nh.port), self.queue, |f| {
             f.reset();
             f.append(report_frame_len(&flow, report.len()))

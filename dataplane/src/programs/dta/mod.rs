@@ -39,7 +39,7 @@ mod qp;
 pub mod reporter;
 pub mod state;
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddrV4};
 
 use roce::cm::{ClientEvent, CmClient, CmConfig, ConnectError, ConnectParams, Metadata};
 use roce::frames;
@@ -397,20 +397,13 @@ impl DtaTranslator {
                     slots: 0,
                     hop: None,
                     resolved_at: 0,
-                    flow: UdpFlow {
-                        eth_src: EthernetAddress([0; 6]),
-                        eth_dst: EthernetAddress([0; 6]),
-                        vlan: None,
-                        ip_src: Ipv4Addr::UNSPECIFIED,
-                        ip_dst: peer,
-                        dscp: 0,
-                        ecn: 0,
-                        ttl: 64,
-                        ident: 0,
-                        dont_frag: true,
-                        src_port: 0,
-                        dst_port: wire::udp::port::ROCE_V2,
-                    },
+                    // Until the path is resolved (set_path).
+                    flow: UdpFlow::host_udp(
+                        EthernetAddress([0; 6]),
+                        EthernetAddress([0; 6]),
+                        SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0),
+                        SocketAddrV4::new(peer, wire::udp::port::ROCE_V2),
+                    ),
                     tmpl: None,
                     ud_psn: 0,
                     attempts: 0,
@@ -964,18 +957,14 @@ impl DtaTranslator {
             return md.dest = Dest::Drop(builtin::MALFORMED);
         };
         let flow = UdpFlow {
-            eth_src: eth.dst_addr(),
-            eth_dst: eth.src_addr(),
             vlan: eth.vlan(),
-            ip_src: ip.dst_addr(),
-            ip_dst: ip.src_addr(),
             dscp: ip.dscp(),
-            ecn: 0,
-            ttl: 64,
-            ident: 0,
-            dont_frag: true,
-            src_port: udp.dst_port(),
-            dst_port: NACK_PORT,
+            ..UdpFlow::host_udp(
+                eth.dst_addr(),
+                eth.src_addr(),
+                SocketAddrV4::new(ip.dst_addr(), udp.dst_port()),
+                SocketAddrV4::new(ip.src_addr(), NACK_PORT),
+            )
         };
         let r = NackRepr { seqnum, nack, slow_down };
         pkt.reset();

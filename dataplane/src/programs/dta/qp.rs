@@ -3,7 +3,7 @@
 //! learned region (VA, length, R_Key), the path to the collector, and the per-QP packet
 //! templates every hot-path packet is built from.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddrV4};
 
 use roce::cm::{CmClient, Metadata};
 use roce::frames;
@@ -156,20 +156,17 @@ impl Qp {
     /// Set the addressing from the resolved path and source address; rebuild the templates.
     pub fn set_path(&mut self, hop: NextHop, src: Ipv4Addr, dscp: u8, ecn: u8) {
         self.hop = Some(hop);
+        // Per-QP entropy for ECMP: a UDP source port in the dynamic range.
+        let src_port = 0xc000 | (self.local_qpn as u16 & 0x3fff);
         self.flow = UdpFlow {
-            eth_src: hop.src_mac,
-            eth_dst: hop.dst_mac,
-            vlan: None,
-            ip_src: src,
-            ip_dst: self.peer,
             dscp,
             ecn,
-            ttl: 64,
-            ident: 0,
-            dont_frag: true,
-            // Per-QP entropy for ECMP, in the dynamic range.
-            src_port: 0xc000 | (self.local_qpn as u16 & 0x3fff),
-            dst_port: wire::udp::port::ROCE_V2,
+            ..UdpFlow::host_udp(
+                hop.src_mac,
+                hop.dst_mac,
+                SocketAddrV4::new(src, src_port),
+                SocketAddrV4::new(self.peer, wire::udp::port::ROCE_V2),
+            )
         };
         self.build_templates();
     }
