@@ -9,8 +9,9 @@
 //! The protocol work is [`roce::endpoint::Endpoint`] (sans-IO); this module is its runtime:
 //! batched receive (`recvmmsg` and UDP GRO, by `quinn-udp`), the IPv4/UDP header the ICRC covers
 //! rebuilt in front of each datagram in place (the socket does not hand it over: the
-//! identification is taken as 0 and DF as set, what Linux and our translator send), and the
-//! replies gathered and sent with GSO.
+//! identification is taken as 0 and DF as set, what our translator's `udp` port assumes too —
+//! recent kernels put their own identification on the wire, see [`crate::rnic_port`] for the
+//! exact path), and the replies gathered and sent with GSO.
 
 use std::collections::HashMap;
 use std::io::{self, IoSliceMut};
@@ -316,14 +317,8 @@ impl std::fmt::Debug for SoftRnic {
 impl SoftRnic {
     /// Bind the socket and listen for connections to every store of `stores`.
     pub fn bind(cfg: RnicConfig, stores: &Stores) -> io::Result<Self> {
-        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None)?;
-        s.bind(&SocketAddr::V4(SocketAddrV4::new(cfg.ip, cfg.udp_port)).into())
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot bind {}:{}: {e}", cfg.ip, cfg.udp_port)))?;
-        let _ = s.set_recv_buffer_size(16 << 20);
-        let _ = s.set_send_buffer_size(4 << 20);
-        s.set_nonblocking(true)?;
-        let sock: UdpSocket = s.into();
-        let state = UdpSocketState::new((&sock).into())?;
+        let addr = SocketAddrV4::new(cfg.ip, cfg.udp_port);
+        let (sock, state) = ports::port::bind_batched(addr, false, 16 << 20, 4 << 20)?;
         Ok(Self {
             cfg,
             sock,

@@ -27,7 +27,7 @@ mod udp;
 pub use af_packet::{AfPacketPort, interface_mac};
 pub use mem::{MemPort, RingPeer, RingPort};
 pub use pcap::PcapPort;
-pub use udp::{UdpPort, peer_mac};
+pub use udp::{UdpPort, bind_batched, peer_mac};
 
 use crate::buf::{Frame, Pool};
 

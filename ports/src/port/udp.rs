@@ -18,8 +18,10 @@
 //!   stack does the real resolution). Anything else is counted as a transmit error.
 //!
 //! For RoCEv2 the kernel writes the IPv4 header, so the ICRC (which covers the addresses, the
-//! identification and the flags) holds where the kernel sends with DF set and identification
-//! 0, as Linux does for unconnected UDP sockets with path-MTU discovery on (the default).
+//! identification and the flags) holds on the wire only where the kernel sends with DF set and
+//! identification 0, as older kernels did for unconnected UDP sockets; recent ones (6.x) write
+//! their own identification, so the ICRC holds only for a peer that assumes the same header (our
+//! soft-RNIC on a UDP socket). Where a hardware RNIC checks it, use AF_PACKET or DPDK.
 //! Datagrams and frames are copied between socket and buffer (as AF_PACKET does); the syscalls
 //! are batched (`recvmmsg`, GRO, GSO) by `quinn-udp`.
 
@@ -50,6 +52,29 @@ pub fn peer_mac(ip: Ipv4Addr) -> EthernetAddress {
     EthernetAddress([0x02, 0x00, o[0], o[1], o[2], o[3]])
 }
 
+/// A nonblocking UDP socket bound to `addr` for batched IO (`quinn-udp`'s state: recvmmsg, GRO,
+/// GSO), asking for `rx_buf` and `tx_buf` bytes of socket buffer (the kernel may cap them);
+/// `reuse_address` lets several sockets share the address. Errors name the address.
+pub fn bind_batched(
+    addr: SocketAddrV4,
+    reuse_address: bool,
+    rx_buf: usize,
+    tx_buf: usize,
+) -> io::Result<(UdpSocket, UdpSocketState)> {
+    let named = |e: io::Error| io::Error::new(e.kind(), format!("cannot bind {addr}: {e}"));
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None)?;
+    if reuse_address {
+        s.set_reuse_address(true)?;
+    }
+    s.bind(&SocketAddr::V4(addr).into()).map_err(named)?;
+    let _ = s.set_recv_buffer_size(rx_buf);
+    let _ = s.set_send_buffer_size(tx_buf);
+    s.set_nonblocking(true)?;
+    let sock: UdpSocket = s.into();
+    let state = UdpSocketState::new((&sock).into())?;
+    Ok((sock, state))
+}
+
 struct Sock {
     sock: UdpSocket,
     state: UdpSocketState,
@@ -58,15 +83,8 @@ struct Sock {
 
 impl Sock {
     fn bind(ip: Ipv4Addr, port: u16) -> io::Result<Self> {
-        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None)?;
         // Listening and sending sockets of one port share the address.
-        s.set_reuse_address(true)?;
-        s.bind(&SocketAddr::V4(SocketAddrV4::new(ip, port)).into())?;
-        let _ = s.set_recv_buffer_size(8 << 20);
-        let _ = s.set_send_buffer_size(8 << 20);
-        s.set_nonblocking(true)?;
-        let sock: UdpSocket = s.into();
-        let state = UdpSocketState::new((&sock).into())?;
+        let (sock, state) = bind_batched(SocketAddrV4::new(ip, port), true, 8 << 20, 8 << 20)?;
         let port = sock.local_addr()?.port();
         Ok(Self { sock, state, port })
     }
@@ -101,12 +119,7 @@ impl UdpPort {
     /// A port with address `ip` and MAC `mac`, receiving on UDP ports `listen` (0: an
     /// ephemeral one).
     pub fn open(ip: Ipv4Addr, mac: EthernetAddress, listen: &[u16]) -> io::Result<Self> {
-        let listen = listen
-            .iter()
-            .map(|&p| {
-                Sock::bind(ip, p).map_err(|e| io::Error::new(e.kind(), format!("cannot bind {ip}:{p}: {e}")))
-            })
-            .collect::<io::Result<Vec<_>>>()?;
+        let listen = listen.iter().map(|&p| Sock::bind(ip, p)).collect::<io::Result<Vec<_>>>()?;
         let gro = listen.iter().map(|s| s.state.gro_segments()).max().unwrap_or(1).max(1);
         Ok(Self {
             ip,
