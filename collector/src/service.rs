@@ -36,25 +36,21 @@ impl Collector {
         });
         let (stores, warning) = Stores::new(cfg, seed)?;
         let stop = Arc::new(AtomicBool::new(false));
-        let (thread, stats, notifier, rkeys) = match cfg.backend {
+        let (thread, stats, notifier, nic_rkeys) = match cfg.backend {
             Backend::SoftRnic if cfg.interface.is_some() => start_af_packet(cfg, seed, &stores, &stop)?,
             Backend::SoftRnic => {
                 let mut rnic = SoftRnic::bind(RnicConfig::from_config(cfg, seed), &stores)?;
                 let (stats, notifier) = (rnic.stats(), rnic.notifier());
                 let s = stop.clone();
                 let t = std::thread::Builder::new().name("soft-rnic".into()).spawn(move || rnic.run(&s))?;
-                let rkeys =
-                    stores.stores().iter().map(|st| stores.memory().regions()[st.region].rkey).collect();
-                (t, stats, notifier, rkeys)
+                (t, stats, notifier, None)
             }
             Backend::Verbs => start_verbs(cfg, &stores, &stop)?,
         };
-        let rkeys = match cfg.backend {
-            Backend::SoftRnic => {
-                stores.stores().iter().map(|st| stores.memory().regions()[st.region].rkey).collect()
-            }
-            Backend::Verbs => rkeys,
-        };
+        // A NIC has R_Keys of its own; the soft-RNIC serves those of the registered memory.
+        let rkeys = nic_rkeys.unwrap_or_else(|| {
+            stores.stores().iter().map(|st| stores.memory().regions()[st.region].rkey).collect()
+        });
         Ok(Self { cfg: cfg.clone(), stores, stats, notifier, stop, thread: Some(thread), warning, rkeys })
     }
 
@@ -153,9 +149,9 @@ impl Drop for Collector {
     }
 }
 
-/// What a started backend hands the collector: its thread, counters, notifier and (verbs) the
-/// NIC's R_Keys.
-type Started = (JoinHandle<()>, Arc<RnicStats>, Notifier, Vec<u32>);
+/// What a started backend hands the collector: its thread, counters, notifier and, for a NIC,
+/// its own R_Keys per store.
+type Started = (JoinHandle<()>, Arc<RnicStats>, Notifier, Option<Vec<u32>>);
 
 /// The soft-RNIC on `cfg.interface` through AF_PACKET, with that interface's MAC.
 fn start_af_packet(
@@ -174,7 +170,7 @@ fn start_af_packet(
         crate::rnic_port::PortRnic::new(RnicConfig::from_config(cfg, seed), mac, port, pool, stores);
     let (stats, notifier, s) = (rnic.stats(), rnic.notifier(), stop.clone());
     let t = std::thread::Builder::new().name("soft-rnic".into()).spawn(move || rnic.run(&s))?;
-    Ok((t, stats, notifier, Vec::new()))
+    Ok((t, stats, notifier, None))
 }
 
 /// Start the verbs backend on its own thread (rdma-core handles stay on the thread that made
@@ -197,7 +193,7 @@ fn start_verbs(cfg: &CollectorConfig, stores: &Stores, stop: &Arc<AtomicBool>) -
         }
     })?;
     let rkeys = rx.recv().map_err(|_| anyhow::anyhow!("the verbs thread ended before it started"))??;
-    Ok((t, stats, notifier, rkeys))
+    Ok((t, stats, notifier, Some(rkeys)))
 }
 
 #[cfg(not(feature = "verbs"))]
