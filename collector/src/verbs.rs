@@ -127,7 +127,7 @@ pub struct VerbsCollector {
     stats: Arc<RnicStats>,
     notifier: Notifier,
     /// Keeps the registered memory mapped while the NIC may write it.
-    stores: Stores,
+    _stores: Stores,
 }
 
 impl std::fmt::Debug for VerbsCollector {
@@ -162,7 +162,7 @@ impl VerbsCollector {
             conns: Vec::new(),
             stats,
             notifier,
-            stores: stores.clone(),
+            _stores: stores.clone(),
         };
         for i in 0..me.regs.len() {
             me.listen(i)?;
@@ -183,7 +183,7 @@ impl VerbsCollector {
         for reg in me.regs.clone() {
             let addr = SocketAddrV4::new(ip, reg.port);
             // SAFETY: the region lies inside the mapping (offset + len ≤ mapping length, as
-            // `Registered` laid it out), which `me.stores` keeps alive until after the MR is
+            // `Registered` laid it out), which `me._stores` keeps alive until after the MR is
             // deregistered in `drop`. The NIC becomes a writer of that memory, as the
             // soft-RNIC thread is otherwise: readers only ever load it as atomic words.
             let mr = unsafe {
@@ -451,7 +451,7 @@ impl Drop for VerbsCollector {
             }
             rd::rdma_destroy_event_channel(self.ch);
         }
-        let _ = &self.stores;
+        // `_stores` (the mapping the MRs covered) is dropped after this, with the other fields.
     }
 }
 
