@@ -62,22 +62,10 @@ struct RawConfig {
     tm: RawTm,
     #[serde(rename = "port", default)]
     ports: Vec<RawPort>,
-    dpdk: Option<RawDpdk>,
+    dpdk: Option<ports::port::RawDpdkConfig>,
     l2l3: Option<L2l3Section>,
     dta: Option<DtaSection>,
     dta_reporter: Option<DtaReporterSection>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawDpdk {
-    eal_args: Vec<String>,
-    mbufs: Option<u32>,
-    mbuf_cache: Option<u32>,
-    rx_ring: Option<u16>,
-    tx_ring: Option<u16>,
-    promiscuous: Option<bool>,
-    rss: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -431,24 +419,8 @@ pub enum Backend {
     },
 }
 
-/// The `[dpdk]` section: how the DPDK port backend starts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DpdkConfig {
-    /// Arguments for `rte_eal_init`, as on a DPDK application's command line before `--`.
-    pub eal_args: Vec<String>,
-    /// Mbufs in each socket's mempool.
-    pub mbufs: u32,
-    /// Per-lcore mempool cache.
-    pub mbuf_cache: u32,
-    /// Receive descriptors per queue.
-    pub rx_ring: u16,
-    /// Transmit descriptors per queue.
-    pub tx_ring: u16,
-    /// Put every DPDK port in promiscuous mode.
-    pub promiscuous: bool,
-    /// Spread received flows over the pipelines with RSS (one rx queue per pipeline).
-    pub rss: bool,
-}
+/// The `[dpdk]` section: how the DPDK port backend starts (shared with the collector's soft-RNIC).
+pub use ports::port::DpdkConfig;
 
 /// One port.
 #[derive(Debug, Clone, PartialEq)]
@@ -729,34 +701,8 @@ fn runtime(ctx: &Ctx<'_>, r: RawRuntime) -> Result<RuntimeConfig, ConfigError> {
     })
 }
 
-fn dpdk(ctx: &Ctx<'_>, d: RawDpdk) -> Result<DpdkConfig, ConfigError> {
-    if let Some((i, a)) = d.eal_args.iter().enumerate().find(|(_, a)| a.is_empty() || a.contains('\0')) {
-        return Err(ctx.err(format!("dpdk.eal_args[{i}]"), format!("{a:?} is not an argument")));
-    }
-    let mbufs = d.mbufs.unwrap_or(16383);
-    if mbufs < 1024 {
-        return Err(ctx.err("dpdk.mbufs", format!("{mbufs}: at least 1024 are needed to fill the rings")));
-    }
-    let mbuf_cache = d.mbuf_cache.unwrap_or(256);
-    if mbuf_cache > 512 {
-        return Err(ctx.err("dpdk.mbuf_cache", format!("{mbuf_cache} above DPDK's limit of 512")));
-    }
-    let ring = |key: &str, v: Option<u16>| -> Result<u16, ConfigError> {
-        let v = v.unwrap_or(1024);
-        if !v.is_power_of_two() || !(64..=16384).contains(&v) {
-            return Err(ctx.err(format!("dpdk.{key}"), format!("{v}: a power of two in 64..=16384")));
-        }
-        Ok(v)
-    };
-    Ok(DpdkConfig {
-        eal_args: d.eal_args,
-        mbufs,
-        mbuf_cache,
-        rx_ring: ring("rx_ring", d.rx_ring)?,
-        tx_ring: ring("tx_ring", d.tx_ring)?,
-        promiscuous: d.promiscuous.unwrap_or(true),
-        rss: d.rss.unwrap_or(true),
-    })
+fn dpdk(ctx: &Ctx<'_>, d: ports::port::RawDpdkConfig) -> Result<DpdkConfig, ConfigError> {
+    DpdkConfig::from_raw(d).map_err(|e| ctx.err(format!("dpdk.{}", e.key), e.reason))
 }
 
 fn tm(ctx: &Ctx<'_>, r: RawTm) -> Result<TmConfig, ConfigError> {
@@ -1016,11 +962,7 @@ impl fmt::Display for Config {
             }
         }
         if let Some(d) = &self.dpdk {
-            writeln!(f, "\n[dpdk]")?;
-            writeln!(f, "eal_args = {:?}", d.eal_args)?;
-            writeln!(f, "mbufs = {}\nmbuf_cache = {}", d.mbufs, d.mbuf_cache)?;
-            writeln!(f, "rx_ring = {}\ntx_ring = {}", d.rx_ring, d.tx_ring)?;
-            writeln!(f, "promiscuous = {}\nrss = {}", d.promiscuous, d.rss)?;
+            write!(f, "\n{d}")?;
         }
         for (i, p) in self.ports.iter().enumerate() {
             writeln!(f, "\n[[port]] # id {i}")?;

@@ -563,6 +563,14 @@ impl Eal {
         Ok(port)
     }
 
+    /// The MAC address of `port_id`.
+    pub fn mac(&self, port_id: u16) -> Option<wire::ethernet::EthernetAddress> {
+        let mut a = sys::rte_ether_addr::default();
+        // SAFETY: a valid out-pointer; DPDK checks the port id.
+        (unsafe { sys::rte_eth_macaddr_get(port_id, &mut a) } == 0)
+            .then_some(wire::ethernet::EthernetAddress(a.addr_bytes))
+    }
+
     /// The ports started.
     pub fn ports(&self) -> &[EthPort] {
         &self.ports

@@ -20,11 +20,15 @@ mod af_packet;
 #[cfg(dpdk)]
 #[allow(unsafe_code)]
 pub mod dpdk;
+mod dpdk_app;
+mod dpdk_config;
 mod mem;
 mod pcap;
 mod udp;
 
 pub use af_packet::{AfPacketPort, interface_mac};
+pub use dpdk_app::{DpdkAppError, FrameApp, run_on_dpdk};
+pub use dpdk_config::{DpdkConfig, DpdkConfigError, RawDpdkConfig};
 pub use mem::{MemPort, RingPeer, RingPort};
 pub use pcap::PcapPort;
 pub use udp::{UdpPort, bind_batched, peer_mac};
