@@ -8,6 +8,8 @@
 //! backend = "soft-rnic"    # or "verbs": a real RoCEv2 NIC through rdma-core (feature `verbs`)
 //! interface = "veth-c"     # soft-RNIC only: take frames from this interface (AF_PACKET, root)
 //!                          # instead of the host's UDP socket
+//! # device = "0000:3b:00.0" # soft-RNIC only, or: a DPDK ethdev (PCI address, vdev, port number)
+//! #                        # with a [dpdk] section (eal_args, mbufs, rings) as the switch has
 //!
 //! [keywrite]               # one store per primitive; each is a librdmacm port
 //! port = 1337
@@ -141,6 +143,25 @@ pub struct StoreConfig {
     pub va: Option<u64>,
 }
 
+/// Where the soft-RNIC receives RoCEv2.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attach {
+    /// The host's UDP socket on `ip:udp_port` (batched receive): no root, no setup.
+    Udp,
+    /// Whole frames from an interface through AF_PACKET (`collector.interface`; root).
+    AfPacket {
+        /// The interface.
+        interface: String,
+    },
+    /// Whole frames from a DPDK ethdev (`collector.device` and `[dpdk]`; feature `dpdk`).
+    Dpdk {
+        /// The device: a PCI address, a vdev from `dpdk.eal_args`, or a port number.
+        device: String,
+        /// The EAL arguments, mempool and rings.
+        dpdk: ports::port::DpdkConfig,
+    },
+}
+
 /// The whole collector configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CollectorConfig {
@@ -154,8 +175,8 @@ pub struct CollectorConfig {
     pub memory: MemoryKind,
     /// What serves the memory.
     pub backend: Backend,
-    /// The soft-RNIC's interface for AF_PACKET (default: the host's UDP socket).
-    pub interface: Option<String>,
+    /// Where the soft-RNIC takes its packets from.
+    pub attach: Attach,
     /// Seed for QPNs, PSNs and R_Keys (vary it between restarts; default from the clock).
     pub seed: Option<u32>,
     /// The stores.
@@ -166,6 +187,7 @@ pub struct CollectorConfig {
 #[serde(deny_unknown_fields)]
 struct Raw {
     collector: RawCollector,
+    dpdk: Option<ports::port::RawDpdkConfig>,
     keywrite: Option<RawKeyed>,
     keyincrement: Option<RawKeyed>,
     postcarder: Option<RawKeyed>,
@@ -184,6 +206,7 @@ struct RawCollector {
     memory: Option<String>,
     backend: Option<String>,
     interface: Option<String>,
+    device: Option<String>,
     seed: Option<u32>,
 }
 
@@ -267,16 +290,42 @@ impl CollectorConfig {
                 ));
             }
         };
-        if c.interface.is_some() && backend == Backend::Verbs {
-            return Err(err(
-                "collector.interface",
-                "the verbs backend receives through its NIC: `interface` is for the soft-RNIC".into(),
-            ));
+        let attach = match (&c.interface, &c.device) {
+            (Some(_), Some(_)) => {
+                return Err(err(
+                    "collector.device",
+                    "give the soft-RNIC one of `interface` (AF_PACKET) and `device` (DPDK), not both".into(),
+                ));
+            }
+            (Some(i), None) => {
+                if i.is_empty() || i.len() > 15 || i.contains(['/', ' ']) {
+                    return Err(err("collector.interface", format!("{i:?} is not an interface name")));
+                }
+                Attach::AfPacket { interface: i.clone() }
+            }
+            (None, Some(d)) => {
+                if d.is_empty() || d.contains('\0') {
+                    return Err(err("collector.device", format!("{d:?} is not a DPDK device name")));
+                }
+                let raw = raw.dpdk.clone().ok_or_else(|| {
+                    err("collector.device", "a DPDK device needs a [dpdk] section with eal_args".into())
+                })?;
+                let dpdk = ports::port::DpdkConfig::from_raw(raw)
+                    .map_err(|e| err(&format!("dpdk.{}", e.key), e.reason))?;
+                Attach::Dpdk { device: d.clone(), dpdk }
+            }
+            (None, None) => Attach::Udp,
+        };
+        if raw.dpdk.is_some() && !matches!(attach, Attach::Dpdk { .. }) {
+            return Err(err("dpdk", "only for a soft-RNIC on a DPDK device (collector.device)".into()));
         }
-        if let Some(i) = &c.interface
-            && (i.is_empty() || i.len() > 15 || i.contains(['/', ' ']))
-        {
-            return Err(err("collector.interface", format!("{i:?} is not an interface name")));
+        if backend == Backend::Verbs && attach != Attach::Udp {
+            let key = if c.interface.is_some() { "collector.interface" } else { "collector.device" };
+            return Err(err(
+                key,
+                "the verbs backend receives through its NIC: `interface` and `device` are for the soft-RNIC"
+                    .into(),
+            ));
         }
         let mut stores = Vec::new();
         let pow2 = |key: &str, v: Option<u64>| -> Result<u64, ConfigError> {
@@ -406,7 +455,7 @@ impl CollectorConfig {
             icrc: c.icrc.unwrap_or(true),
             memory,
             backend,
-            interface: c.interface.clone(),
+            attach,
             seed: c.seed,
             stores: stores.into_iter().map(|(_, s)| s).collect(),
         })
@@ -472,6 +521,39 @@ mod tests {
         let c = CollectorConfig::load(&path).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(c.ip, Ipv4Addr::new(127, 0, 0, 51));
         assert_eq!(c.stores.len(), 6);
+    }
+
+    /// The soft-RNIC's attachment: UDP by default, AF_PACKET with `interface`, DPDK with
+    /// `device` and `[dpdk]`; every inconsistent combination names its key.
+    #[test]
+    fn where_the_soft_rnic_attaches() {
+        let with = |collector: &str, rest: &str| {
+            CollectorConfig::parse(
+                Path::new("c.toml"),
+                &format!(
+                    "[collector]\nip = \"10.0.0.1\"\n{collector}\n{rest}\n[keywrite]\nport = 1\nslots = 2\n"
+                ),
+            )
+        };
+        assert_eq!(with("", "").unwrap().attach, Attach::Udp);
+        assert_eq!(
+            with("interface = \"veth0\"", "").unwrap().attach,
+            Attach::AfPacket { interface: "veth0".into() }
+        );
+        let dpdk = "[dpdk]\neal_args = [\"-l\", \"0-1\"]\nrx_ring = 512";
+        let Attach::Dpdk { device, dpdk: d } = with("device = \"0000:3b:00.0\"", dpdk).unwrap().attach else {
+            panic!("not DPDK")
+        };
+        assert_eq!((device.as_str(), d.rx_ring, d.tx_ring, d.mbufs), ("0000:3b:00.0", 512, 1024, 16383));
+        let key = |c: &str, r: &str| with(c, r).unwrap_err().key;
+        assert_eq!(key("device = \"net_null0\"", ""), "collector.device");
+        assert_eq!(key("device = \"net_null0\"\ninterface = \"veth0\"", dpdk), "collector.device");
+        assert_eq!(key("", dpdk), "dpdk");
+        assert_eq!(key("interface = \"veth0\"", dpdk), "dpdk");
+        assert_eq!(key("device = \"net_null0\"", "[dpdk]\neal_args = []\nmbufs = 12"), "dpdk.mbufs");
+        assert_eq!(key("device = \"net_null0\"", "[dpdk]\neal_args = []\nqueues = 2"), "dpdk.queues");
+        assert_eq!(key("backend = \"verbs\"\ndevice = \"net_null0\"", dpdk), "collector.device");
+        assert_eq!(key("backend = \"verbs\"\ninterface = \"veth0\"", ""), "collector.interface");
     }
 
     #[test]

@@ -13,8 +13,8 @@
 //!   paths, sketch reads and point estimates, and a multi-threaded batch lookup.
 //! * [`rnic`] — the soft-RNIC: a RoCEv2 responder on a UDP socket (ICRC, PSN, QPN, R_Key and
 //!   bounds checked; CM server; the metadata SEND), for machines without an RDMA NIC.
-//! * [`rnic_port`] — the same soft-RNIC on a frame port (AF_PACKET): ICRC over the header as it
-//!   arrived, ARP answered for the collector's address.
+//! * [`rnic_port`] — the same soft-RNIC on a frame port (AF_PACKET, or a DPDK ethdev with feature
+//!   `dpdk`): ICRC over the header as it arrived, ARP answered for the collector's address.
 //! * `verbs` (cargo feature `verbs`) — the same stores served by a real RoCEv2 NIC through
 //!   rdma-core: rdma_cm listeners, `ibv_reg_mr_iova`, the metadata SEND with the NIC's R_Key.
 //! * [`peer`] — a packet-at-a-time RoCEv2 peer on a UDP socket (CM, metadata, single packets),
@@ -41,7 +41,7 @@ pub mod store;
 #[cfg(feature = "verbs")]
 pub mod verbs;
 
-pub use config::{Backend, CollectorConfig, ConfigError, MemoryKind, StoreConfig, StoreKind};
+pub use config::{Attach, Backend, CollectorConfig, ConfigError, MemoryKind, StoreConfig, StoreKind};
 pub use rnic::{Notification, RnicConfig, RnicStats, SoftRnic, StatsSnapshot};
 pub use service::Collector;
 pub use store::{AppendPoll, KeyWriteAnswer, KeyWriteHit, LOOKUP_BATCH, QueryError, Stores};

@@ -7,7 +7,7 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::Receiver;
 
-use crate::config::{Backend, CollectorConfig, StoreKind};
+use crate::config::{Attach, Backend, CollectorConfig, StoreKind};
 use crate::memory::RegionInfo;
 use crate::rnic::{Notification, Notifier, RnicConfig, RnicStats, SoftRnic};
 use crate::store::{Store, Stores};
@@ -37,7 +37,12 @@ impl Collector {
         let (stores, warning) = Stores::new(cfg, seed)?;
         let stop = Arc::new(AtomicBool::new(false));
         let (thread, stats, notifier, nic_rkeys) = match cfg.backend {
-            Backend::SoftRnic if cfg.interface.is_some() => start_af_packet(cfg, seed, &stores, &stop)?,
+            Backend::SoftRnic if matches!(cfg.attach, Attach::AfPacket { .. }) => {
+                start_af_packet(cfg, seed, &stores, &stop)?
+            }
+            Backend::SoftRnic if matches!(cfg.attach, Attach::Dpdk { .. }) => {
+                start_dpdk(cfg, seed, &stores, &stop)?
+            }
             Backend::SoftRnic => {
                 let mut rnic = SoftRnic::bind(RnicConfig::from_config(cfg, seed), &stores)?;
                 let (stats, notifier) = (rnic.stats(), rnic.notifier());
@@ -98,7 +103,11 @@ impl Collector {
                 "soft-RNIC on {}:{} ({}), ICRC check {}",
                 self.cfg.ip,
                 self.cfg.udp_port,
-                self.cfg.interface.as_deref().map_or("UDP".into(), |i| format!("AF_PACKET on {i}")),
+                match &self.cfg.attach {
+                    Attach::Udp => "UDP".into(),
+                    Attach::AfPacket { interface } => format!("AF_PACKET on {interface}"),
+                    Attach::Dpdk { device, .. } => format!("DPDK device {device}"),
+                },
                 if self.cfg.icrc { "on" } else { "off" }
             ),
             Backend::Verbs => format!("RDMA NIC (verbs, rdma_cm) on {}", self.cfg.ip),
@@ -153,7 +162,7 @@ impl Drop for Collector {
 /// its own R_Keys per store.
 type Started = (JoinHandle<()>, Arc<RnicStats>, Notifier, Option<Vec<u32>>);
 
-/// The soft-RNIC on `cfg.interface` through AF_PACKET, with that interface's MAC.
+/// The soft-RNIC on `collector.interface` through AF_PACKET, with that interface's MAC.
 fn start_af_packet(
     cfg: &CollectorConfig,
     seed: u32,
@@ -161,7 +170,9 @@ fn start_af_packet(
     stop: &Arc<AtomicBool>,
 ) -> anyhow::Result<Started> {
     use anyhow::Context;
-    let iface = cfg.interface.as_deref().unwrap_or_default();
+    let Attach::AfPacket { interface: iface } = &cfg.attach else {
+        anyhow::bail!("not an AF_PACKET collector")
+    };
     let port = ports::port::AfPacketPort::open(iface)
         .with_context(|| format!("cannot open interface {iface:?} with AF_PACKET (needs root)"))?;
     let mac = ports::port::interface_mac(iface).with_context(|| format!("no MAC for {iface:?}"))?;
@@ -170,6 +181,59 @@ fn start_af_packet(
         crate::rnic_port::PortRnic::new(RnicConfig::from_config(cfg, seed), mac, port, pool, stores);
     let (stats, notifier, s) = (rnic.stats(), rnic.notifier(), stop.clone());
     let t = std::thread::Builder::new().name("soft-rnic".into()).spawn(move || rnic.run(&s))?;
+    Ok((t, stats, notifier, None))
+}
+
+/// The soft-RNIC on a DPDK ethdev (`collector.device`), on the first worker lcore of
+/// `dpdk.eal_args`, with the device's MAC. Waits until the device is started or fails.
+fn start_dpdk(
+    cfg: &CollectorConfig,
+    seed: u32,
+    stores: &Stores,
+    stop: &Arc<AtomicBool>,
+) -> anyhow::Result<Started> {
+    use crate::rnic_port::PortRnic;
+    use ports::buf::{Frame, Pool};
+    use ports::port::{FrameApp, PortIo};
+    use wire::ethernet::EthernetAddress;
+
+    let Attach::Dpdk { device, dpdk } = cfg.attach.clone() else { anyhow::bail!("not a DPDK collector") };
+    /// Runs on the lcore: builds the soft-RNIC on the started port, reports it, serves.
+    struct Serve {
+        rnic: RnicConfig,
+        stores: Stores,
+        stop: Arc<AtomicBool>,
+        started: crossbeam_channel::Sender<anyhow::Result<(Arc<RnicStats>, Notifier)>>,
+    }
+    impl FrameApp for Serve {
+        type Output = ();
+        fn run<F, P, Q>(self, port: P, pool: Q, mac: EthernetAddress)
+        where
+            F: Frame + Send + 'static,
+            P: PortIo<F> + 'static,
+            Q: Pool<F> + Send + 'static,
+        {
+            let mut rnic = PortRnic::new(self.rnic, mac, port, pool, &self.stores);
+            tracing::info!("soft-RNIC on DPDK, MAC {mac}");
+            let _ = self.started.send(Ok((rnic.stats(), rnic.notifier())));
+            rnic.run(&self.stop);
+        }
+    }
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let app = Serve {
+        rnic: RnicConfig::from_config(cfg, seed),
+        stores: stores.clone(),
+        stop: stop.clone(),
+        started: tx.clone(),
+    };
+    let t = std::thread::Builder::new().name("soft-rnic-dpdk".into()).spawn(move || {
+        if let Err(e) = ports::port::run_on_dpdk(&dpdk, &device, app) {
+            let _ =
+                tx.send(Err(anyhow::Error::new(e).context(format!("soft-RNIC on DPDK device {device:?}"))));
+        }
+    })?;
+    let (stats, notifier) =
+        rx.recv().map_err(|_| anyhow::anyhow!("the DPDK thread ended before the soft-RNIC started"))??;
     Ok((t, stats, notifier, None))
 }
 
