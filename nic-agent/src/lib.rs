@@ -1,10 +1,19 @@
 //! # nic-agent — the host side of the fabric
 //!
-//! What this crate will be: sans-IO host agents that run unchanged in the virtual-time lab and on
-//! real ports — the HPCC++ sender and receiver (seed `004`), the µFAB-E edge with bandwidth
-//! guarantees, two-stage admission and path migration (seed `003`), DCQCN as the baseline, a
-//! pacer enforcing both rate and window, and the Hawkeye detection agent (seed `001`).
+//! Sans-IO host agents that run unchanged in the virtual-time lab and on real ports:
 //!
-//! What it is not: it owns no clock and no socket, and it defines no packet formats (see `wire`).
-//! It is filled by the lab issue; until then it is intentionally empty.
+//! * [`hpcc`] — HPCC++ (seed `004`): the sender (`NewAck`, `MeasureInflight`, `ComputeWind`
+//!   of §4.2) and the receiver-based Rx-HPCC (§6.2).
+//! * [`dcqcn`] — DCQCN, the baseline: the reaction point's rate control and the notification
+//!   point's CNP pacing.
+//! * [`pacer`] — rate and window enforcement for one flow.
+//!
+//! What it is not: it owns no clock and no socket, and it defines no packet formats (INT is
+//! `wire::hpcc_int`, RoCEv2 `wire::roce`). µFAB-E and the Hawkeye detection agent are later
+//! issues.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod dcqcn;
+pub mod hpcc;
+pub mod pacer;

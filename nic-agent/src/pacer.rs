@@ -1,0 +1,119 @@
+//! A pacer that enforces both a rate and a window, as HPCC++ asks (`R = W/T` paces, `W` bounds
+//! the bytes in flight) and DCQCN uses for its rate alone. Sans-IO: the caller asks when the
+//! next packet may go and tells what it sent and what was acknowledged.
+
+/// Why a packet cannot go now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hold {
+    /// The rate allows it at this time, ns.
+    Until(u64),
+    /// The window is full: wait for an acknowledgement.
+    Window,
+}
+
+/// Rate and window for one flow.
+#[derive(Debug, Clone, Copy)]
+pub struct Pacer {
+    /// Picoseconds per byte at the current rate.
+    ps_per_byte: f64,
+    /// Bytes allowed in flight; `None` for rate only.
+    window: Option<u64>,
+    /// Earliest start of the next packet, ps.
+    next_ps: u64,
+    /// Bytes sent and not acknowledged.
+    inflight: u64,
+}
+
+impl Pacer {
+    /// A pacer at `rate_bps` with `window` bytes (or none).
+    pub fn new(rate_bps: f64, window: Option<u64>) -> Self {
+        let mut p = Self { ps_per_byte: 0.0, window, next_ps: 0, inflight: 0 };
+        p.set_rate(rate_bps);
+        p
+    }
+
+    /// Change the rate; the next packet's time moves with it from the last send.
+    pub fn set_rate(&mut self, rate_bps: f64) {
+        self.ps_per_byte = 8e12 / rate_bps.max(1.0);
+    }
+
+    /// Change the window (`None`: rate only).
+    pub fn set_window(&mut self, window: Option<u64>) {
+        self.window = window;
+    }
+
+    /// The rate, bits per second.
+    pub fn rate_bps(&self) -> f64 {
+        8e12 / self.ps_per_byte
+    }
+
+    /// Bytes in flight.
+    pub fn inflight(&self) -> u64 {
+        self.inflight
+    }
+
+    /// Whether a packet of `len` bytes may start at `now` (ns). A window smaller than one
+    /// packet still lets one packet be in flight.
+    pub fn check(&self, now: u64, len: u64) -> Result<(), Hold> {
+        if let Some(w) = self.window
+            && self.inflight > 0
+            && self.inflight + len > w
+        {
+            return Err(Hold::Window);
+        }
+        let t = self.next_ps.div_ceil(1000);
+        if t > now {
+            return Err(Hold::Until(t));
+        }
+        Ok(())
+    }
+
+    /// A packet of `len` bytes started at `now`.
+    pub fn on_sent(&mut self, now: u64, len: u64) {
+        let start = (now * 1000).max(self.next_ps);
+        self.next_ps = start + (len as f64 * self.ps_per_byte) as u64;
+        self.inflight += len;
+    }
+
+    /// `bytes` more were acknowledged.
+    pub fn on_acked(&mut self, bytes: u64) {
+        self.inflight = self.inflight.saturating_sub(bytes);
+    }
+
+    /// Everything in flight is to be resent (go-back-N): nothing is in flight any more.
+    pub fn reset_inflight(&mut self) {
+        self.inflight = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rate_spaces_packets() {
+        let mut p = Pacer::new(8e9, None); // 1 byte per ns
+        assert_eq!(p.check(0, 1000), Ok(()));
+        p.on_sent(0, 1000);
+        assert_eq!(p.check(10, 1000), Err(Hold::Until(1000)));
+        assert_eq!(p.check(1000, 1000), Ok(()));
+        p.set_rate(16e9);
+        p.on_sent(1000, 1000);
+        assert_eq!(p.check(1000, 1000), Err(Hold::Until(1500)));
+    }
+
+    #[test]
+    fn the_window_bounds_bytes_in_flight() {
+        let mut p = Pacer::new(1e12, Some(2500));
+        p.on_sent(0, 1000);
+        p.on_sent(1, 1000);
+        assert_eq!(p.check(100, 1000), Err(Hold::Window));
+        p.on_acked(1000);
+        assert_eq!(p.check(100, 1000), Ok(()));
+        // A window below one packet still lets one go.
+        let mut tiny = Pacer::new(1e12, Some(10));
+        assert_eq!(tiny.check(0, 1000), Ok(()));
+        tiny.on_sent(0, 1000);
+        assert_eq!(tiny.check(100, 1000), Err(Hold::Window));
+    }
+}
