@@ -149,6 +149,8 @@ pub struct L2l3Section {
     pub neighbor_table_size: Option<usize>,
     /// `"dscp"` (queue = DSCP >> 3, the default) or `"pcp"` (the 802.1Q priority).
     pub qos: Option<String>,
+    /// Stamp HPCC++ INT at egress with this switch ID (`wire::hpcc_int`; off when absent).
+    pub int_switch_id: Option<u16>,
     /// Static MAC entries.
     #[serde(default)]
     pub static_mac: Vec<StaticMac>,

@@ -6,7 +6,7 @@
 //! sender allocates, so a switch writes in place and the packet never grows:
 //!
 //! ```text
-//! shim:  n_hop 8 | max_hop 8 | flags 8 (bit 7: overflow) | reserved 8
+//! shim:  n_hop 8 | max_hop 8 | flags 8 (bit 7: overflow, bit 6: reflected) | next 8
 //! hop (16 bytes, × max_hop ≤ 8):
 //!   switch_id 16 | port_id 16 | rate 16 (units of 100 Mb/s) | qlen 16 (units of 128 B, saturating)
 //!   ts 32 (ns, wraps every 4.29 s) | tx_bytes 32 (bytes, wraps every 4 GiB)
@@ -17,6 +17,12 @@
 //! the same hop, taken well within one wrap ([`IntHopRepr::ts_delta`],
 //! [`IntHopRepr::tx_bytes_delta`]). A switch that finds no free slot sets the overflow flag and
 //! leaves the record out; the sender then ignores the feedback, as HPCC's simulator does.
+//!
+//! `next` says what follows the slots: 0 nothing more of ours (a probe), 1 a RoCEv2 BTH — data
+//! or an ACK riding between two of our agents on UDP port 40051, which take the header out and
+//! hand on the RoCEv2 packet as it was sent (its ICRC covers it without the INT). A receiver
+//! that copies the telemetry back to the sender sets `reflected`; switches stamp only headers
+//! that are not reflected. A switch that stamps sets the UDP checksum to zero (IPv4 allows it).
 
 use crate::error::{Error, Result, need, space};
 use crate::field::{set_u16, set_u32, u16_at, u32_at};
@@ -29,6 +35,12 @@ pub const HOP_LEN: usize = 16;
 pub const MAX_HOPS: usize = 8;
 /// Flag: a switch found no free slot.
 pub const FLAG_OVERFLOW: u8 = 0x80;
+/// Flag: telemetry copied back toward the sender; switches leave it alone.
+pub const FLAG_REFLECTED: u8 = 0x40;
+/// `next`: nothing follows (a probe).
+pub const NEXT_NONE: u8 = 0;
+/// `next`: a RoCEv2 BTH follows.
+pub const NEXT_BTH: u8 = 1;
 /// Unit of the rate field, in bits per second.
 pub const RATE_UNIT_BPS: u64 = 100_000_000;
 /// Unit of the queue-length field, in bytes.
@@ -72,6 +84,16 @@ impl<T: AsRef<[u8]>> IntHeader<T> {
     /// Whether some hop found no free slot.
     pub fn overflow(&self) -> bool {
         self.flags() & FLAG_OVERFLOW != 0
+    }
+
+    /// Whether this is telemetry copied back toward the sender.
+    pub fn reflected(&self) -> bool {
+        self.flags() & FLAG_REFLECTED != 0
+    }
+
+    /// What follows the slots ([`NEXT_NONE`], [`NEXT_BTH`]).
+    pub fn next(&self) -> u8 {
+        self.buffer.as_ref()[3]
     }
 
     /// Header length: shim and all slots.
@@ -187,6 +209,10 @@ pub struct IntRepr {
     pub max_hop: u8,
     /// Overflow flag.
     pub overflow: bool,
+    /// Reflected flag: telemetry on its way back to the sender.
+    pub reflected: bool,
+    /// What follows ([`NEXT_NONE`], [`NEXT_BTH`]).
+    pub next: u8,
     /// Hops recorded: the first `n_hop` entries of `hops`.
     pub n_hop: u8,
     /// Hop records; entries at `n_hop` and beyond are zero.
@@ -196,7 +222,14 @@ pub struct IntRepr {
 impl IntRepr {
     /// An empty header with `max_hop` slots, as a sender allocates it.
     pub fn empty(max_hop: u8) -> Self {
-        Self { max_hop, overflow: false, n_hop: 0, hops: [IntHopRepr::default(); MAX_HOPS] }
+        Self {
+            max_hop,
+            overflow: false,
+            reflected: false,
+            next: NEXT_NONE,
+            n_hop: 0,
+            hops: [IntHopRepr::default(); MAX_HOPS],
+        }
     }
 
     /// The recorded hops.
@@ -209,6 +242,8 @@ impl IntRepr {
         let h = IntHeader::new_checked(buf)?;
         let mut r = Self::empty(h.max_hop());
         r.overflow = h.overflow();
+        r.reflected = h.reflected();
+        r.next = h.next();
         r.n_hop = h.n_hop();
         for (i, hop) in r.hops.iter_mut().enumerate().take(usize::from(r.n_hop)) {
             *hop = h.hop(i);
@@ -233,8 +268,9 @@ impl IntRepr {
         space("int", self.buffer_len(), buf.len())?;
         buf[0] = self.n_hop;
         buf[1] = self.max_hop;
-        buf[2] = if self.overflow { FLAG_OVERFLOW } else { 0 };
-        buf[3] = 0;
+        buf[2] =
+            if self.overflow { FLAG_OVERFLOW } else { 0 } | if self.reflected { FLAG_REFLECTED } else { 0 };
+        buf[3] = self.next;
         for i in 0..max {
             let hop = if i < usize::from(self.n_hop) { self.hops[i] } else { IntHopRepr::default() };
             hop.write(&mut buf[SHIM_LEN + HOP_LEN * i..]);

@@ -416,11 +416,13 @@ fn int_hop() -> impl Strategy<Value = IntHopRepr> {
 }
 
 fn int_repr() -> impl Strategy<Value = IntRepr> {
-    (1u8..=8, any::<bool>(), proptest::collection::vec(int_hop(), 8)).prop_flat_map(
-        |(max_hop, overflow, hops)| {
+    (1u8..=8, any::<(bool, bool, u8)>(), proptest::collection::vec(int_hop(), 8)).prop_flat_map(
+        |(max_hop, (overflow, reflected, next), hops)| {
             (0..=max_hop).prop_map(move |n_hop| {
                 let mut r = IntRepr::empty(max_hop);
                 r.overflow = overflow;
+                r.reflected = reflected;
+                r.next = next;
                 r.n_hop = n_hop;
                 let n = usize::from(n_hop);
                 r.hops[..n].copy_from_slice(&hops[..n]);

@@ -20,6 +20,7 @@ use std::net::Ipv4Addr;
 
 use wire::arp::{self, ArpPacket, ArpRepr};
 use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr};
+use wire::hpcc_int::{IntHeader, IntHopRepr};
 use wire::ipv4::{Ipv4Packet, protocol};
 
 use super::BuildCtx;
@@ -28,7 +29,7 @@ use crate::config::{Config, ConfigError, parse_cidr};
 use crate::model::{
     DropReason, ExactTable, HashAlgo, HashUnit, LpmTable, ResourceInfo, ResourceKind, Resources, builtin,
 };
-use crate::switch::{Dest, Emitter, IngressMd, PortId, Program};
+use crate::switch::{Dest, EgressMd, Emitter, IngressMd, PortId, Program};
 
 /// Default MAC table size.
 pub const DEFAULT_MAC_TABLE: usize = 4096;
@@ -124,6 +125,8 @@ pub struct L2l3 {
     ecmp: HashUnit,
     aging_ns: u64,
     qos_pcp: bool,
+    /// HPCC++ INT stamping at egress, with this switch ID.
+    int_switch_id: Option<u16>,
     drops: Drops,
     last_aging: u64,
     /// Per port, the source MAC last learned there and when: a burst from one host learns once.
@@ -190,6 +193,7 @@ impl L2l3 {
             ecmp,
             aging_ns: s.mac_aging_s.unwrap_or(DEFAULT_MAC_AGING_S).saturating_mul(1_000_000_000),
             qos_pcp,
+            int_switch_id: s.int_switch_id,
             drops,
             last_aging: 0,
             learn_cache: vec![(u64::MAX, 0); nports],
@@ -607,8 +611,59 @@ pub enum NoNextHop {
     Unresolved,
 }
 
+/// Stamp one HPCC++ INT hop (`wire::hpcc_int`) into `frame` if it carries an INT header that is
+/// not reflected: Ethernet (one VLAN tag at most), IPv4, UDP to port 40051. The record is the
+/// egress snapshot of `md` — switch and port ID, link rate, the port's queued bytes, the dequeue
+/// time and the port's transmitted bytes — written in place in the next free slot (or the
+/// overflow flag set), and the UDP checksum is zeroed. Returns whether the frame carried INT.
+pub fn stamp_int(frame: &mut [u8], switch_id: u16, md: &EgressMd) -> bool {
+    let mut l3 = 14;
+    let Some(et) = frame.get(12..14) else { return false };
+    let mut et = u16::from_be_bytes([et[0], et[1]]);
+    if et == 0x8100 {
+        let Some(b) = frame.get(16..18) else { return false };
+        et = u16::from_be_bytes([b[0], b[1]]);
+        l3 = 18;
+    }
+    if et != 0x0800 {
+        return false;
+    }
+    let Some(ip) = frame.get(l3..l3 + 20) else { return false };
+    if ip[0] >> 4 != 4 || ip[9] != protocol::UDP || u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0 {
+        return false;
+    }
+    let l4 = l3 + usize::from(ip[0] & 0x0f) * 4;
+    let Some(udp) = frame.get(l4..l4 + 8) else { return false };
+    if u16::from_be_bytes([udp[2], udp[3]]) != wire::udp::port::HPCC_INT {
+        return false;
+    }
+    let Ok(mut h) = IntHeader::new_checked(&mut frame[l4 + 8..]) else { return false };
+    if h.reflected() {
+        return true;
+    }
+    let hop = IntHopRepr::from_snapshot(
+        switch_id,
+        md.egress_port,
+        md.speed_bps,
+        md.port_qdepth,
+        md.deq_ts,
+        md.tx_bytes,
+    );
+    h.push_hop(&hop);
+    frame[l4 + 6] = 0;
+    frame[l4 + 7] = 0;
+    true
+}
+
 impl Program for L2l3 {
     type Command = Command;
+
+    #[inline]
+    fn egress<F: Frame>(&mut self, pkt: &mut F, md: &mut EgressMd) {
+        if let Some(id) = self.int_switch_id {
+            stamp_int(pkt.data_mut(), id, md);
+        }
+    }
 
     #[inline]
     fn ingress<F: Frame>(&mut self, pkt: &mut F, md: &mut IngressMd, out: &mut Emitter<'_, F>) {

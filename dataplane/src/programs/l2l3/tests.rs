@@ -371,3 +371,80 @@ fn config_errors_for_the_program() {
     let e = build_switch::<L2l3, PktBuf>(&cfg).err().unwrap().to_string();
     assert!(e.starts_with("t.toml: l2l3.route[0].prefix: \"192.168.0.0/x\" is not an IPv4 CIDR"), "{e}");
 }
+
+/// A routed UDP frame to the INT port carrying an INT header with `max_hop` slots.
+fn int_frame(flags: u8, max_hop: u8) -> Vec<u8> {
+    use wire::hpcc_int::IntRepr;
+    let mut int = IntRepr::empty(max_hop);
+    int.reflected = flags & wire::hpcc_int::FLAG_REFLECTED != 0;
+    let n = int.buffer_len();
+    let mut f = vec![0u8; 42 + n];
+    EthernetRepr { src_addr: HOST_A, dst_addr: P0, vlan: None, ethertype: EtherType::IPV4 }
+        .emit(&mut f)
+        .unwrap();
+    Ipv4Repr {
+        src_addr: Ipv4Addr::new(10, 0, 1, 2),
+        dst_addr: Ipv4Addr::new(10, 0, 2, 2),
+        protocol: 17,
+        payload_len: 8 + n,
+        ttl: 64,
+        dscp: 0,
+        ecn: 0,
+        ident: 0,
+        dont_frag: true,
+        more_frags: false,
+        frag_offset: 0,
+    }
+    .emit(&mut f[14..])
+    .unwrap();
+    UdpRepr { src_port: 1, dst_port: wire::udp::port::HPCC_INT, payload_len: n }.emit(&mut f[34..]).unwrap();
+    f[40] = 0xab; // a checksum the stamp must clear
+    int.emit(&mut f[42..]).unwrap();
+    f
+}
+
+/// With `int_switch_id`, egress records one hop per switch in the next free slot: the switch
+/// ID, the egress port, its rate, queue, the dequeue time and transmitted bytes; a full header
+/// gets the overflow flag; reflected telemetry and other traffic are left alone.
+#[test]
+fn int_is_stamped_at_egress() {
+    use wire::hpcc_int::{FLAG_REFLECTED, IntRepr};
+    let cfg = CFG.replace("[l2l3]\n", "[l2l3]\nint_switch_id = 77\n");
+    let (mut sw, mut pool) = setup(&cfg);
+    let out = run(&mut sw, &mut pool, 0, &int_frame(0, 2), 5_000_123);
+    assert_eq!(out.len(), 1);
+    let (port, g) = &out[0];
+    assert_eq!(*port, 1);
+    assert_eq!(g[40..42], [0, 0], "UDP checksum cleared");
+    let int = IntRepr::parse(&g[42..]).unwrap();
+    assert_eq!((int.n_hop, int.overflow), (1, false));
+    let hop = int.hops[0];
+    assert_eq!((hop.switch_id, hop.port_id, hop.rate_bps()), (77, 1, 10_000_000_000));
+    assert_eq!(hop.ts, 5_000_123);
+    assert_eq!(u64::from(hop.tx_bytes), g.len() as u64, "this packet's bytes, on an idle port");
+
+    // A second pass through the same switch (a two-hop path) takes the next slot; a third overflows.
+    let mut again = g.clone();
+    again[0..6].copy_from_slice(&P0.0);
+    again[22] = 64;
+    Ipv4Packet::new_checked(&mut again[14..]).unwrap().fill_checksum();
+    let g2 = run(&mut sw, &mut pool, 0, &again, 6_000_000).remove(0).1;
+    let int2 = IntRepr::parse(&g2[42..]).unwrap();
+    assert_eq!(int2.n_hop, 2);
+    assert_eq!(int2.hops[1].tx_bytes - int2.hops[0].tx_bytes, g.len() as u32);
+    let mut third = g2.clone();
+    third[0..6].copy_from_slice(&P0.0);
+    third[22] = 64;
+    Ipv4Packet::new_checked(&mut third[14..]).unwrap().fill_checksum();
+    let g3 = run(&mut sw, &mut pool, 0, &third, 7_000_000).remove(0).1;
+    let int3 = IntRepr::parse(&g3[42..]).unwrap();
+    assert_eq!((int3.n_hop, int3.overflow), (2, true));
+
+    let g = run(&mut sw, &mut pool, 0, &int_frame(FLAG_REFLECTED, 2), 0).remove(0).1;
+    assert_eq!(IntRepr::parse(&g[42..]).unwrap().n_hop, 0, "reflected: untouched");
+    assert_eq!(g[40], 0xab);
+    // Without the key nothing is stamped.
+    let (mut plain, mut pool2) = setup(CFG);
+    let g = run(&mut plain, &mut pool2, 0, &int_frame(0, 2), 0).remove(0).1;
+    assert_eq!(IntRepr::parse(&g[42..]).unwrap().n_hop, 0);
+}
