@@ -18,3 +18,4 @@
 #![forbid(unsafe_code)]
 
 pub mod dta_demo;
+pub mod lab;

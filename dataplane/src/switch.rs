@@ -330,6 +330,13 @@ impl<P: Program, F: Frame> Switch<P, F> {
         self.tm.ports() as PortId
     }
 
+    /// Turn cut-through on or off. A runtime that polls each port only when its link is free
+    /// (the lab's virtual-time fabric) turns it off, so every packet is queued, counted in the
+    /// queue depths and stamped at its real dequeue time.
+    pub fn set_cut_through(&mut self, on: bool) {
+        self.opts.cut_through = on;
+    }
+
     /// The program.
     pub fn program(&self) -> &P {
         &self.program

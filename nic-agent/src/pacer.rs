@@ -52,12 +52,13 @@ impl Pacer {
         self.inflight
     }
 
-    /// Whether a packet of `len` bytes may start at `now` (ns). A window smaller than one
-    /// packet still lets one packet be in flight.
-    pub fn check(&self, now: u64, len: u64) -> Result<(), Hold> {
+    /// Whether a packet carrying `bytes` of data may start at `now` (ns): the rate spaces
+    /// packets by the wire bytes of those sent before it, the window counts data. A window
+    /// smaller than one packet still lets one packet be in flight.
+    pub fn check(&self, now: u64, bytes: u64) -> Result<(), Hold> {
         if let Some(w) = self.window
             && self.inflight > 0
-            && self.inflight + len > w
+            && self.inflight + bytes > w
         {
             return Err(Hold::Window);
         }
@@ -68,11 +69,11 @@ impl Pacer {
         Ok(())
     }
 
-    /// A packet of `len` bytes started at `now`.
-    pub fn on_sent(&mut self, now: u64, len: u64) {
+    /// A packet of `len` wire bytes carrying `bytes` of data started at `now`.
+    pub fn on_sent(&mut self, now: u64, len: u64, bytes: u64) {
         let start = (now * 1000).max(self.next_ps);
         self.next_ps = start + (len as f64 * self.ps_per_byte) as u64;
-        self.inflight += len;
+        self.inflight += bytes;
     }
 
     /// `bytes` more were acknowledged.
@@ -80,9 +81,9 @@ impl Pacer {
         self.inflight = self.inflight.saturating_sub(bytes);
     }
 
-    /// Everything in flight is to be resent (go-back-N): nothing is in flight any more.
-    pub fn reset_inflight(&mut self) {
-        self.inflight = 0;
+    /// Data bytes in flight now (after a go-back-N rewind, `snd_nxt − snd_una`).
+    pub fn set_inflight(&mut self, bytes: u64) {
+        self.inflight = bytes;
     }
 }
 
@@ -93,27 +94,31 @@ mod tests {
     #[test]
     fn the_rate_spaces_packets() {
         let mut p = Pacer::new(8e9, None); // 1 byte per ns
-        assert_eq!(p.check(0, 1000), Ok(()));
-        p.on_sent(0, 1000);
-        assert_eq!(p.check(10, 1000), Err(Hold::Until(1000)));
-        assert_eq!(p.check(1000, 1000), Ok(()));
+        assert_eq!(p.check(0, 900), Ok(()));
+        p.on_sent(0, 1000, 900);
+        assert_eq!(p.check(10, 900), Err(Hold::Until(1000)));
+        assert_eq!(p.check(1000, 900), Ok(()));
         p.set_rate(16e9);
-        p.on_sent(1000, 1000);
-        assert_eq!(p.check(1000, 1000), Err(Hold::Until(1500)));
+        p.on_sent(1000, 1000, 900);
+        assert_eq!(p.check(1000, 900), Err(Hold::Until(1500)));
     }
 
     #[test]
     fn the_window_bounds_bytes_in_flight() {
+        // The window counts data bytes, not headers.
         let mut p = Pacer::new(1e12, Some(2500));
-        p.on_sent(0, 1000);
-        p.on_sent(1, 1000);
+        p.on_sent(0, 1100, 1000);
+        p.on_sent(1, 1100, 1000);
+        assert_eq!(p.inflight(), 2000);
         assert_eq!(p.check(100, 1000), Err(Hold::Window));
         p.on_acked(1000);
         assert_eq!(p.check(100, 1000), Ok(()));
+        p.set_inflight(0);
+        assert_eq!(p.inflight(), 0);
         // A window below one packet still lets one go.
         let mut tiny = Pacer::new(1e12, Some(10));
         assert_eq!(tiny.check(0, 1000), Ok(()));
-        tiny.on_sent(0, 1000);
+        tiny.on_sent(0, 1100, 1000);
         assert_eq!(tiny.check(100, 1000), Err(Hold::Window));
     }
 }
