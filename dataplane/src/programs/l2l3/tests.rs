@@ -375,29 +375,14 @@ fn config_errors_for_the_program() {
 /// A routed UDP frame to the INT port carrying an INT header with `max_hop` slots.
 fn int_frame(flags: u8, max_hop: u8) -> Vec<u8> {
     use wire::hpcc_int::IntRepr;
+    use wire::stack::UdpFlow;
     let mut int = IntRepr::empty(max_hop);
     int.reflected = flags & wire::hpcc_int::FLAG_REFLECTED != 0;
     let n = int.buffer_len();
     let mut f = vec![0u8; 42 + n];
-    EthernetRepr { src_addr: HOST_A, dst_addr: P0, vlan: None, ethertype: EtherType::IPV4 }
-        .emit(&mut f)
-        .unwrap();
-    Ipv4Repr {
-        src_addr: Ipv4Addr::new(10, 0, 1, 2),
-        dst_addr: Ipv4Addr::new(10, 0, 2, 2),
-        protocol: 17,
-        payload_len: 8 + n,
-        ttl: 64,
-        dscp: 0,
-        ecn: 0,
-        ident: 0,
-        dont_frag: true,
-        more_frags: false,
-        frag_offset: 0,
-    }
-    .emit(&mut f[14..])
-    .unwrap();
-    UdpRepr { src_port: 1, dst_port: wire::udp::port::HPCC_INT, payload_len: n }.emit(&mut f[34..]).unwrap();
+    let from = std::net::SocketAddrV4::new(Ipv4Addr::new(10, 0, 1, 2), 1);
+    let to = std::net::SocketAddrV4::new(Ipv4Addr::new(10, 0, 2, 2), wire::udp::port::HPCC_INT);
+    UdpFlow::host_udp(HOST_A, P0, from, to).emit_headers(n, &mut f).unwrap();
     f[40] = 0xab; // a checksum the stamp must clear
     int.emit(&mut f[42..]).unwrap();
     f
@@ -424,19 +409,19 @@ fn int_is_stamped_at_egress() {
     assert_eq!(u64::from(hop.tx_bytes), g.len() as u64, "this packet's bytes, on an idle port");
 
     // A second pass through the same switch (a two-hop path) takes the next slot; a third overflows.
-    let mut again = g.clone();
-    again[0..6].copy_from_slice(&P0.0);
-    again[22] = 64;
-    Ipv4Packet::new_checked(&mut again[14..]).unwrap().fill_checksum();
-    let g2 = run(&mut sw, &mut pool, 0, &again, 6_000_000).remove(0).1;
+    // What left, sent back in as if from the next hop's host side: to the switch's MAC, TTL 64.
+    let back_in = |g: &[u8]| {
+        let mut f = g.to_vec();
+        f[0..6].copy_from_slice(&P0.0);
+        f[22] = 64;
+        Ipv4Packet::new_checked(&mut f[14..]).unwrap().fill_checksum();
+        f
+    };
+    let g2 = run(&mut sw, &mut pool, 0, &back_in(g), 6_000_000).remove(0).1;
     let int2 = IntRepr::parse(&g2[42..]).unwrap();
     assert_eq!(int2.n_hop, 2);
     assert_eq!(int2.hops[1].tx_bytes - int2.hops[0].tx_bytes, g.len() as u32);
-    let mut third = g2.clone();
-    third[0..6].copy_from_slice(&P0.0);
-    third[22] = 64;
-    Ipv4Packet::new_checked(&mut third[14..]).unwrap().fill_checksum();
-    let g3 = run(&mut sw, &mut pool, 0, &third, 7_000_000).remove(0).1;
+    let g3 = run(&mut sw, &mut pool, 0, &back_in(&g2), 7_000_000).remove(0).1;
     let int3 = IntRepr::parse(&g3[42..]).unwrap();
     assert_eq!((int3.n_hop, int3.overflow), (2, true));
 
