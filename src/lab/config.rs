@@ -239,7 +239,7 @@ impl LabConfig {
             reason,
         };
         let raw: Raw = toml::from_str(text).map_err(|e| {
-            let line = e.span().map_or(0, |s| text[..s.start.min(text.len())].lines().count().max(1));
+            let line = e.span().map_or(0, |s| text[..s.start.min(text.len())].matches('\n').count() + 1);
             LabError { file: path.to_path_buf(), line, key: "-".into(), reason: e.message().to_string() }
         })?;
         let cc = match raw.lab.cc.as_str() {
