@@ -9,6 +9,7 @@
 mod lab;
 
 use std::hint::black_box;
+use std::net::SocketAddrV4;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use dataplane::buf::{Frame, PktBuf, Pool};
@@ -106,20 +107,12 @@ append = [{ list = 0, port = 1340, batch = 16 }]
                 &[],
             );
             ack.ext.aeth = Some(AethRepr { syndrome: Syndrome::Ack { credits: 31 }, msn: 0 });
-            let flow = UdpFlow {
-                eth_src: C0_MAC,
-                eth_dst: lab::TRANSLATOR_P1,
-                vlan: None,
-                ip_src: C0,
-                ip_dst: lab::TRANSLATOR_IP,
-                dscp: 0,
-                ecn: 0,
-                ttl: 64,
-                ident: 0,
-                dont_frag: true,
-                src_port: 1,
-                dst_port: 4791,
-            };
+            let flow = UdpFlow::host_udp(
+                C0_MAC,
+                lab::TRANSLATOR_P1,
+                SocketAddrV4::new(C0, 1),
+                SocketAddrV4::new(lab::TRANSLATOR_IP, 4791),
+            );
             let s = RoceStack { flow, roce: ack };
             let len = s.emit(&mut self.ack).unwrap();
             let mut b = l.pool.alloc().unwrap();

@@ -5,7 +5,7 @@
 #[path = "dta/lab.rs"]
 mod lab;
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::Path;
 
 use dataplane::buf::{Frame, HeapPool, PktBuf, Pool};
@@ -88,18 +88,8 @@ impl Net {
     fn host_packet(&mut self, port: u16, src: Ipv4Addr, dst: Ipv4Addr, sport: u16) {
         let (mac, host) = if port == 0 { (R0, HOST_A) } else { (R2, HOST_B) };
         let flow = UdpFlow {
-            eth_src: host,
-            eth_dst: mac,
-            vlan: None,
-            ip_src: src,
-            ip_dst: dst,
-            dscp: 0,
-            ecn: 0,
-            ttl: 64,
             ident: 1,
-            dont_frag: true,
-            src_port: sport,
-            dst_port: 5000,
+            ..UdpFlow::host_udp(host, mac, SocketAddrV4::new(src, sport), SocketAddrV4::new(dst, 5000))
         };
         let mut b = vec![0u8; flow.headers_len() + 100];
         flow.emit_with(100, false, &mut b, |p| {

@@ -4,7 +4,7 @@
 
 #![allow(dead_code)]
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::Path;
 
 use dataplane::buf::{Frame, HeapPool, PktBuf, Pool};
@@ -340,18 +340,8 @@ impl Lab {
 /// A frame from a collector to the translator.
 pub fn collector_frame(mac: EthernetAddress, ip: Ipv4Addr, peer: Ipv4Addr, roce: RoceRepr<'_>) -> Vec<u8> {
     let flow = UdpFlow {
-        eth_src: mac,
-        eth_dst: TRANSLATOR_P1,
-        vlan: None,
-        ip_src: ip,
-        ip_dst: peer,
-        dscp: 0,
-        ecn: 0,
-        ttl: 64,
         ident: 7,
-        dont_frag: true,
-        src_port: 0xc123,
-        dst_port: 4791,
+        ..UdpFlow::host_udp(mac, TRANSLATOR_P1, SocketAddrV4::new(ip, 0xc123), SocketAddrV4::new(peer, 4791))
     };
     let s = RoceStack { flow, roce };
     let mut b = vec![0u8; s.buffer_len().max(60)];
@@ -362,18 +352,13 @@ pub fn collector_frame(mac: EthernetAddress, ip: Ipv4Addr, peer: Ipv4Addr, roce:
 /// The frame a reporter at `src` sends to `dst` with DTA bytes `payload`, into port p0.
 pub fn report_frame(src: Ipv4Addr, dst: Ipv4Addr, payload: &[u8]) -> Vec<u8> {
     let flow = UdpFlow {
-        eth_src: REPORTER_MAC,
-        eth_dst: TRANSLATOR_P0,
-        vlan: None,
-        ip_src: src,
-        ip_dst: dst,
-        dscp: 0,
-        ecn: 0,
-        ttl: 64,
         ident: 1,
-        dont_frag: true,
-        src_port: 40041,
-        dst_port: 40040,
+        ..UdpFlow::host_udp(
+            REPORTER_MAC,
+            TRANSLATOR_P0,
+            SocketAddrV4::new(src, 40041),
+            SocketAddrV4::new(dst, 40040),
+        )
     };
     let mut b = vec![0u8; report_frame_len(&flow, payload.len())];
     assert!(write_report_frame(&flow, payload, &mut b));
