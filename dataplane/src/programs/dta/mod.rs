@@ -1007,16 +1007,15 @@ impl DtaTranslator {
             }
             Err(_) => return md.dest = Dest::Drop(self.drops.malformed),
         };
-        if let Primitive::SketchMerge { .. } = r.primitive {
-            let mut buf = std::mem::take(&mut self.scratch);
-            let r = detach(r, &mut kw, &mut buf);
-            self.on_parsed(pkt, md, out, src, dst, &r);
-            self.scratch = buf;
-            return;
-        }
-        let mut none = Vec::new();
-        let r = detach(r, &mut kw, &mut none);
+        // Only a sketch's counters need the scratch buffer; other reports get an empty Vec
+        // (no allocation).
+        let sketch = matches!(r.primitive, Primitive::SketchMerge { .. });
+        let mut buf = if sketch { std::mem::take(&mut self.scratch) } else { Vec::new() };
+        let r = detach(r, &mut kw, &mut buf);
         self.on_parsed(pkt, md, out, src, dst, &r);
+        if sketch {
+            self.scratch = buf;
+        }
     }
 
     fn on_parsed<F: Frame>(
