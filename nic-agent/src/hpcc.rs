@@ -37,21 +37,27 @@ impl HpccConfig {
     /// The draft's defaults for a host at `line_rate_bps` over a fabric of base RTT `T`, with
     /// the rule of thumb `W_ai = W_init·(1 − η)/N` for `n_flows` concurrent flows.
     pub fn new(line_rate_bps: u64, base_rtt_ns: u64, n_flows: u32) -> Self {
-        let eta = 0.95;
-        let w_init = line_rate_bps as f64 / 8.0 * base_rtt_ns as f64 * 1e-9;
-        Self {
+        let mut c = Self {
             base_rtt_ns,
-            eta,
+            eta: 0.95,
             max_stage: 5,
-            w_ai_bytes: w_init * (1.0 - eta) / f64::from(n_flows.max(1)),
+            w_ai_bytes: 0.0,
             line_rate_bps,
             min_rate_bps: 100_000_000,
-        }
+        };
+        c.w_ai_bytes = c.w_ai_rule(n_flows);
+        c
+    }
+
+    /// The draft's rule of thumb for `W_ai` with this `η`: `W_init·(1 − η)/N` for `n_flows`
+    /// concurrent flows on a link, bytes.
+    pub fn w_ai_rule(&self, n_flows: u32) -> f64 {
+        self.w_init() * (1.0 - self.eta) / f64::from(n_flows.max(1))
     }
 
     /// `W_init`: the window of line rate over one base RTT (the bandwidth-delay product), bytes.
     pub fn w_init(&self) -> f64 {
-        self.line_rate_bps as f64 / 8.0 * self.base_rtt_ns as f64 * 1e-9
+        self.window_of(self.line_rate_bps as f64)
     }
 
     /// The window of `rate_bps` over `T`, bytes.

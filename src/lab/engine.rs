@@ -104,8 +104,6 @@ pub struct LabResult {
     pub switch_drops: u64,
     /// Go-back-N retransmissions (NAKs acted on).
     pub retransmits: u64,
-    /// Per host and flow: the bottleneck port's bytes at each sample (for utilisation plots).
-    pub util_samples: Vec<(u64, usize, u16, u64)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,11 +208,16 @@ struct Lab<'a> {
     out: Vec<PktBuf>,
     result: LabResult,
     data_frame_len: usize,
-    ack_len: usize,
 }
 
 fn host_ip(h: usize) -> Ipv4Addr {
     Ipv4Addr::new(10, (h >> 8) as u8, h as u8, 2)
+}
+
+/// The host whose address is `ip` (the inverse of [`host_ip`]).
+fn host_of(ip: Ipv4Addr) -> Option<usize> {
+    let [a, b, c, d] = ip.octets();
+    (a == 10 && d == 2).then_some(usize::from(b) << 8 | usize::from(c))
 }
 
 fn host_mac(h: usize) -> EthernetAddress {
@@ -396,7 +399,7 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
     let mut hcfg = HpccConfig::new(cfg.rate_bps, base_rtt_ns, n_flows);
     hcfg.eta = cfg.hpcc.eta;
     hcfg.max_stage = cfg.hpcc.max_stage;
-    hcfg.w_ai_bytes = cfg.hpcc.w_ai_bytes.unwrap_or(hcfg.w_init() * (1.0 - hcfg.eta) / f64::from(n_flows));
+    hcfg.w_ai_bytes = cfg.hpcc.w_ai_bytes.unwrap_or_else(|| hcfg.w_ai_rule(n_flows));
     let flows = cfg
         .flows
         .iter()
@@ -448,10 +451,8 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
             simulated_ns: 0,
             switch_drops: 0,
             retransmits: 0,
-            util_samples: Vec::new(),
         },
         data_frame_len,
-        ack_len,
     };
     for i in 0..lab.flows.len() {
         let t = lab.flows[i].spec.start_ns;
@@ -567,7 +568,6 @@ impl Lab<'_> {
                             port: p as u16,
                             bytes,
                         });
-                        self.result.util_samples.push((now, s, p as u16, sn.ports[p].tx_bytes));
                     }
                 }
                 self.push(now + self.cfg.sample_ns, Kind::Sample);
@@ -793,7 +793,7 @@ impl Lab<'_> {
             body = &body[len..];
         }
         let Ok(bth) = BthRepr::parse(body) else { return };
-        let Some(peer) = self.hosts.iter().position(|x| x.ip == src) else { return };
+        let Some(peer) = host_of(src).filter(|&p| p < self.hosts.len()) else { return };
         match bth.opcode {
             Opcode::RC_SEND_ONLY => {
                 let payload = body.len().saturating_sub(BthRepr::LEN + 4) as u64;
@@ -965,10 +965,22 @@ impl Lab<'_> {
                 .sum::<u64>();
         }
         self.result.simulated_ns = self.now;
-        let _ = self.ack_len;
         for sn in &mut self.switches {
             sn.sw.drain_all(&mut self.pool);
         }
         self.result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_is_found_from_its_address() {
+        for h in [0, 1, 255, 256, 4095] {
+            assert_eq!(host_of(host_ip(h)), Some(h));
+        }
+        assert_eq!(host_of(Ipv4Addr::new(10, 0, 1, 1)), None, "a switch port");
     }
 }
