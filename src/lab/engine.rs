@@ -914,12 +914,17 @@ impl Lab<'_> {
                 }
             }
             Syndrome::Nak(NakCode::PsnSequenceError) => {
+                // The NAK acknowledges every packet before its PSN (IBTA 9.7.5.2.1), then asks
+                // for that PSN again: go back to it, with nothing in flight.
+                // A stale NAK, for data already acknowledged, changes nothing.
                 let back = (u64::from(bth.psn) * mtu).min(f.spec.size);
-                if back < f.snd_nxt {
-                    f.snd_nxt = back;
-                    f.snd_una = f.snd_una.min(back);
-                    f.pacer.set_inflight(0);
-                    self.result.retransmits += 1;
+                if back >= f.snd_una {
+                    f.snd_una = back;
+                    if back < f.snd_nxt {
+                        f.snd_nxt = back;
+                        self.result.retransmits += 1;
+                    }
+                    f.pacer.set_inflight(f.snd_nxt - f.snd_una);
                 }
             }
             _ => {}
