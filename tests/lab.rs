@@ -47,3 +47,29 @@ fn hpcc_absorbs_a_16_to_1_incast_without_pfc() {
     );
     assert_eq!(*after.last().unwrap(), 0);
 }
+
+/// The binary rejects a lab it cannot run — here a host cut off from the fabric — with the
+/// file, the line and the reason, and exit code 2.
+#[test]
+fn a_lab_with_a_disconnected_host_exits_2_naming_file_and_line() {
+    let dir = std::env::temp_dir().join(format!("softfabric-lab-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("cut.toml");
+    std::fs::write(
+        &file,
+        "[lab]\nduration_us = 10\ncc = \"hpcc\"\n[topology]\nkind = \"explicit\"\nhosts = 2\nswitches = 2\n\
+         rate = \"100G\"\ndelay_ns = 1000\n[[link]]\na = \"h0\"\nb = \"s0\"\n[[link]]\na = \"h1\"\nb = \"s1\"\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_softfabric"))
+        .args(["lab", "run"])
+        .arg(&file)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("{}:6: topology.hosts: host 1 is disconnected", file.display())), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

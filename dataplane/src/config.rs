@@ -899,7 +899,8 @@ fn parse_sched(s: &str) -> Option<QueueSched> {
     }
 }
 
-fn rate_str(bps: u64) -> String {
+/// A rate as the configuration writes it: `100G`, `400M`, or bits per second (`unshaped` for 0).
+pub fn rate_str(bps: u64) -> String {
     match bps {
         0 => "unshaped".into(),
         b if b % 1_000_000_000 == 0 => format!("{}G", b / 1_000_000_000),

@@ -146,18 +146,29 @@ pub trait Pool<F> {
     fn available(&self) -> usize;
 }
 
-/// A pool of [`PktBuf`]s allocated up front.
+/// A pool of [`PktBuf`]s: allocated up front ([`HeapPool::new`]), or on first use up to a
+/// bound ([`HeapPool::lazy`]); buffers are never returned to the allocator.
 #[derive(Debug)]
 pub struct HeapPool {
     free: Vec<PktBuf>,
     capacity: usize,
+    /// Buffers made so far (all of them for an eager pool).
+    created: usize,
     dataroom: usize,
 }
 
 impl HeapPool {
-    /// `capacity` buffers of `dataroom` bytes each.
+    /// `capacity` buffers of `dataroom` bytes each, allocated now.
     pub fn new(capacity: usize, dataroom: usize) -> Self {
-        Self { free: (0..capacity).map(|_| PktBuf::new(dataroom)).collect(), capacity, dataroom }
+        let free: Vec<PktBuf> = (0..capacity).map(|_| PktBuf::new(dataroom)).collect();
+        Self { free, capacity, created: capacity, dataroom }
+    }
+
+    /// At most `capacity` buffers of `dataroom` bytes, each allocated the first time it is
+    /// needed: for a large bound that is rarely reached (the virtual-time lab's worst case of
+    /// every switch buffer full), so start-up does not pay for it.
+    pub fn lazy(capacity: usize, dataroom: usize) -> Self {
+        Self { free: Vec::new(), capacity, created: 0, dataroom }
     }
 
     /// Buffers the pool was created with.
@@ -174,19 +185,27 @@ impl HeapPool {
 impl Pool<PktBuf> for HeapPool {
     #[inline]
     fn alloc(&mut self) -> Option<PktBuf> {
-        let mut b = self.free.pop()?;
-        b.reset();
-        Some(b)
+        match self.free.pop() {
+            Some(mut b) => {
+                b.reset();
+                Some(b)
+            }
+            None if self.created < self.capacity => {
+                self.created += 1;
+                Some(PktBuf::new(self.dataroom))
+            }
+            None => None,
+        }
     }
     #[inline]
     fn free(&mut self, f: PktBuf) {
-        // Never grows past the capacity it was created with: a buffer from elsewhere is dropped.
-        if self.free.len() < self.capacity {
+        // Never holds more than it made: a buffer from elsewhere is dropped.
+        if self.free.len() < self.created {
             self.free.push(f);
         }
     }
     fn available(&self) -> usize {
-        self.free.len()
+        self.free.len() + (self.capacity - self.created)
     }
 }
 
@@ -217,6 +236,22 @@ mod tests {
         let a = p.alloc().unwrap();
         let b = p.alloc().unwrap();
         assert!(p.alloc().is_none());
+        p.free(a);
+        p.free(b);
+        p.free(PktBuf::new(128));
+        assert_eq!(p.available(), 2);
+    }
+
+    #[test]
+    fn a_lazy_pool_allocates_on_demand_up_to_its_bound() {
+        let mut p = HeapPool::lazy(2, 128);
+        assert_eq!(p.available(), 2);
+        let a = p.alloc().unwrap();
+        assert_eq!(p.available(), 1);
+        p.free(a);
+        let (a, b) = (p.alloc().unwrap(), p.alloc().unwrap());
+        assert!(p.alloc().is_none());
+        assert_eq!(b.tailroom(), 128);
         p.free(a);
         p.free(b);
         p.free(PktBuf::new(128));

@@ -6,17 +6,30 @@
 //! duration_us = 400          # virtual time simulated
 //! cc = "hpcc"                # or "dcqcn"
 //! mtu = 1000                 # payload bytes per data packet
-//! sample_ns = 1000           # queue sampling period
+//! sample_ns = 1000           # queue, link and flow-rate sampling period
 //!
 //! [topology]
-//! kind = "star"              # one switch and `hosts` hosts; or "dumbbell" (two switches)
-//! hosts = 17
-//! rate = "100G"
+//! kind = "star"              # star | dumbbell | leaf_spine | fat_tree | explicit
+//! hosts = 17                 # star, dumbbell, explicit
+//! # leaves = 4, spines = 2, hosts_per_leaf = 8    (leaf_spine)
+//! # k = 4                                         (fat_tree: k³/4 hosts)
+//! # switches = 3                                  (explicit, with [[link]] tables)
+//! rate = "100G"              # host links
+//! fabric_rate = "100G"       # switch–switch links (default: rate)
 //! delay_ns = 1000            # propagation delay of every link
+//! buffer_bytes = 33554432    # per switch (default: the reference's 16·bw/50 MB)
 //!
-//! [hpcc]                     # optional: η, maxStage, W_ai (bytes; default W_init·(1−η)/flows)
+//! [[link]]                   # kind = "explicit" only: a host–switch or switch–switch link
+//! a = "h0"
+//! b = "s0"
+//! rate = "100G"              # default: topology.rate
+//! delay_ns = 1000            # default: topology.delay_ns
+//!
+//! [hpcc]                     # optional
 //! eta = 0.95
 //! max_stage = 0
+//! # w_ai_bytes = 80          # W_ai; default: W_init·(1−η)/N for N flows into one host, or
+//! # ai_rate = "40M"          # W_ai = ai_rate·T (default with [[poisson]]: 10·bw/25 Mb/s)
 //!
 //! [[incast]]                 # `senders` hosts each send `size` bytes to `dst` at `start_ns`
 //! senders = [1, 2, 3]
@@ -29,13 +42,24 @@
 //! dst = 0
 //! size = 1000000
 //! start_ns = 0
+//!
+//! [[poisson]]                # Poisson arrivals at `load` of every sender's link rate
+//! cdf = "websearch"          # "websearch", "fb_hadoop", or a CDF file (relative to this file)
+//! load = 0.5
+//! hosts = [0, 1, 2]          # senders and receivers (default: every host)
+//! start_ns = 0               # default 0
+//! stop_ns = 2000000          # last arrival before this (default: the duration)
 //! ```
 //!
 //! Errors name the file, the line and the reason; the binary exits with code 2 on them.
 
 use std::path::{Path, PathBuf};
 
+use dataplane::config::parse_rate;
 use serde::Deserialize;
+
+use super::topology::{Link, Node, Topology};
+use super::workload::{self, Cdf, FB_HADOOP, WEBSEARCH};
 
 /// A lab file that cannot be run: where and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -60,21 +84,6 @@ pub enum Cc {
     Dcqcn,
 }
 
-/// A topology.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Topology {
-    /// One switch, `hosts` hosts.
-    Star {
-        /// Hosts.
-        hosts: usize,
-    },
-    /// Two switches joined by one link; hosts alternate between them (even on the first).
-    Dumbbell {
-        /// Hosts.
-        hosts: usize,
-    },
-}
-
 /// One flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FlowSpec {
@@ -95,8 +104,12 @@ pub struct HpccParams {
     pub eta: f64,
     /// maxStage.
     pub max_stage: u32,
-    /// W_ai, bytes; `None`: `W_init·(1 − η)/flows`.
+    /// W_ai, bytes; `None`: from `ai_rate_bps`, else `W_init·(1 − η)/flows`.
     pub w_ai_bytes: Option<f64>,
+    /// The additive increase as a rate (the reference's RATE_AI): `W_ai = ai_rate·T`. Default
+    /// for labs with Poisson workloads, where the number of concurrent flows is not known:
+    /// the reference's `10·bw/25` Mb/s.
+    pub ai_rate_bps: Option<f64>,
 }
 
 /// A whole lab.
@@ -114,12 +127,10 @@ pub struct LabConfig {
     pub mtu: usize,
     /// Queue sampling period, ns.
     pub sample_ns: u64,
-    /// Topology.
+    /// Topology: hosts, switches, links.
     pub topology: Topology,
-    /// Link rate, bits per second.
-    pub rate_bps: u64,
-    /// Propagation delay per link, ns.
-    pub delay_ns: u64,
+    /// Switch buffer, bytes.
+    pub buffer_bytes: u64,
     /// HPCC++ parameters.
     pub hpcc: HpccParams,
     /// Flows, in start order.
@@ -133,9 +144,13 @@ struct Raw {
     topology: RawTopology,
     hpcc: Option<RawHpcc>,
     #[serde(default)]
+    link: Vec<RawLink>,
+    #[serde(default)]
     incast: Vec<RawIncast>,
     #[serde(default)]
     flow: Vec<RawFlow>,
+    #[serde(default)]
+    poisson: Vec<RawPoisson>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -152,9 +167,25 @@ struct RawLab {
 #[serde(deny_unknown_fields)]
 struct RawTopology {
     kind: String,
-    hosts: usize,
+    hosts: Option<usize>,
+    switches: Option<usize>,
+    leaves: Option<usize>,
+    spines: Option<usize>,
+    hosts_per_leaf: Option<usize>,
+    k: Option<usize>,
     rate: String,
+    fabric_rate: Option<String>,
     delay_ns: u64,
+    buffer_bytes: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLink {
+    a: String,
+    b: String,
+    rate: Option<String>,
+    delay_ns: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -163,6 +194,7 @@ struct RawHpcc {
     eta: Option<f64>,
     max_stage: Option<u32>,
     w_ai_bytes: Option<f64>,
+    ai_rate: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -183,17 +215,20 @@ struct RawFlow {
     start_ns: u64,
 }
 
-/// `100G`, `25G`, `400M`: bits per second.
-pub fn parse_rate(s: &str) -> Option<u64> {
-    let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit())?);
-    let n: u64 = num.parse().ok()?;
-    let m = match unit {
-        "G" => 1_000_000_000,
-        "M" => 1_000_000,
-        _ => return None,
-    };
-    n.checked_mul(m)
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPoisson {
+    cdf: String,
+    load: f64,
+    hosts: Option<Vec<usize>>,
+    start_ns: Option<u64>,
+    stop_ns: Option<u64>,
 }
+
+/// Most hosts a lab may have (addresses are `10.h/256.h%256.2`).
+pub const MAX_HOSTS: usize = 4096;
+/// Most ports a lab switch may have.
+pub const MAX_SWITCH_PORTS: usize = 255;
 
 impl LabConfig {
     /// Read and check a lab file.
@@ -255,27 +290,112 @@ impl LabConfig {
             }
         };
         let t = &raw.topology;
-        let rate_bps = parse_rate(&t.rate).ok_or_else(|| {
-            err("topology", None, "rate", format!("{:?} is not a rate like \"100G\"", t.rate))
-        })?;
-        if rate_bps == 0 {
-            return Err(err("topology", None, "rate", "a link of zero rate carries nothing".into()));
-        }
+        let rate = |table: &str, i: Option<usize>, key: &str, v: &str| {
+            // "0G" is a rate, just a useless one: say so rather than "not a rate".
+            if v.trim().trim_end_matches(char::is_alphabetic).trim().parse::<f64>() == Ok(0.0) {
+                return Err(err(table, i, key, "a link of zero rate carries nothing".into()));
+            }
+            parse_rate(v).ok_or_else(|| err(table, i, key, format!("{v:?} is not a rate like \"100G\"")))
+        };
+        let rate_bps = rate("topology", None, "rate", &t.rate)?;
+        let fabric_bps = match &t.fabric_rate {
+            Some(r) => rate("topology", None, "fabric_rate", r)?,
+            None => rate_bps,
+        };
+        let need = |v: Option<usize>, key: &str, min: usize| match v {
+            Some(n) if n >= min => Ok(n),
+            Some(n) => Err(err("topology", None, key, format!("{n}: at least {min}"))),
+            None => Err(err("topology", None, "kind", format!("kind {:?} needs `{key}`", t.kind))),
+        };
+        let delay = t.delay_ns;
         let topology = match t.kind.as_str() {
-            "star" => Topology::Star { hosts: t.hosts },
-            "dumbbell" => Topology::Dumbbell { hosts: t.hosts },
+            "star" => Topology::star(need(t.hosts, "hosts", 2)?, rate_bps, delay),
+            "dumbbell" => Topology::dumbbell(need(t.hosts, "hosts", 2)?, rate_bps, fabric_bps, delay),
+            "leaf_spine" => Topology::leaf_spine(
+                need(t.leaves, "leaves", 1)?,
+                need(t.spines, "spines", 1)?,
+                need(t.hosts_per_leaf, "hosts_per_leaf", 1)?,
+                rate_bps,
+                fabric_bps,
+                delay,
+            ),
+            "fat_tree" => {
+                let k = need(t.k, "k", 2)?;
+                if k % 2 != 0 {
+                    return Err(err("topology", None, "k", format!("{k}: a fat-tree's k is even")));
+                }
+                Topology::fat_tree(k, rate_bps, fabric_bps, delay)
+            }
+            "explicit" => {
+                let mut links = Vec::with_capacity(raw.link.len());
+                for (i, l) in raw.link.iter().enumerate() {
+                    let end = |key: &str, v: &str| {
+                        Node::parse(v).ok_or_else(|| {
+                            err(
+                                "link",
+                                Some(i),
+                                key,
+                                format!("{v:?}: expected a host \"h3\" or a switch \"s1\""),
+                            )
+                        })
+                    };
+                    links.push(Link {
+                        a: end("a", &l.a)?,
+                        b: end("b", &l.b)?,
+                        rate_bps: match &l.rate {
+                            Some(r) => rate("link", Some(i), "rate", r)?,
+                            None => rate_bps,
+                        },
+                        delay_ns: l.delay_ns.unwrap_or(delay),
+                    });
+                }
+                Topology {
+                    hosts: need(t.hosts, "hosts", 2)?,
+                    switches: need(t.switches, "switches", 1)?,
+                    links,
+                }
+            }
             other => {
                 return Err(err(
                     "topology",
                     None,
                     "kind",
-                    format!("unknown topology {other:?}; expected \"star\" or \"dumbbell\""),
+                    format!(
+                        "unknown topology {other:?}; expected \"star\", \"dumbbell\", \"leaf_spine\", \"fat_tree\" or \"explicit\""
+                    ),
                 ));
             }
         };
-        if t.hosts < 2 || t.hosts > 4096 {
-            return Err(err("topology", None, "hosts", format!("{}: between 2 and 4096", t.hosts)));
+        if t.kind != "explicit" && !raw.link.is_empty() {
+            return Err(err("link", Some(0), "a", "[[link]] tables need topology kind \"explicit\"".into()));
         }
+        if topology.hosts > MAX_HOSTS {
+            return Err(err(
+                "topology",
+                None,
+                "kind",
+                format!("{} hosts: at most {MAX_HOSTS}", topology.hosts),
+            ));
+        }
+        if let Err(e) = topology.check() {
+            return Err(match e.link() {
+                Some(i) if t.kind == "explicit" => err("link", Some(i), "a", e.to_string()),
+                _ => {
+                    err("topology", None, if t.kind == "explicit" { "hosts" } else { "kind" }, e.to_string())
+                }
+            });
+        }
+        let wiring = topology.wiring();
+        if let Some((s, p)) = wiring.switch_ports.iter().enumerate().find(|(_, p)| p.len() > MAX_SWITCH_PORTS)
+        {
+            return Err(err(
+                "topology",
+                None,
+                "kind",
+                format!("switch {s} has {} ports: at most {MAX_SWITCH_PORTS}", p.len()),
+            ));
+        }
+        let hosts = topology.hosts;
         let mtu = raw.lab.mtu.unwrap_or(1000);
         if !(64..=1400).contains(&mtu) {
             return Err(err("lab", None, "mtu", format!("{mtu}: between 64 and 1400 bytes of payload")));
@@ -283,21 +403,30 @@ impl LabConfig {
         if raw.lab.duration_us == 0 {
             return Err(err("lab", None, "duration_us", "0: nothing to simulate".into()));
         }
+        let duration_ns = raw.lab.duration_us.saturating_mul(1000);
+        let seed = raw.lab.seed.unwrap_or(1);
         let h = raw.hpcc.as_ref();
         let hpcc = HpccParams {
             eta: h.and_then(|h| h.eta).unwrap_or(0.95),
             max_stage: h.and_then(|h| h.max_stage).unwrap_or(0),
             w_ai_bytes: h.and_then(|h| h.w_ai_bytes),
+            ai_rate_bps: match h.and_then(|h| h.ai_rate.as_deref()) {
+                Some(r) => Some(rate("hpcc", None, "ai_rate", r)? as f64),
+                None if !raw.poisson.is_empty() => {
+                    Some(10.0 * (rate_bps / 1_000_000_000) as f64 / 25.0 * 1e6)
+                }
+                None => None,
+            },
         };
         if !(hpcc.eta > 0.0 && hpcc.eta <= 1.0) {
             return Err(err("hpcc", None, "eta", format!("{}: in (0, 1]", hpcc.eta)));
         }
         let mut flows = Vec::new();
         let host = |table: &str, i: usize, key: &str, h: usize| {
-            if h < t.hosts {
+            if h < hosts {
                 Ok(h)
             } else {
-                Err(err(table, Some(i), key, format!("host {h} does not exist (hosts 0..{})", t.hosts)))
+                Err(err(table, Some(i), key, format!("host {h} does not exist (hosts 0..{hosts})")))
             }
         };
         for (i, f) in raw.incast.iter().enumerate() {
@@ -328,17 +457,65 @@ impl LabConfig {
             }
             flows.push(FlowSpec { src, dst, size: f.size, start_ns: f.start_ns });
         }
+        for (i, w) in raw.poisson.iter().enumerate() {
+            let cdf = match w.cdf.as_str() {
+                "websearch" => Cdf::parse(WEBSEARCH).expect("bundled CDF"),
+                "fb_hadoop" => Cdf::parse(FB_HADOOP).expect("bundled CDF"),
+                file => {
+                    let at = path.parent().unwrap_or(Path::new(".")).join(file);
+                    let text = std::fs::read_to_string(&at).map_err(|e| {
+                        err("poisson", Some(i), "cdf", format!("cannot read {}: {e}", at.display()))
+                    })?;
+                    Cdf::parse(&text).map_err(|e| LabError {
+                        file: at.clone(),
+                        line: e.line,
+                        key: format!("poisson[{i}].cdf"),
+                        reason: e.reason,
+                    })?
+                }
+            };
+            if !(w.load > 0.0 && w.load <= 1.0) {
+                return Err(err("poisson", Some(i), "load", format!("{}: in (0, 1]", w.load)));
+            }
+            let senders = match &w.hosts {
+                Some(list) => {
+                    list.iter().map(|&h| host("poisson", i, "hosts", h)).collect::<Result<Vec<_>, _>>()?
+                }
+                None => (0..hosts).collect(),
+            };
+            if senders.len() < 2 {
+                return Err(err("poisson", Some(i), "hosts", "at least two hosts".into()));
+            }
+            let start = w.start_ns.unwrap_or(0);
+            let stop = w.stop_ns.unwrap_or(duration_ns);
+            if stop <= start {
+                return Err(err(
+                    "poisson",
+                    Some(i),
+                    "stop_ns",
+                    format!("{stop} is not after start_ns {start}"),
+                ));
+            }
+            let link_rate = |h: usize| topology.links[wiring.host_port[h].link].rate_bps;
+            let seed = seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            flows.extend(workload::poisson(&cdf, w.load, &senders, &senders, link_rate, start, stop, seed));
+        }
         flows.sort_by_key(|f| f.start_ns);
+        let buffer_bytes = match t.buffer_bytes {
+            Some(b) if b >= 64 * 1024 => b,
+            Some(b) => return Err(err("topology", None, "buffer_bytes", format!("{b}: at least 65536"))),
+            // The reference's run.py: 16·bw/50 MB, bw in Gb/s of the hosts' links.
+            None => (16 * (rate_bps / 1_000_000_000).max(1) / 50).max(1) << 20,
+        };
         Ok(Self {
             file: path.to_path_buf(),
-            seed: raw.lab.seed.unwrap_or(1),
-            duration_ns: raw.lab.duration_us.saturating_mul(1000),
+            seed,
+            duration_ns,
             cc,
             mtu,
             sample_ns: raw.lab.sample_ns.unwrap_or(1000).max(100),
             topology,
-            rate_bps,
-            delay_ns: t.delay_ns,
+            buffer_bytes,
             hpcc,
             flows,
         })
@@ -346,9 +523,7 @@ impl LabConfig {
 
     /// Number of hosts.
     pub fn hosts(&self) -> usize {
-        match self.topology {
-            Topology::Star { hosts } | Topology::Dumbbell { hosts } => hosts,
-        }
+        self.topology.hosts
     }
 }
 
@@ -373,5 +548,48 @@ mod tests {
         assert_eq!((e.line, e.key.as_str()), (11, "flow[0].dst"));
         let e = LabConfig::parse(p, &format!("{OK}colour = 1\n")).unwrap_err();
         assert_eq!(e.line, 9);
+        let e = LabConfig::parse(p, &OK.replace("\"star\"", "\"torus\"")).unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (5, "topology.kind"));
+        let e = LabConfig::parse(p, &OK.replace("kind = \"star\"", "kind = \"fat_tree\"")).unwrap_err();
+        assert!(e.reason.contains("needs `k`"), "{e}");
+    }
+
+    /// An explicit topology: links by name, a host cut off from the rest, a link of zero rate.
+    #[test]
+    fn explicit_topologies_are_checked() {
+        let p = Path::new("x.toml");
+        let head = "[lab]\nduration_us = 10\ncc = \"dcqcn\"\n[topology]\nkind = \"explicit\"\nhosts = 3\nswitches = 2\nrate = \"100G\"\ndelay_ns = 500\n";
+        let link = |a: &str, b: &str| format!("[[link]]\na = \"{a}\"\nb = \"{b}\"\n");
+        let ok =
+            format!("{head}{}{}{}{}", link("h0", "s0"), link("h1", "s0"), link("h2", "s1"), link("s0", "s1"));
+        let c = LabConfig::parse(p, &ok).unwrap();
+        assert_eq!((c.hosts(), c.topology.switches, c.topology.links.len()), (3, 2, 4));
+        assert_eq!(c.topology.links[3].delay_ns, 500);
+        let cut = format!("{head}{}{}{}", link("h0", "s0"), link("h1", "s0"), link("h2", "s1"));
+        let e = LabConfig::parse(p, &cut).unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (6, "topology.hosts"));
+        assert!(e.reason.contains("host 2 is disconnected"), "{e}");
+        let zero = format!("{ok}rate = \"0G\"\n");
+        let e = LabConfig::parse(p, &zero).unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (22, "link[3].rate"));
+        assert!(e.reason.contains("zero rate"), "{e}");
+        let e = LabConfig::parse(p, &format!("{head}{}", link("h0", "q9"))).unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (12, "link[0].b"));
+    }
+
+    /// A CDF file that is not monotone is named with its own line.
+    #[test]
+    fn a_bad_cdf_file_is_named_by_file_and_line() {
+        let dir = std::env::temp_dir().join(format!("softfabric-cdf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("bad.cdf"), "0 0\n1000 50\n500 80\n2000 100\n").unwrap();
+        let lab = format!("{OK}[[poisson]]\ncdf = \"bad.cdf\"\nload = 0.3\n");
+        let e = LabConfig::parse(&dir.join("l.toml"), &lab).unwrap_err();
+        assert_eq!((&e.file, e.line, e.key.as_str()), (&dir.join("bad.cdf"), 3, "poisson[0].cdf"));
+        assert!(e.reason.contains("not monotone"), "{e}");
+        let long = lab.replace("bad.cdf", "websearch").replace("duration_us = 10\n", "duration_us = 10000\n");
+        let c = LabConfig::parse(&dir.join("l.toml"), &long).unwrap();
+        assert!(!c.flows.is_empty() && c.hpcc.ai_rate_bps == Some(40e6));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,7 +1,7 @@
 //! The event loop, the fabric built from a [`LabConfig`], and the host model.
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 use dataplane::buf::{Frame, HeapPool, PktBuf, Pool};
@@ -18,7 +18,10 @@ use wire::pfc::MacControlRepr;
 use wire::roce::{AethRepr, BthRepr, NakCode, Opcode, Syndrome};
 use wire::stack::UdpFlow;
 
-use super::config::{Cc, LabConfig, Topology};
+use dataplane::config::rate_str;
+
+use super::config::{Cc, LabConfig};
+use super::topology::{Node, PortEnd, Wiring};
 
 /// INT slots a sender allocates (paths here are at most 3 switches).
 const INT_HOPS: u8 = 5;
@@ -68,6 +71,19 @@ pub struct QueueSample {
     pub port: u16,
     /// Bytes queued, all queues.
     pub bytes: u64,
+    /// Bytes the port has sent since the start (utilisation over time is its slope).
+    pub tx_bytes: u64,
+}
+
+/// Bytes one flow's receiver had in order at one time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateSample {
+    /// Time, ns.
+    pub time_ns: u64,
+    /// Flow.
+    pub flow: usize,
+    /// Bytes delivered in order since the flow started.
+    pub rx_bytes: u64,
 }
 
 /// A PFC frame a switch sent.
@@ -90,6 +106,8 @@ pub struct LabResult {
     pub flows: Vec<FlowResult>,
     /// Queue samples.
     pub queues: Vec<QueueSample>,
+    /// Delivered bytes of every flow running at each sample time.
+    pub rates: Vec<RateSample>,
     /// PFC frames sent by switches.
     pub pfc: Vec<PfcEvent>,
     /// Per switch port: bytes sent and the port's rate (utilisation over the run).
@@ -104,12 +122,6 @@ pub struct LabResult {
     pub switch_drops: u64,
     /// Go-back-N retransmissions (NAKs acted on).
     pub retransmits: u64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Node {
-    Host(usize),
-    Switch(usize),
 }
 
 enum Kind {
@@ -148,6 +160,8 @@ impl Ord for Event {
 struct PortState {
     peer: Node,
     peer_port: u16,
+    rate_bps: u64,
+    delay_ns: u64,
     free_at: u64,
     poll_at: Option<u64>,
     tx_bytes: u64,
@@ -172,6 +186,10 @@ struct Flow {
     cc: FlowCc,
     timer_at: Option<u64>,
     done_ns: Option<u64>,
+    /// The receiver's side.
+    rx: RxFlow,
+    /// Base RTT between its hosts, for the standalone FCT.
+    pair_rtt_ns: u64,
 }
 
 struct RxFlow {
@@ -185,13 +203,14 @@ struct Host {
     ip: Ipv4Addr,
     mac: EthernetAddress,
     gw_mac: EthernetAddress,
+    rate_bps: u64,
+    delay_ns: u64,
     free_at: u64,
     paused_until: u64,
     wake_at: Option<u64>,
     ctrl: VecDeque<PktBuf>,
     active: Vec<usize>,
     rr: usize,
-    rx: HashMap<u32, RxFlow>,
 }
 
 struct Lab<'a> {
@@ -205,9 +224,12 @@ struct Lab<'a> {
     /// Per host: its switch and port.
     attach: Vec<(usize, u16)>,
     flows: Vec<Flow>,
+    /// Flows done.
+    done: usize,
     out: Vec<PktBuf>,
     result: LabResult,
     data_frame_len: usize,
+    last_sample: u64,
 }
 
 fn host_ip(h: usize) -> Ipv4Addr {
@@ -225,7 +247,7 @@ fn host_mac(h: usize) -> EthernetAddress {
 }
 
 fn switch_mac(s: usize, p: usize) -> EthernetAddress {
-    EthernetAddress([2, 0x5f, s as u8, (p >> 8) as u8, p as u8, 1])
+    EthernetAddress([2, 0x5f, (s >> 8) as u8, s as u8, p as u8, 1])
 }
 
 /// The INT header length of a data packet (HPCC++ runs).
@@ -236,111 +258,143 @@ fn int_len(cc: Cc) -> usize {
     }
 }
 
-/// A port's description in the generated switch configuration.
-struct PortSpec {
-    mac: EthernetAddress,
-    ip: String,
-    peer: Node,
-    peer_port: u16,
+/// The wire time of `bytes` (at least a minimum frame) at `rate_bps`, ns, rounded up.
+fn ser_ns(bytes: usize, rate_bps: u64) -> u64 {
+    (bytes.max(64) as u64 * 8 * 1_000_000_000).div_ceil(rate_bps)
 }
 
-/// Build the switches: ports, addresses, routes (shortest paths, ECMP over equal ones) and the
-/// TM, as `dataplane` configuration text.
-/// The switches, and per host the switch and port it hangs off.
-type Fabric = (Vec<SwitchNode>, Vec<(usize, u16)>);
+/// The fabric's switches, hosts' attachment and path lengths.
+struct Fabric {
+    switches: Vec<SwitchNode>,
+    wiring: Wiring,
+    /// Per switch with hosts: switch hops from every switch to it (`None`: no hosts there).
+    dist_to: Vec<Option<Vec<u32>>>,
+}
 
-fn build_fabric(cfg: &LabConfig) -> Result<Fabric, String> {
-    let n = cfg.hosts();
-    let nsw = match cfg.topology {
-        Topology::Star { .. } => 1,
-        Topology::Dumbbell { .. } => 2,
-    };
-    let mut ports: Vec<Vec<PortSpec>> = (0..nsw).map(|_| Vec::new()).collect();
-    let mut attach = Vec::with_capacity(n);
-    for h in 0..n {
-        let s = match cfg.topology {
-            Topology::Star { .. } => 0,
-            Topology::Dumbbell { .. } => h % 2,
+impl Fabric {
+    /// Round trip of one data packet and its ACK between hosts `a` and `b` on an idle fabric,
+    /// along the first of the shortest paths: per link, twice the propagation delay plus both
+    /// frames' serialisation.
+    fn pair_rtt(&self, cfg: &LabConfig, a: usize, b: usize, data: usize, ack: usize) -> u64 {
+        let cost = |link: usize| {
+            let l = &cfg.topology.links[link];
+            2 * l.delay_ns + ser_ns(data, l.rate_bps) + ser_ns(ack, l.rate_bps)
         };
-        let p = ports[s].len();
-        ports[s].push(PortSpec {
-            mac: switch_mac(s, p),
-            ip: format!("10.{}.{}.1/24", h >> 8, h & 255),
-            peer: Node::Host(h),
-            peer_port: 0,
-        });
-        attach.push((s, p as u16));
+        let (ha, hb) = (self.wiring.host_port[a], self.wiring.host_port[b]);
+        let mut rtt = cost(ha.link) + cost(hb.link);
+        let (Node::Switch(mut s), Node::Switch(t)) = (ha.peer, hb.peer) else { return rtt };
+        let Some(dist) = &self.dist_to[t] else { return rtt };
+        while s != t {
+            let Some(next) = self.wiring.switch_ports[s]
+                .iter()
+                .find(|e| matches!(e.peer, Node::Switch(o) if dist[o].wrapping_add(1) == dist[s]))
+            else {
+                break;
+            };
+            rtt += cost(next.link);
+            let Node::Switch(o) = next.peer else { break };
+            s = o;
+        }
+        rtt
     }
-    if nsw == 2 {
-        let (p0, p1) = (ports[0].len(), ports[1].len());
-        ports[0].push(PortSpec {
-            mac: switch_mac(0, p0),
-            ip: "172.16.0.0/31".into(),
-            peer: Node::Switch(1),
-            peer_port: p1 as u16,
-        });
-        ports[1].push(PortSpec {
-            mac: switch_mac(1, p1),
-            ip: "172.16.0.1/31".into(),
-            peer: Node::Switch(0),
-            peer_port: p0 as u16,
-        });
+}
+
+/// Host `h`'s switch and the port it hangs off.
+fn attach_of(w: &Wiring, h: usize) -> (usize, u16) {
+    match w.host_port[h].peer {
+        Node::Switch(s) => (s, w.host_port[h].peer_port),
+        Node::Host(_) => unreachable!("a checked topology joins hosts to switches only"),
     }
-    let rate_g = cfg.rate_bps / 1_000_000_000;
-    let speed = if rate_g > 0 { format!("{rate_g}G") } else { format!("{}M", cfg.rate_bps / 1_000_000) };
-    // Buffer as the reference simulator's run.py: 16·bw/50 MB (32 MB at 100G); headroom 3 × the
-    // link's BDP; ECN (DCQCN runs) kmin 100·bw/25 KB, kmax 400·bw/25 KB, pmax 0.2.
-    let bdp = cfg.rate_bps / 8 * cfg.delay_ns / 1_000_000_000;
-    let buffer = (16 * rate_g.max(1) / 50).max(1) << 20;
-    let headroom = (3 * bdp).max(3 * (cfg.mtu as u64 + 200));
+}
+
+/// Build the switches from the topology: ports, addresses (hosts `10.x.y.0/24`, switch–switch
+/// links `/31`s in 172.16/12), routes (every shortest path, ECMP over them) and the TM, as the
+/// `dataplane` configuration text a user would write.
+fn build_fabric(cfg: &LabConfig) -> Result<Fabric, String> {
+    let topo = &cfg.topology;
+    let w = topo.wiring();
+    // A switch port's address: towards a host the host's gateway, towards a switch its end of
+    // the link's /31 (the `a` end even).
+    let port_ip = |s: usize, end: &PortEnd| -> (Ipv4Addr, u8) {
+        match end.peer {
+            Node::Host(h) => (Ipv4Addr::new(10, (h >> 8) as u8, h as u8, 1), 24),
+            Node::Switch(_) => {
+                let a_end = topo.links[end.link].a == Node::Switch(s);
+                (Ipv4Addr::from(0xac10_0000u32 + 2 * end.link as u32 + u32::from(!a_end)), 31)
+            }
+        }
+    };
+    let mut dist_to: Vec<Option<Vec<u32>>> = vec![None; topo.switches];
+    for h in 0..topo.hosts {
+        let (s, _) = attach_of(&w, h);
+        if dist_to[s].is_none() {
+            dist_to[s] = Some(topo.switch_distances(&w, s));
+        }
+    }
+    let host_gbps = topo.links[w.host_port[0].link].rate_bps / 1_000_000_000;
     let ecn = match cfg.cc {
+        // The reference's run.py for DCQCN: kmin 100·bw/25 KB, kmax 400·bw/25 KB, pmax 0.2.
         Cc::Dcqcn => format!(
             "ecn = [{{ queue = {DATA_QUEUE}, kmin = {}, kmax = {}, pmax = 0.2 }}]\n",
-            100 * rate_g.max(1) / 25 * 1000,
-            400 * rate_g.max(1) / 25 * 1000
+            100 * host_gbps.max(1) / 25 * 1000,
+            400 * host_gbps.max(1) / 25 * 1000
         ),
         Cc::Hpcc => String::new(),
     };
-    let mut switches = Vec::with_capacity(nsw);
-    for (s, sp) in ports.into_iter().enumerate() {
+    let mut switches = Vec::with_capacity(topo.switches);
+    for (s, ports) in w.switch_ports.iter().enumerate() {
         let mut text = String::from("program = \"l2l3\"\n");
-        for (p, port) in sp.iter().enumerate() {
+        let mut headroom = 3 * (cfg.mtu as u64 + 200);
+        for (p, end) in ports.iter().enumerate() {
+            let l = &topo.links[end.link];
+            // Headroom as the reference MMU: 3 × the link's bandwidth-delay product.
+            headroom = headroom.max(3 * (l.rate_bps / 8 * l.delay_ns / 1_000_000_000));
+            let (ip, len) = port_ip(s, end);
             text.push_str(&format!(
-                "[[port]]\nname = \"p{p}\"\nbackend = \"ring\"\nmac = \"{}\"\nspeed = \"{speed}\"\nipv4 = [\"{}\"]\n",
-                port.mac, port.ip
+                "[[port]]\nname = \"p{p}\"\nbackend = \"ring\"\nmac = \"{}\"\nspeed = \"{}\"\nipv4 = [\"{ip}/{len}\"]\n",
+                switch_mac(s, p),
+                rate_str(l.rate_bps)
             ));
         }
         text.push_str(&format!(
-            "[tm]\nbuffer_bytes = {buffer}\nheadroom_bytes = {headroom}\nlossless = [{DATA_QUEUE}]\nmax_packets = 262144\nseed = {}\n{ecn}",
+            "[tm]\nbuffer_bytes = {}\nheadroom_bytes = {headroom}\nlossless = [{DATA_QUEUE}]\nmax_packets = 262144\nseed = {}\n{ecn}",
+            cfg.buffer_bytes,
             cfg.seed.wrapping_add(s as u64)
         ));
         text.push_str(&format!("[l2l3]\nint_switch_id = {}\n", s + 1));
         let mut neighbors = Vec::new();
-        let mut routes = Vec::new();
-        for (p, port) in sp.iter().enumerate() {
-            match port.peer {
-                Node::Host(h) => neighbors.push(format!(
-                    "{{ ip = \"{}\", mac = \"{}\", port = \"p{p}\" }}",
-                    host_ip(h),
-                    host_mac(h)
-                )),
+        for (p, end) in ports.iter().enumerate() {
+            let (ip, mac) = match end.peer {
+                Node::Host(h) => (host_ip(h), host_mac(h)),
                 Node::Switch(o) => {
-                    let other_ip = if o == 1 { "172.16.0.1" } else { "172.16.0.0" };
-                    neighbors.push(format!(
-                        "{{ ip = \"{other_ip}\", mac = \"{}\", port = \"p{p}\" }}",
-                        switch_mac(o, usize::from(port.peer_port))
-                    ));
-                    for h in (0..n).filter(|h| h % 2 == o) {
-                        routes.push(format!(
-                            "{{ prefix = \"10.{}.{}.0/24\", via = [\"{other_ip}\"] }}",
-                            h >> 8,
-                            h & 255
-                        ));
-                    }
+                    let back = &w.switch_ports[o][usize::from(end.peer_port)];
+                    (port_ip(o, back).0, switch_mac(o, usize::from(end.peer_port)))
                 }
-            }
+            };
+            neighbors.push(format!("{{ ip = \"{ip}\", mac = \"{mac}\", port = \"p{p}\" }}"));
         }
         text.push_str(&format!("neighbor = [{}]\n", neighbors.join(", ")));
+        let mut routes = Vec::new();
+        for h in 0..topo.hosts {
+            let (t, _) = attach_of(&w, h);
+            let Some(dist) = dist_to[t].as_ref().filter(|_| t != s) else { continue };
+            let via: Vec<String> = ports
+                .iter()
+                .filter_map(|end| match end.peer {
+                    Node::Switch(o) if dist[o].wrapping_add(1) == dist[s] => {
+                        let back = &w.switch_ports[o][usize::from(end.peer_port)];
+                        Some(format!("\"{}\"", port_ip(o, back).0))
+                    }
+                    _ => None,
+                })
+                .collect();
+            routes.push(format!(
+                "{{ prefix = \"10.{}.{}.0/24\", via = [{}] }}",
+                h >> 8,
+                h & 255,
+                via.join(", ")
+            ));
+        }
         if !routes.is_empty() {
             text.push_str(&format!("route = [{}]\n", routes.join(", ")));
         }
@@ -348,73 +402,98 @@ fn build_fabric(cfg: &LabConfig) -> Result<Fabric, String> {
         let c = Config::parse(&file, &text).map_err(|e| format!("switch {s}: {e}"))?;
         let mut sw: Switch<L2l3, PktBuf> = build_switch(&c).map_err(|e| format!("switch {s}: {e}"))?;
         sw.set_cut_through(false);
-        let ports = sp
+        let ports = ports
             .iter()
-            .map(|p| PortState {
-                peer: p.peer,
-                peer_port: p.peer_port,
-                free_at: 0,
-                poll_at: None,
-                tx_bytes: 0,
+            .map(|end| {
+                let l = &topo.links[end.link];
+                PortState {
+                    peer: end.peer,
+                    peer_port: end.peer_port,
+                    rate_bps: l.rate_bps,
+                    delay_ns: l.delay_ns,
+                    free_at: 0,
+                    poll_at: None,
+                    tx_bytes: 0,
+                }
             })
             .collect();
         switches.push(SwitchNode { sw, ports });
     }
-    Ok((switches, attach))
+    Ok(Fabric { switches, wiring: w, dist_to })
 }
 
 /// Run a lab to its end (`duration`, or earlier when every flow is done and the fabric idle).
 /// `progress` is called with the virtual time now and then.
 pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, String> {
-    let (switches, attach) = build_fabric(cfg)?;
+    let fabric = build_fabric(cfg)?;
     let n = cfg.hosts();
-    let hops_max: u64 = match cfg.topology {
-        Topology::Star { .. } => 2,
-        Topology::Dumbbell { .. } => 3,
-    };
     let data_frame_len = BASE_HEADERS + int_len(cfg.cc) + cfg.mtu;
     let ack_len = (BASE_HEADERS + 4 + int_len(cfg.cc)).max(64);
-    let ser = |bytes: usize| bytes as u64 * 8 * 1_000_000_000 / cfg.rate_bps;
-    let base_rtt_ns = hops_max * (2 * cfg.delay_ns + ser(data_frame_len) + ser(ack_len));
+    // HPCC++'s T: the largest base RTT between two hosts (the reference's GLOBAL_T, maxRtt).
+    let mut tors: Vec<usize> = (0..n).map(|h| attach_of(&fabric.wiring, h).0).collect();
+    tors.sort_unstable();
+    tors.dedup();
+    let first_host_on = |s: usize| (0..n).find(|&h| attach_of(&fabric.wiring, h).0 == s).unwrap_or(0);
+    let mut base_rtt_ns = 0;
+    for &a in &tors {
+        for &b in &tors {
+            let (ha, hb) = (first_host_on(a), first_host_on(b));
+            let (ha, hb) = if ha == hb { (ha, (0..n).find(|&h| h != ha).unwrap_or(ha)) } else { (ha, hb) };
+            base_rtt_ns = base_rtt_ns.max(fabric.pair_rtt(cfg, ha, hb, data_frame_len, ack_len));
+        }
+    }
+    let host_link = |h: usize| cfg.topology.links[fabric.wiring.host_port[h].link];
     let hosts = (0..n)
-        .map(|h| Host {
-            ip: host_ip(h),
-            mac: host_mac(h),
-            gw_mac: switch_mac(attach[h].0, usize::from(attach[h].1)),
-            free_at: 0,
-            paused_until: 0,
-            wake_at: None,
-            ctrl: VecDeque::new(),
-            active: Vec::new(),
-            rr: 0,
-            rx: HashMap::new(),
+        .map(|h| {
+            let (s, p) = attach_of(&fabric.wiring, h);
+            let l = host_link(h);
+            Host {
+                ip: host_ip(h),
+                mac: host_mac(h),
+                gw_mac: switch_mac(s, usize::from(p)),
+                rate_bps: l.rate_bps,
+                delay_ns: l.delay_ns,
+                free_at: 0,
+                paused_until: 0,
+                wake_at: None,
+                ctrl: VecDeque::new(),
+                active: Vec::new(),
+                rr: 0,
+            }
         })
         .collect();
-    // W_ai's N: the most flows sharing one destination.
+    // W_ai's N: the most fixed or incast flows sharing one destination.
     let mut per_dst = vec![0u32; n];
     for f in &cfg.flows {
         per_dst[f.dst] += 1;
     }
     let n_flows = per_dst.iter().copied().max().unwrap_or(1).max(1);
-    let mut hcfg = HpccConfig::new(cfg.rate_bps, base_rtt_ns, n_flows);
-    hcfg.eta = cfg.hpcc.eta;
-    hcfg.max_stage = cfg.hpcc.max_stage;
-    hcfg.w_ai_bytes = cfg.hpcc.w_ai_bytes.unwrap_or_else(|| hcfg.w_ai_rule(n_flows));
+    let hpcc_cfg = |rate_bps: u64| {
+        let mut c = HpccConfig::new(rate_bps, base_rtt_ns, n_flows);
+        c.eta = cfg.hpcc.eta;
+        c.max_stage = cfg.hpcc.max_stage;
+        c.w_ai_bytes = match (cfg.hpcc.w_ai_bytes, cfg.hpcc.ai_rate_bps) {
+            (Some(w), _) => w,
+            (None, Some(ai)) => ai / 8.0 * base_rtt_ns as f64 * 1e-9,
+            (None, None) => c.w_ai_rule(n_flows),
+        };
+        c
+    };
     let flows = cfg
         .flows
         .iter()
         .enumerate()
         .map(|(i, spec)| {
+            let rate = host_link(spec.src).rate_bps;
             let (pacer, cc) = match cfg.cc {
                 Cc::Hpcc => {
-                    let h = Hpcc::new(hcfg);
+                    let h = Hpcc::new(hpcc_cfg(rate));
                     let w = h.window();
                     (Pacer::new(w.rate_bps, Some(w.bytes as u64)), FlowCc::Hpcc(Box::new(h)))
                 }
-                Cc::Dcqcn => (
-                    Pacer::new(cfg.rate_bps as f64, None),
-                    FlowCc::Dcqcn(DcqcnRp::new(DcqcnConfig::mellanox(cfg.rate_bps))),
-                ),
+                Cc::Dcqcn => {
+                    (Pacer::new(rate as f64, None), FlowCc::Dcqcn(DcqcnRp::new(DcqcnConfig::mellanox(rate))))
+                }
             };
             Flow {
                 spec: *spec,
@@ -425,25 +504,38 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
                 cc,
                 timer_at: None,
                 done_ns: None,
+                rx: RxFlow { expected: 0, bytes: 0, nak_for: None, cnp: CnpGenerator::new(0) },
+                // Without INT, so both CCs have the same standalone FCT.
+                pair_rtt_ns: fabric.pair_rtt(
+                    cfg,
+                    spec.src,
+                    spec.dst,
+                    BASE_HEADERS + cfg.mtu,
+                    BASE_HEADERS + 4,
+                ),
             }
         })
         .collect::<Vec<_>>();
-    // Buffers: every switch's queue-entry table could fill, plus what is on the wires.
-    let pool = HeapPool::new(64 * 1024 + 4096 * n, data_frame_len.max(256) + 64);
+    // Buffers, made as needed: every switch's queue-entry table could fill, plus what is on the
+    // wires and in the hosts' control queues.
+    let pool = HeapPool::lazy(262_144 * fabric.switches.len() + 4096 * n, data_frame_len.max(256) + 64);
+    let attach = (0..n).map(|h| attach_of(&fabric.wiring, h)).collect();
     let mut lab = Lab {
         cfg,
         events: BinaryHeap::new(),
         seq: 0,
         now: 0,
         pool,
-        switches,
+        switches: fabric.switches,
         hosts,
         attach,
         flows,
+        done: 0,
         out: Vec::with_capacity(4),
         result: LabResult {
             flows: Vec::new(),
             queues: Vec::new(),
+            rates: Vec::new(),
             pfc: Vec::new(),
             links: Vec::new(),
             base_rtt_ns,
@@ -453,6 +545,7 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
             retransmits: 0,
         },
         data_frame_len,
+        last_sample: 0,
     };
     for i in 0..lab.flows.len() {
         let t = lab.flows[i].spec.start_ns;
@@ -499,15 +592,11 @@ impl Lab<'_> {
     }
 
     fn all_done(&self) -> bool {
-        self.flows.iter().all(|f| f.done_ns.is_some())
+        self.done == self.flows.len()
     }
 
     fn fabric_idle(&self) -> bool {
         self.switches.iter().all(|s| (0..s.ports.len()).all(|p| !s.sw.tm().port_has_packets(p as u16)))
-    }
-
-    fn ser(&self, bytes: usize) -> u64 {
-        (bytes.max(64) as u64 * 8 * 1_000_000_000).div_ceil(self.cfg.rate_bps)
     }
 
     fn handle(&mut self, k: Kind) {
@@ -560,16 +649,24 @@ impl Lab<'_> {
             Kind::Sample => {
                 let now = self.now;
                 for (s, sn) in self.switches.iter().enumerate() {
-                    for p in 0..sn.ports.len() {
+                    for (p, ps) in sn.ports.iter().enumerate() {
                         let bytes = sn.sw.tm().port_bytes(p as u16);
                         self.result.queues.push(QueueSample {
                             time_ns: now,
                             switch: s,
                             port: p as u16,
                             bytes,
+                            tx_bytes: ps.tx_bytes,
                         });
                     }
                 }
+                // Flows running now, or finished since the last sample (their last bytes).
+                for (i, f) in self.flows.iter().enumerate() {
+                    if f.spec.start_ns <= now && f.done_ns.is_none_or(|d| d > self.last_sample) {
+                        self.result.rates.push(RateSample { time_ns: now, flow: i, rx_bytes: f.rx.bytes });
+                    }
+                }
+                self.last_sample = now;
                 self.push(now + self.cfg.sample_ns, Kind::Sample);
             }
         }
@@ -614,12 +711,12 @@ impl Lab<'_> {
                 let pause = pfc.quanta.iter().any(|&q| q > 0);
                 self.result.pfc.push(PfcEvent { time_ns: now, switch: s, port: p, pause });
             }
-            let ser = self.ser(len);
             let ps = &mut self.switches[s].ports[usize::from(p)];
+            let ser = ser_ns(len, ps.rate_bps);
             ps.free_at = now + ser;
             ps.tx_bytes += len as u64;
-            let (peer, peer_port) = (ps.peer, ps.peer_port);
-            self.push(now + ser + self.cfg.delay_ns, Kind::Arrive { node: peer, port: peer_port, frame: f });
+            let (peer, peer_port, arrive) = (ps.peer, ps.peer_port, now + ser + ps.delay_ns);
+            self.push(arrive, Kind::Arrive { node: peer, port: peer_port, frame: f });
         }
         self.out = out;
         self.schedule_poll(s, p);
@@ -681,22 +778,27 @@ impl Lab<'_> {
 
     fn host_transmit(&mut self, h: usize, frame: PktBuf) {
         let now = self.now;
-        let ser = self.ser(frame.len());
+        let host = &mut self.hosts[h];
+        let ser = ser_ns(frame.len(), host.rate_bps);
+        host.free_at = now + ser;
         let (s, p) = self.attach[h];
-        self.hosts[h].free_at = now + ser;
-        self.push(now + ser + self.cfg.delay_ns, Kind::Arrive { node: Node::Switch(s), port: p, frame });
+        let arrive = now + ser + host.delay_ns;
+        self.push(arrive, Kind::Arrive { node: Node::Switch(s), port: p, frame });
         self.wake(h, now + ser);
     }
 
-    fn udp_flow(&self, from: usize, to: usize, dscp: u8, ecn: u8, dst_port: u16) -> UdpFlow {
+    /// Headers from host `from` to `to` for the flow of QP `qpn`: its UDP source port is the
+    /// flow's ECMP entropy, as RoCEv2 NICs derive it from the QP.
+    fn udp_flow(&self, from: usize, to: usize, qpn: u32, dscp: u8, ecn: u8, dst_port: u16) -> UdpFlow {
         let (a, b) = (&self.hosts[from], &self.hosts[to]);
+        let sport = 49152 | (qpn as u16 & 0x3fff);
         UdpFlow {
             dscp,
             ecn,
             ..UdpFlow::host_udp(
                 a.mac,
                 a.gw_mac,
-                SocketAddrV4::new(a.ip, 49152),
+                SocketAddrV4::new(a.ip, sport),
                 SocketAddrV4::new(b.ip, dst_port),
             )
         }
@@ -711,7 +813,7 @@ impl Lab<'_> {
             Cc::Hpcc => (wire::udp::port::HPCC_INT, 0),
             Cc::Dcqcn => (wire::udp::port::ROCE_V2, ECT0),
         };
-        let flow = self.udp_flow(f.spec.src, f.spec.dst, DSCP_DATA, ecn, port);
+        let flow = self.udp_flow(f.spec.src, f.spec.dst, f.qpn, DSCP_DATA, ecn, port);
         let bth = BthRepr {
             opcode: Opcode::RC_SEND_ONLY,
             pkey: 0xffff,
@@ -773,7 +875,7 @@ impl Lab<'_> {
                     host.paused_until = if q == 0 {
                         self.now
                     } else {
-                        self.now + wire::pfc::pause_duration_ns(q, self.cfg.rate_bps)
+                        self.now + wire::pfc::pause_duration_ns(q, host.rate_bps)
                     };
                     let t = host.paused_until;
                     self.wake(h, t);
@@ -833,13 +935,14 @@ impl Lab<'_> {
     ) {
         let now = self.now;
         let qpn = bth.dest_qp;
-        let fi = qpn as usize - 1;
-        let rx = self.hosts[h].rx.entry(qpn).or_insert(RxFlow {
-            expected: 0,
-            bytes: 0,
-            nak_for: None,
-            cnp: CnpGenerator::new(0),
-        });
+        // QP numbers are flow numbers + 1 across the lab; a frame for another host's flow is
+        // not ours.
+        let Some(f) = (qpn as usize).checked_sub(1).and_then(|fi| self.flows.get_mut(fi)) else { return };
+        if f.spec.dst != h {
+            return;
+        }
+        let size = f.spec.size;
+        let rx = &mut f.rx;
         let syndrome;
         let psn;
         if bth.psn == rx.expected {
@@ -848,11 +951,9 @@ impl Lab<'_> {
             rx.nak_for = None;
             syndrome = Syndrome::Ack { credits: 31 };
             psn = bth.psn;
-            if let Some(f) = self.flows.get_mut(fi)
-                && rx.bytes >= f.spec.size
-                && f.done_ns.is_none()
-            {
+            if rx.bytes >= size && f.done_ns.is_none() {
                 f.done_ns = Some(now);
+                self.done += 1;
             }
         } else if bth.psn.wrapping_sub(rx.expected) & 0x80_0000 != 0 {
             // A duplicate: ACK what we have.
@@ -874,7 +975,7 @@ impl Lab<'_> {
             }
             _ => (wire::udp::port::ROCE_V2, None),
         };
-        let flow = self.udp_flow(h, peer, DSCP_CTRL, 0, port);
+        let flow = self.udp_flow(h, peer, qpn, DSCP_CTRL, 0, port);
         let ack =
             BthRepr { opcode: Opcode::RC_ACKNOWLEDGE, pkey: 0xffff, dest_qp: qpn, psn, ..BthRepr::default() };
         let aeth = AethRepr { syndrome, msn: 0 };
@@ -882,7 +983,7 @@ impl Lab<'_> {
             self.hosts[h].ctrl.push_back(f);
         }
         if cnp {
-            let flow = self.udp_flow(h, peer, DSCP_CTRL, 0, wire::udp::port::ROCE_V2);
+            let flow = self.udp_flow(h, peer, qpn, DSCP_CTRL, 0, wire::udp::port::ROCE_V2);
             let b =
                 BthRepr { opcode: Opcode::CNP, pkey: 0xffff, dest_qp: qpn, becn: true, ..BthRepr::default() };
             if let Some(f) = self.frame(&flow, None, &b, None, wire::roce::CNP_BODY_LEN + 4) {
@@ -938,11 +1039,13 @@ impl Lab<'_> {
 
     fn finish(mut self) -> LabResult {
         let cfg = self.cfg;
-        let ser_rate = |bytes: u64| bytes * 8 * 1_000_000_000 / cfg.rate_bps;
-        let hdr = (self.data_frame_len - cfg.mtu) as u64;
+        // The reference's standalone FCT: the pair's base RTT plus the flow's bytes with their
+        // headers (without INT, so both CCs are held to the same yardstick) at the sender's rate.
+        let hdr = BASE_HEADERS as u64;
         for (i, f) in self.flows.iter().enumerate() {
+            let rate = self.hosts[f.spec.src].rate_bps;
             let packets = f.spec.size.div_ceil(cfg.mtu as u64);
-            let standalone = self.result.base_rtt_ns + ser_rate(f.spec.size + packets * hdr);
+            let standalone = f.pair_rtt_ns + (f.spec.size + packets * hdr) * 8 * 1_000_000_000 / rate;
             self.result.flows.push(FlowResult {
                 id: i,
                 src: f.spec.src,
@@ -955,7 +1058,7 @@ impl Lab<'_> {
         }
         for (s, sn) in self.switches.iter().enumerate() {
             for (p, ps) in sn.ports.iter().enumerate() {
-                self.result.links.push((s, p as u16, ps.tx_bytes, cfg.rate_bps));
+                self.result.links.push((s, p as u16, ps.tx_bytes, ps.rate_bps));
             }
             // PFC frames end at the switch that obeys them (reason mac_control): not losses.
             let names = sn.sw.drop_reasons().names();

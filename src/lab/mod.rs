@@ -22,6 +22,9 @@
 pub mod config;
 mod engine;
 pub mod output;
+pub mod topology;
+pub mod workload;
 
-pub use config::{Cc, FlowSpec, LabConfig, LabError, Topology};
-pub use engine::{FlowResult, LabResult, PfcEvent, QueueSample, run};
+pub use config::{Cc, FlowSpec, LabConfig, LabError};
+pub use engine::{FlowResult, LabResult, PfcEvent, QueueSample, RateSample, run};
+pub use topology::{Link, Node, Topology, TopologyError};

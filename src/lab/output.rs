@@ -1,4 +1,6 @@
-//! A run's results as CSV files: `flows.csv`, `queues.csv`, `pfc.csv`, `links.csv`.
+//! A run's results as CSV files: `flows.csv` (FCT and slowdown per flow), `queues.csv` (queue
+//! bytes and bytes sent per switch port, sampled), `rates.csv` (bytes delivered per running
+//! flow, sampled), `pfc.csv` (pause and resume frames), `links.csv` (utilisation over the run).
 //! Every number is an integer or printed with fixed precision, so the same run gives the same
 //! bytes.
 
@@ -19,9 +21,13 @@ pub fn csv(r: &LabResult) -> Vec<(&'static str, String)> {
             f.id, f.src, f.dst, f.size, f.start_ns, f.standalone_ns
         );
     }
-    let mut queues = String::from("time_ns,switch,port,bytes\n");
+    let mut queues = String::from("time_ns,switch,port,bytes,tx_bytes\n");
     for q in &r.queues {
-        let _ = writeln!(queues, "{},{},{},{}", q.time_ns, q.switch, q.port, q.bytes);
+        let _ = writeln!(queues, "{},{},{},{},{}", q.time_ns, q.switch, q.port, q.bytes, q.tx_bytes);
+    }
+    let mut rates = String::from("time_ns,flow,rx_bytes\n");
+    for s in &r.rates {
+        let _ = writeln!(rates, "{},{},{}", s.time_ns, s.flow, s.rx_bytes);
     }
     let mut pfc = String::from("time_ns,switch,port,kind\n");
     for e in &r.pfc {
@@ -40,7 +46,13 @@ pub fn csv(r: &LabResult) -> Vec<(&'static str, String)> {
         let u = bytes as f64 * 8.0 / (rate as f64 * secs);
         let _ = writeln!(links, "{s},{p},{bytes},{rate},{u:.4}");
     }
-    vec![("flows.csv", flows), ("queues.csv", queues), ("pfc.csv", pfc), ("links.csv", links)]
+    vec![
+        ("flows.csv", flows),
+        ("queues.csv", queues),
+        ("rates.csv", rates),
+        ("pfc.csv", pfc),
+        ("links.csv", links),
+    ]
 }
 
 /// Write the CSV files into `dir` (created if needed).
