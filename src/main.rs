@@ -25,7 +25,7 @@ enum Cmd {
 
 #[derive(Debug, Subcommand)]
 enum LabCmd {
-    /// Run a lab file and write its CSV results into DIR.
+    /// Run a lab file: CSV results and SVG plots into DIR.
     Run {
         /// The lab, e.g. config/labs/incast-16to1.toml.
         file: PathBuf,
@@ -39,56 +39,78 @@ enum LabCmd {
         #[arg(long)]
         quiet: bool,
     },
+    /// Run a lab with HPCC++ and with DCQCN: each run's results into DIR/hpcc and DIR/dcqcn,
+    /// both slowdown curves into DIR/slowdown.svg, and a slowdown table on stdout.
+    Compare {
+        /// The lab, e.g. config/labs/websearch-fattree-k4.toml.
+        file: PathBuf,
+        /// Where the results go.
+        #[arg(long)]
+        out: PathBuf,
+        /// No progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
 }
 
-/// Run a lab: results into `out`, a summary on stdout. Exit 2 for a lab file that cannot run.
-fn lab_run(file: &Path, out: &Path, cc: Option<&str>, quiet: bool) -> ExitCode {
-    use softfabric::lab::{self, Cc, LabConfig};
-    let mut cfg = match LabConfig::load(file) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    match cc {
-        None => {}
-        Some("hpcc") => cfg.cc = Cc::Hpcc,
-        Some("dcqcn") => cfg.cc = Cc::Dcqcn,
-        Some(other) => {
-            eprintln!("error: --cc {other:?}: unknown CC; expected \"hpcc\" or \"dcqcn\"");
-            return ExitCode::from(2);
+/// Why a lab command failed: a lab that cannot run (exit 2) or anything else (exit 1).
+enum LabFail {
+    BadLab(String),
+    Other(String),
+}
+
+impl LabFail {
+    fn exit(self) -> ExitCode {
+        match self {
+            LabFail::BadLab(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+            LabFail::Other(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
         }
     }
+}
+
+fn parse_cc(cc: &str) -> Result<softfabric::lab::Cc, LabFail> {
+    match cc {
+        "hpcc" => Ok(softfabric::lab::Cc::Hpcc),
+        "dcqcn" => Ok(softfabric::lab::Cc::Dcqcn),
+        other => Err(LabFail::BadLab(format!("--cc {other:?}: unknown CC; expected \"hpcc\" or \"dcqcn\""))),
+    }
+}
+
+/// Run `cfg`, write its CSV and plots into `out`, and print a summary.
+fn lab_run_one(
+    cfg: &softfabric::lab::LabConfig,
+    out: &Path,
+    quiet: bool,
+) -> Result<softfabric::lab::LabResult, LabFail> {
+    use softfabric::lab::{self, output};
     let wall = std::time::Instant::now();
     let total = cfg.duration_ns;
-    let r = lab::run(&cfg, |now| {
+    let r = lab::run(cfg, |now| {
         if !quiet {
             let pct = now.saturating_mul(100) / total.max(1);
             let bar: String = (0..40).map(|i| if i * 100 < pct * 40 { '#' } else { '.' }).collect();
-            eprint!("\r[{bar}] {pct:>3}%  {:.1} µs virtual", now as f64 / 1e3);
+            eprint!("\r{:?} [{bar}] {pct:>3}%  {:.1} µs virtual", cfg.cc, now as f64 / 1e3);
         }
     });
     if !quiet {
         eprintln!();
     }
-    let r = match r {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {}: {e}", file.display());
-            return ExitCode::from(2);
-        }
-    };
+    let r = r.map_err(|e| LabFail::BadLab(format!("{}: {e}", cfg.file.display())))?;
     let secs = wall.elapsed().as_secs_f64();
-    if let Err(e) = lab::output::write(&r, out) {
-        eprintln!("error: cannot write results into {}: {e}", out.display());
-        return ExitCode::FAILURE;
-    }
+    let label = format!("{:?}", cfg.cc);
+    output::write(&r, out)
+        .and_then(|()| lab::plot::write(&r, &label, out))
+        .map_err(|e| LabFail::Other(format!("cannot write results into {}: {e}", out.display())))?;
     let done = r.flows.iter().filter(|f| f.fct_ns.is_some()).count();
     println!(
-        "{}: {:?}, {} flows ({done} finished), base RTT {} ns",
-        file.display(),
-        cfg.cc,
+        "{}: {label}, {} flows ({done} finished), base RTT {} ns",
+        cfg.file.display(),
         r.flows.len(),
         r.base_rtt_ns
     );
@@ -106,7 +128,41 @@ fn lab_run(file: &Path, out: &Path, cc: Option<&str>, quiet: bool) -> ExitCode {
         r.retransmits,
         out.display()
     );
-    ExitCode::SUCCESS
+    Ok(r)
+}
+
+/// `lab run`: exit 2 for a lab file that cannot run.
+fn lab_run(file: &Path, out: &Path, cc: Option<&str>, quiet: bool) -> Result<(), LabFail> {
+    let mut cfg = softfabric::lab::LabConfig::load(file).map_err(|e| LabFail::BadLab(e.to_string()))?;
+    if let Some(cc) = cc {
+        cfg.cc = parse_cc(cc)?;
+    }
+    lab_run_one(&cfg, out, quiet).map(drop)
+}
+
+/// `lab compare`: the lab under both CCs, and their FCT slowdowns side by side.
+fn lab_compare(file: &Path, out: &Path, quiet: bool) -> Result<(), LabFail> {
+    use softfabric::lab::{Cc, LabConfig, output, plot};
+    let mut cfg = LabConfig::load(file).map_err(|e| LabFail::BadLab(e.to_string()))?;
+    let mut runs = Vec::new();
+    for (cc, name) in [(Cc::Hpcc, "hpcc"), (Cc::Dcqcn, "dcqcn")] {
+        cfg.cc = cc;
+        runs.push((name, lab_run_one(&cfg, &out.join(name), quiet)?));
+    }
+    let labelled: Vec<(&str, &softfabric::lab::LabResult)> =
+        runs.iter().map(|(n, r)| (if *n == "hpcc" { "HPCC++" } else { "DCQCN" }, r)).collect();
+    plot::slowdown(&out.join("slowdown.svg"), &format!("FCT slowdown, {}", file.display()), &labelled)
+        .map_err(|e| LabFail::Other(format!("cannot write {}: {e}", out.join("slowdown.svg").display())))?;
+    println!("FCT slowdown          flows    p50      p95      p99");
+    for (name, r) in &labelled {
+        for (what, below) in [("< 100 KB", 100_000), ("all", u64::MAX)] {
+            let n = output::slowdown_below(&r.flows, below, 0.5).1;
+            let p =
+                |q| output::slowdown_below(&r.flows, below, q).0.map_or("-".into(), |v| format!("{v:.3}"));
+            println!("{name:<7}{what:<12}{n:>7}  {:>7}  {:>7}  {:>7}", p(0.5), p(0.95), p(0.99));
+        }
+    }
+    Ok(())
 }
 
 fn main() -> ExitCode {
@@ -125,6 +181,12 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Cmd::Lab { cmd: LabCmd::Run { file, out, cc, quiet } } => lab_run(&file, &out, cc.as_deref(), quiet),
+        Cmd::Lab { cmd } => {
+            let r = match cmd {
+                LabCmd::Run { file, out, cc, quiet } => lab_run(&file, &out, cc.as_deref(), quiet),
+                LabCmd::Compare { file, out, quiet } => lab_compare(&file, &out, quiet),
+            };
+            r.map_or_else(LabFail::exit, |()| ExitCode::SUCCESS)
+        }
     }
 }

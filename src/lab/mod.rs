@@ -22,6 +22,7 @@
 pub mod config;
 mod engine;
 pub mod output;
+pub mod plot;
 pub mod topology;
 pub mod workload;
 

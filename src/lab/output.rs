@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::LabResult;
+use super::{FlowResult, LabResult};
 
 /// The CSV texts, by file name.
 pub fn csv(r: &LabResult) -> Vec<(&'static str, String)> {
@@ -62,4 +62,60 @@ pub fn write(r: &LabResult, dir: &Path) -> std::io::Result<()> {
         std::fs::write(dir.join(name), text)?;
     }
     Ok(())
+}
+
+/// FCT slowdowns of one bin of flows sorted by size.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SlowdownBin {
+    /// The largest flow in the bin, bytes.
+    pub max_size: u64,
+    /// Flows in the bin.
+    pub flows: usize,
+    /// Median slowdown.
+    pub p50: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// 99th percentile.
+    pub p99: f64,
+}
+
+/// The `p`-th percentile (0 < p ≤ 1) of sorted `v`, by nearest rank.
+pub fn percentile(v: &[f64], p: f64) -> Option<f64> {
+    let rank = ((p * v.len() as f64).ceil() as usize).clamp(1, v.len().max(1));
+    v.get(rank - 1).copied()
+}
+
+/// The reference's `fct_analysis.py`: finished flows sorted by size and cut into `bins`
+/// count-quantile bins (fewer when there are fewer than 5 flows per bin), each with its
+/// largest size and median, 95th and 99th percentile slowdown.
+pub fn slowdown_bins(flows: &[FlowResult], bins: usize) -> Vec<SlowdownBin> {
+    let mut done: Vec<(u64, f64)> = flows.iter().filter_map(|f| Some((f.size, f.slowdown()?))).collect();
+    done.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    let bins = bins.min(done.len() / 5).max(1);
+    let mut out = Vec::with_capacity(bins);
+    for b in 0..bins {
+        let (lo, hi) = (b * done.len() / bins, (b + 1) * done.len() / bins);
+        if lo == hi {
+            continue;
+        }
+        let mut sd: Vec<f64> = done[lo..hi].iter().map(|&(_, s)| s).collect();
+        sd.sort_by(f64::total_cmp);
+        let p = |q| percentile(&sd, q).unwrap_or(1.0);
+        out.push(SlowdownBin {
+            max_size: done[hi - 1].0,
+            flows: hi - lo,
+            p50: p(0.5),
+            p95: p(0.95),
+            p99: p(0.99),
+        });
+    }
+    out
+}
+
+/// The `p`-th percentile slowdown of finished flows smaller than `below` bytes, and how many
+/// there are.
+pub fn slowdown_below(flows: &[FlowResult], below: u64, p: f64) -> (Option<f64>, usize) {
+    let mut sd: Vec<f64> = flows.iter().filter(|f| f.size < below).filter_map(FlowResult::slowdown).collect();
+    sd.sort_by(f64::total_cmp);
+    (percentile(&sd, p), sd.len())
 }
