@@ -23,6 +23,9 @@ const COLOURS: [RGBColor; SERIES] = [
     RGBColor(127, 127, 127),
 ];
 
+/// Points of one line.
+type Series = Vec<(f64, f64)>;
+
 fn io<E: std::fmt::Display>(e: E) -> std::io::Error {
     std::io::Error::other(e.to_string())
 }
@@ -204,10 +207,10 @@ fn pfc(path: &Path, r: &LabResult) -> std::io::Result<()> {
 
 /// The `SERIES` series with the highest `score`, named `s<switch>.p<port>`, in port order.
 fn busiest(
-    per: BTreeMap<(usize, u16), Vec<(f64, f64)>>,
+    per: BTreeMap<(usize, u16), Series>,
     score: impl Fn(&[(f64, f64)]) -> f64,
-) -> Vec<(String, Vec<(f64, f64)>)> {
-    let mut v: Vec<((usize, u16), Vec<(f64, f64)>)> = per.into_iter().collect();
+) -> Vec<(String, Series)> {
+    let mut v: Vec<((usize, u16), Series)> = per.into_iter().collect();
     v.sort_by(|a, b| score(&b.1).total_cmp(&score(&a.1)).then(a.0.cmp(&b.0)));
     v.truncate(SERIES);
     // Leave out ports with next to nothing (ACK directions) beside the busy ones.
