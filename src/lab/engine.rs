@@ -124,13 +124,47 @@ pub struct LabResult {
     pub retransmits: u64,
 }
 
+/// What happens at an event. Kept small (16 bytes; indices as `u32`, a frame in flight parked
+/// in `Lab::parked`): the heap moves events on every push and pop, and that was the engine's
+/// largest cost while frames travelled inside them.
+#[derive(Clone, Copy)]
 enum Kind {
-    Arrive { node: Node, port: u16, frame: PktBuf },
-    SwitchPoll { sw: usize, port: u16 },
-    HostWake { host: usize },
-    FlowStart { flow: usize },
-    FlowTimer { flow: usize },
+    /// Parked frame `slot` reaches `node`'s `port`.
+    Arrive {
+        node: Dest,
+        port: u16,
+        slot: u32,
+    },
+    SwitchPoll {
+        sw: u32,
+        port: u16,
+    },
+    HostWake {
+        host: u32,
+    },
+    FlowStart {
+        flow: u32,
+    },
+    FlowTimer {
+        flow: u32,
+    },
     Sample,
+}
+
+/// A node, compactly.
+#[derive(Clone, Copy)]
+enum Dest {
+    Host(u32),
+    Switch(u32),
+}
+
+impl From<Node> for Dest {
+    fn from(n: Node) -> Self {
+        match n {
+            Node::Host(h) => Dest::Host(h as u32),
+            Node::Switch(s) => Dest::Switch(s as u32),
+        }
+    }
 }
 
 struct Event {
@@ -224,6 +258,9 @@ struct Lab<'a> {
     /// Per host: its switch and port.
     attach: Vec<(usize, u16)>,
     flows: Vec<Flow>,
+    /// Frames on the wires, by slot; `free_slots` are empty ones.
+    parked: Vec<Option<PktBuf>>,
+    free_slots: Vec<u32>,
     /// Flows done.
     done: usize,
     out: Vec<PktBuf>,
@@ -530,6 +567,8 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
         hosts,
         attach,
         flows,
+        parked: Vec::new(),
+        free_slots: Vec::new(),
         done: 0,
         out: Vec::with_capacity(4),
         result: LabResult {
@@ -547,9 +586,10 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
         data_frame_len,
         last_sample: 0,
     };
-    for i in 0..lab.flows.len() {
-        let t = lab.flows[i].spec.start_ns;
-        lab.push(t, Kind::FlowStart { flow: i });
+    // Flows are sorted by start: each start schedules the next, so the heap holds one.
+    if let Some(f) = lab.flows.first() {
+        let t = f.spec.start_ns;
+        lab.push(t, Kind::FlowStart { flow: 0 });
     }
     lab.push(0, Kind::Sample);
     let mut next_progress = 0;
@@ -585,9 +625,33 @@ impl Lab<'_> {
         self.events.push(Event { t, seq: self.seq, kind });
     }
 
+    /// Put `frame` on the wire to `node`'s `port`, arriving at `t`.
+    fn send_frame(&mut self, t: u64, node: Node, port: u16, frame: PktBuf) {
+        let slot = match self.free_slots.pop() {
+            Some(s) => {
+                self.parked[s as usize] = Some(frame);
+                s
+            }
+            None => {
+                self.parked.push(Some(frame));
+                (self.parked.len() - 1) as u32
+            }
+        };
+        self.push(t, Kind::Arrive { node: node.into(), port, slot });
+    }
+
+    /// Take the frame of an arrival off the wire.
+    fn unpark(&mut self, slot: u32) -> Option<PktBuf> {
+        let f = self.parked.get_mut(slot as usize)?.take();
+        self.free_slots.push(slot);
+        f
+    }
+
     fn release(&mut self, k: Kind) {
-        if let Kind::Arrive { frame, .. } = k {
-            self.pool.free(frame);
+        if let Kind::Arrive { slot, .. } = k
+            && let Some(f) = self.unpark(slot)
+        {
+            self.pool.free(f);
         }
     }
 
@@ -601,31 +665,40 @@ impl Lab<'_> {
 
     fn handle(&mut self, k: Kind) {
         match k {
-            Kind::Arrive { node: Node::Switch(s), port, frame } => {
-                let now = self.now;
+            Kind::Arrive { node: Dest::Switch(s), port, slot } => {
+                let Some(frame) = self.unpark(slot) else { return };
+                let (now, s) = (self.now, s as usize);
                 let sn = &mut self.switches[s];
                 sn.sw.receive(now, port, frame, &mut self.pool);
                 for p in 0..sn.ports.len() {
                     self.schedule_poll(s, p as u16);
                 }
             }
-            Kind::Arrive { node: Node::Host(h), frame, .. } => {
-                self.host_receive(h, &frame);
+            Kind::Arrive { node: Dest::Host(h), slot, .. } => {
+                let Some(frame) = self.unpark(slot) else { return };
+                self.host_receive(h as usize, &frame);
                 self.pool.free(frame);
             }
-            Kind::SwitchPoll { sw, port } => self.switch_poll(sw, port),
+            Kind::SwitchPoll { sw, port } => self.switch_poll(sw as usize, port),
             Kind::HostWake { host } => {
+                let host = host as usize;
                 if self.hosts[host].wake_at == Some(self.now) {
                     self.hosts[host].wake_at = None;
                     self.host_send(host);
                 }
             }
             Kind::FlowStart { flow } => {
+                let flow = flow as usize;
                 let h = self.flows[flow].spec.src;
                 self.hosts[h].active.push(flow);
                 self.wake(h, self.now);
+                if let Some(next) = self.flows.get(flow + 1) {
+                    let t = next.spec.start_ns;
+                    self.push(t, Kind::FlowStart { flow: flow as u32 + 1 });
+                }
             }
             Kind::FlowTimer { flow } => {
+                let flow = flow as usize;
                 if self.flows[flow].timer_at != Some(self.now) {
                     return;
                 }
@@ -640,7 +713,7 @@ impl Lab<'_> {
                         && let Some(t) = next
                     {
                         f.timer_at = Some(t);
-                        self.push(t, Kind::FlowTimer { flow });
+                        self.push(t, Kind::FlowTimer { flow: flow as u32 });
                     }
                 }
                 let h = self.flows[flow].spec.src;
@@ -683,7 +756,7 @@ impl Lab<'_> {
             return;
         }
         ps.poll_at = Some(t);
-        self.push(t, Kind::SwitchPoll { sw: s, port: p });
+        self.push(t, Kind::SwitchPoll { sw: s as u32, port: p });
     }
 
     fn switch_poll(&mut self, s: usize, p: u16) {
@@ -697,7 +770,7 @@ impl Lab<'_> {
             if ps.free_at > now {
                 let t = ps.free_at;
                 ps.poll_at = Some(t);
-                self.push(t, Kind::SwitchPoll { sw: s, port: p });
+                self.push(t, Kind::SwitchPoll { sw: s as u32, port: p });
                 return;
             }
         }
@@ -716,7 +789,7 @@ impl Lab<'_> {
             ps.free_at = now + ser;
             ps.tx_bytes += len as u64;
             let (peer, peer_port, arrive) = (ps.peer, ps.peer_port, now + ser + ps.delay_ns);
-            self.push(arrive, Kind::Arrive { node: peer, port: peer_port, frame: f });
+            self.send_frame(arrive, peer, peer_port, f);
         }
         self.out = out;
         self.schedule_poll(s, p);
@@ -729,7 +802,7 @@ impl Lab<'_> {
             return;
         }
         host.wake_at = Some(t);
-        self.push(t, Kind::HostWake { host: h });
+        self.push(t, Kind::HostWake { host: h as u32 });
     }
 
     /// Send what the host's NIC may send now: control frames first, then data, round robin
@@ -783,7 +856,7 @@ impl Lab<'_> {
         host.free_at = now + ser;
         let (s, p) = self.attach[h];
         let arrive = now + ser + host.delay_ns;
-        self.push(arrive, Kind::Arrive { node: Node::Switch(s), port: p, frame });
+        self.send_frame(arrive, Node::Switch(s), p, frame);
         self.wake(h, now + ser);
     }
 
@@ -916,7 +989,7 @@ impl Lab<'_> {
                         && let Some(t) = rp.next_timer()
                     {
                         f.timer_at = Some(t);
-                        self.push(t, Kind::FlowTimer { flow: fi });
+                        self.push(t, Kind::FlowTimer { flow: fi as u32 });
                     }
                 }
             }
