@@ -13,7 +13,7 @@ use nic_agent::dcqcn::{CnpGenerator, DcqcnConfig, DcqcnRp};
 use nic_agent::hpcc::{Hpcc, HpccConfig};
 use nic_agent::pacer::{Hold, Pacer};
 use wire::ethernet::{EtherType, EthernetAddress};
-use wire::hpcc_int::{IntHeader, IntRepr, NEXT_BTH};
+use wire::hpcc_int::{IntHeader, IntRepr, MAX_HOPS, NEXT_BTH};
 use wire::pfc::MacControlRepr;
 use wire::roce::{AethRepr, BthRepr, NakCode, Opcode, Syndrome};
 use wire::stack::UdpFlow;
@@ -23,8 +23,6 @@ use dataplane::config::rate_str;
 use super::config::{Cc, LabConfig};
 use super::topology::{Node, PortEnd, Wiring};
 
-/// INT slots a sender allocates (paths here are at most 3 switches).
-const INT_HOPS: u8 = 5;
 /// Queue (and PFC priority) of data; ACKs, NAKs and CNPs go on 7 (strict, never paused).
 const DATA_QUEUE: u8 = 3;
 const DSCP_DATA: u8 = DATA_QUEUE << 3;
@@ -266,6 +264,8 @@ struct Lab<'a> {
     out: Vec<PktBuf>,
     result: LabResult,
     data_frame_len: usize,
+    /// INT slots in a data packet.
+    int_hops: u8,
     last_sample: u64,
 }
 
@@ -287,10 +287,10 @@ fn switch_mac(s: usize, p: usize) -> EthernetAddress {
     EthernetAddress([2, 0x5f, (s >> 8) as u8, s as u8, p as u8, 1])
 }
 
-/// The INT header length of a data packet (HPCC++ runs).
-fn int_len(cc: Cc) -> usize {
+/// The INT header length of a data packet with `hops` slots (HPCC++ runs).
+fn int_len(cc: Cc, hops: u8) -> usize {
     match cc {
-        Cc::Hpcc => IntRepr::empty(INT_HOPS).buffer_len(),
+        Cc::Hpcc => IntRepr::empty(hops).buffer_len(),
         Cc::Dcqcn => 0,
     }
 }
@@ -464,8 +464,22 @@ fn build_fabric(cfg: &LabConfig) -> Result<Fabric, String> {
 pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, String> {
     let fabric = build_fabric(cfg)?;
     let n = cfg.hosts();
-    let data_frame_len = BASE_HEADERS + int_len(cfg.cc) + cfg.mtu;
-    let ack_len = (BASE_HEADERS + 4 + int_len(cfg.cc)).max(64);
+    // INT slots a sender allocates: one per switch on the longest shortest path.
+    let longest = (0..n)
+        .map(|h| attach_of(&fabric.wiring, h).0)
+        .filter_map(|s| fabric.dist_to[s].as_ref())
+        .flat_map(|d| d.iter().filter(|&&x| x != u32::MAX).copied())
+        .max()
+        .unwrap_or(0) as usize
+        + 1;
+    if cfg.cc == Cc::Hpcc && longest > MAX_HOPS {
+        return Err(format!(
+            "HPCC++ needs INT from every switch on a path; the longest path has {longest} switches and INT carries {MAX_HOPS}"
+        ));
+    }
+    let int_hops = longest.min(MAX_HOPS) as u8;
+    let data_frame_len = BASE_HEADERS + int_len(cfg.cc, int_hops) + cfg.mtu;
+    let ack_len = (BASE_HEADERS + 4 + int_len(cfg.cc, int_hops)).max(64);
     // HPCC++'s T: the largest base RTT between two hosts (the reference's GLOBAL_T, maxRtt).
     let mut tors: Vec<usize> = (0..n).map(|h| attach_of(&fabric.wiring, h).0).collect();
     tors.sort_unstable();
@@ -584,6 +598,7 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
             retransmits: 0,
         },
         data_frame_len,
+        int_hops,
         last_sample: 0,
     };
     // Flows are sorted by start: each start schedules the next, so the heap holds one.
@@ -895,7 +910,8 @@ impl Lab<'_> {
             psn,
             ..BthRepr::default()
         };
-        let int = (self.cfg.cc == Cc::Hpcc).then(|| IntRepr { next: NEXT_BTH, ..IntRepr::empty(INT_HOPS) });
+        let int =
+            (self.cfg.cc == Cc::Hpcc).then(|| IntRepr { next: NEXT_BTH, ..IntRepr::empty(self.int_hops) });
         self.frame(&flow, int.as_ref(), &bth, None, payload + 4)
     }
 
