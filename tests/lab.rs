@@ -143,3 +143,24 @@ fn a_lab_with_a_disconnected_host_exits_2_naming_file_and_line() {
     assert!(err.contains(&format!("{}:6: topology.hosts: host 1 is disconnected", file.display())), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A leaf-spine fabric routes across switches and spreads flows over both spines (ECMP on each
+/// flow's UDP source port): 8 flows from the hosts of leaf 0 to those of leaf 1 all finish, and
+/// each spine carries part of the traffic.
+#[test]
+fn a_leaf_spine_fabric_spreads_flows_over_its_spines() {
+    let text = "[lab]\nduration_us = 2000\ncc = \"hpcc\"\n[topology]\nkind = \"leaf_spine\"\nleaves = 2\n\
+                spines = 2\nhosts_per_leaf = 8\nrate = \"100G\"\ndelay_ns = 1000\n";
+    let flows: String = (0..8)
+        .map(|i| format!("[[flow]]\nsrc = {i}\ndst = {}\nsize = 200000\nstart_ns = 0\n", 8 + i))
+        .collect();
+    let cfg = LabConfig::parse(Path::new("leaf-spine.toml"), &format!("{text}{flows}")).unwrap();
+    assert_eq!((cfg.hosts(), cfg.topology.switches), (16, 4));
+    let r = lab::run(&cfg, |_| {}).unwrap();
+    assert!(r.flows.iter().all(|f| f.fct_ns.is_some()), "{:?}", r.flows);
+    assert_eq!(r.switch_drops, 0);
+    // Spines are switches 2 and 3; their port 1 faces leaf 1.
+    let down = |spine: usize| r.links.iter().find(|l| l.0 == spine && l.1 == 1).unwrap().2;
+    let (a, b) = (down(2), down(3));
+    assert!(a > 200_000 && b > 200_000, "spine bytes towards leaf 1: {a} and {b}");
+}

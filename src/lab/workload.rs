@@ -79,10 +79,11 @@ impl Cdf {
         }
     }
 
-    /// The mean flow size, bytes (each segment uniform between its ends).
+    /// The mean flow size, bytes (each segment uniform between its ends; below the first
+    /// point, uniform from 0, as [`Cdf::size_at`] draws).
     pub fn mean(&self) -> f64 {
         let first = self.points[0];
-        let mut m = first.0 * first.1 / 100.0;
+        let mut m = first.0 / 2.0 * first.1 / 100.0;
         for w in self.points.windows(2) {
             let ((s0, p0), (s1, p1)) = (w[0], w[1]);
             m += (s0 + s1) / 2.0 * (p1 - p0) / 100.0;
@@ -160,6 +161,11 @@ mod tests {
         assert_eq!(ws.size_at(0.999_999), 29_999_333);
         let fb = Cdf::parse(FB_HADOOP).unwrap();
         assert!(fb.mean() > 100_000.0 && fb.mean() < 300_000.0, "{}", fb.mean());
+        // Below the first point sizes are uniform from 0: the mean agrees with the draws.
+        let c = Cdf::parse("100 50\n300 100\n").unwrap();
+        assert_eq!(c.mean(), 25.0 + 100.0);
+        let draws: f64 = (0..10_000).map(|i| c.size_at(i as f64 / 10_000.0) as f64).sum::<f64>() / 10_000.0;
+        assert!((draws - c.mean()).abs() < 1.0, "{draws}");
     }
 
     #[test]
