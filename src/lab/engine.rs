@@ -269,8 +269,14 @@ struct Lab<'a> {
     last_sample: u64,
 }
 
+/// Address `last` in host `h`'s subnet `10.h/256.h%256.0/24`: 0 the subnet, 1 its gateway (the
+/// switch port), 2 the host.
+fn host_addr(h: usize, last: u8) -> Ipv4Addr {
+    Ipv4Addr::new(10, (h >> 8) as u8, h as u8, last)
+}
+
 fn host_ip(h: usize) -> Ipv4Addr {
-    Ipv4Addr::new(10, (h >> 8) as u8, h as u8, 2)
+    host_addr(h, 2)
 }
 
 /// The host whose address is `ip` (the inverse of [`host_ip`]).
@@ -304,6 +310,8 @@ fn ser_ns(bytes: usize, rate_bps: u64) -> u64 {
 struct Fabric {
     switches: Vec<SwitchNode>,
     wiring: Wiring,
+    /// Per host: its switch and the port it hangs off.
+    attach: Vec<(usize, u16)>,
     /// Per switch with hosts: switch hops from every switch to it (`None`: no hosts there).
     dist_to: Vec<Option<Vec<u32>>>,
 }
@@ -354,16 +362,16 @@ fn build_fabric(cfg: &LabConfig) -> Result<Fabric, String> {
     // the link's /31 (the `a` end even).
     let port_ip = |s: usize, end: &PortEnd| -> (Ipv4Addr, u8) {
         match end.peer {
-            Node::Host(h) => (Ipv4Addr::new(10, (h >> 8) as u8, h as u8, 1), 24),
+            Node::Host(h) => (host_addr(h, 1), 24),
             Node::Switch(_) => {
                 let a_end = topo.links[end.link].a == Node::Switch(s);
                 (Ipv4Addr::from(0xac10_0000u32 + 2 * end.link as u32 + u32::from(!a_end)), 31)
             }
         }
     };
+    let attach: Vec<(usize, u16)> = (0..topo.hosts).map(|h| attach_of(&w, h)).collect();
     let mut dist_to: Vec<Option<Vec<u32>>> = vec![None; topo.switches];
-    for h in 0..topo.hosts {
-        let (s, _) = attach_of(&w, h);
+    for &(s, _) in &attach {
         if dist_to[s].is_none() {
             dist_to[s] = Some(topo.switch_distances(&w, s));
         }
@@ -412,8 +420,7 @@ fn build_fabric(cfg: &LabConfig) -> Result<Fabric, String> {
         }
         text.push_str(&format!("neighbor = [{}]\n", neighbors.join(", ")));
         let mut routes = Vec::new();
-        for h in 0..topo.hosts {
-            let (t, _) = attach_of(&w, h);
+        for (h, &(t, _)) in attach.iter().enumerate() {
             let Some(dist) = dist_to[t].as_ref().filter(|_| t != s) else { continue };
             let via: Vec<String> = ports
                 .iter()
@@ -425,12 +432,7 @@ fn build_fabric(cfg: &LabConfig) -> Result<Fabric, String> {
                     _ => None,
                 })
                 .collect();
-            routes.push(format!(
-                "{{ prefix = \"10.{}.{}.0/24\", via = [{}] }}",
-                h >> 8,
-                h & 255,
-                via.join(", ")
-            ));
+            routes.push(format!("{{ prefix = \"{}/24\", via = [{}] }}", host_addr(h, 0), via.join(", ")));
         }
         if !routes.is_empty() {
             text.push_str(&format!("route = [{}]\n", routes.join(", ")));
@@ -456,7 +458,7 @@ fn build_fabric(cfg: &LabConfig) -> Result<Fabric, String> {
             .collect();
         switches.push(SwitchNode { sw, ports });
     }
-    Ok(Fabric { switches, wiring: w, dist_to })
+    Ok(Fabric { switches, wiring: w, attach, dist_to })
 }
 
 /// Run a lab to its end (`duration`, or earlier when every flow is done and the fabric idle).
@@ -465,9 +467,7 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
     let fabric = build_fabric(cfg)?;
     let n = cfg.hosts();
     // INT slots a sender allocates: one per switch on the longest shortest path.
-    let longest = (0..n)
-        .map(|h| attach_of(&fabric.wiring, h).0)
-        .filter_map(|s| fabric.dist_to[s].as_ref())
+    let longest = (fabric.dist_to.iter().flatten())
         .flat_map(|d| d.iter().filter(|&&x| x != u32::MAX).copied())
         .max()
         .unwrap_or(0) as usize
@@ -481,14 +481,14 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
     let data_frame_len = BASE_HEADERS + int_len(cfg.cc, int_hops) + cfg.mtu;
     let ack_len = (BASE_HEADERS + 4 + int_len(cfg.cc, int_hops)).max(64);
     // HPCC++'s T: the largest base RTT between two hosts (the reference's GLOBAL_T, maxRtt).
-    let mut tors: Vec<usize> = (0..n).map(|h| attach_of(&fabric.wiring, h).0).collect();
-    tors.sort_unstable();
-    tors.dedup();
-    let first_host_on = |s: usize| (0..n).find(|&h| attach_of(&fabric.wiring, h).0 == s).unwrap_or(0);
+    // One host per switch with hosts stands for them all.
+    let mut first_on: Vec<Option<usize>> = vec![None; fabric.switches.len()];
+    for (h, &(s, _)) in fabric.attach.iter().enumerate() {
+        first_on[s].get_or_insert(h);
+    }
     let mut base_rtt_ns = 0;
-    for &a in &tors {
-        for &b in &tors {
-            let (ha, hb) = (first_host_on(a), first_host_on(b));
+    for &ha in first_on.iter().flatten() {
+        for &hb in first_on.iter().flatten() {
             let (ha, hb) = if ha == hb { (ha, (0..n).find(|&h| h != ha).unwrap_or(ha)) } else { (ha, hb) };
             base_rtt_ns = base_rtt_ns.max(fabric.pair_rtt(cfg, ha, hb, data_frame_len, ack_len));
         }
@@ -496,7 +496,7 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
     let host_link = |h: usize| cfg.topology.links[fabric.wiring.host_port[h].link];
     let hosts = (0..n)
         .map(|h| {
-            let (s, p) = attach_of(&fabric.wiring, h);
+            let (s, p) = fabric.attach[h];
             let l = host_link(h);
             Host {
                 ip: host_ip(h),
@@ -570,7 +570,6 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
     // Buffers, made as needed: every switch's queue-entry table could fill, plus what is on the
     // wires and in the hosts' control queues.
     let pool = HeapPool::lazy(262_144 * fabric.switches.len() + 4096 * n, data_frame_len.max(256) + 64);
-    let attach = (0..n).map(|h| attach_of(&fabric.wiring, h)).collect();
     let mut lab = Lab {
         cfg,
         events: BinaryHeap::new(),
@@ -579,7 +578,7 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
         pool,
         switches: fabric.switches,
         hosts,
-        attach,
+        attach: fabric.attach,
         flows,
         parked: Vec::new(),
         free_slots: Vec::new(),
