@@ -75,11 +75,8 @@ impl LabFail {
 }
 
 fn parse_cc(cc: &str) -> Result<softfabric::lab::Cc, LabFail> {
-    match cc {
-        "hpcc" => Ok(softfabric::lab::Cc::Hpcc),
-        "dcqcn" => Ok(softfabric::lab::Cc::Dcqcn),
-        other => Err(LabFail::BadLab(format!("--cc {other:?}: unknown CC; expected \"hpcc\" or \"dcqcn\""))),
-    }
+    use softfabric::lab::Cc;
+    Cc::parse(cc).ok_or_else(|| LabFail::BadLab(format!("--cc {cc:?}: unknown CC; {}", Cc::EXPECTED)))
 }
 
 /// Run `cfg`, write its CSV and plots into `out`, and print a summary.
@@ -145,21 +142,20 @@ fn lab_compare(file: &Path, out: &Path, quiet: bool) -> Result<(), LabFail> {
     use softfabric::lab::{Cc, LabConfig, output, plot};
     let mut cfg = LabConfig::load(file).map_err(|e| LabFail::BadLab(e.to_string()))?;
     let mut runs = Vec::new();
-    for (cc, name) in [(Cc::Hpcc, "hpcc"), (Cc::Dcqcn, "dcqcn")] {
+    for cc in Cc::ALL {
         cfg.cc = cc;
-        runs.push((name, lab_run_one(&cfg, &out.join(name), quiet)?));
+        runs.push((cc, lab_run_one(&cfg, &out.join(cc.name()), quiet)?));
     }
     let labelled: Vec<(&str, &softfabric::lab::LabResult)> =
-        runs.iter().map(|(n, r)| (if *n == "hpcc" { "HPCC++" } else { "DCQCN" }, r)).collect();
+        runs.iter().map(|(cc, r)| (cc.label(), r)).collect();
     plot::slowdown(&out.join("slowdown.svg"), &format!("FCT slowdown, {}", file.display()), &labelled)
         .map_err(|e| LabFail::Other(format!("cannot write {}: {e}", out.join("slowdown.svg").display())))?;
     println!("FCT slowdown          flows    p50      p95      p99");
     for (name, r) in &labelled {
         for (what, below) in [("< 100 KB", 100_000), ("all", u64::MAX)] {
-            let n = output::slowdown_below(&r.flows, below, 0.5).1;
-            let p =
-                |q| output::slowdown_below(&r.flows, below, q).0.map_or("-".into(), |v| format!("{v:.3}"));
-            println!("{name:<7}{what:<12}{n:>7}  {:>7}  {:>7}  {:>7}", p(0.5), p(0.95), p(0.99));
+            let sd = output::slowdowns_below(&r.flows, below);
+            let p = |q| output::percentile(&sd, q).map_or("-".into(), |v| format!("{v:.3}"));
+            println!("{name:<7}{what:<12}{:>7}  {:>7}  {:>7}  {:>7}", sd.len(), p(0.5), p(0.95), p(0.99));
         }
     }
     Ok(())

@@ -84,6 +84,34 @@ pub enum Cc {
     Dcqcn,
 }
 
+impl Cc {
+    /// Every CC, in the order `lab compare` runs them.
+    pub const ALL: [Cc; 2] = [Cc::Hpcc, Cc::Dcqcn];
+    /// What `parse` accepts, for error messages.
+    pub const EXPECTED: &str = "expected \"hpcc\" or \"dcqcn\"";
+
+    /// `hpcc` or `dcqcn`, as lab files and `--cc` spell it.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|cc| cc.name() == name)
+    }
+
+    /// The name lab files use (and `lab compare` names its directories by).
+    pub fn name(self) -> &'static str {
+        match self {
+            Cc::Hpcc => "hpcc",
+            Cc::Dcqcn => "dcqcn",
+        }
+    }
+
+    /// The name for people: plots and tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            Cc::Hpcc => "HPCC++",
+            Cc::Dcqcn => "DCQCN",
+        }
+    }
+}
+
 /// One flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FlowSpec {
@@ -277,18 +305,9 @@ impl LabConfig {
             let line = e.span().map_or(0, |s| text[..s.start.min(text.len())].matches('\n').count() + 1);
             LabError { file: path.to_path_buf(), line, key: "-".into(), reason: e.message().to_string() }
         })?;
-        let cc = match raw.lab.cc.as_str() {
-            "hpcc" => Cc::Hpcc,
-            "dcqcn" => Cc::Dcqcn,
-            other => {
-                return Err(err(
-                    "lab",
-                    None,
-                    "cc",
-                    format!("unknown CC {other:?}; expected \"hpcc\" or \"dcqcn\""),
-                ));
-            }
-        };
+        let cc = Cc::parse(&raw.lab.cc).ok_or_else(|| {
+            err("lab", None, "cc", format!("unknown CC {:?}; {}", raw.lab.cc, Cc::EXPECTED))
+        })?;
         let t = &raw.topology;
         let rate = |table: &str, i: Option<usize>, key: &str, v: &str| {
             // "0G" is a rate, just a useless one: say so rather than "not a rate".

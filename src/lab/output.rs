@@ -112,10 +112,9 @@ pub fn slowdown_bins(flows: &[FlowResult], bins: usize) -> Vec<SlowdownBin> {
     out
 }
 
-/// The `p`-th percentile slowdown of finished flows smaller than `below` bytes, and how many
-/// there are.
-pub fn slowdown_below(flows: &[FlowResult], below: u64, p: f64) -> (Option<f64>, usize) {
+/// The slowdowns of finished flows smaller than `below` bytes, sorted (for [`percentile`]).
+pub fn slowdowns_below(flows: &[FlowResult], below: u64) -> Vec<f64> {
     let mut sd: Vec<f64> = flows.iter().filter(|f| f.size < below).filter_map(FlowResult::slowdown).collect();
     sd.sort_by(f64::total_cmp);
-    (percentile(&sd, p), sd.len())
+    sd
 }
