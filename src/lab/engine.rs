@@ -344,14 +344,6 @@ impl Fabric {
     }
 }
 
-/// Host `h`'s switch and the port it hangs off.
-fn attach_of(w: &Wiring, h: usize) -> (usize, u16) {
-    match w.host_port[h].peer {
-        Node::Switch(s) => (s, w.host_port[h].peer_port),
-        Node::Host(_) => unreachable!("a checked topology joins hosts to switches only"),
-    }
-}
-
 /// Build the switches from the topology: ports, addresses (hosts `10.x.y.0/24`, switch–switch
 /// links `/31`s in 172.16/12), routes (every shortest path, ECMP over them) and the TM, as the
 /// `dataplane` configuration text a user would write.
@@ -369,7 +361,7 @@ fn build_fabric(cfg: &LabConfig) -> Result<Fabric, String> {
             }
         }
     };
-    let attach: Vec<(usize, u16)> = (0..topo.hosts).map(|h| attach_of(&w, h)).collect();
+    let attach: Vec<(usize, u16)> = (0..topo.hosts).map(|h| w.attach(h)).collect();
     let mut dist_to: Vec<Option<Vec<u32>>> = vec![None; topo.switches];
     for &(s, _) in &attach {
         if dist_to[s].is_none() {

@@ -255,8 +255,8 @@ impl Topology {
         }
         let w = self.wiring();
         if self.hosts > 0 {
-            let dist = self.switch_distances(&w, w.host_port[0].peer.switch());
-            if let Some(host) = (0..self.hosts).find(|&h| dist[w.host_port[h].peer.switch()] == u32::MAX) {
+            let dist = self.switch_distances(&w, w.attach(0).0);
+            if let Some(host) = (0..self.hosts).find(|&h| dist[w.attach(h).0] == u32::MAX) {
                 return Err(TopologyError::Disconnected { host });
             }
         }
@@ -306,12 +306,14 @@ impl Topology {
     }
 }
 
-impl Node {
-    /// The switch number (0 for a host: call on switches).
-    fn switch(self) -> usize {
-        match self {
-            Node::Switch(s) => s,
-            Node::Host(_) => 0,
+impl Wiring {
+    /// Host `h`'s switch and the switch port it hangs off (of a checked topology, where every
+    /// host's one link goes to a switch).
+    pub fn attach(&self, h: usize) -> (usize, u16) {
+        let end = self.host_port[h];
+        match end.peer {
+            Node::Switch(s) => (s, end.peer_port),
+            Node::Host(_) => unreachable!("a checked topology joins hosts to switches only"),
         }
     }
 }
@@ -330,8 +332,8 @@ mod tests {
         let w = t.wiring();
         assert!(w.switch_ports.iter().all(|p| p.len() == 4), "every switch has k ports");
         for h in 0..16 {
-            let d = t.switch_distances(&w, w.host_port[h].peer.switch());
-            let far = (0..16).map(|o| d[w.host_port[o].peer.switch()]).max().unwrap();
+            let d = t.switch_distances(&w, w.attach(h).0);
+            let far = (0..16).map(|o| d[w.attach(o).0]).max().unwrap();
             assert_eq!(far, 4, "edge–agg–core–agg–edge to another pod");
         }
         // Ports face each other.
