@@ -61,7 +61,7 @@ impl HpccConfig {
     }
 
     /// The window of `rate_bps` over `T`, bytes.
-    fn window_of(&self, rate_bps: f64) -> f64 {
+    pub fn window_of(&self, rate_bps: f64) -> f64 {
         rate_bps / 8.0 * self.base_rtt_ns as f64 * 1e-9
     }
 }

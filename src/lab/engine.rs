@@ -517,7 +517,7 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
         c.max_stage = cfg.hpcc.max_stage;
         c.w_ai_bytes = match (cfg.hpcc.w_ai_bytes, cfg.hpcc.ai_rate_bps) {
             (Some(w), _) => w,
-            (None, Some(ai)) => ai / 8.0 * base_rtt_ns as f64 * 1e-9,
+            (None, Some(ai)) => c.window_of(ai),
             (None, None) => c.w_ai_rule(n_flows),
         };
         c
