@@ -96,10 +96,26 @@ fn reports_land_in_collector_memory_and_queries_read_them_back() {
     let s = lab.collector.stores();
 
     // Nothing was dropped on the way: the checks below are about the collector's memory.
-    for name in
-        ["dta_window_full", "dta_store_down", "dta_seq_gap", "dta_rate_limited", "dta_sketch_out_of_order"]
-    {
+    for name in ["dta_window_full", "dta_store_down", "dta_rate_limited", "dta_sketch_out_of_order"] {
         assert_eq!(summary_drops.drops(name), 0, "translator dropped {name}: {}", summary_drops.table());
+    }
+    // A sequence gap is the translator seeing a report lost before it: on loopback only the
+    // kernel loses one, when the translator's socket buffer fills while it is starved of CPU (a
+    // loaded 2-core CI machine). The translator never makes a gap itself, and every gap is
+    // recovered: the generator resent from its NACKs (nothing unrecoverable, asserted above)
+    // and the memory checks below are exact, each Append event once and in order.
+    let missed: u64 = summary_drops.port_stats.iter().map(|p| p.rx_missed).sum();
+    let gaps = summary_drops.drops("dta_seq_gap");
+    assert!(
+        gaps == 0 || missed > 0,
+        "sequence gaps with no datagram lost by the kernel: {}",
+        summary_drops.table()
+    );
+    if gaps > 0 {
+        eprintln!(
+            "the kernel dropped {missed} datagrams; {gaps} reports after the gaps were NACKed and resent"
+        );
+        assert!(kw.nacks + ap.nacks + ki.nacks > 0, "gaps, yet no NACK reached a generator");
     }
     let c = lab.collector.stats().snapshot();
     assert_eq!((c.bad_icrc, c.malformed, c.unknown_qp, c.access_errors), (0, 0, 0, 0), "{c:?}");

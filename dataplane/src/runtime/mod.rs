@@ -81,7 +81,7 @@ impl Summary {
     /// The counters as a table.
     pub fn table(&self) -> String {
         let mut s = format!(
-            "{:<12} {:>12} {:>14} {:>12} {:>14} {:>8} {:>8} {:>9} {:>9}\n",
+            "{:<12} {:>12} {:>14} {:>12} {:>14} {:>8} {:>8} {:>9} {:>9} {:>9}\n",
             "port",
             "rx_packets",
             "rx_bytes",
@@ -90,13 +90,14 @@ impl Summary {
             "pfc_rx",
             "pfc_tx",
             "rx_errors",
-            "tx_errors"
+            "tx_errors",
+            "rx_missed"
         );
         for (i, name) in self.ports.iter().enumerate() {
             let c = self.counters.ports.get(i).copied().unwrap_or_default();
             let p = self.port_stats.get(i).copied().unwrap_or_default();
             s += &format!(
-                "{:<12} {:>12} {:>14} {:>12} {:>14} {:>8} {:>8} {:>9} {:>9}\n",
+                "{:<12} {:>12} {:>14} {:>12} {:>14} {:>8} {:>8} {:>9} {:>9} {:>9}\n",
                 name,
                 c.rx_packets,
                 c.rx_bytes,
@@ -105,7 +106,8 @@ impl Summary {
                 c.pfc_rx,
                 c.pfc_tx,
                 p.rx_errors,
-                p.tx_errors
+                p.tx_errors,
+                p.rx_missed
             );
         }
         s += "drops by reason:\n";
@@ -811,6 +813,7 @@ fn add_port_stats(acc: &mut Vec<PortStats>, more: &[PortStats]) {
         a.tx += b.tx;
         a.rx_errors += b.rx_errors;
         a.tx_errors += b.tx_errors;
+        a.rx_missed += b.rx_missed;
     }
 }
 

@@ -9,7 +9,7 @@ use crate::switch::{Counters, PortCounters};
 /// the control thread loads one whenever it likes.
 #[derive(Debug)]
 pub struct StatsCell {
-    ports: Vec<[AtomicU64; 10]>,
+    ports: Vec<[AtomicU64; 11]>,
     drops: Vec<AtomicU64>,
     misc: [AtomicU64; 4],
 }
@@ -40,6 +40,7 @@ impl StatsCell {
                 ps.tx,
                 ps.rx_errors,
                 ps.tx_errors,
+                ps.rx_missed,
             ];
             for (a, x) in cell.iter().zip(v) {
                 a.store(x, Ordering::Relaxed);
@@ -76,6 +77,7 @@ impl StatsCell {
                 tx: get(&c[7]),
                 rx_errors: get(&c[8]),
                 tx_errors: get(&c[9]),
+                rx_missed: get(&c[10]),
             })
             .collect();
         let c = Counters {

@@ -24,6 +24,7 @@ mod dpdk_app;
 mod dpdk_config;
 mod mem;
 mod pcap;
+#[allow(unsafe_code)]
 mod udp;
 
 pub use af_packet::{AfPacketPort, interface_mac};
@@ -46,6 +47,9 @@ pub struct PortStats {
     pub rx_errors: u64,
     /// Frames the medium refused.
     pub tx_errors: u64,
+    /// Frames the medium dropped because the port did not take them in time: a full socket
+    /// buffer or receive ring (DPDK's `imissed`). Zero where the backend cannot tell.
+    pub rx_missed: u64,
 }
 
 /// A port: bursts in, bursts out.
