@@ -279,6 +279,71 @@ impl IntRepr {
     }
 }
 
+/// The IPv4 header at `l3` of `frame` and the UDP header after it: (IPv4 header length, IPv4
+/// total length), checked to lie within the frame.
+fn ip_udp(frame: &[u8], l3: usize) -> Result<(usize, usize)> {
+    let ip = crate::ipv4::Ipv4Packet::new_checked(frame.get(l3..).unwrap_or_default())?;
+    if ip.protocol() != crate::ipv4::protocol::UDP {
+        return Err(Error::Unsupported { field: "ipv4.protocol", value: u64::from(ip.protocol()) });
+    }
+    let (ihl, total) = (ip.header_len(), usize::from(ip.total_len()));
+    crate::udp::UdpPacket::new_checked(&frame[l3 + ihl..l3 + total])?;
+    Ok((ihl, total))
+}
+
+/// Set the IPv4 total length and the UDP length, destination port and checksum (0) of the
+/// datagram at `l3` after its payload grew or shrank to `udp_payload` bytes.
+fn relabel(frame: &mut [u8], l3: usize, ihl: usize, udp_payload: usize, dst_port: u16) {
+    let udp_len = crate::udp::HEADER_LEN + udp_payload;
+    let mut ip = crate::ipv4::Ipv4Packet::new_unchecked(&mut frame[l3..]);
+    ip.set_total_len((ihl + udp_len) as u16);
+    ip.fill_checksum();
+    let mut udp = crate::udp::UdpPacket::new_unchecked(&mut frame[l3 + ihl..]);
+    udp.set_dst_port(dst_port);
+    udp.set_len(udp_len as u16);
+    udp.set_checksum(0);
+}
+
+/// Put `int` (with `next` = [`NEXT_BTH`]) in front of the BTH of the RoCEv2 packet whose IPv4
+/// header is at `l3` of `frame[..len]`: the UDP payload moves up, the destination port becomes
+/// 40051 and the lengths grow, so the frame is `len + int.buffer_len()` bytes (returned; the
+/// buffer must hold them). The RoCEv2 packet itself, ICRC included, is unchanged inside:
+/// [`unwrap`] gives it back byte for byte but for the IPv4 and UDP checksums (which the ICRC
+/// masks).
+pub fn wrap(frame: &mut [u8], len: usize, l3: usize, int: &IntRepr) -> Result<usize> {
+    let (ihl, total) = ip_udp(frame.get(..len).unwrap_or_default(), l3)?;
+    let il = int.buffer_len();
+    let at = l3 + ihl + crate::udp::HEADER_LEN;
+    let end = l3 + total;
+    space("int", end + il, frame.len())?;
+    frame.copy_within(at..end, at + il);
+    IntRepr { next: NEXT_BTH, ..*int }.emit(&mut frame[at..at + il])?;
+    relabel(frame, l3, ihl, end - at + il, crate::udp::port::HPCC_INT);
+    Ok(end + il)
+}
+
+/// Take the INT header out of a packet [`wrap`] made (IPv4 header at `l3`): returns the
+/// telemetry and the length of the RoCEv2 frame left in `frame` (UDP port 4791, lengths as
+/// sent), whose ICRC can then be checked. Errors: not IPv4/UDP to port 40051, a malformed INT
+/// header, or one followed by something other than a BTH.
+pub fn unwrap(frame: &mut [u8], l3: usize) -> Result<(IntRepr, usize)> {
+    let (ihl, total) = ip_udp(frame, l3)?;
+    let at = l3 + ihl + crate::udp::HEADER_LEN;
+    let end = l3 + total;
+    let dport = u16_at(frame, l3 + ihl + 2);
+    if dport != crate::udp::port::HPCC_INT {
+        return Err(Error::Unsupported { field: "udp.dst_port", value: u64::from(dport) });
+    }
+    let int = IntRepr::parse(&frame[at..end])?;
+    if int.next != NEXT_BTH {
+        return Err(Error::Unsupported { field: "int.next", value: u64::from(int.next) });
+    }
+    let il = int.buffer_len();
+    frame.copy_within(at + il..end, at);
+    relabel(frame, l3, ihl, end - at - il, crate::udp::port::ROCE_V2);
+    Ok((int, end - il))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -595,6 +595,28 @@ proptest! {
     }
 
     #[test]
+    fn int_wrap_unwrap_is_identity(f in flow(), (bth, payload, words, imm, syn) in roce_parts(), int in int_repr()) {
+        // A RoCEv2 packet with INT put in front of its BTH comes back byte for byte (but for
+        // the IPv4 and UDP checksums, which the ICRC masks), and its ICRC still holds.
+        let stack = RoceStack { flow: f, roce: roce_repr(bth, &payload, words, imm, syn) };
+        let n = stack.buffer_len();
+        let mut b = vec![0u8; n + int.buffer_len() + 8];
+        stack.emit(&mut b)?;
+        let sent = b[..n].to_vec();
+        let l3 = EthernetRepr::parse(&b)?.buffer_len();
+        let wrapped = wire::hpcc_int::wrap(&mut b, n, l3, &int)?;
+        prop_assert_eq!(wrapped, n + int.buffer_len());
+        prop_assert!(Ipv4Packet::new_checked(&b[l3..])?.verify_checksum());
+        prop_assert_eq!(UdpRepr::parse(&b[l3 + 20..])?.dst_port, wire::udp::port::HPCC_INT);
+        let (got, len) = wire::hpcc_int::unwrap(&mut b, l3)?;
+        prop_assert_eq!(got, IntRepr { next: wire::hpcc_int::NEXT_BTH, ..int });
+        prop_assert_eq!(len, n);
+        let masked = |v: &[u8]| { let mut v = v.to_vec(); v[l3 + 10..l3 + 12].fill(0); v[l3 + 26..l3 + 28].fill(0); v };
+        prop_assert_eq!(masked(&b[..n]), masked(&sent));
+        icrc::verify(&b[l3..n])?;
+    }
+
+    #[test]
     fn cm_mad_roundtrip(r in cm_mad()) {
         let b = emitted(r.buffer_len(), |b| r.emit(b));
         prop_assert_eq!(CmMadRepr::parse(&b)?, r);
@@ -707,6 +729,9 @@ fn parse_everything(b: &[u8]) {
         }
     }
     let _ = IntRepr::parse(b);
+    for l3 in [0, 14, 18] {
+        let _ = wire::hpcc_int::unwrap(&mut b.to_vec(), l3);
+    }
     if let Ok(p) = UfabPacket::new_checked(b) {
         for i in 0..p.slots() {
             let _ = p.hop(i);
