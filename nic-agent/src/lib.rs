@@ -7,6 +7,9 @@
 //! * [`dcqcn`] — DCQCN, the baseline: the reaction point's rate control and the notification
 //!   point's CNP pacing.
 //! * [`pacer`] — rate and window enforcement for one flow.
+//! * [`rc`] — RoCEv2 RC flows built on `roce`: the paced sender (go-back-N, timeout, the CC
+//!   fed by ACKs and CNPs), the receiver (ACK per AckReq, one NAK per gap, CNPs), and their
+//!   frames with INT in front of the BTH.
 //!
 //! What it is not: it owns no clock and no socket, and it defines no packet formats (INT is
 //! `wire::hpcc_int`, RoCEv2 `wire::roce`). µFAB-E and the Hawkeye detection agent are later
@@ -17,3 +20,4 @@
 pub mod dcqcn;
 pub mod hpcc;
 pub mod pacer;
+pub mod rc;

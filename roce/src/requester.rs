@@ -552,6 +552,13 @@ impl Requester {
         (self.outstanding() > 0).then_some(self.last_progress + self.cfg.timeout_ns)
     }
 
+    /// The PSN [`next_retransmit`](Self::next_retransmit) would resend at `now`, without
+    /// moving the cursor: a paced sender asks its pacer first.
+    pub fn peek_retransmit(&self, now: u64) -> Option<u32> {
+        let psn = self.rtx?;
+        (now >= self.rtx_at && psn_diff(self.next_psn, psn) > 0).then_some(psn)
+    }
+
     /// The next request to resend at `now`, if a retransmission is under way and due. The last
     /// of the run asks for an ACK.
     pub fn next_retransmit(&mut self, now: u64) -> Option<Resend<'_>> {

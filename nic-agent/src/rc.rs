@@ -1,0 +1,578 @@
+//! RoCEv2 RC flows between two agents: a sender that moves a message of `size` bytes as RC
+//! SEND-Only packets of at most `mtu` bytes, paced by its congestion control, and the receiver
+//! that acknowledges them. Both are sans-IO: the lab and the `nic-agent` binary on AF_PACKET
+//! drive the same state machines with `(now, event)` and build the frames with [`emit_rc`].
+//!
+//! The transport is `roce`'s: the sender's PSNs, AckReq, ACK / NAK handling, go-back-N and
+//! timeout are a [`roce::Requester`] (with no payload kept: as an RNIC re-reads a resent
+//! packet from host memory, the sender names the bytes by offset and the caller supplies them),
+//! the receiver's PSN checks, duplicate ACKs and one NAK per gap a [`roce::responder::Responder`].
+//! On top of it: the [`Pacer`] enforcing rate and window, and the CC — HPCC++ fed with the INT
+//! an ACK reflects, or DCQCN's reaction point fed with CNPs from the receiver's notification
+//! point.
+
+use roce::responder::{AccessError, Delivery, Memory, Reply, Responder};
+use roce::{Op, QpError, Requester, RequesterConfig, Response, Transport};
+use wire::hpcc_int::{IntRepr, NEXT_BTH};
+use wire::roce::{AethRepr, BthRepr, NakCode, Opcode, PSN_MASK, RoceExt, Syndrome, psn_diff};
+use wire::stack::UdpFlow;
+
+use crate::dcqcn::{CnpGenerator, DcqcnRp};
+use crate::hpcc::Hpcc;
+use crate::pacer::{Hold, Pacer};
+
+/// The congestion control of one flow.
+#[derive(Debug, Clone)]
+pub enum FlowCc {
+    /// HPCC++: rate and window from the INT reflected in ACKs.
+    Hpcc(Box<Hpcc>),
+    /// DCQCN's reaction point: rate from CNPs and timers, no window.
+    Dcqcn(DcqcnRp),
+    /// A fixed rate (bits per second), no window.
+    Fixed(f64),
+}
+
+/// A sender's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SenderConfig {
+    /// Bytes to send.
+    pub size: u64,
+    /// Payload bytes per packet.
+    pub mtu: usize,
+    /// The receiver's QP number.
+    pub dest_qp: u32,
+    /// The first PSN.
+    pub start_psn: u32,
+    /// Bytes each packet takes on the wire beyond its payload (headers, INT, ICRC), which the
+    /// pacer counts.
+    pub overhead: usize,
+    /// Most packets outstanding (rounded up to a power of two).
+    pub window_packets: u32,
+    /// Ask for an ACK every this many packets (1: every packet, as HPCC++ wants).
+    pub ack_every: u32,
+    /// Resend from the oldest unacknowledged packet after this long without progress.
+    pub timeout_ns: u64,
+    /// Timeouts or NAK rounds without progress before the flow fails.
+    pub retry_limit: u8,
+}
+
+/// One packet to send, as [`RcSender::poll_transmit`] decided it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    /// Its PSN.
+    pub psn: u32,
+    /// The message offset of its first payload byte.
+    pub offset: u64,
+    /// Payload bytes.
+    pub len: usize,
+    /// AckReq.
+    pub ack_req: bool,
+    /// A go-back-N resend.
+    pub resend: bool,
+}
+
+/// What the sender can do now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transmit {
+    /// Send this packet now (the sender counted it as sent).
+    Send(Segment),
+    /// The pacer's rate holds the next packet until then.
+    Until(u64),
+    /// Waiting for acknowledgements (window full, or everything sent).
+    Blocked,
+    /// Every byte is acknowledged.
+    Done,
+    /// The queue pair failed.
+    Failed(QpError),
+}
+
+/// Counters of a sender.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SenderStats {
+    /// Go-back-N rounds started by a NAK.
+    pub nak_rounds: u64,
+    /// Go-back-N rounds started by a timeout.
+    pub timeouts: u64,
+    /// Packets resent.
+    pub resent: u64,
+}
+
+/// The sending side of one RC flow.
+#[derive(Debug, Clone)]
+pub struct RcSender {
+    cfg: SenderConfig,
+    req: Requester,
+    pacer: Pacer,
+    cc: FlowCc,
+    /// Bytes acknowledged.
+    una: u64,
+    /// The byte after the last one sent (first sends and resends alike): `snd_nxt` in HPCC++.
+    sent_to: u64,
+    stats: SenderStats,
+}
+
+impl RcSender {
+    /// A sender starting at the CC's initial rate and window.
+    pub fn new(cfg: SenderConfig, cc: FlowCc) -> Self {
+        let rc = RequesterConfig {
+            transport: Transport::Rc,
+            window: cfg.window_packets,
+            ack_req_every: cfg.ack_every,
+            timeout_ns: cfg.timeout_ns,
+            retry_limit: cfg.retry_limit,
+            rnr_retry_limit: 7,
+            max_payload: 0,
+        };
+        let pacer = match &cc {
+            FlowCc::Hpcc(h) => {
+                let w = h.window();
+                Pacer::new(w.rate_bps, Some(w.bytes as u64))
+            }
+            FlowCc::Dcqcn(rp) => Pacer::new(rp.rate_bps(), None),
+            FlowCc::Fixed(r) => Pacer::new(*r, None),
+        };
+        let req = Requester::new(rc, cfg.dest_qp, cfg.start_psn);
+        Self { cfg, req, pacer, cc, una: 0, sent_to: 0, stats: SenderStats::default() }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &SenderConfig {
+        &self.cfg
+    }
+
+    /// The congestion control.
+    pub fn cc(&self) -> &FlowCc {
+        &self.cc
+    }
+
+    /// The pacer (rate, window, bytes in flight).
+    pub fn pacer(&self) -> &Pacer {
+        &self.pacer
+    }
+
+    /// Bytes acknowledged.
+    pub fn acked(&self) -> u64 {
+        self.una
+    }
+
+    /// Whether every byte is acknowledged.
+    pub fn is_done(&self) -> bool {
+        self.una >= self.cfg.size
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> SenderStats {
+        SenderStats { resent: self.req.stats().retransmitted, ..self.stats }
+    }
+
+    /// The message index of the packet with PSN `psn` (within the outstanding window).
+    fn index_of(&self, psn: u32) -> u64 {
+        let next = self.req.stats().posted;
+        next.saturating_sub(psn_diff(self.req.next_psn(), psn).max(0) as u64)
+    }
+
+    fn segment_of(&self, psn: u32) -> (u64, usize) {
+        let offset = self.index_of(psn) * self.cfg.mtu as u64;
+        (offset, (self.cfg.size.saturating_sub(offset)).min(self.cfg.mtu as u64) as usize)
+    }
+
+    /// The next packet to send at `now`, if the transport, the window and the pacer allow one;
+    /// a packet returned is counted as sent (build it with [`emit_rc`] and send it).
+    pub fn poll_transmit(&mut self, now: u64) -> Transmit {
+        if let Some(e) = self.req.error() {
+            return Transmit::Failed(e);
+        }
+        if self.is_done() {
+            return Transmit::Done;
+        }
+        let resend = self.req.peek_retransmit(now);
+        let psn = match resend {
+            Some(p) => p,
+            None if self.req.retransmitting() => {
+                // A resend waits (RNR): it is due at the requester's deadline.
+                return self.req.next_deadline().map_or(Transmit::Blocked, Transmit::Until);
+            }
+            None if self.req.stats().posted * (self.cfg.mtu as u64) < self.cfg.size
+                && self.req.can_post() =>
+            {
+                self.req.next_psn()
+            }
+            None => return Transmit::Blocked,
+        };
+        let (offset, len) = self.segment_of(psn);
+        match self.pacer.check(now, len as u64) {
+            Ok(()) => {}
+            Err(Hold::Until(t)) => return Transmit::Until(t),
+            Err(Hold::Window) => return Transmit::Blocked,
+        }
+        let ack_req = if resend.is_some() {
+            match self.req.next_retransmit(now) {
+                Some(r) => r.ack_req,
+                None => return Transmit::Blocked,
+            }
+        } else {
+            let last = offset + len as u64 >= self.cfg.size;
+            match self.req.post(now, Op::Send { imm: None }, &[], last) {
+                Ok(p) => p.ack_req,
+                Err(_) => return Transmit::Blocked,
+            }
+        };
+        self.pacer.on_sent(now, (len + self.cfg.overhead) as u64, len as u64);
+        self.sent_to = offset + len as u64;
+        Transmit::Send(Segment { psn, offset, len, ack_req, resend: resend.is_some() })
+    }
+
+    /// Bytes acknowledged now, from the requester's oldest outstanding packet.
+    fn sync_acked(&mut self) {
+        let una_idx = self.req.stats().posted - u64::from(self.req.outstanding());
+        let acked = (una_idx * self.cfg.mtu as u64).min(self.cfg.size);
+        if acked > self.una {
+            self.pacer.on_acked(acked - self.una);
+            self.una = acked;
+        }
+    }
+
+    /// Go back to the oldest unacknowledged byte, with nothing in flight.
+    fn went_back(&mut self) {
+        self.sent_to = self.una;
+        self.pacer.set_inflight(0);
+    }
+
+    /// An ACK or NAK for this flow arrived at `now`, with the INT it reflected (HPCC++).
+    pub fn on_ack(&mut self, now: u64, bth: &BthRepr, aeth: &AethRepr, int: Option<&IntRepr>) -> Response {
+        let was_retransmitting = self.req.retransmitting();
+        let r = self.req.on_response(now, bth, aeth);
+        match r {
+            Response::Acked { .. } => {
+                self.sync_acked();
+                if let (FlowCc::Hpcc(hp), Some(i)) = (&mut self.cc, int)
+                    && let Some(w) = hp.on_ack(self.una, self.sent_to, i)
+                {
+                    self.pacer.set_rate(w.rate_bps);
+                    self.pacer.set_window(Some(w.bytes as u64));
+                }
+            }
+            Response::Retransmit { .. } => {
+                self.sync_acked();
+                if self.req.retransmitting() || was_retransmitting {
+                    self.stats.nak_rounds += u64::from(self.req.retransmitting());
+                    self.went_back();
+                }
+            }
+            Response::RnrWait { .. } => {
+                self.sync_acked();
+                self.went_back();
+            }
+            Response::Fatal(_) | Response::Ignored => {}
+        }
+        r
+    }
+
+    /// A CNP for this flow arrived at `now` (DCQCN).
+    pub fn on_cnp(&mut self, now: u64) {
+        if let FlowCc::Dcqcn(rp) = &mut self.cc {
+            rp.on_cnp(now);
+            self.pacer.set_rate(rp.rate_bps());
+        }
+    }
+
+    /// When [`on_timer`](Self::on_timer) next has something to do: a DCQCN timer, or the
+    /// transport's timeout.
+    pub fn next_timer(&self) -> Option<u64> {
+        let cc = match &self.cc {
+            FlowCc::Dcqcn(rp) if !self.is_done() => rp.next_timer(),
+            _ => None,
+        };
+        let rto = (!self.req.retransmitting() && !self.is_done()).then(|| self.req.next_deadline()).flatten();
+        match (cc, rto) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Run what is due at `now`: DCQCN's timers, and the timeout (which starts go-back-N from
+    /// the oldest unacknowledged packet, or fails the flow after `retry_limit`).
+    pub fn on_timer(&mut self, now: u64) {
+        if let FlowCc::Dcqcn(rp) = &mut self.cc {
+            rp.on_timer(now);
+            self.pacer.set_rate(rp.rate_bps());
+        }
+        if !self.is_done() && self.req.poll(now) == Ok(true) {
+            self.stats.timeouts += 1;
+            self.went_back();
+        }
+    }
+}
+
+/// SEND needs no registered memory: the receiver's memory refuses every RDMA access.
+struct NoMemory;
+
+impl Memory for NoMemory {
+    fn write(&mut self, _: u32, _: u64, _: &[u8]) -> Result<(), AccessError> {
+        Err(AccessError::NoPermission)
+    }
+    fn fetch_add(&mut self, _: u32, _: u64, _: u64) -> Result<u64, AccessError> {
+        Err(AccessError::NoPermission)
+    }
+    fn cmp_swap(&mut self, _: u32, _: u64, _: u64, _: u64) -> Result<u64, AccessError> {
+        Err(AccessError::NoPermission)
+    }
+}
+
+/// The acknowledgement to send back: an ACKNOWLEDGE packet's BTH PSN and AETH.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ack {
+    /// BTH PSN.
+    pub psn: u32,
+    /// AETH.
+    pub aeth: AethRepr,
+}
+
+/// What one data packet made the receiver do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Received<'a> {
+    /// The ACK or NAK to send, if any.
+    pub ack: Option<Ack>,
+    /// Send a CNP (it was CE-marked and the notification point's interval allows one).
+    pub cnp: bool,
+    /// Payload delivered in order (empty for a duplicate or a packet after a gap).
+    pub delivered: &'a [u8],
+    /// This packet completed the message.
+    pub completed: bool,
+}
+
+/// The receiving side of one RC flow.
+#[derive(Debug, Clone)]
+pub struct RcReceiver {
+    resp: Responder,
+    cnp: CnpGenerator,
+    size: u64,
+    bytes: u64,
+}
+
+impl RcReceiver {
+    /// A receiver of `size` bytes whose first PSN is `start_psn`, sending at most one CNP per
+    /// `cnp_interval_ns`.
+    pub fn new(size: u64, start_psn: u32, cnp_interval_ns: u64) -> Self {
+        Self {
+            resp: Responder::new(Transport::Rc, start_psn),
+            cnp: CnpGenerator::new(cnp_interval_ns),
+            size,
+            bytes: 0,
+        }
+    }
+
+    /// Bytes delivered in order.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Whether the whole message arrived.
+    pub fn is_complete(&self) -> bool {
+        self.bytes >= self.size
+    }
+
+    /// The PSN expected next.
+    pub fn expected_psn(&self) -> u32 {
+        self.resp.expected_psn()
+    }
+
+    /// A data packet (its BTH and payload, without pad and ICRC) arrived at `now`; `ce` if it
+    /// was CE-marked. Packets that are not SENDs are refused by the responder (NAKed).
+    pub fn on_data<'a>(&mut self, now: u64, bth: &BthRepr, payload: &'a [u8], ce: bool) -> Received<'a> {
+        let was_complete = self.is_complete();
+        let o = self.resp.on_request(
+            bth.opcode,
+            bth.psn,
+            bth.ack_req,
+            &RoceExt::default(),
+            payload,
+            &mut NoMemory,
+        );
+        let delivered = match o.delivery {
+            Delivery::Send { data, .. } => data,
+            _ => &[],
+        };
+        self.bytes += delivered.len() as u64;
+        let ack = match o.reply {
+            Reply::Ack { psn, msn } => {
+                Some(Ack { psn, aeth: AethRepr { syndrome: Syndrome::Ack { credits: 31 }, msn } })
+            }
+            Reply::Nak { psn, msn, code } => {
+                Some(Ack { psn, aeth: AethRepr { syndrome: Syndrome::Nak(code), msn } })
+            }
+            Reply::AtomicAck { psn, msn, .. } => {
+                Some(Ack { psn, aeth: AethRepr { syndrome: Syndrome::Nak(NakCode::InvalidRequest), msn } })
+            }
+            Reply::None => None,
+        };
+        let cnp = ce && self.cnp.on_ce(now);
+        Received { ack, cnp, delivered, completed: !was_complete && self.is_complete() }
+    }
+}
+
+/// Length of an RC frame: `flow`'s headers, the INT header if any, BTH, AETH if any, `tail`
+/// bytes (payload and ICRC, or a CNP's body and ICRC).
+pub fn rc_frame_len(flow: &UdpFlow, int: Option<&IntRepr>, aeth: bool, tail: usize) -> usize {
+    flow.headers_len() + int.map_or(0, IntRepr::buffer_len) + BthRepr::LEN + if aeth { 4 } else { 0 } + tail
+}
+
+/// Write an RC frame into `buf`: `flow`'s Ethernet/IPv4/UDP headers (UDP destination 40051
+/// with `int`, 4791 without), the INT header (`next` = BTH), `bth`, `aeth`, then `tail` bytes
+/// that `fill` writes (payload then the 4-byte ICRC, left zero: [`seal`] computes it). Frames
+/// shorter than 60 bytes are padded with zeros. Returns the frame length.
+pub fn emit_rc(
+    buf: &mut [u8],
+    flow: &UdpFlow,
+    int: Option<&IntRepr>,
+    bth: &BthRepr,
+    aeth: Option<&AethRepr>,
+    tail: usize,
+    fill: impl FnOnce(&mut [u8]),
+) -> wire::Result<usize> {
+    let il = int.map_or(0, IntRepr::buffer_len);
+    let al = if aeth.is_some() { 4 } else { 0 };
+    let udp_payload = il + BthRepr::LEN + al + tail;
+    let port = if int.is_some() { wire::udp::port::HPCC_INT } else { wire::udp::port::ROCE_V2 };
+    let flow = UdpFlow { dst_port: port, ..*flow };
+    let total = flow.headers_len() + udp_payload;
+    let n = total.max(60);
+    let Some(b) = buf.get_mut(..n) else {
+        return Err(wire::Error::NoSpace { field: "rc_frame", need: n, have: buf.len() });
+    };
+    let mut at = flow.emit_headers(udp_payload, b)?;
+    if let Some(i) = int {
+        IntRepr { next: NEXT_BTH, ..*i }.emit(&mut b[at..])?;
+        at += il;
+    }
+    bth.emit(&mut b[at..])?;
+    at += BthRepr::LEN;
+    if let Some(a) = aeth {
+        a.emit(&mut b[at..])?;
+        at += al;
+    }
+    fill(&mut b[at..at + tail]);
+    b[total..].fill(0);
+    Ok(n)
+}
+
+/// Compute and store the ICRC of an RC frame [`emit_rc`] wrote (`l3`: where its IPv4 header
+/// starts), over the RoCEv2 packet as it is without INT (`wire::hpcc_int`): the receiver checks
+/// it after taking the INT out.
+pub fn seal(frame: &mut [u8], len: usize, l3: usize) -> wire::Result<()> {
+    let ip = wire::Ipv4Packet::new_checked(frame.get(l3..len).unwrap_or_default())?;
+    let udp = wire::UdpPacket::new_checked(ip.payload())?;
+    if udp.dst_port() == wire::udp::port::HPCC_INT {
+        let (int, n) = wire::hpcc_int::unwrap(&mut frame[..len], l3)?;
+        wire::roce::icrc::fill(&mut frame[l3..n])?;
+        wire::hpcc_int::wrap(frame, n, l3, &int)?;
+    } else {
+        wire::roce::icrc::fill(&mut frame[l3..len])?;
+    }
+    Ok(())
+}
+
+/// The BTH of a data packet of QP `dest_qp`.
+pub fn data_bth(dest_qp: u32, seg: &Segment) -> BthRepr {
+    BthRepr {
+        opcode: Opcode::RC_SEND_ONLY,
+        pkey: 0xffff,
+        dest_qp,
+        ack_req: seg.ack_req,
+        psn: seg.psn & PSN_MASK,
+        pad_count: wire::roce::pad_len(seg.len) as u8,
+        ..BthRepr::default()
+    }
+}
+
+/// The BTH of an ACKNOWLEDGE to QP `dest_qp`.
+pub fn ack_bth(dest_qp: u32, ack: &Ack) -> BthRepr {
+    BthRepr { opcode: Opcode::RC_ACKNOWLEDGE, pkey: 0xffff, dest_qp, psn: ack.psn, ..BthRepr::default() }
+}
+
+/// The BTH of a CNP to QP `dest_qp`.
+pub fn cnp_bth(dest_qp: u32) -> BthRepr {
+    BthRepr { opcode: Opcode::CNP, pkey: 0xffff, dest_qp, becn: true, ..BthRepr::default() }
+}
+
+/// An RC frame as [`parse_rc`] read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RcPacket {
+    /// IPv4 source.
+    pub src: std::net::Ipv4Addr,
+    /// ECN codepoint.
+    pub ecn: u8,
+    /// Where the IPv4 header starts.
+    pub l3: usize,
+    /// The INT header in front of the BTH (UDP port 40051).
+    pub int: Option<IntRepr>,
+    /// BTH.
+    pub bth: BthRepr,
+    /// AETH, on an ACKNOWLEDGE.
+    pub aeth: Option<AethRepr>,
+    /// Where the payload lies in the frame (pad and ICRC excluded).
+    pub payload: std::ops::Range<usize>,
+}
+
+/// Read an Ethernet/IPv4/UDP frame carrying RoCEv2 (port 4791) or INT then RoCEv2 (port
+/// 40051). Typed errors for anything else, truncated or inconsistent; the ICRC is not checked
+/// here ([`check_icrc`]).
+pub fn parse_rc(frame: &[u8]) -> wire::Result<RcPacket> {
+    let eth = wire::EthernetFrame::new_checked(frame)?;
+    if eth.ethertype() != wire::EtherType::IPV4 {
+        return Err(wire::Error::Unsupported {
+            field: "ethernet.ethertype",
+            value: u64::from(eth.ethertype().0),
+        });
+    }
+    let l3 = frame.len() - eth.payload().len();
+    let ip = wire::Ipv4Packet::new_checked(&frame[l3..])?;
+    if ip.protocol() != wire::ipv4::protocol::UDP {
+        return Err(wire::Error::Unsupported { field: "ipv4.protocol", value: u64::from(ip.protocol()) });
+    }
+    let l4 = l3 + ip.header_len();
+    let udp = wire::UdpPacket::new_checked(ip.payload())?;
+    let mut at = l4 + wire::udp::HEADER_LEN;
+    let end = l4 + usize::from(udp.len());
+    let int = match udp.dst_port() {
+        wire::udp::port::HPCC_INT => {
+            let i = IntRepr::parse(&frame[at..end])?;
+            if i.next != NEXT_BTH {
+                return Err(wire::Error::Unsupported { field: "int.next", value: u64::from(i.next) });
+            }
+            at += i.buffer_len();
+            Some(i)
+        }
+        wire::udp::port::ROCE_V2 => None,
+        p => return Err(wire::Error::Unsupported { field: "udp.dst_port", value: u64::from(p) }),
+    };
+    let bth = BthRepr::parse(&frame[at..end])?;
+    at += BthRepr::LEN;
+    let aeth = if bth.opcode == Opcode::RC_ACKNOWLEDGE {
+        let a = AethRepr::parse(&frame[at..end])?;
+        at += 4;
+        Some(a)
+    } else {
+        None
+    };
+    let tail = usize::from(bth.pad_count) + wire::roce::ICRC_LEN;
+    if end < at + tail {
+        return Err(wire::Error::Truncated { field: "roce.payload", need: at + tail, have: end });
+    }
+    Ok(RcPacket { src: ip.src_addr(), ecn: ip.ecn(), l3, int, bth, aeth, payload: at..end - tail })
+}
+
+/// Check the ICRC of an RC frame over the RoCEv2 packet without its INT header (as the sender
+/// sealed it), using `scratch` for the copy an INT frame needs.
+pub fn check_icrc(frame: &[u8], p: &RcPacket, scratch: &mut Vec<u8>) -> wire::Result<()> {
+    if p.int.is_none() {
+        return wire::roce::icrc::verify(&frame[p.l3..]);
+    }
+    scratch.clear();
+    scratch.extend_from_slice(frame);
+    let (_, n) = wire::hpcc_int::unwrap(scratch, p.l3)?;
+    wire::roce::icrc::verify(&scratch[p.l3..n])
+}
+
+#[cfg(test)]
+mod tests;
