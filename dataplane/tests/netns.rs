@@ -9,176 +9,13 @@
 //! AF_PACKET), `ip`, `ping`, `python3` (and `ethtool` for the DPDK case); without them it says it is skipped (and fails if `SOFTFABRIC_REQUIRE_NETNS` is set,
 //! as CI sets it).
 
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+#[path = "support/netns.rs"]
+mod support;
 
-/// Says why the test is skipped; with `SOFTFABRIC_REQUIRE_NETNS=1` (CI) a skip is a failure.
-fn skip(why: &str) -> bool {
-    assert!(std::env::var_os("SOFTFABRIC_REQUIRE_NETNS").is_none(), "network-namespace test required: {why}");
-    eprintln!("SKIPPED: {why}");
-    false
-}
+use std::process::Command;
+use std::time::Duration;
 
-fn available() -> bool {
-    // The effective user, as `id -u` prints it.
-    let uid = Command::new("id")
-        .arg("-u")
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-    if uid.as_deref() != Some("0") {
-        return skip("not root: network namespaces and AF_PACKET need root");
-    }
-    for tool in ["ip", "ping", "python3"] {
-        if Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .output()
-            .map(|o| !o.status.success())
-            .unwrap_or(true)
-        {
-            return skip(&format!("{tool} not installed"));
-        }
-    }
-    true
-}
-
-fn run(args: &[&str]) -> std::process::Output {
-    Command::new(args[0]).args(&args[1..]).output().unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
-fn must(args: &[&str]) {
-    let o = run(args);
-    assert!(o.status.success(), "{args:?} failed: {}", String::from_utf8_lossy(&o.stderr));
-}
-
-/// Namespaces and interfaces of one test, removed on drop.
-struct Lab {
-    ns: [String; 2],
-    sw: [String; 2],
-}
-
-impl Lab {
-    fn new(tag: &str) -> Self {
-        let id = std::process::id() % 100_000;
-        let lab = Self {
-            ns: [format!("sf{tag}{id}a"), format!("sf{tag}{id}b")],
-            sw: [format!("sf{tag}{id}s0"), format!("sf{tag}{id}s1")],
-        };
-        lab.cleanup();
-        lab
-    }
-
-    /// Host `i` in its namespace with `addr`, its veth peer `sw[i]` up in the root namespace.
-    fn host(&self, i: usize, addr: &str, gateway: Option<&str>) {
-        let (ns, sw) = (&self.ns[i], &self.sw[i]);
-        must(&["ip", "netns", "add", ns]);
-        must(&["ip", "link", "add", sw, "type", "veth", "peer", "name", "eth0", "netns", ns]);
-        must(&["ip", "link", "set", sw, "up"]);
-        must(&["ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"]);
-        must(&["ip", "-n", ns, "addr", "add", addr, "dev", "eth0"]);
-        must(&["ip", "-n", ns, "link", "set", "eth0", "up"]);
-        must(&["ip", "-n", ns, "link", "set", "lo", "up"]);
-        if let Some(gw) = gateway {
-            must(&["ip", "-n", ns, "route", "add", "default", "via", gw]);
-        }
-    }
-
-    /// Host `i` computes its own checksums instead of leaving them to the veth (offload): a
-    /// switch that forwards raw frames without completing them (DPDK's `net_af_packet` does
-    /// not) would otherwise deliver UDP with a partial checksum, as no real NIC ever sends.
-    fn checksums_in_software(&self, i: usize) {
-        let o = self.exec(i, &["ethtool", "-K", "eth0", "tx", "off"]);
-        assert!(o.status.success(), "ethtool: {}", String::from_utf8_lossy(&o.stderr));
-    }
-
-    fn exec(&self, i: usize, args: &[&str]) -> std::process::Output {
-        let mut v = vec!["ip", "netns", "exec", &self.ns[i]];
-        v.extend_from_slice(args);
-        run(&v)
-    }
-
-    fn cleanup(&self) {
-        for ns in &self.ns {
-            let _ = run(&["ip", "netns", "del", ns]);
-        }
-        for sw in &self.sw {
-            let _ = run(&["ip", "link", "del", sw]);
-        }
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        self.cleanup();
-    }
-}
-
-/// The switch process, stopped with SIGTERM on drop.
-struct Switch {
-    child: Option<Child>,
-    dir: PathBuf,
-}
-
-impl Switch {
-    fn start(lab: &Lab, tag: &str, ports: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("softfabric-netns-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let cfg = format!(
-            "program = \"l2l3\"\n[runtime]\nstats_interval_s = 60\n{}",
-            ports.replace("{S0}", &lab.sw[0]).replace("{S1}", &lab.sw[1])
-        );
-        let path = dir.join("switch.toml");
-        std::fs::write(&path, cfg).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_dataplane"))
-            .args(["run", "--config"])
-            .arg(&path)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // Wait for the pipelines to start.
-        let stderr = child.stderr.take().unwrap();
-        let mut lines = BufReader::new(stderr).lines();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            match lines.next() {
-                Some(Ok(l)) if l.contains("pipeline(s) running") => break,
-                Some(Ok(_)) => {}
-                _ => panic!("dataplane did not start"),
-            }
-            assert!(Instant::now() < deadline, "dataplane did not start in time");
-        }
-        std::thread::spawn(move || for _ in lines {});
-        Self { child: Some(child), dir }
-    }
-
-    /// SIGTERM, then the final counters it prints.
-    fn stop(mut self) -> String {
-        let mut child = self.child.take().unwrap();
-        must(&["kill", "-TERM", &child.id().to_string()]);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while child.try_wait().unwrap().is_none() {
-            assert!(Instant::now() < deadline, "dataplane did not stop on SIGTERM");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "dataplane exited with {:?}", out.status);
-        String::from_utf8_lossy(&out.stdout).to_string()
-    }
-}
-
-impl Drop for Switch {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
+use support::{Lab, Switch, available, skip};
 
 /// A UDP echo server in host `server` answering one datagram, and a client in host `client`
 /// that sends one and waits for the echo.
@@ -229,6 +66,7 @@ fn routed_hosts_ping_and_exchange_udp() {
     lab.host(0, "10.0.1.2/24", Some("10.0.1.1"));
     lab.host(1, "10.0.2.2/24", Some("10.0.2.1"));
     let sw = Switch::start(
+        std::path::Path::new(env!("CARGO_BIN_EXE_dataplane")),
         &lab,
         "r",
         r#"
@@ -268,6 +106,7 @@ fn bridged_hosts_ping_and_exchange_udp() {
     lab.host(0, "10.0.9.1/24", None);
     lab.host(1, "10.0.9.2/24", None);
     let sw = Switch::start(
+        std::path::Path::new(env!("CARGO_BIN_EXE_dataplane")),
         &lab,
         "b",
         r#"
@@ -317,6 +156,7 @@ fn dpdk_af_packet_hosts_ping_and_exchange_udp() {
     lab.checksums_in_software(1);
     let prefix = format!("sftest-netns-{}", std::process::id());
     let sw = Switch::start(
+        std::path::Path::new(env!("CARGO_BIN_EXE_dataplane")),
         &lab,
         "d",
         &format!(

@@ -47,6 +47,11 @@ impl Pacer {
         8e12 / self.ps_per_byte
     }
 
+    /// The window, if one is enforced.
+    pub fn window(&self) -> Option<u64> {
+        self.window
+    }
+
     /// Bytes in flight.
     pub fn inflight(&self) -> u64 {
         self.inflight
