@@ -9,13 +9,16 @@ use dataplane::config::Config;
 use dataplane::programs::build_switch;
 use dataplane::programs::l2l3::L2l3;
 use dataplane::switch::Switch;
-use nic_agent::dcqcn::{CnpGenerator, DcqcnConfig, DcqcnRp};
+use nic_agent::dcqcn::{DcqcnConfig, DcqcnRp};
 use nic_agent::hpcc::{Hpcc, HpccConfig};
-use nic_agent::pacer::{Hold, Pacer};
+use nic_agent::rc::{
+    FlowCc, RcReceiver, RcSender, SenderConfig, Transmit, ack_bth, cnp_bth, data_bth, emit_rc, parse_rc,
+    rc_frame_len,
+};
 use wire::ethernet::{EtherType, EthernetAddress};
-use wire::hpcc_int::{IntHeader, IntRepr, MAX_HOPS, NEXT_BTH};
+use wire::hpcc_int::{IntRepr, MAX_HOPS};
 use wire::pfc::MacControlRepr;
-use wire::roce::{AethRepr, BthRepr, NakCode, Opcode, Syndrome};
+use wire::roce::{AethRepr, BthRepr, Opcode};
 use wire::stack::UdpFlow;
 
 use dataplane::config::rate_str;
@@ -31,6 +34,9 @@ const ECT0: u8 = 2;
 const CE: u8 = 3;
 /// Bytes of a data frame around its payload: Ethernet, IPv4, UDP, BTH, ICRC, plus INT.
 const BASE_HEADERS: usize = 14 + 20 + 8 + 12 + 4;
+/// The senders' retransmission timeout: IB's local ACK timeout 12 (4.096 µs · 2^12), far above
+/// any queueing delay the lab's buffers allow, so it fires only for a lost tail.
+const TIMEOUT_NS: u64 = 4096 << 12;
 
 /// One flow's outcome.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -204,31 +210,18 @@ struct SwitchNode {
     ports: Vec<PortState>,
 }
 
-enum FlowCc {
-    Hpcc(Box<Hpcc>),
-    Dcqcn(DcqcnRp),
-}
-
 struct Flow {
     spec: super::FlowSpec,
+    /// Its QP number (the same at both ends): flow index + 1.
     qpn: u32,
-    snd_nxt: u64,
-    snd_una: u64,
-    pacer: Pacer,
-    cc: FlowCc,
+    /// The sender's RC transport and CC, from its start until every byte is acknowledged.
+    tx: Option<Box<RcSender>>,
+    /// The receiver's side.
+    rx: RcReceiver,
     timer_at: Option<u64>,
     done_ns: Option<u64>,
-    /// The receiver's side.
-    rx: RxFlow,
     /// Base RTT between its hosts, for the standalone FCT.
     pair_rtt_ns: u64,
-}
-
-struct RxFlow {
-    expected: u32,
-    bytes: u64,
-    nak_for: Option<u32>,
-    cnp: CnpGenerator,
 }
 
 struct Host {
@@ -264,6 +257,8 @@ struct Lab<'a> {
     out: Vec<PktBuf>,
     result: LabResult,
     data_frame_len: usize,
+    /// W_ai's N: the most fixed or incast flows sharing one destination.
+    n_flows: u32,
     /// INT slots in a data packet.
     int_hops: u8,
     last_sample: u64,
@@ -302,6 +297,20 @@ fn int_len(cc: Cc, hops: u8) -> usize {
 }
 
 /// The wire time of `bytes` (at least a minimum frame) at `rate_bps`, ns, rounded up.
+/// HPCC++'s parameters for a sender at `rate_bps`: the lab's `[hpcc]` over the draft's defaults,
+/// `T` the fabric's largest base RTT, `W_ai` from the lab file or the rule of thumb for `n_flows`.
+fn hpcc_config(cfg: &LabConfig, rate_bps: u64, base_rtt_ns: u64, n_flows: u32) -> HpccConfig {
+    let mut c = HpccConfig::new(rate_bps, base_rtt_ns, n_flows);
+    c.eta = cfg.hpcc.eta;
+    c.max_stage = cfg.hpcc.max_stage;
+    c.w_ai_bytes = match (cfg.hpcc.w_ai_bytes, cfg.hpcc.ai_rate_bps) {
+        (Some(w), _) => w,
+        (None, Some(ai)) => c.window_of(ai),
+        (None, None) => c.w_ai_rule(n_flows),
+    };
+    c
+}
+
 fn ser_ns(bytes: usize, rate_bps: u64) -> u64 {
     (bytes.max(64) as u64 * 8 * 1_000_000_000).div_ceil(rate_bps)
 }
@@ -511,52 +520,19 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
         per_dst[f.dst] += 1;
     }
     let n_flows = per_dst.iter().copied().max().unwrap_or(1).max(1);
-    let hpcc_cfg = |rate_bps: u64| {
-        let mut c = HpccConfig::new(rate_bps, base_rtt_ns, n_flows);
-        c.eta = cfg.hpcc.eta;
-        c.max_stage = cfg.hpcc.max_stage;
-        c.w_ai_bytes = match (cfg.hpcc.w_ai_bytes, cfg.hpcc.ai_rate_bps) {
-            (Some(w), _) => w,
-            (None, Some(ai)) => c.window_of(ai),
-            (None, None) => c.w_ai_rule(n_flows),
-        };
-        c
-    };
     let flows = cfg
         .flows
         .iter()
         .enumerate()
-        .map(|(i, spec)| {
-            let rate = host_link(spec.src).rate_bps;
-            let (pacer, cc) = match cfg.cc {
-                Cc::Hpcc => {
-                    let h = Hpcc::new(hpcc_cfg(rate));
-                    let w = h.window();
-                    (Pacer::new(w.rate_bps, Some(w.bytes as u64)), FlowCc::Hpcc(Box::new(h)))
-                }
-                Cc::Dcqcn => {
-                    (Pacer::new(rate as f64, None), FlowCc::Dcqcn(DcqcnRp::new(DcqcnConfig::mellanox(rate))))
-                }
-            };
-            Flow {
-                spec: *spec,
-                qpn: i as u32 + 1,
-                snd_nxt: 0,
-                snd_una: 0,
-                pacer,
-                cc,
-                timer_at: None,
-                done_ns: None,
-                rx: RxFlow { expected: 0, bytes: 0, nak_for: None, cnp: CnpGenerator::new(0) },
-                // Without INT, so both CCs have the same standalone FCT.
-                pair_rtt_ns: fabric.pair_rtt(
-                    cfg,
-                    spec.src,
-                    spec.dst,
-                    BASE_HEADERS + cfg.mtu,
-                    BASE_HEADERS + 4,
-                ),
-            }
+        .map(|(i, spec)| Flow {
+            spec: *spec,
+            qpn: i as u32 + 1,
+            tx: None,
+            rx: RcReceiver::new(spec.size, 0, 0),
+            timer_at: None,
+            done_ns: None,
+            // Without INT, so both CCs have the same standalone FCT.
+            pair_rtt_ns: fabric.pair_rtt(cfg, spec.src, spec.dst, BASE_HEADERS + cfg.mtu, BASE_HEADERS + 4),
         })
         .collect::<Vec<_>>();
     // Buffers, made as needed: every switch's queue-entry table could fill, plus what is on the
@@ -589,6 +565,7 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
             retransmits: 0,
         },
         data_frame_len,
+        n_flows,
         int_hops,
         last_sample: 0,
     };
@@ -696,8 +673,11 @@ impl Lab<'_> {
             Kind::FlowStart { flow } => {
                 let flow = flow as usize;
                 let h = self.flows[flow].spec.src;
+                let tx = self.new_sender(flow);
+                self.flows[flow].tx = Some(Box::new(tx));
                 self.hosts[h].active.push(flow);
                 self.wake(h, self.now);
+                self.schedule_timer(flow);
                 if let Some(next) = self.flows.get(flow + 1) {
                     let t = next.spec.start_ns;
                     self.push(t, Kind::FlowStart { flow: flow as u32 + 1 });
@@ -710,18 +690,10 @@ impl Lab<'_> {
                 }
                 self.flows[flow].timer_at = None;
                 let now = self.now;
-                let f = &mut self.flows[flow];
-                if let FlowCc::Dcqcn(rp) = &mut f.cc {
-                    rp.on_timer(now);
-                    f.pacer.set_rate(rp.rate_bps());
-                    let next = rp.next_timer();
-                    if f.done_ns.is_none()
-                        && let Some(t) = next
-                    {
-                        f.timer_at = Some(t);
-                        self.push(t, Kind::FlowTimer { flow: flow as u32 });
-                    }
+                if let Some(tx) = self.flows[flow].tx.as_mut() {
+                    tx.on_timer(now);
                 }
+                self.schedule_timer(flow);
                 let h = self.flows[flow].spec.src;
                 self.wake(h, now);
             }
@@ -742,7 +714,7 @@ impl Lab<'_> {
                 // Flows running now, or finished since the last sample (their last bytes).
                 for (i, f) in self.flows.iter().enumerate() {
                     if f.spec.start_ns <= now && f.done_ns.is_none_or(|d| d > self.last_sample) {
-                        self.result.rates.push(RateSample { time_ns: now, flow: i, rx_bytes: f.rx.bytes });
+                        self.result.rates.push(RateSample { time_ns: now, flow: i, rx_bytes: f.rx.bytes() });
                     }
                 }
                 self.last_sample = now;
@@ -811,6 +783,48 @@ impl Lab<'_> {
         self.push(t, Kind::HostWake { host: h as u32 });
     }
 
+    /// The RC sender of flow `fi`, at its host's line rate with the lab's CC.
+    fn new_sender(&self, fi: usize) -> RcSender {
+        let f = &self.flows[fi];
+        let rate = self.hosts[f.spec.src].rate_bps;
+        let cc = match self.cfg.cc {
+            Cc::Hpcc => FlowCc::Hpcc(Box::new(Hpcc::new(hpcc_config(
+                self.cfg,
+                rate,
+                self.result.base_rtt_ns,
+                self.n_flows,
+            )))),
+            Cc::Dcqcn => FlowCc::Dcqcn(DcqcnRp::new(DcqcnConfig::mellanox(rate))),
+        };
+        let packets = f.spec.size.div_ceil(self.cfg.mtu as u64).max(1);
+        let cfg = SenderConfig {
+            size: f.spec.size,
+            mtu: self.cfg.mtu,
+            dest_qp: f.qpn,
+            start_psn: 0,
+            overhead: self.data_frame_len - self.cfg.mtu,
+            // Enough never to bind before the CC does (the ring is one small slot per packet).
+            window_packets: packets.min(1 << 15) as u32,
+            ack_every: 1,
+            timeout_ns: TIMEOUT_NS,
+            retry_limit: 7,
+        };
+        RcSender::new(cfg, cc)
+    }
+
+    /// Make sure flow `fi`'s sender is called when its next timer (DCQCN, timeout) is due.
+    fn schedule_timer(&mut self, fi: usize) {
+        let now = self.now;
+        let f = &mut self.flows[fi];
+        let Some(t) = f.tx.as_ref().and_then(|tx| tx.next_timer()) else { return };
+        let t = t.max(now + 1);
+        if f.timer_at.is_some_and(|at| at <= t) {
+            return;
+        }
+        f.timer_at = Some(t);
+        self.push(t, Kind::FlowTimer { flow: fi as u32 });
+    }
+
     /// Send what the host's NIC may send now: control frames first, then data, round robin
     /// over flows that their pacers let go.
     fn host_send(&mut self, h: usize) {
@@ -831,23 +845,15 @@ impl Lab<'_> {
         for k in 0..n {
             let idx = (self.hosts[h].rr + k) % n;
             let fi = self.hosts[h].active[idx];
-            let f = &self.flows[fi];
-            if f.snd_nxt >= f.spec.size {
-                continue;
-            }
-            let payload = (f.spec.size - f.snd_nxt).min(self.cfg.mtu as u64) as usize;
-            let len = self.data_frame_len - self.cfg.mtu + payload;
-            match f.pacer.check(now, payload as u64) {
-                Ok(()) => {
+            let Some(tx) = self.flows[fi].tx.as_mut() else { continue };
+            match tx.poll_transmit(now) {
+                Transmit::Send(seg) => {
                     self.hosts[h].rr = (idx + 1) % n;
-                    let Some(frame) = self.data_frame(fi, payload) else { return };
-                    let f = &mut self.flows[fi];
-                    f.pacer.on_sent(now, len as u64, payload as u64);
-                    f.snd_nxt += payload as u64;
+                    let Some(frame) = self.data_frame(fi, &seg) else { return };
                     return self.host_transmit(h, frame);
                 }
-                Err(Hold::Until(t)) => earliest = Some(earliest.map_or(t, |e: u64| e.min(t))),
-                Err(Hold::Window) => {}
+                Transmit::Until(t) => earliest = Some(earliest.map_or(t, |e: u64| e.min(t))),
+                Transmit::Blocked | Transmit::Done | Transmit::Failed(_) => {}
             }
         }
         if let Some(t) = earliest {
@@ -883,30 +889,23 @@ impl Lab<'_> {
         }
     }
 
-    /// A data frame of flow `fi` carrying `payload` bytes from `snd_nxt`.
-    fn data_frame(&mut self, fi: usize, payload: usize) -> Option<PktBuf> {
+    /// The data frame of `seg` of flow `fi` (its payload zeros; the lab's hosts check no ICRC,
+    /// so it is left zero).
+    fn data_frame(&mut self, fi: usize, seg: &nic_agent::rc::Segment) -> Option<PktBuf> {
         let f = &self.flows[fi];
-        let psn = (f.snd_nxt / self.cfg.mtu as u64) as u32 & 0xff_ffff;
-        let last = f.snd_nxt + payload as u64 >= f.spec.size;
         let (port, ecn) = match self.cfg.cc {
             Cc::Hpcc => (wire::udp::port::HPCC_INT, 0),
             Cc::Dcqcn => (wire::udp::port::ROCE_V2, ECT0),
         };
         let flow = self.udp_flow(f.spec.src, f.spec.dst, f.qpn, DSCP_DATA, ecn, port);
-        let bth = BthRepr {
-            opcode: Opcode::RC_SEND_ONLY,
-            pkey: 0xffff,
-            dest_qp: f.qpn,
-            ack_req: last,
-            psn,
-            ..BthRepr::default()
-        };
-        let int =
-            (self.cfg.cc == Cc::Hpcc).then(|| IntRepr { next: NEXT_BTH, ..IntRepr::empty(self.int_hops) });
-        self.frame(&flow, int.as_ref(), &bth, None, payload + 4)
+        let bth = data_bth(f.qpn, seg);
+        let int = (self.cfg.cc == Cc::Hpcc).then(|| IntRepr::empty(self.int_hops));
+        let tail = seg.len + usize::from(bth.pad_count) + 4;
+        self.frame(&flow, int.as_ref(), &bth, None, tail)
     }
 
-    /// A frame: UDP `flow`, optional INT, BTH, optional AETH, then `tail` zero bytes.
+    /// A frame from the pool: UDP `flow`, optional INT, BTH, optional AETH, then `tail` zero
+    /// bytes.
     fn frame(
         &mut self,
         flow: &UdpFlow,
@@ -915,27 +914,10 @@ impl Lab<'_> {
         aeth: Option<&AethRepr>,
         tail: usize,
     ) -> Option<PktBuf> {
-        let il = int.map_or(0, |i| i.buffer_len());
-        let al = if aeth.is_some() { 4 } else { 0 };
-        let udp_payload = il + BthRepr::LEN + al + tail;
-        let total = flow.headers_len() + udp_payload;
+        let n = rc_frame_len(flow, int, aeth.is_some(), tail).max(60);
         let mut b = self.pool.alloc()?;
-        let ok = b.append(total.max(60)).is_some_and(|buf| {
-            buf.fill(0);
-            let Ok(h) = flow.emit_headers(udp_payload, buf) else { return false };
-            let mut at = h;
-            if let Some(i) = int {
-                if i.emit(&mut buf[at..]).is_err() {
-                    return false;
-                }
-                at += il;
-            }
-            if bth.emit(&mut buf[at..]).is_err() {
-                return false;
-            }
-            at += BthRepr::LEN;
-            aeth.is_none_or(|a| a.emit(&mut buf[at..]).is_ok())
-        });
+        let ok =
+            b.append(n).is_some_and(|buf| emit_rc(buf, flow, int, bth, aeth, tail, |t| t.fill(0)).is_ok());
         if ok {
             Some(b)
         } else {
@@ -963,156 +945,71 @@ impl Lab<'_> {
             }
             return;
         }
-        let Ok(ip) = wire::Ipv4Packet::new_checked(&d[14..]) else { return };
-        let (src, ecn) = (ip.src_addr(), ip.ecn());
-        let Ok(udp) = wire::UdpPacket::new_checked(ip.payload()) else { return };
-        let mut body = udp.payload();
-        let mut int = None;
-        if udp.dst_port() == wire::udp::port::HPCC_INT {
-            let Ok(hdr) = IntHeader::new_checked(body) else { return };
-            let len = hdr.header_len();
-            int = IntRepr::parse(body).ok();
-            body = &body[len..];
-        }
-        let Ok(bth) = BthRepr::parse(body) else { return };
-        let Some(peer) = host_of(src).filter(|&p| p < self.hosts.len()) else { return };
-        match bth.opcode {
-            Opcode::RC_SEND_ONLY => {
-                let payload = body.len().saturating_sub(BthRepr::LEN + 4) as u64;
-                self.on_data(h, peer, &bth, payload, ecn == CE, int)
+        let Ok(p) = parse_rc(d) else { return };
+        let Some(peer) = host_of(p.src).filter(|&x| x < self.hosts.len()) else { return };
+        // QP numbers are flow numbers + 1 across the lab.
+        let Some(fi) = (p.bth.dest_qp as usize).checked_sub(1).filter(|&fi| fi < self.flows.len()) else {
+            return;
+        };
+        match (p.bth.opcode, p.aeth) {
+            (Opcode::RC_SEND_ONLY, _) if self.flows[fi].spec.dst == h => {
+                self.on_data(h, peer, fi, &p, &d[p.payload.clone()])
             }
-            Opcode::RC_ACKNOWLEDGE => {
-                let Ok(aeth) = AethRepr::parse(&body[BthRepr::LEN..]) else { return };
-                self.on_ack(&bth, &aeth, int)
+            (Opcode::RC_ACKNOWLEDGE, Some(aeth)) if self.flows[fi].spec.src == h => {
+                self.on_ack(fi, &p.bth, &aeth, p.int.as_ref())
             }
-            Opcode::CNP => {
-                let fi = bth.dest_qp as usize - 1;
-                if let Some(f) = self.flows.get_mut(fi)
-                    && let FlowCc::Dcqcn(rp) = &mut f.cc
-                {
-                    rp.on_cnp(self.now);
-                    f.pacer.set_rate(rp.rate_bps());
-                    if f.timer_at.is_none()
-                        && let Some(t) = rp.next_timer()
-                    {
-                        f.timer_at = Some(t);
-                        self.push(t, Kind::FlowTimer { flow: fi as u32 });
-                    }
+            (Opcode::CNP, _) if self.flows[fi].spec.src == h => {
+                if let Some(tx) = self.flows[fi].tx.as_mut() {
+                    tx.on_cnp(self.now);
                 }
+                self.schedule_timer(fi);
             }
             _ => {}
         }
     }
 
-    fn on_data(
-        &mut self,
-        h: usize,
-        peer: usize,
-        bth: &BthRepr,
-        payload: u64,
-        ce: bool,
-        int: Option<IntRepr>,
-    ) {
+    fn on_data(&mut self, h: usize, peer: usize, fi: usize, p: &nic_agent::rc::RcPacket, payload: &[u8]) {
         let now = self.now;
-        let qpn = bth.dest_qp;
-        // QP numbers are flow numbers + 1 across the lab; a frame for another host's flow is
-        // not ours.
-        let Some(f) = (qpn as usize).checked_sub(1).and_then(|fi| self.flows.get_mut(fi)) else { return };
-        if f.spec.dst != h {
-            return;
+        let f = &mut self.flows[fi];
+        let qpn = f.qpn;
+        let r = f.rx.on_data(now, &p.bth, payload, p.ecn == CE);
+        if r.completed && f.done_ns.is_none() {
+            f.done_ns = Some(now);
+            self.done += 1;
         }
-        let size = f.spec.size;
-        let rx = &mut f.rx;
-        let syndrome;
-        let psn;
-        if bth.psn == rx.expected {
-            rx.expected = (rx.expected + 1) & 0xff_ffff;
-            rx.bytes += payload;
-            rx.nak_for = None;
-            syndrome = Syndrome::Ack { credits: 31 };
-            psn = bth.psn;
-            if rx.bytes >= size && f.done_ns.is_none() {
-                f.done_ns = Some(now);
-                self.done += 1;
+        let (ack, cnp) = (r.ack, r.cnp);
+        if let Some(ack) = ack {
+            let (port, reflected) = match (self.cfg.cc, p.int) {
+                (Cc::Hpcc, Some(i)) => (wire::udp::port::HPCC_INT, Some(IntRepr { reflected: true, ..i })),
+                _ => (wire::udp::port::ROCE_V2, None),
+            };
+            let flow = self.udp_flow(h, peer, qpn, DSCP_CTRL, 0, port);
+            if let Some(f) = self.frame(&flow, reflected.as_ref(), &ack_bth(qpn, &ack), Some(&ack.aeth), 4) {
+                self.hosts[h].ctrl.push_back(f);
             }
-        } else if bth.psn.wrapping_sub(rx.expected) & 0x80_0000 != 0 {
-            // A duplicate: ACK what we have.
-            syndrome = Syndrome::Ack { credits: 31 };
-            psn = rx.expected.wrapping_sub(1) & 0xff_ffff;
-        } else {
-            if rx.nak_for == Some(rx.expected) {
-                return;
-            }
-            rx.nak_for = Some(rx.expected);
-            syndrome = Syndrome::Nak(NakCode::PsnSequenceError);
-            psn = rx.expected;
-        }
-        let cnp = ce && rx.cnp.on_ce(now);
-        let (port, reflected) = match (self.cfg.cc, int) {
-            (Cc::Hpcc, Some(mut i)) => {
-                i.reflected = true;
-                (wire::udp::port::HPCC_INT, Some(i))
-            }
-            _ => (wire::udp::port::ROCE_V2, None),
-        };
-        let flow = self.udp_flow(h, peer, qpn, DSCP_CTRL, 0, port);
-        let ack =
-            BthRepr { opcode: Opcode::RC_ACKNOWLEDGE, pkey: 0xffff, dest_qp: qpn, psn, ..BthRepr::default() };
-        let aeth = AethRepr { syndrome, msn: 0 };
-        if let Some(f) = self.frame(&flow, reflected.as_ref(), &ack, Some(&aeth), 4) {
-            self.hosts[h].ctrl.push_back(f);
         }
         if cnp {
             let flow = self.udp_flow(h, peer, qpn, DSCP_CTRL, 0, wire::udp::port::ROCE_V2);
-            let b =
-                BthRepr { opcode: Opcode::CNP, pkey: 0xffff, dest_qp: qpn, becn: true, ..BthRepr::default() };
-            if let Some(f) = self.frame(&flow, None, &b, None, wire::roce::CNP_BODY_LEN + 4) {
+            if let Some(f) = self.frame(&flow, None, &cnp_bth(qpn), None, wire::roce::CNP_BODY_LEN + 4) {
                 self.hosts[h].ctrl.push_back(f);
             }
         }
         self.wake(h, now);
     }
 
-    fn on_ack(&mut self, bth: &BthRepr, aeth: &AethRepr, int: Option<IntRepr>) {
+    fn on_ack(&mut self, fi: usize, bth: &BthRepr, aeth: &AethRepr, int: Option<&IntRepr>) {
         let now = self.now;
-        let fi = bth.dest_qp as usize - 1;
-        let mtu = self.cfg.mtu as u64;
-        let Some(f) = self.flows.get_mut(fi) else { return };
+        let f = &mut self.flows[fi];
         let src = f.spec.src;
-        match aeth.syndrome {
-            Syndrome::Ack { .. } => {
-                // PSNs are packet indices; wrap within 2^24 packets is not reached by lab flows.
-                let acked = ((u64::from(bth.psn) + 1) * mtu).min(f.spec.size);
-                if acked > f.snd_una {
-                    f.pacer.on_acked(acked - f.snd_una);
-                    f.snd_una = acked;
-                }
-                if let (FlowCc::Hpcc(hp), Some(i)) = (&mut f.cc, int.as_ref())
-                    && let Some(w) = hp.on_ack(f.snd_una, f.snd_nxt, i)
-                {
-                    f.pacer.set_rate(w.rate_bps);
-                    f.pacer.set_window(Some(w.bytes as u64));
-                }
-            }
-            Syndrome::Nak(NakCode::PsnSequenceError) => {
-                // The NAK acknowledges every packet before its PSN (IBTA 9.7.5.2.1), then asks
-                // for that PSN again: go back to it, with nothing in flight.
-                // A stale NAK, for data already acknowledged, changes nothing.
-                let back = (u64::from(bth.psn) * mtu).min(f.spec.size);
-                if back >= f.snd_una {
-                    f.snd_una = back;
-                    if back < f.snd_nxt {
-                        f.snd_nxt = back;
-                        self.result.retransmits += 1;
-                    }
-                    f.pacer.set_inflight(f.snd_nxt - f.snd_una);
-                }
-            }
-            _ => {}
-        }
-        if f.snd_una >= f.spec.size {
-            let host = &mut self.hosts[src];
-            host.active.retain(|&x| x != fi);
+        let Some(tx) = f.tx.as_mut() else { return };
+        tx.on_ack(now, bth, aeth, int);
+        if tx.is_done() {
+            let st = tx.stats();
+            self.result.retransmits += st.nak_rounds + st.timeouts;
+            f.tx = None;
+            self.hosts[src].active.retain(|&x| x != fi);
+        } else {
+            self.schedule_timer(fi);
         }
         self.wake(src, now);
     }
