@@ -129,6 +129,31 @@ impl ArpRepr {
     }
 }
 
+/// Write a whole ARP request frame into `buf`: "who has `target`? tell `ip`", broadcast from
+/// `mac`, zero-padded to the 60-byte minimum. Returns its length (60).
+pub fn emit_request(buf: &mut [u8], mac: EthernetAddress, ip: Ipv4Addr, target: Ipv4Addr) -> Result<usize> {
+    let n = crate::ethernet::MIN_FRAME_LEN;
+    crate::error::space("arp_request", n, buf.len())?;
+    let b = &mut buf[..n];
+    b.fill(0);
+    let eth = crate::ethernet::EthernetRepr {
+        src_addr: mac,
+        dst_addr: EthernetAddress::BROADCAST,
+        vlan: None,
+        ethertype: crate::ethernet::EtherType::ARP,
+    };
+    eth.emit(b)?;
+    let req = ArpRepr {
+        op: OP_REQUEST,
+        sender_mac: mac,
+        sender_ip: ip,
+        target_mac: EthernetAddress([0; 6]),
+        target_ip: target,
+    };
+    req.emit(&mut b[eth.buffer_len()..])?;
+    Ok(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,7 +19,7 @@
 use std::net::Ipv4Addr;
 
 use wire::arp::{self, ArpPacket, ArpRepr};
-use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr};
+use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame};
 use wire::hpcc_int::{IntHeader, IntHopRepr};
 use wire::ipv4::{Ipv4Packet, protocol};
 
@@ -437,21 +437,7 @@ impl L2l3 {
         }
         out.emit(Dest::Port(port), CONTROL_QUEUE, |f| {
             let Some(b) = f.append(wire::ethernet::MIN_FRAME_LEN) else { return false };
-            b.fill(0);
-            let eth = EthernetRepr {
-                src_addr: mac,
-                dst_addr: EthernetAddress::BROADCAST,
-                vlan: None,
-                ethertype: EtherType::ARP,
-            };
-            let req = ArpRepr {
-                op: arp::OP_REQUEST,
-                sender_mac: mac,
-                sender_ip,
-                target_mac: EthernetAddress([0; 6]),
-                target_ip: target,
-            };
-            eth.emit(b).is_ok() && req.emit(&mut b[14..]).is_ok()
+            arp::emit_request(b, mac, sender_ip, target).is_ok()
         });
     }
 

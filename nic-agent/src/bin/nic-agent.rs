@@ -29,7 +29,7 @@ use nic_agent::rc::{
 use ports::buf::{Frame, HeapPool, PktBuf, Pool};
 use ports::port::{AfPacketPort, PortIo, interface_mac};
 use wire::arp::ArpRepr;
-use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr};
+use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame};
 use wire::hpcc_int::IntRepr;
 use wire::stack::UdpFlow;
 
@@ -198,25 +198,7 @@ impl Nic {
             if last.is_none_or(|l| l.elapsed() > Duration::from_millis(200)) {
                 last = Some(Instant::now());
                 let (mac, me) = (self.mac, self.ip);
-                self.queue(60, |b| {
-                    let e = EthernetRepr {
-                        src_addr: mac,
-                        dst_addr: EthernetAddress::BROADCAST,
-                        vlan: None,
-                        ethertype: EtherType::ARP,
-                    };
-                    let a = ArpRepr {
-                        op: 1,
-                        sender_mac: mac,
-                        sender_ip: me,
-                        target_mac: EthernetAddress([0; 6]),
-                        target_ip: ip,
-                    };
-                    b.fill(0);
-                    e.emit(b).ok()?;
-                    a.emit(&mut b[e.buffer_len()..]).ok()?;
-                    Some(60)
-                });
+                self.queue(wire::ethernet::MIN_FRAME_LEN, |b| wire::arp::emit_request(b, mac, me, ip).ok());
                 self.flush();
             }
             self.receive();

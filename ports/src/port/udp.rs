@@ -516,22 +516,8 @@ mod tests {
         let ip = Ipv4Addr::new(127, 0, 0, 203);
         let mut port = UdpPort::open(ip, MAC, &[]).unwrap();
         let target = Ipv4Addr::new(127, 0, 0, 51);
-        let req = ArpRepr {
-            op: 1,
-            sender_mac: MAC,
-            sender_ip: ip,
-            target_mac: EthernetAddress([0; 6]),
-            target_ip: target,
-        };
         let mut b = [0u8; 60];
-        let e = EthernetRepr {
-            src_addr: MAC,
-            dst_addr: EthernetAddress([0xff; 6]),
-            vlan: None,
-            ethertype: EtherType::ARP,
-        };
-        e.emit(&mut b).unwrap();
-        req.emit(&mut b[14..]).unwrap();
+        wire::arp::emit_request(&mut b, MAC, ip, target).unwrap();
         let mut pool = HeapPool::new(8, 2048);
         let mut f = PktBuf::new(2048);
         assert!(f.set(&b));

@@ -154,22 +154,7 @@ fn drop_reasons() {
 fn answers_arp_for_its_own_address() {
     let (mut sw, mut pool) = setup(CFG);
     let mut f = vec![0u8; 60];
-    EthernetRepr {
-        src_addr: HOST_A,
-        dst_addr: EthernetAddress::BROADCAST,
-        vlan: None,
-        ethertype: EtherType::ARP,
-    }
-    .emit(&mut f)
-    .unwrap();
-    let req = ArpRepr {
-        op: arp::OP_REQUEST,
-        sender_mac: HOST_A,
-        sender_ip: Ipv4Addr::new(10, 0, 1, 2),
-        target_mac: EthernetAddress([0; 6]),
-        target_ip: Ipv4Addr::new(10, 0, 1, 1),
-    };
-    req.emit(&mut f[14..]).unwrap();
+    arp::emit_request(&mut f, HOST_A, Ipv4Addr::new(10, 0, 1, 2), Ipv4Addr::new(10, 0, 1, 1)).unwrap();
     let out = run(&mut sw, &mut pool, 0, &f, 0);
     assert_eq!(out.len(), 1);
     let (port, r) = &out[0];
