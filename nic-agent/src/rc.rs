@@ -11,7 +11,7 @@
 //! an ACK reflects, or DCQCN's reaction point fed with CNPs from the receiver's notification
 //! point.
 
-use roce::responder::{AccessError, Delivery, Memory, Reply, Responder};
+use roce::responder::{Delivery, NoMemory, Reply, Responder};
 use roce::{Op, QpError, Requester, RequesterConfig, Response, Transport};
 use wire::hpcc_int::{IntRepr, NEXT_BTH};
 use wire::roce::{AethRepr, BthRepr, NakCode, Opcode, PSN_MASK, RoceExt, Syndrome, psn_diff};
@@ -301,21 +301,6 @@ impl RcSender {
             self.stats.timeouts += 1;
             self.went_back();
         }
-    }
-}
-
-/// SEND needs no registered memory: the receiver's memory refuses every RDMA access.
-struct NoMemory;
-
-impl Memory for NoMemory {
-    fn write(&mut self, _: u32, _: u64, _: &[u8]) -> Result<(), AccessError> {
-        Err(AccessError::NoPermission)
-    }
-    fn fetch_add(&mut self, _: u32, _: u64, _: u64) -> Result<u64, AccessError> {
-        Err(AccessError::NoPermission)
-    }
-    fn cmp_swap(&mut self, _: u32, _: u64, _: u64, _: u64) -> Result<u64, AccessError> {
-        Err(AccessError::NoPermission)
     }
 }
 

@@ -50,6 +50,23 @@ pub trait Memory {
     fn cmp_swap(&mut self, rkey: u32, va: u64, compare: u64, swap: u64) -> Result<u64, AccessError>;
 }
 
+/// A responder with no registered memory (a DTA translator, an agent that only takes SENDs):
+/// every RDMA access is refused, as for an unknown R_Key.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoMemory;
+
+impl Memory for NoMemory {
+    fn write(&mut self, _rkey: u32, _va: u64, _data: &[u8]) -> Result<(), AccessError> {
+        Err(AccessError::BadKey)
+    }
+    fn fetch_add(&mut self, _rkey: u32, _va: u64, _add: u64) -> Result<u64, AccessError> {
+        Err(AccessError::BadKey)
+    }
+    fn cmp_swap(&mut self, _rkey: u32, _va: u64, _c: u64, _s: u64) -> Result<u64, AccessError> {
+        Err(AccessError::BadKey)
+    }
+}
+
 /// What to send back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reply {

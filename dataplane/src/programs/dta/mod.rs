@@ -44,7 +44,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use roce::cm::{ClientEvent, CmClient, CmConfig, ConnectError, ConnectParams, Metadata};
 use roce::frames;
 use roce::requester::{Op, PostError, Requester, RequesterConfig, Response, Transport};
-use roce::responder::{Delivery, Responder};
+use roce::responder::{Delivery, NoMemory, Responder};
 use wire::dta::{self, BaseForm, DtaRepr, Format, NackRepr, Primitive, Priority};
 use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame};
 use wire::ibcm::CmMadRepr;
@@ -53,7 +53,7 @@ use wire::roce::{Opcode, RoceRepr, icrc};
 use wire::stack::UdpFlow;
 use wire::udp::UdpPacket;
 
-use self::qp::{NoMemory, Phase, Qp, Store};
+use self::qp::{Phase, Qp, Store};
 use self::state::{
     AppendBatcher, PostcardOutcome, PostcarderCache, ReporterSeq, SeqVerdict, SketchMerger, SketchOutcome,
 };

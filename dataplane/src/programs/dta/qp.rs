@@ -8,7 +8,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use roce::cm::{CmClient, Metadata};
 use roce::frames;
 use roce::requester::{Op, Requester, RequesterConfig, Transport};
-use roce::responder::{AccessError, Memory, Responder};
+use roce::responder::Responder;
 use wire::roce::{BthRepr, Opcode};
 use wire::stack::{RemoteAddr, RoceStack, RoceTemplate, UdpFlow};
 
@@ -251,19 +251,4 @@ impl Qp {
 fn set_len<F: Frame>(f: &mut F, len: usize) -> bool {
     f.reset();
     f.append(len).is_some()
-}
-
-/// The translator registers no memory: a collector that writes to it is refused.
-pub struct NoMemory;
-
-impl Memory for NoMemory {
-    fn write(&mut self, _rkey: u32, _va: u64, _data: &[u8]) -> Result<(), AccessError> {
-        Err(AccessError::BadKey)
-    }
-    fn fetch_add(&mut self, _rkey: u32, _va: u64, _add: u64) -> Result<u64, AccessError> {
-        Err(AccessError::BadKey)
-    }
-    fn cmp_swap(&mut self, _rkey: u32, _va: u64, _c: u64, _s: u64) -> Result<u64, AccessError> {
-        Err(AccessError::BadKey)
-    }
 }
