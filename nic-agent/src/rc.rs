@@ -240,7 +240,6 @@ impl RcSender {
 
     /// An ACK or NAK for this flow arrived at `now`, with the INT it reflected (HPCC++).
     pub fn on_ack(&mut self, now: u64, bth: &BthRepr, aeth: &AethRepr, int: Option<&IntRepr>) -> Response {
-        let was_retransmitting = self.req.retransmitting();
         let r = self.req.on_response(now, bth, aeth);
         match r {
             Response::Acked { .. } => {
@@ -253,11 +252,10 @@ impl RcSender {
                 }
             }
             Response::Retransmit { .. } => {
+                // Everything before the NAKed PSN is acknowledged; sending resumes from it.
                 self.sync_acked();
-                if self.req.retransmitting() || was_retransmitting {
-                    self.stats.nak_rounds += u64::from(self.req.retransmitting());
-                    self.went_back();
-                }
+                self.stats.nak_rounds += u64::from(self.req.retransmitting());
+                self.went_back();
             }
             Response::RnrWait { .. } => {
                 self.sync_acked();
@@ -455,6 +453,12 @@ pub fn seal(frame: &mut [u8], len: usize, l3: usize) -> wire::Result<()> {
         wire::roce::icrc::fill(&mut frame[l3..len])?;
     }
     Ok(())
+}
+
+/// The UDP source port of QP `qpn`'s packets: the flow's ECMP entropy, as RoCEv2 NICs derive
+/// it from the QP (49152 + the QPN's low 14 bits).
+pub const fn udp_src_port(qpn: u32) -> u16 {
+    49152 | (qpn as u16 & 0x3fff)
 }
 
 /// The BTH of a data packet of QP `dest_qp`.

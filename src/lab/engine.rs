@@ -13,7 +13,7 @@ use nic_agent::dcqcn::{DcqcnConfig, DcqcnRp};
 use nic_agent::hpcc::{Hpcc, HpccConfig};
 use nic_agent::rc::{
     FlowCc, RcReceiver, RcSender, SenderConfig, Transmit, ack_bth, cnp_bth, data_bth, emit_rc, parse_rc,
-    rc_frame_len,
+    rc_frame_len, udp_src_port,
 };
 use wire::ethernet::{EtherType, EthernetAddress};
 use wire::hpcc_int::{IntRepr, MAX_HOPS};
@@ -873,10 +873,11 @@ impl Lab<'_> {
     }
 
     /// Headers from host `from` to `to` for the flow of QP `qpn`: its UDP source port is the
-    /// flow's ECMP entropy, as RoCEv2 NICs derive it from the QP.
-    fn udp_flow(&self, from: usize, to: usize, qpn: u32, dscp: u8, ecn: u8, dst_port: u16) -> UdpFlow {
+    /// flow's ECMP entropy, as RoCEv2 NICs derive it from the QP; the destination port is
+    /// `emit_rc`'s (40051 with INT, 4791 without).
+    fn udp_flow(&self, from: usize, to: usize, qpn: u32, dscp: u8, ecn: u8) -> UdpFlow {
         let (a, b) = (&self.hosts[from], &self.hosts[to]);
-        let sport = 49152 | (qpn as u16 & 0x3fff);
+        let sport = udp_src_port(qpn);
         UdpFlow {
             dscp,
             ecn,
@@ -884,7 +885,7 @@ impl Lab<'_> {
                 a.mac,
                 a.gw_mac,
                 SocketAddrV4::new(a.ip, sport),
-                SocketAddrV4::new(b.ip, dst_port),
+                SocketAddrV4::new(b.ip, wire::udp::port::ROCE_V2),
             )
         }
     }
@@ -893,11 +894,11 @@ impl Lab<'_> {
     /// so it is left zero).
     fn data_frame(&mut self, fi: usize, seg: &nic_agent::rc::Segment) -> Option<PktBuf> {
         let f = &self.flows[fi];
-        let (port, ecn) = match self.cfg.cc {
-            Cc::Hpcc => (wire::udp::port::HPCC_INT, 0),
-            Cc::Dcqcn => (wire::udp::port::ROCE_V2, ECT0),
+        let ecn = match self.cfg.cc {
+            Cc::Hpcc => 0,
+            Cc::Dcqcn => ECT0,
         };
-        let flow = self.udp_flow(f.spec.src, f.spec.dst, f.qpn, DSCP_DATA, ecn, port);
+        let flow = self.udp_flow(f.spec.src, f.spec.dst, f.qpn, DSCP_DATA, ecn);
         let bth = data_bth(f.qpn, seg);
         let int = (self.cfg.cc == Cc::Hpcc).then(|| IntRepr::empty(self.int_hops));
         let tail = seg.len + usize::from(bth.pad_count) + 4;
@@ -979,17 +980,17 @@ impl Lab<'_> {
         }
         let (ack, cnp) = (r.ack, r.cnp);
         if let Some(ack) = ack {
-            let (port, reflected) = match (self.cfg.cc, p.int) {
-                (Cc::Hpcc, Some(i)) => (wire::udp::port::HPCC_INT, Some(IntRepr { reflected: true, ..i })),
-                _ => (wire::udp::port::ROCE_V2, None),
+            let reflected = match (self.cfg.cc, p.int) {
+                (Cc::Hpcc, Some(i)) => Some(IntRepr { reflected: true, ..i }),
+                _ => None,
             };
-            let flow = self.udp_flow(h, peer, qpn, DSCP_CTRL, 0, port);
+            let flow = self.udp_flow(h, peer, qpn, DSCP_CTRL, 0);
             if let Some(f) = self.frame(&flow, reflected.as_ref(), &ack_bth(qpn, &ack), Some(&ack.aeth), 4) {
                 self.hosts[h].ctrl.push_back(f);
             }
         }
         if cnp {
-            let flow = self.udp_flow(h, peer, qpn, DSCP_CTRL, 0, wire::udp::port::ROCE_V2);
+            let flow = self.udp_flow(h, peer, qpn, DSCP_CTRL, 0);
             if let Some(f) = self.frame(&flow, None, &cnp_bth(qpn), None, wire::roce::CNP_BODY_LEN + 4) {
                 self.hosts[h].ctrl.push_back(f);
             }

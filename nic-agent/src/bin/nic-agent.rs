@@ -24,7 +24,7 @@ use nic_agent::dcqcn::{DcqcnConfig, DcqcnRp};
 use nic_agent::hpcc::{Hpcc, HpccConfig};
 use nic_agent::rc::{
     FlowCc, RcReceiver, RcSender, SenderConfig, Transmit, ack_bth, check_icrc, cnp_bth, data_bth, emit_rc,
-    parse_rc, rc_frame_len, seal,
+    parse_rc, rc_frame_len, seal, udp_src_port,
 };
 use ports::buf::{Frame, HeapPool, PktBuf, Pool};
 use ports::port::{AfPacketPort, PortIo, interface_mac};
@@ -35,10 +35,6 @@ use wire::stack::UdpFlow;
 
 /// Frames per receive and transmit burst.
 const BURST: usize = 32;
-/// The UDP source port of the flow: the QP's entropy, as RoCEv2 NICs derive it.
-fn udp_src_port(qpn: u32) -> u16 {
-    49152 | (qpn as u16 & 0x3fff)
-}
 
 #[derive(Parser)]
 #[command(name = "nic-agent", version, about = "RoCEv2 RC flow paced by HPCC++ or DCQCN on AF_PACKET")]
@@ -413,12 +409,8 @@ fn recv(c: &Common, size: u64, out: &PathBuf) -> anyhow::Result<bool> {
         for fr in frames.drain(..) {
             let p = match parse_rc(fr.data()) {
                 Ok(p) if p.src == c.peer && p.bth.dest_qp == c.receiver_qp => p,
-                Ok(_) => {
-                    nic.pool.free(fr);
-                    continue;
-                }
-                Err(_) => {
-                    // ARP, the kernel's own traffic: not ours.
+                // Another QP's, ARP, the kernel's own traffic: not ours.
+                _ => {
                     nic.pool.free(fr);
                     continue;
                 }
