@@ -62,29 +62,12 @@ fn routed_hosts_ping_and_exchange_udp() {
     if !available() {
         return;
     }
-    let lab = Lab::new("r");
-    lab.host(0, "10.0.1.2/24", Some("10.0.1.1"));
-    lab.host(1, "10.0.2.2/24", Some("10.0.2.1"));
+    let lab = Lab::routed("r");
     let sw = Switch::start(
         std::path::Path::new(env!("CARGO_BIN_EXE_dataplane")),
         &lab,
         "r",
-        r#"
-[[port]]
-name = "p0"
-backend = "af_packet"
-iface = "{S0}"
-mac = "02:5f:00:00:00:01"
-speed = "10G"
-ipv4 = ["10.0.1.1/24"]
-[[port]]
-name = "p1"
-backend = "af_packet"
-iface = "{S1}"
-mac = "02:5f:00:00:00:02"
-speed = "10G"
-ipv4 = ["10.0.2.1/24"]
-"#,
+        support::ROUTED_PORTS,
     );
     ping(&lab, 0, "10.0.2.2");
     ping(&lab, 1, "10.0.1.2");
@@ -149,9 +132,7 @@ fn dpdk_af_packet_hosts_ping_and_exchange_udp() {
         skip("ethtool not installed");
         return;
     }
-    let lab = Lab::new("d");
-    lab.host(0, "10.0.1.2/24", Some("10.0.1.1"));
-    lab.host(1, "10.0.2.2/24", Some("10.0.2.1"));
+    let lab = Lab::routed("d");
     lab.checksums_in_software(0);
     lab.checksums_in_software(1);
     let prefix = format!("sftest-netns-{}", std::process::id());

@@ -45,32 +45,9 @@ fn an_hpcc_paced_rc_flow_crosses_the_switch_with_int_and_arrives_intact() {
     if !available() {
         return;
     }
-    let lab = Lab::new("n");
-    lab.host(0, "10.0.1.2/24", Some("10.0.1.1"));
-    lab.host(1, "10.0.2.2/24", Some("10.0.2.1"));
-    let sw = Switch::start(
-        &dataplane_bin(),
-        &lab,
-        "n",
-        r#"
-[l2l3]
-int_switch_id = 7
-[[port]]
-name = "p0"
-backend = "af_packet"
-iface = "{S0}"
-mac = "02:5f:00:00:03:01"
-speed = "10G"
-ipv4 = ["10.0.1.1/24"]
-[[port]]
-name = "p1"
-backend = "af_packet"
-iface = "{S1}"
-mac = "02:5f:00:00:03:02"
-speed = "10G"
-ipv4 = ["10.0.2.1/24"]
-"#,
-    );
+    let lab = Lab::routed("n");
+    let cfg = format!("[l2l3]\nint_switch_id = 7\n{}", support::ROUTED_PORTS);
+    let sw = Switch::start(&dataplane_bin(), &lab, "n", &cfg);
     let dir = std::env::temp_dir().join(format!("softfabric-agent-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     // 2 MB of varied bytes; the last packet is partial (and padded on the wire).

@@ -47,6 +47,25 @@ pub fn must(args: &[&str]) {
     assert!(o.status.success(), "{args:?} failed: {}", String::from_utf8_lossy(&o.stderr));
 }
 
+/// The switch's ports of a routed lab ([`Lab::routed`]): AF_PACKET on the two switch-side
+/// veths, gateways 10.0.1.1 and 10.0.2.1.
+pub const ROUTED_PORTS: &str = r#"
+[[port]]
+name = "p0"
+backend = "af_packet"
+iface = "{S0}"
+mac = "02:5f:00:00:00:01"
+speed = "10G"
+ipv4 = ["10.0.1.1/24"]
+[[port]]
+name = "p1"
+backend = "af_packet"
+iface = "{S1}"
+mac = "02:5f:00:00:00:02"
+speed = "10G"
+ipv4 = ["10.0.2.1/24"]
+"#;
+
 /// Namespaces and interfaces of one test, removed on drop.
 pub struct Lab {
     pub ns: [String; 2],
@@ -61,6 +80,15 @@ impl Lab {
             sw: [format!("sf{tag}{id}s0"), format!("sf{tag}{id}s1")],
         };
         lab.cleanup();
+        lab
+    }
+
+    /// Two hosts on their own subnets, 10.0.1.2/24 and 10.0.2.2/24, routed through the switch
+    /// (configure it with [`ROUTED_PORTS`]).
+    pub fn routed(tag: &str) -> Self {
+        let lab = Self::new(tag);
+        lab.host(0, "10.0.1.2/24", Some("10.0.1.1"));
+        lab.host(1, "10.0.2.2/24", Some("10.0.2.1"));
         lab
     }
 
