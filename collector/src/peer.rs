@@ -1,7 +1,10 @@
 //! A blocking RoCEv2 peer on a UDP socket: a translator's side of one connection to a
 //! collector, one packet at a time, for tests, benchmarks and tools that must speak to a
 //! (soft or real) RNIC without the whole translator. Not a requester: it keeps no window and
-//! retransmits nothing — the caller decides what to send and reads what comes back.
+//! retransmits nothing — the caller decides what to send and reads what comes back. It does
+//! answer the collector's own retransmissions as an RC responder and a CM client must: a
+//! repeated REP gets the RTU again, a repeated metadata SEND its ACK again, and neither is
+//! returned to the caller.
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
@@ -59,6 +62,16 @@ pub struct UdpPeer {
     collector: SocketAddrV4,
     frames: Option<Frames>,
     timeout: Duration,
+    answered: std::sync::Mutex<Answered>,
+}
+
+/// What the peer answered during [`UdpPeer::connect`], to answer the collector's copies alike.
+#[derive(Debug, Default, Clone, Copy)]
+struct Answered {
+    /// The RTU sent for the REP.
+    rtu: Option<[u8; MAD_LEN]>,
+    /// The collector's QPN and its metadata SEND's PSN, ACKed.
+    metadata: Option<(u32, u32)>,
 }
 
 /// The frame path: the port, its buffers, and the MACs.
@@ -75,7 +88,14 @@ impl UdpPeer {
         let me = SocketAddrV4::new(me, ROCE_V2);
         let sock = UdpSocket::bind(me)?;
         sock.set_read_timeout(Some(timeout))?;
-        Ok(Self { sock, me, collector: SocketAddrV4::new(collector, ROCE_V2), frames: None, timeout })
+        Ok(Self {
+            sock,
+            me,
+            collector: SocketAddrV4::new(collector, ROCE_V2),
+            frames: None,
+            timeout,
+            answered: Default::default(),
+        })
     }
 
     /// Send and receive whole frames on `iface` (AF_PACKET, root) from `me` with MAC `mac` to
@@ -132,8 +152,24 @@ impl UdpPeer {
     }
 
     /// The next packet, if one comes before the timeout. Datagrams that are not RoCEv2 are
-    /// skipped.
+    /// skipped, and so are copies of the REP and the metadata SEND (answered again).
     pub fn recv(&self) -> Option<Received> {
+        loop {
+            let r = self.recv_any()?;
+            let answered = *self.answered.lock().unwrap_or_else(|e| e.into_inner());
+            match (r.opcode, answered) {
+                (Opcode::UD_SEND_ONLY, Answered { rtu: Some(rtu), .. }) => {
+                    self.send(frames::cm_mad(1, &rtu), false).ok()?;
+                }
+                (Opcode::RC_SEND_ONLY, Answered { metadata: Some((qpn, psn)), .. }) if r.psn == psn => {
+                    self.send(frames::reply(qpn, &Reply::Ack { psn, msn: 1 })?, false).ok()?;
+                }
+                _ => return Some(r),
+            }
+        }
+    }
+
+    fn recv_any(&self) -> Option<Received> {
         if let Some(f) = &self.frames {
             return self.recv_frame(f);
         }
@@ -193,13 +229,17 @@ impl UdpPeer {
         let Some(ClientEvent::Established(conn)) = out.event else {
             return Err(ConnectFailed::Refused(format!("{:?}", out.event)));
         };
-        self.send(frames::cm_mad(1, &mad(&out.send.ok_or(ConnectFailed::Missing("RTU to send"))?)?), false)?;
+        let rtu = mad(&out.send.ok_or(ConnectFailed::Missing("RTU to send"))?)?;
+        self.send(frames::cm_mad(1, &rtu), false)?;
+        *self.answered.lock().unwrap_or_else(|e| e.into_inner()) =
+            Answered { rtu: Some(rtu), metadata: None };
         let meta = self
             .recv()
             .filter(|r| r.opcode == Opcode::RC_SEND_ONLY)
             .ok_or(ConnectFailed::Missing("metadata SEND"))?;
         let ack = Reply::Ack { psn: meta.psn, msn: 1 };
         self.send(frames::reply(conn.remote_qpn, &ack).ok_or(ConnectFailed::Missing("ACK"))?, false)?;
+        self.answered.lock().unwrap_or_else(|e| e.into_inner()).metadata = Some((conn.remote_qpn, meta.psn));
         let meta = Metadata::decode(&meta.payload).ok_or(ConnectFailed::Missing("16-byte metadata"))?;
         Ok((conn, meta))
     }
@@ -225,5 +265,70 @@ fn received(r: &RoceRepr<'_>) -> Received {
         psn: r.bth.psn,
         syndrome: r.ext.aeth.map(|a| a.syndrome),
         payload: r.payload.to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use roce::endpoint::{Endpoint, Listen};
+    use roce::requester::Op;
+    use roce::responder::NoMemory;
+    use std::sync::mpsc;
+
+    /// The collector's copies of the metadata SEND (its ACK lost, or late) are ACKed again and
+    /// never handed to the caller as the answer to its next request.
+    #[test]
+    fn copies_of_the_metadata_send_are_acked_not_returned() {
+        let (me, coll) = (Ipv4Addr::new(127, 0, 0, 91), Ipv4Addr::new(127, 0, 0, 92));
+        let sock = UdpSocket::bind(SocketAddrV4::new(coll, ROCE_V2)).unwrap();
+        sock.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        let meta = Metadata { va: 0x1000, len: 64, rkey: 0x42 };
+        let listens = vec![Listen { port: 1337, metadata: Some(meta) }];
+        let mut ep = Endpoint::new(CmConfig::default(), 2, listens, NoMemory, 3);
+        // The collector: serves at time 0, loses the metadata SEND's ACK, and on request polls
+        // its timers a second later (past the ACK timeout), which resends the SEND.
+        let (expire, expired) = mpsc::channel::<()>();
+        let coll_thread = std::thread::spawn(move || {
+            let peer = SocketAddrV4::new(me, ROCE_V2);
+            let mut b = [0u8; 4200];
+            let mut acks_seen = 0;
+            let mut out = |_: Ipv4Addr, r: RoceRepr<'_>| {
+                let mut f = [0u8; 4200];
+                let n = r.emit(&mut f).unwrap();
+                sock.send_to(&f[..n], peer).unwrap();
+            };
+            let until = std::time::Instant::now() + Duration::from_secs(5);
+            while acks_seen < 2 && std::time::Instant::now() < until {
+                if expired.try_recv().is_ok() {
+                    ep.poll(1_000_000_000, &mut out);
+                }
+                if let Ok(n) = sock.recv(&mut b)
+                    && let Ok(r) = RoceRepr::parse(&b[..n])
+                {
+                    if r.bth.opcode == Opcode::RC_ACKNOWLEDGE {
+                        acks_seen += 1;
+                        if acks_seen == 1 {
+                            continue; // lost
+                        }
+                    }
+                    ep.on_packet(0, me, &r, &mut out);
+                }
+            }
+            acks_seen
+        });
+        let peer = UdpPeer::bind(me, coll, Duration::from_secs(2)).unwrap();
+        let (conn, got) = peer.connect(1337, 0x31, 7).unwrap();
+        assert_eq!(got, meta);
+        expire.send(()).unwrap();
+        // The next request's answer (a NAK: no memory here) is what recv returns, not the copy.
+        std::thread::sleep(Duration::from_millis(100));
+        let op = Op::Write { va: 0x1000, rkey: 0x42, imm: None };
+        peer.send(frames::request(Transport::Rc, conn.remote_qpn, 7, true, &op, &[1; 8]), false).unwrap();
+        let r = peer.recv().unwrap();
+        assert_eq!((r.opcode, r.psn), (Opcode::RC_ACKNOWLEDGE, 7));
+        assert!(matches!(r.syndrome, Some(Syndrome::Nak(_))), "{r:?}");
+        // The first ACK, then the one for the copy.
+        assert_eq!(coll_thread.join().unwrap(), 2);
     }
 }

@@ -20,6 +20,22 @@ use crate::frames;
 use crate::requester::{Op, Requester, RequesterConfig, Response, Transport};
 use crate::responder::{Delivery, Memory, Responder, Verdict};
 
+/// The endpoint's local ACK timeout for its own SENDs, IBTA-encoded (4.096 µs × 2^14 ≈ 67 ms,
+/// perftest's and many RNIC drivers' default). A millisecond, as before, resent the metadata
+/// SEND whenever the peer's process was descheduled for longer — a peer then read the copy as
+/// the answer to its next request.
+pub const LOCAL_ACK_TIMEOUT: u8 = 14;
+
+/// The transport timer an IBTA timeout exponent stands for: 4.096 µs × 2^`exp` (IBTA 9.7.6.1.3),
+/// in nanoseconds; 0 means no timer (`u64::MAX`), exponents above 31 are clamped to 31.
+pub const fn ack_timeout_ns(exp: u8) -> u64 {
+    match exp {
+        0 => u64::MAX,
+        1..=31 => 4096 << exp,
+        _ => 4096 << 31,
+    }
+}
+
 /// One listening port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Listen {
@@ -246,7 +262,7 @@ impl<M: Memory> Endpoint<M> {
                 let cfg = RequesterConfig {
                     window: 16,
                     ack_req_every: 1,
-                    timeout_ns: 1_000_000,
+                    timeout_ns: ack_timeout_ns(LOCAL_ACK_TIMEOUT),
                     ..RequesterConfig::default()
                 };
                 let mut q = Qp {
@@ -314,5 +330,92 @@ impl<M: Memory> Endpoint<M> {
 
     fn cm_peer(&self, m: &CmMadRepr) -> Option<Ipv4Addr> {
         self.cm.peer_of(m.message.local_comm_id())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cm::{ClientEvent, CmClient, ConnectParams};
+    use crate::responder::{NoMemory, Reply};
+    use wire::roce::{Opcode, RoceRepr};
+
+    const PEER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+    const META: Metadata = Metadata { va: 0x1000, len: 64, rkey: 0x42 };
+
+    /// A packet the endpoint sent: (opcode, PSN, payload).
+    type Sent = Vec<(Opcode, u32, Vec<u8>)>;
+
+    fn sink(sent: &mut Sent) -> impl FnMut(Ipv4Addr, RoceRepr<'_>) + '_ {
+        |to, r| {
+            assert_eq!(to, PEER);
+            sent.push((r.bth.opcode, r.bth.psn, r.payload.to_vec()));
+        }
+    }
+
+    fn mad_packet(m: &CmMadRepr) -> Vec<u8> {
+        let mut b = [0u8; MAD_LEN];
+        m.emit(&mut b).unwrap();
+        b.to_vec()
+    }
+
+    /// Connect a CM client at `t0`: the endpoint's QP and the metadata SEND (its PSN).
+    fn connected(ep: &mut Endpoint<NoMemory>, t0: u64) -> (Connection, u32) {
+        let params = ConnectParams {
+            local_ip: PEER,
+            remote_ip: Ipv4Addr::new(10, 0, 0, 2),
+            port: 1337,
+            local_qpn: 0x31,
+            start_psn: 7,
+            ca_guid: 1,
+            path_mtu: 3,
+            transport: Transport::Rc,
+            src_port: 50_000,
+        };
+        let mut cm = CmClient::new(CmConfig::default(), params, 9);
+        let mut sent = Sent::new();
+        let req = mad_packet(&cm.start(t0));
+        ep.on_packet(t0, PEER, &frames::cm_mad(0, &req), &mut sink(&mut sent));
+        let rep = CmMadRepr::parse(&sent.pop().unwrap().2).unwrap();
+        let o = cm.on_mad(t0, &rep);
+        let Some(ClientEvent::Established(conn)) = o.event else { panic!("{:?}", o.event) };
+        let rtu = mad_packet(&o.send.unwrap());
+        let ev = ep.on_packet(t0, PEER, &frames::cm_mad(1, &rtu), &mut sink(&mut sent));
+        assert!(matches!(ev, Some(Event::Connected { port: 1337, .. })), "{ev:?}");
+        let [(Opcode::RC_SEND_ONLY, psn, payload)] = &sent[..] else { panic!("{sent:?}") };
+        assert_eq!(Metadata::decode(payload), Some(META));
+        (conn, *psn)
+    }
+
+    #[test]
+    fn ack_timeout_encoding_follows_ibta() {
+        assert_eq!(ack_timeout_ns(0), u64::MAX);
+        assert_eq!(ack_timeout_ns(1), 8_192);
+        assert_eq!(ack_timeout_ns(LOCAL_ACK_TIMEOUT), 67_108_864);
+        assert_eq!(ack_timeout_ns(200), ack_timeout_ns(31));
+    }
+
+    /// The metadata SEND is resent only after the local ACK timeout, and not once ACKed: a peer
+    /// that answers within tens of milliseconds never sees a copy.
+    #[test]
+    fn the_metadata_send_waits_the_ack_timeout_before_a_resend() {
+        let listens = vec![Listen { port: 1337, metadata: Some(META) }];
+        let mut ep = Endpoint::new(CmConfig::default(), 2, listens, NoMemory, 3);
+        let (conn, psn) = connected(&mut ep, 0);
+        let mut sent = Sent::new();
+        let timeout = ack_timeout_ns(LOCAL_ACK_TIMEOUT);
+        ep.poll(50_000_000, &mut sink(&mut sent));
+        assert!(sent.is_empty(), "resent after 50 ms: {sent:?}");
+        ep.poll(timeout + 1, &mut sink(&mut sent));
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        assert_eq!((sent[0].0, sent[0].1), (Opcode::RC_SEND_ONLY, psn));
+        assert_eq!(Metadata::decode(&sent[0].2), Some(META));
+
+        // Once ACKed, nothing more.
+        sent.clear();
+        let ack = frames::reply(conn.remote_qpn, &Reply::Ack { psn, msn: 1 }).unwrap();
+        ep.on_packet(timeout + 2, PEER, &ack, &mut sink(&mut sent));
+        ep.poll(10 * timeout, &mut sink(&mut sent));
+        assert!(sent.is_empty(), "{sent:?}");
     }
 }
