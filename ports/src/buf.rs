@@ -80,11 +80,25 @@ impl PktBuf {
 impl Frame for PktBuf {
     #[inline]
     fn data(&self) -> &[u8] {
-        &self.raw[self.off..self.off + self.len]
+        debug_assert!(self.off + self.len <= self.raw.len());
+        // SAFETY: every constructor and mutator keeps `off + len <= raw.len()` (`new` starts
+        // at HEADROOM with 0 bytes inside a HEADROOM + dataroom buffer; `prepend` and `adj` move
+        // bytes between the two without changing the sum; `append` checks the tailroom; `trim`
+        // shrinks; `reset` clamps the offset to the buffer). This is the hottest accessor on the
+        // packet path (several calls per packet), so its three bounds checks are skipped.
+        #[allow(unsafe_code)]
+        unsafe {
+            self.raw.get_unchecked(self.off..self.off + self.len)
+        }
     }
     #[inline]
     fn data_mut(&mut self) -> &mut [u8] {
-        &mut self.raw[self.off..self.off + self.len]
+        debug_assert!(self.off + self.len <= self.raw.len());
+        // SAFETY: as in `data`: `off + len <= raw.len()` always holds.
+        #[allow(unsafe_code)]
+        unsafe {
+            self.raw.get_unchecked_mut(self.off..self.off + self.len)
+        }
     }
     #[inline]
     fn headroom(&self) -> usize {

@@ -356,7 +356,7 @@ impl Requester {
     }
 
     /// Number a new request and (RC) keep it for retransmission.
-    #[inline]
+    #[inline(always)]
     pub fn post(&mut self, now: u64, op: Op, payload: &[u8], force_ack_req: bool) -> Result<Post, PostError> {
         if let Some(e) = self.error {
             return Err(PostError::QpError(e));

@@ -432,9 +432,10 @@ pub const fn psn_add(psn: u32, n: u32) -> u32 {
 }
 
 /// Signed distance from `a` to `b` in 24-bit PSN space, in −2^23..2^23.
+#[inline]
 pub const fn psn_diff(b: u32, a: u32) -> i32 {
-    let d = b.wrapping_sub(a) & PSN_MASK;
-    if d & 0x0080_0000 != 0 { (d | 0xff00_0000) as i32 } else { d as i32 }
+    // The 24-bit difference in the top bits, then an arithmetic shift sign-extends it.
+    ((b.wrapping_sub(a) << 8) as i32) >> 8
 }
 
 #[cfg(test)]
@@ -512,5 +513,13 @@ mod tests {
         assert_eq!(psn_diff(0, PSN_MASK), 1);
         assert_eq!(psn_diff(PSN_MASK, 0), -1);
         assert_eq!(psn_diff(10, 5), 5);
+        // Every distance in −2^23..2^23 from a spread of starting PSNs, and upper bits ignored.
+        for a in [0, 1, 0x7f_ffff, 0x80_0000, PSN_MASK, 0x12_3456] {
+            for d in (-(1i32 << 23)..(1 << 23)).step_by(4099).chain([-(1 << 23), (1 << 23) - 1]) {
+                let b = psn_add(a, d as u32);
+                assert_eq!(psn_diff(b, a), d, "a={a:#x} d={d}");
+                assert_eq!(psn_diff(b | 0xff00_0000, a), d);
+            }
+        }
     }
 }

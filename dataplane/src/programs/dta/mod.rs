@@ -231,7 +231,8 @@ fn detach<'a>(r: DtaRepr<'_>, kw: &'a mut [u8; 28], buf: &'a mut Vec<u8>) -> Dta
     let primitive = match r.primitive {
         Primitive::KeyWrite { redundancy, key, data } => {
             let n = data.len().min(kw.len());
-            kw[..n].copy_from_slice(&data[..n]);
+            // A few bytes: fixed-size moves, no call to memcpy.
+            wire::copy_short(kw, &data[..n]);
             Primitive::KeyWrite { redundancy, key, data: &kw[..n] }
         }
         Primitive::SketchMerge { sketch_id, reporter_id, column, op, counters } => {
@@ -652,6 +653,7 @@ impl DtaTranslator {
 
     /// Post one request on QP `qi` and send it: into `first` if given (it is then used up),
     /// otherwise through the emitter. Returns the port when `first` was used.
+    #[inline(always)]
     fn send<F: Frame>(
         &mut self,
         qi: usize,
