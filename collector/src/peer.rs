@@ -17,7 +17,7 @@ use roce::frames;
 use roce::requester::Transport;
 use roce::responder::Reply;
 use wire::ethernet::{EthernetAddress, EthernetFrame};
-use wire::ibcm::{CmMadRepr, MAD_LEN};
+use wire::ibcm::{CmMadRepr, CmMessage, MAD_LEN};
 use wire::ipv4::{Ipv4Packet, protocol};
 use wire::roce::{Opcode, RoceRepr, Syndrome};
 use wire::stack::{RoceStack, UdpFlow};
@@ -158,15 +158,26 @@ impl UdpPeer {
             let r = self.recv_any()?;
             let answered = *self.answered.lock().unwrap_or_else(|e| e.into_inner());
             match (r.opcode, answered) {
-                (Opcode::UD_SEND_ONLY, Answered { rtu: Some(rtu), .. }) => {
-                    self.send(frames::cm_mad(1, &rtu), false).ok()?;
+                (Opcode::UD_SEND_ONLY, Answered { rtu: Some(rtu), .. }) if is_rep(&r.payload) => {
+                    self.send_rtu(&rtu).ok()?;
                 }
                 (Opcode::RC_SEND_ONLY, Answered { metadata: Some((qpn, psn)), .. }) if r.psn == psn => {
-                    self.send(frames::reply(qpn, &Reply::Ack { psn, msn: 1 })?, false).ok()?;
+                    self.ack_metadata(qpn, psn).ok()?;
                 }
                 _ => return Some(r),
             }
         }
+    }
+
+    /// Send the RTU (first time and for every copy of the REP alike).
+    fn send_rtu(&self, rtu: &[u8; MAD_LEN]) -> io::Result<()> {
+        self.send(frames::cm_mad(1, rtu), false)
+    }
+
+    /// ACK the collector's metadata SEND (first time and for every copy alike).
+    fn ack_metadata(&self, qpn: u32, psn: u32) -> Result<(), ConnectFailed> {
+        let ack = frames::reply(qpn, &Reply::Ack { psn, msn: 1 }).ok_or(ConnectFailed::Missing("ACK"))?;
+        Ok(self.send(ack, false)?)
     }
 
     fn recv_any(&self) -> Option<Received> {
@@ -230,19 +241,24 @@ impl UdpPeer {
             return Err(ConnectFailed::Refused(format!("{:?}", out.event)));
         };
         let rtu = mad(&out.send.ok_or(ConnectFailed::Missing("RTU to send"))?)?;
-        self.send(frames::cm_mad(1, &rtu), false)?;
+        self.send_rtu(&rtu)?;
         *self.answered.lock().unwrap_or_else(|e| e.into_inner()) =
             Answered { rtu: Some(rtu), metadata: None };
         let meta = self
             .recv()
             .filter(|r| r.opcode == Opcode::RC_SEND_ONLY)
             .ok_or(ConnectFailed::Missing("metadata SEND"))?;
-        let ack = Reply::Ack { psn: meta.psn, msn: 1 };
-        self.send(frames::reply(conn.remote_qpn, &ack).ok_or(ConnectFailed::Missing("ACK"))?, false)?;
+        self.ack_metadata(conn.remote_qpn, meta.psn)?;
         self.answered.lock().unwrap_or_else(|e| e.into_inner()).metadata = Some((conn.remote_qpn, meta.psn));
         let meta = Metadata::decode(&meta.payload).ok_or(ConnectFailed::Missing("16-byte metadata"))?;
         Ok((conn, meta))
     }
+}
+
+/// Whether a CM MAD is a REP (only a REP's copy is answered with the RTU again; any other MAD,
+/// a DREQ say, goes to the caller).
+fn is_rep(mad: &[u8]) -> bool {
+    CmMadRepr::parse(mad).is_ok_and(|m| matches!(m.message, CmMessage::Rep(_)))
 }
 
 /// What a RoCEv2 packet in an Ethernet/IPv4/UDP frame addressed to `me` says, if it is one.
@@ -276,23 +292,25 @@ mod tests {
     use roce::responder::NoMemory;
     use std::sync::mpsc;
 
-    /// The collector's copies of the metadata SEND (its ACK lost, or late) are ACKed again and
-    /// never handed to the caller as the answer to its next request.
+    /// The collector's copies of the REP (its RTU lost) and of the metadata SEND (its ACK lost)
+    /// are answered again and never handed to the caller as the answer to its next request.
     #[test]
-    fn copies_of_the_metadata_send_are_acked_not_returned() {
+    fn copies_of_the_rep_and_metadata_send_are_answered_not_returned() {
         let (me, coll) = (Ipv4Addr::new(127, 0, 0, 91), Ipv4Addr::new(127, 0, 0, 92));
         let sock = UdpSocket::bind(SocketAddrV4::new(coll, ROCE_V2)).unwrap();
         sock.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
         let meta = Metadata { va: 0x1000, len: 64, rkey: 0x42 };
         let listens = vec![Listen { port: 1337, metadata: Some(meta) }];
         let mut ep = Endpoint::new(CmConfig::default(), 2, listens, NoMemory, 3);
-        // The collector: serves at time 0, loses the metadata SEND's ACK, and on request polls
-        // its timers a second later (past the ACK timeout), which resends the SEND.
+        // The collector, on a virtual clock: loses the first RTU and then runs its timers a
+        // second later (past the CM response timeout), which resends the REP; loses the
+        // metadata SEND's ACK and, on request, runs its timers a second later (past the ACK
+        // timeout), which resends the SEND.
         let (expire, expired) = mpsc::channel::<()>();
         let coll_thread = std::thread::spawn(move || {
             let peer = SocketAddrV4::new(me, ROCE_V2);
             let mut b = [0u8; 4200];
-            let mut acks_seen = 0;
+            let (mut now, mut mads_seen, mut acks_seen) = (0u64, 0, 0);
             let mut out = |_: Ipv4Addr, r: RoceRepr<'_>| {
                 let mut f = [0u8; 4200];
                 let n = r.emit(&mut f).unwrap();
@@ -301,21 +319,34 @@ mod tests {
             let until = std::time::Instant::now() + Duration::from_secs(5);
             while acks_seen < 2 && std::time::Instant::now() < until {
                 if expired.try_recv().is_ok() {
-                    ep.poll(1_000_000_000, &mut out);
+                    now += 1_000_000_000;
+                    ep.poll(now, &mut out);
                 }
                 if let Ok(n) = sock.recv(&mut b)
                     && let Ok(r) = RoceRepr::parse(&b[..n])
                 {
-                    if r.bth.opcode == Opcode::RC_ACKNOWLEDGE {
-                        acks_seen += 1;
-                        if acks_seen == 1 {
-                            continue; // lost
+                    match r.bth.opcode {
+                        Opcode::UD_SEND_ONLY => {
+                            mads_seen += 1;
+                            if mads_seen == 2 {
+                                // The RTU, lost.
+                                now += 1_000_000_000;
+                                ep.poll(now, &mut out);
+                                continue;
+                            }
                         }
+                        Opcode::RC_ACKNOWLEDGE => {
+                            acks_seen += 1;
+                            if acks_seen == 1 {
+                                continue; // lost
+                            }
+                        }
+                        _ => {}
                     }
-                    ep.on_packet(0, me, &r, &mut out);
+                    ep.on_packet(now, me, &r, &mut out);
                 }
             }
-            acks_seen
+            (mads_seen, acks_seen)
         });
         let peer = UdpPeer::bind(me, coll, Duration::from_secs(2)).unwrap();
         let (conn, got) = peer.connect(1337, 0x31, 7).unwrap();
@@ -328,7 +359,8 @@ mod tests {
         let r = peer.recv().unwrap();
         assert_eq!((r.opcode, r.psn), (Opcode::RC_ACKNOWLEDGE, 7));
         assert!(matches!(r.syndrome, Some(Syndrome::Nak(_))), "{r:?}");
-        // The first ACK, then the one for the copy.
-        assert_eq!(coll_thread.join().unwrap(), 2);
+        // REQ, the lost RTU and the one for the REP's copy; the first ACK, then the one for
+        // the SEND's copy.
+        assert_eq!(coll_thread.join().unwrap(), (3, 2));
     }
 }
