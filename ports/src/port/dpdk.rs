@@ -984,7 +984,18 @@ impl PortIo<Mbuf> for DpdkPort {
         n
     }
 
+    /// Counters; `rx_missed` is the device's `imissed` (frames its receive rings had no room
+    /// for). That count is per port, not per queue, so only queue 0 reports it: the runtime sums
+    /// its pipelines' counters.
     fn stats(&self) -> PortStats {
-        self.stats
+        let mut s = self.stats;
+        if self.queue == 0 {
+            let mut e = sys::rte_eth_stats::default();
+            // SAFETY: a valid out-pointer; an unknown port makes the call fail, not write.
+            if unsafe { sys::rte_eth_stats_get(self.port_id, &mut e) } == 0 {
+                s.rx_missed = e.imissed;
+            }
+        }
+        s
     }
 }
