@@ -139,6 +139,15 @@ pub trait Program: Send + 'static {
     /// Per packet copy, after the traffic manager.
     fn egress<F: Frame>(&mut self, _pkt: &mut F, _md: &mut EgressMd) {}
 
+    /// Whether [`egress`](Self::egress) can do anything at all (rewrite, drop, mirror or
+    /// recirculate) as the program is configured. When it is `false` the switch skips the
+    /// egress metadata and control for every packet, as a P4 compiler drops an empty egress
+    /// control; the TM's accounting is unchanged.
+    #[inline(always)]
+    fn has_egress(&self) -> bool {
+        true
+    }
+
     /// The deparser's last step, as each packet leaves `port` (after egress and the TM):
     /// checksums that cover the whole packet go here — the DTA translator computes RoCEv2
     /// ICRCs here, long after the packet's bytes were written.
@@ -604,6 +613,14 @@ impl<P: Program, F: Frame> Switch<P, F> {
     fn enqueue(&mut self, now: u64, mut pkt: F, meta: EnqMeta, pool: &mut dyn Pool<F>) {
         let port = usize::from(meta.egress_port);
         if self.opts.cut_through && self.staged.get(port).is_some_and(|s| s.len() < self.opts.staged_max) {
+            if !self.program.has_egress() {
+                // Nothing reads the dequeue metadata: the TM's accounting is all there is.
+                let mut deq = DeqMeta::default();
+                if self.tm.cut_through(now, &mut pkt, meta, &mut deq) {
+                    self.staged[port].push(pkt);
+                    return;
+                }
+            }
             let mut md = self.egress_md(meta.egress_port, now);
             if self.tm.cut_through(now, &mut pkt, meta, &mut md.deq) {
                 md.port_qdepth = 0;
@@ -730,6 +747,10 @@ impl<P: Program, F: Frame> Switch<P, F> {
                 md.egress_port = port;
                 md.deq_ts = now;
                 md.port_qdepth = self.tm.port_bytes(port);
+                if !self.program.has_egress() {
+                    out.push(pkt);
+                    continue;
+                }
                 md.tx_bytes = self.tm.tx_counters(port).0;
                 if let Some(pkt) = self.run_egress(now, pkt, &mut md, pool) {
                     out.push(pkt);

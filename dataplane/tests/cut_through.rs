@@ -17,6 +17,8 @@ use wire::pfc::{MacControlRepr, PfcRepr};
 /// enqueue depth into bytes 2..10 and the port's tx byte count into bytes 10..18.
 struct Stamp {
     resources: Resources,
+    /// What `has_egress` answers (its egress stamps either way, so a skipped egress shows).
+    egress: bool,
 }
 
 impl Program for Stamp {
@@ -34,6 +36,10 @@ impl Program for Stamp {
         d[24..32].copy_from_slice(&md.tx_bytes.to_be_bytes());
     }
 
+    fn has_egress(&self) -> bool {
+        self.egress
+    }
+
     fn control(&mut self, _: (), _: u64) -> Result<String, String> {
         Ok(String::new())
     }
@@ -48,6 +54,10 @@ impl Program for Stamp {
 }
 
 fn switch(cut_through: bool, shape_bps: u64) -> (Switch<Stamp, PktBuf>, HeapPool) {
+    switch_with(cut_through, shape_bps, true)
+}
+
+fn switch_with(cut_through: bool, shape_bps: u64, egress: bool) -> (Switch<Stamp, PktBuf>, HeapPool) {
     let mut ports = Vec::new();
     for i in 0..3u8 {
         let mut p = PortTmConfig::new(10_000_000_000, EthernetAddress([2, 0, 0, 0, 0, i]));
@@ -57,7 +67,7 @@ fn switch(cut_through: bool, shape_bps: u64) -> (Switch<Stamp, PktBuf>, HeapPool
     let tm = TrafficManager::new(TmConfig { buffer_bytes: 64 << 20, ..TmConfig::default() }, ports).unwrap();
     let opts = SwitchOptions { cut_through, ..SwitchOptions::default() };
     let sw = Switch::new(
-        Stamp { resources: Resources::new() },
+        Stamp { resources: Resources::new(), egress },
         DropReasons::new(),
         McastGroups::default(),
         tm,
@@ -92,7 +102,11 @@ type Sent = Vec<Vec<(u32, u64, u64)>>;
 /// Random bursts from port 0 to ports 1 and 2, one queue each; transmit after every burst.
 /// Returns, per egress port, the frames sent (sequence number, enq depth, tx bytes).
 fn run(cut_through: bool) -> (Sent, [(u64, u64); 3]) {
-    let (mut sw, mut pool) = switch(cut_through, 0);
+    run_with(cut_through, true)
+}
+
+fn run_with(cut_through: bool, egress: bool) -> (Sent, [(u64, u64); 3]) {
+    let (mut sw, mut pool) = switch_with(cut_through, 0, egress);
     let mut rng = Rng(42);
     let mut out = vec![Vec::new(); 3];
     let mut seq = 0;
@@ -149,6 +163,22 @@ fn same_packets_same_order_same_counters() {
     let idle = on[1].iter().filter(|x| x.1 == 0).count();
     let idle_off = off[1].iter().filter(|x| x.1 == 0).count();
     assert!(idle > idle_off, "cut-through: {idle} saw an empty queue; queued: {idle_off}");
+}
+
+#[test]
+fn a_program_without_egress_skips_it_and_the_tm_counts_the_same() {
+    let (with, tx_with) = run(true);
+    for cut_through in [true, false] {
+        let (without, tx_without) = run_with(cut_through, false);
+        for port in 1..3 {
+            let seq_with: Vec<u32> = with[port].iter().map(|x| x.0).collect();
+            let seq_without: Vec<u32> = without[port].iter().map(|x| x.0).collect();
+            assert_eq!(seq_with, seq_without, "port {port}: order");
+            // Neither a packet that cut through nor one the TM queued ran egress.
+            assert!(without[port].iter().all(|x| x.1 == 0 && x.2 == 0), "port {port}: stamped");
+        }
+        assert_eq!(tx_with, tx_without, "cut-through {cut_through}");
+    }
 }
 
 #[test]

@@ -421,6 +421,11 @@ impl Program for DtaReporter {
         self.l2l3.egress(pkt, md);
     }
 
+    #[inline(always)]
+    fn has_egress(&self) -> bool {
+        self.l2l3.has_egress()
+    }
+
     fn tick<F: Frame>(&mut self, now: u64, out: &mut Emitter<'_, F>) {
         self.l2l3.tick(now, out);
     }

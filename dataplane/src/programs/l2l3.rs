@@ -651,6 +651,12 @@ impl Program for L2l3 {
         }
     }
 
+    /// Egress only stamps INT, when a switch ID is configured.
+    #[inline(always)]
+    fn has_egress(&self) -> bool {
+        self.int_switch_id.is_some()
+    }
+
     #[inline]
     fn ingress<F: Frame>(&mut self, pkt: &mut F, md: &mut IngressMd, out: &mut Emitter<'_, F>) {
         let (dst, src, ethertype, l2) = {

@@ -62,6 +62,12 @@ impl Program for MacSwap {
         md.dest = Dest::Port(self.peer(md.ingress_port));
     }
 
+    /// No egress control.
+    #[inline(always)]
+    fn has_egress(&self) -> bool {
+        false
+    }
+
     fn control(&mut self, _cmd: Show, _now: u64) -> Result<String, String> {
         let pairs: Vec<String> = (0..self.ports).map(|p| format!("{p}->{}", self.peer(p))).collect();
         Ok(format!("macswap, ports {}", pairs.join(" ")))

@@ -1571,6 +1571,11 @@ impl Program for DtaTranslator {
         self.l2l3.egress(pkt, md);
     }
 
+    #[inline(always)]
+    fn has_egress(&self) -> bool {
+        self.l2l3.has_egress()
+    }
+
     /// RDMA requests built from a template leave with a zero ICRC field; it is computed here,
     /// as the packet leaves, when the stores that wrote it are long done (computing it right
     /// after writing the packet waits for them). The QP is found by destination address and
