@@ -212,7 +212,7 @@ pub(crate) mod clmul {
     pub(super) fn icrc(ip: &[u8], ihl: usize) -> Option<u32> {
         // SAFETY: `applies` confirmed PCLMULQDQ and the length contract of `fold_from`; block 0
         // starts from a zero state.
-        applies(ihl, ip.len()).then(|| unsafe { icrc_from(ip, 0, 0) })
+        applies(ihl, ip.len()).then(|| unsafe { icrc_whole(ip) })
     }
 
     /// The folded state after the first `blocks` blocks of the virtual stream of a packet of
@@ -239,17 +239,52 @@ pub(crate) mod clmul {
         }
     }
 
-    /// The ICRC of `ip` given the state [`prefix_state`] computed for its first `blocks` blocks
-    /// (or `0, 0` to fold the whole packet).
+    /// The ICRC of `ip`, every block folded.
     ///
     /// # Safety
-    /// [`applies`] must hold for `ip.len()`, and `blocks` must be below the block count of
-    /// `ip.len()`.
+    /// [`applies`] must hold for `ip.len()`.
     #[inline]
     #[target_feature(enable = "pclmulqdq")]
-    pub(crate) unsafe fn icrc_from(ip: &[u8], state: u128, blocks: usize) -> u32 {
-        // SAFETY: forwarded from the caller.
-        finish(unsafe { fold_from(ip, blocks, state) })
+    unsafe fn icrc_whole(ip: &[u8]) -> u32 {
+        // SAFETY: forwarded from the caller; block 0 starts from a zero state.
+        finish(unsafe { fold_from(ip, 0, 0) })
+    }
+
+    /// The ICRC of `ip` from the state [`prefix_state`] computed for its first `from` blocks,
+    /// `from >= 1`, with the shape `(z, total)` of `ip.len()` computed once by the caller: the
+    /// template path, which folds only the blocks that change (no block-0 case, no shape
+    /// arithmetic per packet).
+    ///
+    /// # Safety
+    /// [`applies`] must hold for `ip.len()`, `(z, total)` must be `shape(ip.len())`, and
+    /// `1 <= from < total`.
+    #[inline]
+    #[target_feature(enable = "pclmulqdq")]
+    pub(crate) unsafe fn icrc_after_prefix(
+        ip: &[u8],
+        state: u128,
+        from: usize,
+        z: usize,
+        total: usize,
+    ) -> u32 {
+        let masks = &MASKS[z / 4];
+        let s = ip.as_ptr();
+        // Block i >= 1 of the virtual stream, masked where the header's masked bytes fall.
+        // SAFETY: block i >= 1 reads S[16i - z - 4..16i - z + 12]; the last (i = total - 1)
+        // ends at |S| (see `fold_from`), within `ip` by the caller's contract.
+        // A mask is loaded as it is stored: a little-endian u128 is the two lanes in order.
+        let block = |i: usize| unsafe {
+            let b = _mm_loadu_si128(s.add(16 * i - z - 4).cast::<__m128i>());
+            match masks.get(i) {
+                Some(m) => _mm_or_si128(b, _mm_loadu_si128((m as *const u128).cast::<__m128i>())),
+                None => b,
+            }
+        };
+        let mut x = _mm_xor_si128(vector(state), block(from));
+        for i in from + 1..total {
+            x = _mm_xor_si128(fold(x), block(i));
+        }
+        finish(x)
     }
 
     #[inline]
@@ -350,8 +385,17 @@ pub(crate) mod clmul {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct IcrcPrefix {
     ip_len: usize,
-    /// The folded state and the number of blocks it covers, when the folding path applies.
-    state: Option<(u128, usize)>,
+    /// When the folding path applies: the folded state, the blocks it covers, and the shape
+    /// `(z, total)` of `ip_len`.
+    state: Option<PrefixState>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PrefixState {
+    state: u128,
+    blocks: usize,
+    z: usize,
+    total: usize,
 }
 
 impl IcrcPrefix {
@@ -362,7 +406,12 @@ impl IcrcPrefix {
         if clmul::applies(20, ip_len) {
             let (z, total) = clmul::shape(ip_len);
             let blocks = ((constant.len() + z + 4) / 16).min(total - 1);
-            let state = clmul::prefix_state(constant, ip_len, blocks).map(|s| (s, blocks));
+            let state = clmul::prefix_state(constant, ip_len, blocks).map(|state| PrefixState {
+                state,
+                blocks,
+                z,
+                total,
+            });
             return Self { ip_len, state };
         }
         Self { ip_len, state: None }
@@ -372,14 +421,14 @@ impl IcrcPrefix {
     #[inline]
     pub(crate) fn compute(&self, ip: &[u8]) -> u32 {
         #[cfg(target_arch = "x86_64")]
-        if let Some((state, blocks)) = self.state
+        if let Some(p) = self.state
             && ip.len() == self.ip_len
         {
             // SAFETY: `state` exists only if `applies` held for `ip_len` (PCLMULQDQ present, a
-            // length that is a multiple of 4 and at least 44) and `blocks` is below its block
-            // count; `ip` has exactly that length.
+            // length that is a multiple of 4 and at least 44), `(z, total)` is its shape and
+            // `prefix_state` accepted `1 <= blocks < total`; `ip` has exactly that length.
             #[allow(unsafe_code)]
-            return unsafe { clmul::icrc_from(ip, state, blocks) };
+            return unsafe { clmul::icrc_after_prefix(ip, p.state, p.blocks, p.z, p.total) };
         }
         compute_unchecked(ip, crate::ipv4::HEADER_LEN)
     }
