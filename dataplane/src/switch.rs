@@ -495,9 +495,23 @@ impl<P: Program, F: Frame> Switch<P, F> {
     /// Send what the program emitted: it enters the TM as if from the CPU port.
     fn flush_emitted(&mut self, now: u64, pool: &mut dyn Pool<F>) {
         let mut emitted = std::mem::take(&mut self.emitted);
+        let cpu_port = self.cpu_port();
         for (pkt, dest, qid) in emitted.drain(..) {
+            // Unicast, the common case (a translator's RDMA packets), straight to the TM.
+            if let Dest::Port(p) = dest {
+                let meta = EnqMeta {
+                    ingress_port: cpu_port,
+                    egress_port: p,
+                    qid,
+                    rid: 0,
+                    ingress_ts: now,
+                    recirc_pass: 0,
+                };
+                self.enqueue(now, pkt, meta, pool);
+                continue;
+            }
             let md = IngressMd {
-                ingress_port: self.cpu_port(),
+                ingress_port: cpu_port,
                 ingress_ts: now,
                 recirc_pass: 0,
                 from_cpu: true,
