@@ -202,6 +202,10 @@ pub struct RoceTemplate {
     payload_len: usize,
     frame_len: usize,
     icrc: IcrcPrefix,
+    /// `Some(has immediate data)` when the opcode carries a RETH and a payload and nothing
+    /// else (an RDMA WRITE Only, with or without immediate): the shape
+    /// [`write_rdma_write`](Self::write_rdma_write) accepts, decided once.
+    rdma_write_imm: Option<bool>,
 }
 
 impl RoceTemplate {
@@ -227,7 +231,18 @@ impl RoceTemplate {
         let l2_len = h - udp::HEADER_LEN - ipv4::HEADER_LEN;
         let ip_len = ipv4::HEADER_LEN + udp::HEADER_LEN + roce_len;
         let icrc = IcrcPrefix::new(&prefix[l2_len..h + BTH_CONSTANT], ip_len);
-        Ok(Self { prefix, l2_len, opcode: bth.opcode, layout, payload_len, frame_len: h + roce_len, icrc })
+        let rdma_write_imm =
+            (layout.reth && !layout.atomic_eth && !layout.deth && !layout.aeth).then_some(layout.immdt);
+        Ok(Self {
+            prefix,
+            l2_len,
+            opcode: bth.opcode,
+            layout,
+            payload_len,
+            frame_len: h + roce_len,
+            icrc,
+            rdma_write_imm,
+        })
     }
 
     /// Length of every frame this template emits.
@@ -296,27 +311,34 @@ impl RoceTemplate {
         payload: &[u8],
     ) -> Result<usize> {
         let RemoteAddr { va, rkey } = at;
-        let l = self.layout;
-        if !l.reth || l.atomic_eth || l.deth || l.aeth || l.immdt != imm.is_some() {
+        if self.rdma_write_imm != Some(imm.is_some()) {
             return Err(Error::Invalid { field: "roce.reth", value: 0 });
         }
         if payload.len() != self.payload_len {
             return Err(Error::Invalid { field: "roce.payload", value: payload.len() as u64 });
         }
+        // Fixed-size pieces split off the frame: one length check each, none per field. (The
+        // template's lengths make every split succeed once `head` has.)
+        let short = Error::NoSpace { field: "roce_template", need: self.frame_len, have: buf.len() };
         let t = self.head(buf, psn, ack_req)?;
-        t[0..8].copy_from_slice(&va.to_be_bytes());
-        t[8..12].copy_from_slice(&rkey.to_be_bytes());
-        t[12..16].copy_from_slice(&(payload.len() as u32).to_be_bytes());
-        let mut at = RethRepr::LEN;
-        if let Some(imm) = imm {
-            t[at..at + 4].copy_from_slice(&imm.to_be_bytes());
-            at += 4;
-        }
-        let end = at + payload.len();
-        crate::field::copy_short(&mut t[at..], payload);
-        let len = end + crate::roce::pad_len(payload.len()) + ICRC_LEN;
-        t[end..end + 4].fill(0);
-        t[len - 4..len].fill(0);
+        let (reth, rest) = t.split_first_chunk_mut::<{ RethRepr::LEN }>().ok_or(short)?;
+        reth[0..8].copy_from_slice(&va.to_be_bytes());
+        reth[8..12].copy_from_slice(&rkey.to_be_bytes());
+        reth[12..16].copy_from_slice(&(payload.len() as u32).to_be_bytes());
+        let rest = match imm {
+            Some(imm) => {
+                let (i, rest) = rest.split_first_chunk_mut::<4>().ok_or(short)?;
+                *i = imm.to_be_bytes();
+                rest
+            }
+            None => rest,
+        };
+        // What is left is the payload, 0-3 bytes of pad, and the ICRC (the template's length).
+        let (data, tail) = rest.split_at_mut_checked(payload.len()).ok_or(short)?;
+        crate::field::copy_short(data, payload);
+        // Zero the pad and the ICRC (4 to 7 bytes) with two fixed-size stores.
+        *tail.first_chunk_mut::<4>().ok_or(short)? = [0; 4];
+        *tail.last_chunk_mut::<ICRC_LEN>().ok_or(short)? = [0; ICRC_LEN];
         Ok(self.frame_len)
     }
 

@@ -199,18 +199,18 @@ impl Qp {
             let done = match *op {
                 Op::Write { va, rkey, imm } => {
                     let t = if imm.is_some() { imm_t.as_ref() } else { Some(main) };
-                    t.filter(|t| set_len(f, t.frame_len())).is_some_and(|t| {
-                        let b = f.data_mut();
-                        t.write_rdma_write(b, psn, ack_req, RemoteAddr { va, rkey }, imm, payload).is_ok()
+                    t.is_some_and(|t| {
+                        frame_of_len(f, t.frame_len()).is_some_and(|b| {
+                            t.write_rdma_write(b, psn, ack_req, RemoteAddr { va, rkey }, imm, payload).is_ok()
+                        })
                     })
                 }
                 Op::FetchAdd { va, rkey, add }
                     if main.opcode() == Opcode::RC_FETCH_ADD && payload.is_empty() =>
                 {
-                    set_len(f, main.frame_len()) && {
-                        let b = f.data_mut();
+                    frame_of_len(f, main.frame_len()).is_some_and(|b| {
                         main.write_atomic(b, psn, ack_req, RemoteAddr { va, rkey }, add, 0).is_ok()
-                    }
+                    })
                 }
                 _ => false,
             };
@@ -222,7 +222,7 @@ impl Qp {
             flow: self.flow,
             roce: frames::request(Transport::Rc, self.req.dest_qp(), psn, ack_req, op, payload),
         };
-        set_len(f, stack.buffer_len()) && stack.emit(f.data_mut()).is_ok()
+        frame_of_len(f, stack.buffer_len()).is_some_and(|b| stack.emit(b).is_ok())
     }
 
     /// Compute the ICRC of a frame [`build`](Self::build) wrote from a template (its opcode
@@ -242,13 +242,14 @@ impl Qp {
     /// Write any RoCEv2 packet (an ACK, a CM MAD) to the collector into `f`.
     pub fn build_repr<F: Frame>(&self, f: &mut F, roce: wire::roce::RoceRepr<'_>) -> bool {
         let stack = RoceStack { flow: self.flow, roce };
-        set_len(f, stack.buffer_len()) && stack.emit(f.data_mut()).is_ok()
+        frame_of_len(f, stack.buffer_len()).is_some_and(|b| stack.emit(b).is_ok())
     }
 }
 
-/// Make `f` exactly `len` bytes long from its start of headroom; `false` if it cannot hold them.
-#[inline]
-fn set_len<F: Frame>(f: &mut F, len: usize) -> bool {
+/// Make `f` exactly `len` bytes long from its start of headroom and return its bytes (content
+/// unspecified); `None` if it cannot hold them.
+#[inline(always)]
+fn frame_of_len<F: Frame>(f: &mut F, len: usize) -> Option<&mut [u8]> {
     f.reset();
-    f.append(len).is_some()
+    f.append(len)
 }
