@@ -885,7 +885,7 @@ pub mod layout {
         slot[..4].copy_from_slice(&hash.checksum().to_le_bytes());
         let n = data.len().min(slot.len().saturating_sub(4));
         crate::field::copy_short(&mut slot[4..], &data[..n]);
-        slot[4 + n..].fill(0);
+        crate::field::zero_short(&mut slot[4 + n..]);
     }
 
     /// A Key-Increment slot: one 64-bit counter, little-endian (the responder's byte order).

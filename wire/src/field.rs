@@ -84,9 +84,43 @@ pub fn copy_short(dst: &mut [u8], src: &[u8]) {
     }
 }
 
+/// Zero `dst` without a call into `memset` for short runs (up to 32 bytes: two fixed-size,
+/// possibly overlapping, stores), as [`copy_short`] copies.
+#[inline(always)]
+pub fn zero_short(dst: &mut [u8]) {
+    let n = dst.len();
+    match n {
+        0 => {}
+        1..=3 => dst.iter_mut().for_each(|d| *d = 0),
+        4..=7 => {
+            dst[..4].fill(0);
+            dst[n - 4..].fill(0);
+        }
+        8..=15 => {
+            dst[..8].fill(0);
+            dst[n - 8..].fill(0);
+        }
+        16..=32 => {
+            dst[..16].fill(0);
+            dst[n - 16..].fill(0);
+        }
+        _ => dst.fill(0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zero_short_zeroes_every_length_and_nothing_else() {
+        for n in 0..=80 {
+            let mut dst = [0xa5u8; 81];
+            zero_short(&mut dst[..n]);
+            assert!(dst[..n].iter().all(|&b| b == 0), "length {n}");
+            assert_eq!(dst[n], 0xa5, "length {n} wrote past the end");
+        }
+    }
 
     #[test]
     fn copy_short_copies_every_length() {
