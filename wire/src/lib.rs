@@ -37,6 +37,7 @@
 
 #[macro_use]
 mod macros;
+mod crc32;
 mod error;
 mod field;
 

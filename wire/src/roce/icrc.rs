@@ -14,16 +14,7 @@ use crate::ipv4::{Ipv4Packet, protocol};
 use crate::udp;
 
 use super::{BthRepr, ICRC_LEN};
-
-/// Eight bit steps of the reflected CRC-32 register (polynomial 0xedb88320): one byte's worth.
-const fn shift8(mut crc: u32) -> u32 {
-    let mut k = 0;
-    while k < 8 {
-        crc = if crc & 1 != 0 { (crc >> 1) ^ 0xedb8_8320 } else { crc >> 1 };
-        k += 1;
-    }
-    crc
-}
+use crate::crc32::{SLICE8, shift8};
 
 /// The register after `data` from `init`, bit by bit (no final XOR): for constants and tests.
 const fn register_bitwise(init: u32, data: &[u8]) -> u32 {
@@ -43,31 +34,6 @@ const fn crc32_bitwise(data: &[u8]) -> u32 {
 
 /// The CRC after the eight `0xff` bytes of the masked LRH.
 const MASKED_LRH_CRC: u32 = crc32_bitwise(&[0xff; 8]);
-
-/// Slice-by-8 tables for the reflected CRC-32 polynomial: `SLICE8[k][v]` is the register after
-/// the byte `v` followed by `k` zero bytes, from a zero register. Built at compile time (8 KiB).
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-static SLICE8: [[u32; 256]; 8] = slice8();
-
-const fn slice8() -> [[u32; 256]; 8] {
-    let mut t = [[0u32; 256]; 8];
-    let mut v = 0;
-    while v < 256 {
-        t[0][v] = shift8(v as u32);
-        v += 1;
-    }
-    let mut k = 1;
-    while k < 8 {
-        let mut v = 0;
-        while v < 256 {
-            let prev = t[k - 1][v];
-            t[k][v] = t[0][(prev & 0xff) as usize] ^ (prev >> 8);
-            v += 1;
-        }
-        k += 1;
-    }
-    t
-}
 
 /// The register after the 8 bytes of `x` (little-endian) from a zero register.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
