@@ -93,9 +93,18 @@ pub struct CpuPacket<F> {
     pub code: Option<u16>,
 }
 
+/// Empty buffers the switch keeps for what programs emit, refilled from the pool in bulk (at
+/// most half of what the pool has left): one pool call per this many emitted packets rather
+/// than one each, as DPDK's per-lcore mempool cache does. A heap buffer returned through the pool's `dyn` call comes back through
+/// memory, and reading it at once stalls on store forwarding; a cached one was written long
+/// before.
+const SPARE_BUFFERS: usize = 32;
+
 /// Packets a program creates (ARP requests, timed flushes) and where they go.
 pub struct Emitter<'a, F> {
     pool: &'a mut dyn Pool<F>,
+    /// The switch's cache of empty buffers, refilled from `pool` in bulk.
+    spare: &'a mut Vec<F>,
     out: &'a mut Vec<(F, Dest, u8)>,
     failed: u64,
     drops: &'a mut Vec<u64>,
@@ -114,7 +123,13 @@ impl<F: Frame> Emitter<'_, F> {
     /// `true` to send it) and send it to `dest` on queue `qid`, bypassing ingress. Returns
     /// whether a buffer was free and the packet was built.
     pub fn emit(&mut self, dest: Dest, qid: u8, build: impl FnOnce(&mut F) -> bool) -> bool {
-        let Some(mut pkt) = self.pool.alloc() else {
+        if self.spare.is_empty() {
+            // Never more than half of what the pool has left: a small pool keeps buffers for
+            // receiving.
+            let n = SPARE_BUFFERS.min(self.pool.available() / 2).max(1);
+            self.pool.alloc_bulk(self.spare, n);
+        }
+        let Some(mut pkt) = self.spare.pop() else {
             self.failed += 1;
             return false;
         };
@@ -122,7 +137,8 @@ impl<F: Frame> Emitter<'_, F> {
             self.out.push((pkt, dest, qid));
             true
         } else {
-            self.pool.free(pkt);
+            pkt.reset();
+            self.spare.push(pkt);
             false
         }
     }
@@ -297,6 +313,8 @@ pub struct Switch<P: Program, F> {
     recirc: Vec<(F, IngressMd)>,
     cpu: Vec<CpuPacket<F>>,
     emitted: Vec<(F, Dest, u8)>,
+    /// Empty buffers for what the program emits ([`SPARE_BUFFERS`] at most).
+    spare: Vec<F>,
     /// Per port: packets that cut through the TM, past egress, waiting for `transmit`.
     staged: Vec<Vec<F>>,
 }
@@ -324,6 +342,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
             recirc: Vec::with_capacity(64),
             cpu: Vec::with_capacity(opts.cpu_queue),
             emitted: Vec::with_capacity(64),
+            spare: Vec::with_capacity(SPARE_BUFFERS),
             staged: (0..ports).map(|_| Vec::with_capacity(opts.staged_max)).collect(),
             tm,
         }
@@ -461,8 +480,13 @@ impl<P: Program, F: Frame> Switch<P, F> {
 
     #[inline(always)]
     fn run_ingress(&mut self, now: u64, mut pkt: F, mut md: IngressMd, pool: &mut dyn Pool<F>) {
-        let mut emitter =
-            Emitter { pool: &mut *pool, out: &mut self.emitted, failed: 0, drops: &mut self.counters.drops };
+        let mut emitter = Emitter {
+            pool: &mut *pool,
+            spare: &mut self.spare,
+            out: &mut self.emitted,
+            failed: 0,
+            drops: &mut self.counters.drops,
+        };
         self.program.ingress(&mut pkt, &mut md, &mut emitter);
         let failed = emitter.failed;
         if failed != 0 {
@@ -793,8 +817,13 @@ impl<P: Program, F: Frame> Switch<P, F> {
 
     /// Run the program's timers.
     pub fn tick(&mut self, now: u64, pool: &mut dyn Pool<F>) {
-        let mut emitter =
-            Emitter { pool: &mut *pool, out: &mut self.emitted, failed: 0, drops: &mut self.counters.drops };
+        let mut emitter = Emitter {
+            pool: &mut *pool,
+            spare: &mut self.spare,
+            out: &mut self.emitted,
+            failed: 0,
+            drops: &mut self.counters.drops,
+        };
         self.program.tick(now, &mut emitter);
         let failed = emitter.failed;
         self.count_drop(builtin::NO_BUFFER, failed);
@@ -825,6 +854,9 @@ impl<P: Program, F: Frame> Switch<P, F> {
         }
         for c in self.cpu.drain(..) {
             pool.free(c.pkt);
+        }
+        for p in self.spare.drain(..) {
+            pool.free(p);
         }
     }
 }

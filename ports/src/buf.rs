@@ -156,6 +156,17 @@ pub trait Pool<F> {
     fn alloc(&mut self) -> Option<F>;
     /// Give a buffer back.
     fn free(&mut self, f: F);
+    /// Up to `n` empty buffers appended to `out` (fewer when the pool runs out); returns how
+    /// many. What a per-core buffer cache refills from, as `rte_pktmbuf_alloc_bulk` does.
+    fn alloc_bulk(&mut self, out: &mut Vec<F>, n: usize) -> usize {
+        let mut k = 0;
+        while k < n {
+            let Some(f) = self.alloc() else { break };
+            out.push(f);
+            k += 1;
+        }
+        k
+    }
     /// Buffers available now.
     fn available(&self) -> usize;
 }
@@ -218,6 +229,22 @@ impl Pool<PktBuf> for HeapPool {
             self.free.push(f);
         }
     }
+    fn alloc_bulk(&mut self, out: &mut Vec<PktBuf>, n: usize) -> usize {
+        // Free buffers first, moved in one run; then, for a lazy pool, new ones.
+        let take = n.min(self.free.len());
+        let from = self.free.len() - take;
+        out.extend(self.free.drain(from..).map(|mut b| {
+            b.reset();
+            b
+        }));
+        let mut k = take;
+        while k < n && self.created < self.capacity {
+            self.created += 1;
+            out.push(PktBuf::new(self.dataroom));
+            k += 1;
+        }
+        k
+    }
     fn available(&self) -> usize {
         self.free.len() + (self.capacity - self.created)
     }
@@ -242,6 +269,22 @@ mod tests {
         assert!(!b.trim(6));
         assert!(!b.adj(6));
         assert_eq!(b.len(), 5);
+    }
+
+    #[test]
+    fn bulk_allocation_hands_out_each_buffer_once() {
+        let mut p = HeapPool::new(3, 128);
+        let mut a = p.alloc().unwrap();
+        a.append(5).unwrap();
+        p.free(a);
+        let mut out = Vec::new();
+        assert_eq!(p.alloc_bulk(&mut out, 2), 2);
+        assert!(out.iter().all(|b| b.is_empty() && b.headroom() == HEADROOM));
+        assert_eq!(p.alloc_bulk(&mut out, 5), 1);
+        assert_eq!((out.len(), p.available()), (3, 0));
+        let mut lazy = HeapPool::lazy(4, 64);
+        assert_eq!(lazy.alloc_bulk(&mut out, 6), 4);
+        assert_eq!(lazy.available(), 0);
     }
 
     #[test]
