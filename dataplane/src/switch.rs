@@ -110,7 +110,17 @@ pub struct Emitter<'a, F> {
     drops: &'a mut Vec<u64>,
 }
 
-impl<F: Frame> Emitter<'_, F> {
+impl<'a, F: Frame> Emitter<'a, F> {
+    /// An emitter over the switch's emitted-packet queue, buffer cache and drop counters.
+    fn new(
+        pool: &'a mut dyn Pool<F>,
+        spare: &'a mut Vec<F>,
+        out: &'a mut Vec<(F, Dest, u8)>,
+        drops: &'a mut Vec<u64>,
+    ) -> Self {
+        Self { pool, spare, out, failed: 0, drops }
+    }
+
     /// Count a drop under `reason` for a packet the program did not send where it was going,
     /// when its buffer is reused for something else (a report turned into a NACK).
     pub fn count_drop(&mut self, reason: DropReason) {
@@ -480,13 +490,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
 
     #[inline(always)]
     fn run_ingress(&mut self, now: u64, mut pkt: F, mut md: IngressMd, pool: &mut dyn Pool<F>) {
-        let mut emitter = Emitter {
-            pool: &mut *pool,
-            spare: &mut self.spare,
-            out: &mut self.emitted,
-            failed: 0,
-            drops: &mut self.counters.drops,
-        };
+        let mut emitter = Emitter::new(pool, &mut self.spare, &mut self.emitted, &mut self.counters.drops);
         self.program.ingress(&mut pkt, &mut md, &mut emitter);
         let failed = emitter.failed;
         if failed != 0 {
@@ -817,13 +821,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
 
     /// Run the program's timers.
     pub fn tick(&mut self, now: u64, pool: &mut dyn Pool<F>) {
-        let mut emitter = Emitter {
-            pool: &mut *pool,
-            spare: &mut self.spare,
-            out: &mut self.emitted,
-            failed: 0,
-            drops: &mut self.counters.drops,
-        };
+        let mut emitter = Emitter::new(pool, &mut self.spare, &mut self.emitted, &mut self.counters.drops);
         self.program.tick(now, &mut emitter);
         let failed = emitter.failed;
         self.count_drop(builtin::NO_BUFFER, failed);
