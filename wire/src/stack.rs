@@ -336,7 +336,8 @@ impl RoceTemplate {
         // What is left is the payload, 0-3 bytes of pad, and the ICRC (the template's length).
         let (data, tail) = rest.split_at_mut_checked(payload.len()).ok_or(short)?;
         crate::field::copy_short(data, payload);
-        // Zero the pad and the ICRC (4 to 7 bytes) with two fixed-size stores.
+        // Zero the pad and the ICRC (4 to 7 bytes) with two fixed-size stores: `zero_short`
+        // without its dispatch on the length, which costs 6 instructions a packet here.
         *tail.first_chunk_mut::<4>().ok_or(short)? = [0; 4];
         *tail.last_chunk_mut::<ICRC_LEN>().ok_or(short)? = [0; ICRC_LEN];
         Ok(self.frame_len)

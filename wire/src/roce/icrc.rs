@@ -176,8 +176,7 @@ pub(crate) mod clmul {
     /// The ICRC by folding, when [`applies`] holds.
     #[inline]
     pub(super) fn icrc(ip: &[u8], ihl: usize) -> Option<u32> {
-        // SAFETY: `applies` confirmed PCLMULQDQ and the length contract of `fold_from`; block 0
-        // starts from a zero state.
+        // SAFETY: `applies` confirmed PCLMULQDQ and the length contract of `icrc_whole`.
         applies(ihl, ip.len()).then(|| unsafe { icrc_whole(ip) })
     }
 
@@ -196,13 +195,7 @@ pub(crate) mod clmul {
         }
         // SAFETY: PCLMULQDQ is available (`applies`); block 0 reads ip[0..16] and block i >= 1
         // reads ip[16i - z - 4..16i - z + 12], all within the length checked above.
-        unsafe {
-            let mut x = block(ip.as_ptr(), z, 0);
-            for i in 1..blocks {
-                x = _mm_xor_si128(fold(x), block(ip.as_ptr(), z, i));
-            }
-            Some(to_u128(fold(x)))
-        }
+        unsafe { Some(to_u128(fold(fold_head(ip.as_ptr(), z, blocks)))) }
     }
 
     /// The ICRC of `ip`, every block folded.
@@ -212,8 +205,11 @@ pub(crate) mod clmul {
     #[inline]
     #[target_feature(enable = "pclmulqdq")]
     unsafe fn icrc_whole(ip: &[u8]) -> u32 {
-        // SAFETY: forwarded from the caller; block 0 starts from a zero state.
-        finish(unsafe { fold_from(ip, 0, 0) })
+        let (z, total) = shape(ip.len());
+        // SAFETY: block 0 reads S[0..16] (S, the packet without its ICRC, is at least 40
+        // bytes); block i >= 1 reads S[16i - z - 4..16i - z + 12], and the last ends at
+        // 16(total - 1) - z + 12 = |S|.
+        finish(unsafe { fold_head(ip.as_ptr(), z, total) })
     }
 
     /// The ICRC of `ip` from the state [`prefix_state`] computed for its first `from` blocks,
@@ -233,24 +229,13 @@ pub(crate) mod clmul {
         z: usize,
         total: usize,
     ) -> u32 {
-        let masks = &MASKS[z / 4];
         let s = ip.as_ptr();
-        // Block i >= 1 of the virtual stream, masked where the header's masked bytes fall.
         // SAFETY: block i >= 1 reads S[16i - z - 4..16i - z + 12]; the last (i = total - 1)
-        // ends at |S| (see `fold_from`), within `ip` by the caller's contract.
-        // A mask is loaded as it is stored: a little-endian u128 is the two lanes in order.
-        let block = |i: usize| unsafe {
-            let b = _mm_loadu_si128(s.add(16 * i - z - 4).cast::<__m128i>());
-            match masks.get(i) {
-                Some(m) => _mm_or_si128(b, _mm_loadu_si128((m as *const u128).cast::<__m128i>())),
-                None => b,
-            }
-        };
-        let mut x = _mm_xor_si128(vector(state), block(from));
-        for i in from + 1..total {
-            x = _mm_xor_si128(fold(x), block(i));
+        // ends at |S| (see `icrc_whole`), within `ip` by the caller's contract.
+        unsafe {
+            let x = _mm_xor_si128(vector(state), block_at(s, z, from));
+            finish(fold_blocks(s, z, x, from + 1..total))
         }
-        finish(x)
     }
 
     #[inline]
@@ -267,28 +252,39 @@ pub(crate) mod clmul {
         u128::from(lo) | (u128::from(hi) << 64)
     }
 
-    /// Block `i` of the virtual stream `0^z ‖ ff×4 ‖ S` of the packet at `s`, masked.
+    /// Block 0 of the virtual stream `0^z ‖ ff×4 ‖ S` of the packet at `s`, masked.
     ///
     /// # Safety
-    /// For `i == 0`, 16 bytes at `s` must be readable; for `i >= 1`, 16 bytes at `s + 16i - z - 4`.
+    /// 16 bytes at `s` must be readable.
     #[inline(always)]
-    unsafe fn block(s: *const u8, z: usize, i: usize) -> __m128i {
-        let masks = &MASKS[z / 4];
-        // SAFETY: the loads are within the bounds the caller guarantees; unaligned loads are what
+    unsafe fn block0(s: *const u8, z: usize) -> __m128i {
+        // SAFETY: the load is within the bounds the caller guarantees; unaligned loads are what
         // `_mm_loadu_si128` is for, and SSE2 is part of the x86_64 baseline.
         unsafe {
-            if i == 0 {
-                let first = _mm_loadu_si128(s.cast::<__m128i>());
-                let shifted = match z {
-                    0 => _mm_slli_si128::<4>(first),
-                    4 => _mm_slli_si128::<8>(first),
-                    8 => _mm_slli_si128::<12>(first),
-                    _ => _mm_setzero_si128(),
-                };
-                _mm_or_si128(shifted, vector(masks[0]))
-            } else {
-                let b = _mm_loadu_si128(s.add(16 * i - z - 4).cast::<__m128i>());
-                if i < masks.len() { _mm_or_si128(b, vector(masks[i])) } else { b }
+            let first = _mm_loadu_si128(s.cast::<__m128i>());
+            let shifted = match z {
+                0 => _mm_slli_si128::<4>(first),
+                4 => _mm_slli_si128::<8>(first),
+                8 => _mm_slli_si128::<12>(first),
+                _ => _mm_setzero_si128(),
+            };
+            _mm_or_si128(shifted, vector(MASKS[z / 4][0]))
+        }
+    }
+
+    /// Block `i >= 1` of the virtual stream, masked where the header's masked bytes fall (a
+    /// mask is loaded as it is stored: a little-endian u128 is the two lanes in order).
+    ///
+    /// # Safety
+    /// 16 bytes at `s + 16i - z - 4` must be readable.
+    #[inline(always)]
+    unsafe fn block_at(s: *const u8, z: usize, i: usize) -> __m128i {
+        // SAFETY: as in `block0`.
+        unsafe {
+            let b = _mm_loadu_si128(s.add(16 * i - z - 4).cast::<__m128i>());
+            match MASKS[z / 4].get(i) {
+                Some(m) => _mm_or_si128(b, _mm_loadu_si128((m as *const u128).cast::<__m128i>())),
+                None => b,
             }
         }
     }
@@ -301,25 +297,29 @@ pub(crate) mod clmul {
         _mm_xor_si128(_mm_clmulepi64_si128::<0x00>(x, k), _mm_clmulepi64_si128::<0x11>(x, k))
     }
 
-    /// Fold blocks `from..` of `ip` into `state` (block `from` is XORed in as it is).
+    /// Fold blocks `range` (all >= 1) of the packet at `s` into `x`, one after another.
     ///
     /// # Safety
-    /// `ip.len()` must be a multiple of 4 and at least 44, and `from` below its block count.
+    /// As [`block_at`] for every block of the range.
     #[inline]
     #[target_feature(enable = "pclmulqdq")]
-    unsafe fn fold_from(ip: &[u8], from: usize, state: u128) -> __m128i {
-        let (z, blocks) = shape(ip.len());
-        let s = ip.as_ptr();
-        // SAFETY: block 0 reads S[0..16] (S, the packet without its ICRC, is at least 40
-        // bytes); block i >= 1 reads S[16i - z - 4..16i - z + 12], and the last ends at
-        // 16(blocks - 1) - z + 12 = |S|.
-        unsafe {
-            let mut x = _mm_xor_si128(vector(state), block(s, z, from));
-            for i in from + 1..blocks {
-                x = _mm_xor_si128(fold(x), block(s, z, i));
-            }
-            x
+    unsafe fn fold_blocks(s: *const u8, z: usize, mut x: __m128i, range: core::ops::Range<usize>) -> __m128i {
+        for i in range {
+            // SAFETY: forwarded from the caller.
+            x = _mm_xor_si128(fold(x), unsafe { block_at(s, z, i) });
         }
+        x
+    }
+
+    /// The state after blocks `0..n` of the packet at `s` (block 0 XORed in as it is).
+    ///
+    /// # Safety
+    /// As [`block0`], and as [`block_at`] for blocks `1..n`.
+    #[inline]
+    #[target_feature(enable = "pclmulqdq")]
+    unsafe fn fold_head(s: *const u8, z: usize, n: usize) -> __m128i {
+        // SAFETY: forwarded from the caller.
+        unsafe { fold_blocks(s, z, block0(s, z), 1..n) }
     }
 
     /// Test hook: [`finish`] on a plain value.
