@@ -95,9 +95,9 @@ pub struct CpuPacket<F> {
 
 /// Empty buffers the switch keeps for what programs emit, refilled from the pool in bulk (at
 /// most half of what the pool has left): one pool call per this many emitted packets rather
-/// than one each, as DPDK's per-lcore mempool cache does. A heap buffer returned through the pool's `dyn` call comes back through
-/// memory, and reading it at once stalls on store forwarding; a cached one was written long
-/// before.
+/// than one each, as DPDK's per-lcore mempool cache does. A heap buffer returned through the
+/// pool's `dyn` call comes back through memory, and reading it at once stalls on store
+/// forwarding; a cached one was written long before.
 const SPARE_BUFFERS: usize = 32;
 
 /// Packets a program creates (ARP requests, timed flushes) and where they go.
@@ -662,15 +662,16 @@ impl<P: Program, F: Frame> Switch<P, F> {
                     self.staged[port].push(pkt);
                     return;
                 }
-            }
-            let mut md = self.egress_md(meta.egress_port, now);
-            if self.tm.cut_through(now, &mut pkt, meta, &mut md.deq) {
-                md.port_qdepth = 0;
-                md.tx_bytes = self.tm.tx_counters(meta.egress_port).0;
-                if let Some(pkt) = self.run_egress(now, pkt, &mut md, pool) {
-                    self.staged[port].push(pkt);
+            } else {
+                let mut md = self.egress_md(meta.egress_port, now);
+                if self.tm.cut_through(now, &mut pkt, meta, &mut md.deq) {
+                    md.port_qdepth = 0;
+                    md.tx_bytes = self.tm.tx_counters(meta.egress_port).0;
+                    if let Some(pkt) = self.run_egress(now, pkt, &mut md, pool) {
+                        self.staged[port].push(pkt);
+                    }
+                    return;
                 }
-                return;
             }
         }
         if let Err((pkt, why)) = self.tm.enqueue(now, pkt, meta) {
@@ -786,13 +787,13 @@ impl<P: Program, F: Frame> Switch<P, F> {
             let mut md = self.egress_md(port, now);
             while out.len() < max {
                 let Some(pkt) = self.tm.dequeue(port, now, &mut md.deq) else { break };
-                md.egress_port = port;
-                md.deq_ts = now;
-                md.port_qdepth = self.tm.port_bytes(port);
                 if !self.program.has_egress() {
                     out.push(pkt);
                     continue;
                 }
+                md.egress_port = port;
+                md.deq_ts = now;
+                md.port_qdepth = self.tm.port_bytes(port);
                 md.tx_bytes = self.tm.tx_counters(port).0;
                 if let Some(pkt) = self.run_egress(now, pkt, &mut md, pool) {
                     out.push(pkt);
