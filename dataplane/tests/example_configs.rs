@@ -4,7 +4,7 @@
 use dataplane::buf::PktBuf;
 use dataplane::config::{Config, ProgramKind};
 use dataplane::programs::build_switch;
-use dataplane::programs::dta::DtaTranslator;
+use dataplane::programs::dta_translator::DtaTranslator;
 use dataplane::programs::dta_reporter::DtaReporter;
 use dataplane::programs::l2l3::L2l3;
 use dataplane::programs::macswap::MacSwap;

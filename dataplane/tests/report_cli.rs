@@ -6,7 +6,7 @@ use std::net::{Ipv4Addr, UdpSocket};
 use std::process::Command;
 use std::time::Duration;
 
-use dataplane::programs::dta::reporter::collector_for;
+use dataplane::programs::dta_translator::reporter::collector_for;
 use pcap_file::pcap::PcapReader;
 use wire::dta::{DtaRepr, Format, NackRepr, Primitive};
 

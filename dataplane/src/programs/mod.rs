@@ -4,7 +4,7 @@
 //! [`Config`](crate::config::Config) into a [`BuildCtx`], which collects the resources it declares,
 //! the drop reasons it names and the multicast groups it sets up.
 
-pub mod dta;
+pub mod dta_translator;
 pub mod dta_reporter;
 pub mod l2l3;
 pub mod macswap;
@@ -46,7 +46,7 @@ pub trait FromConfig: Program + Sized {
     fn from_config(cfg: &Config, ctx: &mut BuildCtx) -> Result<Self, ConfigError>;
 }
 
-impl FromConfig for dta::DtaTranslator {
+impl FromConfig for dta_translator::DtaTranslator {
     fn from_config(cfg: &Config, ctx: &mut BuildCtx) -> Result<Self, ConfigError> {
         Self::build(cfg, ctx)
     }

@@ -10,8 +10,8 @@ use std::path::Path;
 use dataplane::buf::{Frame, HeapPool, PktBuf, Pool};
 use dataplane::config::Config;
 use dataplane::programs::build_switch;
-use dataplane::programs::dta::DtaTranslator;
-use dataplane::programs::dta::reporter::{report_frame_len, write_report_frame};
+use dataplane::programs::dta_translator::DtaTranslator;
+use dataplane::programs::dta_translator::reporter::{report_frame_len, write_report_frame};
 use dataplane::switch::Switch;
 use roce::cm::{CmConfig, Metadata};
 use roce::endpoint::{Endpoint, Event, Listen};
@@ -300,7 +300,7 @@ impl Lab {
             }
             self.step();
         }
-        panic!("not connected:\n{}", self.sw.control(dataplane::programs::dta::Command::Show, 0).unwrap());
+        panic!("not connected:\n{}", self.sw.control(dataplane::programs::dta_translator::Command::Show, 0).unwrap());
     }
 
     /// Send a report from `src` to `dst` into port p0 (unless lost on the way).

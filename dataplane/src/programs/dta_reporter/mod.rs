@@ -31,11 +31,11 @@ use wire::ipv4::{Ipv4Packet, protocol};
 use wire::stack::UdpFlow;
 use wire::udp::UdpPacket;
 
-pub use super::dta::Command;
-use super::dta::reporter::{
+pub use super::dta_translator::Command;
+use super::dta_translator::reporter::{
     MAX_KEEP, ReportSender, collector_for, destination, report_frame_len, write_report_frame,
 };
-use super::dta::{MAX_REPORT, NACK_PORT, parse_priority};
+use super::dta_translator::{MAX_REPORT, NACK_PORT, parse_priority};
 use super::l2l3::L2l3;
 use super::{BuildCtx, FromConfig};
 use crate::buf::Frame;
