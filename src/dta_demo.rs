@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use collector::{Collector, CollectorConfig};
 use dataplane::config::Config;
-use dataplane::programs::dta_translator::DtaTranslator;
 use dataplane::programs::dta_translator::reporter::{LoadGen, LoadKind, LoadSpec};
 use dataplane::runtime::Runtime;
 use dataplane::runtime::report::{self, ReportRun, ReportSummary, Sink};
@@ -156,7 +155,7 @@ pub struct Lab {
     /// The collector.
     pub collector: Collector,
     /// The translator.
-    pub translator: Runtime<DtaTranslator>,
+    pub translator: Runtime,
 }
 
 impl Lab {
@@ -166,7 +165,7 @@ impl Lab {
         let ccfg = CollectorConfig::parse(Path::new("<demo collector>"), &cfg.collector_toml())?;
         let collector = Collector::start(&ccfg).context("starting the collector")?;
         let tcfg = Config::parse(Path::new("<demo translator>"), &cfg.translator_toml())?;
-        let translator = Runtime::<DtaTranslator>::start(&tcfg).context("starting the translator")?;
+        let translator = Runtime::start(&tcfg).context("starting the translator")?;
         let lab = Self { cfg, collector, translator };
         let t0 = Instant::now();
         loop {

@@ -2,12 +2,8 @@
 //! the README points at stay in step with the code.
 
 use dataplane::buf::PktBuf;
-use dataplane::config::{Config, ProgramKind};
-use dataplane::programs::build_switch;
-use dataplane::programs::dta_translator::DtaTranslator;
-use dataplane::programs::dta_reporter::DtaReporter;
-use dataplane::programs::l2l3::L2l3;
-use dataplane::programs::macswap::MacSwap;
+use dataplane::config::Config;
+use dataplane::programs;
 
 #[test]
 fn every_example_config_builds() {
@@ -23,13 +19,7 @@ fn every_example_config_builds() {
             continue;
         }
         let cfg = Config::load(&path).unwrap_or_else(|e| panic!("{e}"));
-        let built = match cfg.program {
-            ProgramKind::L2l3 => build_switch::<L2l3, PktBuf>(&cfg).map(|_| ()),
-            ProgramKind::MacSwap => build_switch::<MacSwap, PktBuf>(&cfg).map(|_| ()),
-            ProgramKind::DtaTranslator => build_switch::<DtaTranslator, PktBuf>(&cfg).map(|_| ()),
-            ProgramKind::DtaReporter => build_switch::<DtaReporter, PktBuf>(&cfg).map(|_| ()),
-        };
-        built.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        programs::build::<PktBuf>(&cfg).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         seen.push(path.file_name().unwrap().to_string_lossy().into_owned());
     }
     seen.sort();

@@ -6,38 +6,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use dataplane::buf::PktBuf;
-use dataplane::config::{Config, ConfigError, ProgramKind};
-use dataplane::programs::build_switch;
-use dataplane::programs::dta_translator::DtaTranslator;
-use dataplane::programs::dta_reporter::DtaReporter;
-use dataplane::programs::l2l3::L2l3;
-use dataplane::programs::macswap::MacSwap;
+use dataplane::config::{Config, ConfigError};
+use dataplane::programs;
 use dataplane::runtime::{self, SetupError};
-use dataplane::switch::Program;
-
-/// Evaluate `$body` with `$P` bound to the program type `$kind` names.
-macro_rules! with_program {
-    ($kind:expr, $P:ident => $body:expr) => {
-        match $kind {
-            ProgramKind::L2l3 => {
-                type $P = L2l3;
-                $body
-            }
-            ProgramKind::MacSwap => {
-                type $P = MacSwap;
-                $body
-            }
-            ProgramKind::DtaTranslator => {
-                type $P = DtaTranslator;
-                $body
-            }
-            ProgramKind::DtaReporter => {
-                type $P = DtaReporter;
-                $body
-            }
-        }
-    };
-}
 
 /// The softfabric switch.
 #[derive(Debug, Parser)]
@@ -240,23 +211,25 @@ fn main() -> ExitCode {
                 Ok(c) => c,
                 Err(code) => return code,
             };
-            // Build the program too, so its section is validated.
-            if let Err(e) = with_program!(cfg.program, P => build_switch::<P, PktBuf>(&cfg).map(|_| ())) {
-                return config_error(e);
+            // Build the program too, so its sections are validated.
+            let resolved = programs::build::<PktBuf>(&cfg).and_then(|_| programs::resolved(&cfg));
+            match resolved {
+                Ok(sections) => {
+                    print!("{cfg}{sections}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => config_error(e),
             }
-            print!("{cfg}");
-            ExitCode::SUCCESS
         }
         Cmd::Resources { config } => {
             let cfg = match load(&config) {
                 Ok(c) => c,
                 Err(code) => return code,
             };
-            let report = with_program!(cfg.program, P =>
-                build_switch::<P, PktBuf>(&cfg).map(|s| s.program().resources().report()));
+            let report = programs::build::<PktBuf>(&cfg).map(|s| s.resources().report());
             match report {
                 Ok(r) => {
-                    println!("program {}, {} ports", cfg.program.name(), cfg.ports.len());
+                    println!("program {}, {} ports", cfg.program, cfg.ports.len());
                     print!("{r}");
                     let tm = &cfg.tm;
                     println!(
@@ -276,7 +249,7 @@ fn main() -> ExitCode {
                 Ok(c) => c,
                 Err(code) => return code,
             };
-            let result = with_program!(cfg.program, P => runtime::run::<P>(&cfg));
+            let result = runtime::run(&cfg);
             match result {
                 Ok(summary) => {
                     print!("{}", summary.table());

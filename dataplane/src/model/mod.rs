@@ -119,6 +119,13 @@ impl Resources {
         self.list.push(info);
     }
 
+    /// Add every resource of `more`, after these (names stay unique).
+    pub fn extend(&mut self, more: Resources) {
+        for r in more.list {
+            self.declare(r);
+        }
+    }
+
     /// The declared resources, in declaration order.
     pub fn list(&self) -> &[ResourceInfo] {
         &self.list

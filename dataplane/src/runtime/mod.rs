@@ -23,8 +23,10 @@
 //! their timestamps — is the same on every run. The pipeline stops by itself when everything is
 //! sent.
 
+mod pipeline;
 pub mod report;
 mod stats;
+mod summary;
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixListener;
@@ -36,288 +38,17 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use crossbeam_channel::{Receiver, Sender, bounded};
 
+pub use pipeline::{CpuFrame, receive_all, transmit_all};
 pub use stats::StatsCell;
+pub use summary::Summary;
 
-use crate::buf::{Frame, HeapPool, PktBuf, Pool};
-use crate::config::{Backend, ClockSource, Config, PortConfig};
-use crate::model::builtin;
-use crate::port::{AfPacketPort, PcapPort, PortIo, PortStats, RingPeer, RingPort};
-use crate::programs::{FromConfig, build_switch};
-use crate::switch::{Counters, Program, Switch};
-
-/// A frame for the switch CPU.
-#[derive(Debug, Clone)]
-pub struct CpuFrame {
-    /// Which pipeline sent it.
-    pub pipeline: usize,
-    /// The port it arrived on.
-    pub ingress_port: u16,
-    /// Mirror code, if mirrored.
-    pub code: Option<u16>,
-    /// The frame.
-    pub data: Vec<u8>,
-}
-
-enum Ctl<C> {
-    Command(C, Sender<Result<String, String>>),
-}
-
-/// What a pipeline reports when it stops.
-#[derive(Debug, Clone, Default)]
-pub struct Summary {
-    /// Port names.
-    pub ports: Vec<String>,
-    /// Drop reason names.
-    pub drop_names: Vec<&'static str>,
-    /// The switches' counters, summed over pipelines.
-    pub counters: Counters,
-    /// The backends' counters, summed over pipelines.
-    pub port_stats: Vec<PortStats>,
-    /// Device statistics that are not zero (DPDK xstats), per port name, at the end.
-    pub device_stats: Vec<(String, Vec<(String, u64)>)>,
-}
-
-impl Summary {
-    /// The counters as a table.
-    pub fn table(&self) -> String {
-        let mut s = format!(
-            "{:<12} {:>12} {:>14} {:>12} {:>14} {:>8} {:>8} {:>9} {:>9} {:>9}\n",
-            "port",
-            "rx_packets",
-            "rx_bytes",
-            "tx_packets",
-            "tx_bytes",
-            "pfc_rx",
-            "pfc_tx",
-            "rx_errors",
-            "tx_errors",
-            "rx_missed"
-        );
-        for (i, name) in self.ports.iter().enumerate() {
-            let c = self.counters.ports.get(i).copied().unwrap_or_default();
-            let p = self.port_stats.get(i).copied().unwrap_or_default();
-            s += &format!(
-                "{:<12} {:>12} {:>14} {:>12} {:>14} {:>8} {:>8} {:>9} {:>9} {:>9}\n",
-                name,
-                c.rx_packets,
-                c.rx_bytes,
-                c.tx_packets,
-                c.tx_bytes,
-                c.pfc_rx,
-                c.pfc_tx,
-                p.rx_errors,
-                p.tx_errors,
-                p.rx_missed
-            );
-        }
-        s += "drops by reason:\n";
-        let mut any = false;
-        for (i, &n) in self.counters.drops.iter().enumerate() {
-            if n > 0 {
-                any = true;
-                s += &format!("  {:<20} {n}\n", self.drop_names.get(i).copied().unwrap_or("unknown"));
-            }
-        }
-        if !any {
-            s += "  (none)\n";
-        }
-        s += &format!(
-            "to_cpu {}  from_cpu {}  recirculated {}  consumed {}\n",
-            self.counters.to_cpu, self.counters.from_cpu, self.counters.recirculated, self.counters.consumed
-        );
-        for (port, stats) in &self.device_stats {
-            s += &format!("device statistics of {port} (non-zero):\n");
-            for (name, v) in stats {
-                s += &format!("  {name:<32} {v}\n");
-            }
-        }
-        s
-    }
-
-    /// Drops counted under `name`.
-    pub fn drops(&self, name: &str) -> u64 {
-        self.drop_names
-            .iter()
-            .position(|n| *n == name)
-            .and_then(|i| self.counters.drops.get(i))
-            .copied()
-            .unwrap_or(0)
-    }
-}
-
-struct Pipeline<P: Program, F, Pl> {
-    id: usize,
-    switch: Switch<P, F>,
-    ports: Vec<Option<Box<dyn PortIo<F>>>>,
-    pool: Pl,
-    burst: usize,
-    clock: ClockSource,
-    stop: Arc<AtomicBool>,
-    ctl: Receiver<Ctl<P::Command>>,
-    cpu: Sender<CpuFrame>,
-    stats: Arc<StatsCell>,
-}
-
-impl<P: Program, F: Frame + Send + 'static, Pl: Pool<F> + Send + 'static> Pipeline<P, F, Pl> {
-    fn run(mut self) -> Summary {
-        let mut rx: Vec<F> = Vec::with_capacity(self.burst);
-        let mut tx: Vec<F> = Vec::with_capacity(self.burst);
-        let start = Instant::now();
-        let mut now = 0u64;
-        let mut loops = 0u64;
-        let mut last_publish = 0u64;
-        let mut last_tick = 0u64;
-        loop {
-            if self.stop.load(Ordering::Relaxed) {
-                break;
-            }
-            match self.clock {
-                ClockSource::Realtime => now = start.elapsed().as_nanos() as u64,
-                ClockSource::Pcap => match self.next_replay_time(now) {
-                    Some(t) => now = now.max(t),
-                    None => break,
-                },
-            }
-            // Receive. On a replay clock, only the frames stamped with this instant.
-            let replay = self.clock == ClockSource::Pcap;
-            receive_all(
-                &mut self.switch,
-                &mut self.ports,
-                &mut self.pool,
-                &mut rx,
-                now,
-                if replay { 0 } else { self.burst },
-            );
-            if now.saturating_sub(last_tick) >= 50_000 || self.clock == ClockSource::Pcap {
-                last_tick = now;
-                self.switch.tick(now, &mut self.pool);
-            }
-            transmit_all(&mut self.switch, &mut self.ports, &mut self.pool, &mut tx, now, self.burst);
-            for c in self.switch.drain_cpu() {
-                let f = CpuFrame {
-                    pipeline: self.id,
-                    ingress_port: c.ingress_port,
-                    code: c.code,
-                    data: c.pkt.data().to_vec(),
-                };
-                let _ = self.cpu.try_send(f);
-                self.pool.free(c.pkt);
-            }
-            loops += 1;
-            if loops.is_multiple_of(64) {
-                while let Ok(Ctl::Command(cmd, reply)) = self.ctl.try_recv() {
-                    let _ = reply.send(self.switch.control(cmd, now));
-                }
-                if now.saturating_sub(last_publish) >= 1_000_000 || self.clock == ClockSource::Pcap {
-                    last_publish = now;
-                    self.publish();
-                }
-            }
-        }
-        self.finish()
-    }
-
-    /// On a replay clock: the time of the next thing to do, or `None` when all is done.
-    fn next_replay_time(&self, now: u64) -> Option<u64> {
-        let input = self.ports.iter().flatten().filter_map(|p| p.next_rx_time()).min();
-        let output = (0..self.ports.len())
-            .filter(|&p| self.ports[p].is_some())
-            .filter_map(|p| self.switch.next_ready(p as u16, now))
-            .min();
-        match (input, output) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-
-    fn port_stats(&self) -> Vec<PortStats> {
-        self.ports.iter().map(|p| p.as_ref().map(|p| p.stats()).unwrap_or_default()).collect()
-    }
-
-    fn publish(&self) {
-        self.stats.store(self.switch.counters(), &self.port_stats());
-    }
-
-    fn finish(mut self) -> Summary {
-        for p in self.ports.iter_mut().flatten() {
-            if let Err(e) = p.flush() {
-                tracing::warn!("flushing a port: {e}");
-            }
-        }
-        self.switch.drain_all(&mut self.pool);
-        self.publish();
-        Summary {
-            ports: Vec::new(),
-            drop_names: self.switch.drop_reasons().names().to_vec(),
-            counters: self.switch.counters().clone(),
-            port_stats: self.port_stats(),
-            device_stats: Vec::new(),
-        }
-    }
-}
-
-/// One receive step of a poll loop: a burst of up to `burst` frames from every port into the
-/// switch, then recirculated packets. `burst == 0` is the replay clock's step: from each port only
-/// a frame stamped `now`, one at a time.
-pub fn receive_all<P, F, T>(
-    switch: &mut Switch<P, F>,
-    ports: &mut [Option<Box<T>>],
-    pool: &mut dyn Pool<F>,
-    rx: &mut Vec<F>,
-    now: u64,
-    burst: usize,
-) where
-    P: Program,
-    F: Frame,
-    T: PortIo<F> + ?Sized,
-{
-    for (pid, port) in ports.iter_mut().enumerate() {
-        let Some(port) = port.as_mut() else { continue };
-        let max = if burst == 0 { usize::from(port.next_rx_time() == Some(now)) } else { burst };
-        if max == 0 {
-            continue;
-        }
-        port.rx_burst(pool, rx, max);
-        switch.receive_burst(now, pid as u16, rx, pool);
-    }
-    switch.process_recirculated(now, pool);
-}
-
-/// One transmit step of a poll loop: for every port, bursts of what the switch releases now,
-/// handed to the port; what the port refuses is dropped and counted (`tx_full`).
-pub fn transmit_all<P, F, T>(
-    switch: &mut Switch<P, F>,
-    ports: &mut [Option<Box<T>>],
-    pool: &mut dyn Pool<F>,
-    tx: &mut Vec<F>,
-    now: u64,
-    burst: usize,
-) where
-    P: Program,
-    F: Frame,
-    T: PortIo<F> + ?Sized,
-{
-    for (pid, port) in ports.iter_mut().enumerate() {
-        let Some(port) = port.as_mut() else { continue };
-        port.set_time(now);
-        loop {
-            let n = switch.transmit(now, pid as u16, tx, burst, pool);
-            if n == 0 {
-                break;
-            }
-            port.tx_burst(tx, pool);
-            if !tx.is_empty() {
-                switch.count_drop(builtin::TX_FULL, tx.len() as u64);
-                for p in tx.drain(..) {
-                    pool.free(p);
-                }
-            }
-            if n < burst {
-                break;
-            }
-        }
-    }
-}
+use crate::buf::{Frame, HeapPool, PktBuf};
+use crate::config::{Backend, Config, PortConfig};
+use crate::port::{AfPacketPort, PcapPort, PortIo, RingPeer, RingPort};
+use crate::programs;
+use crate::switch::DynSwitch;
+use pipeline::{Ctl, Pipeline};
+use summary::{add_port_stats, log_rates};
 
 /// A problem found while starting the switch — a port that cannot be opened, a DPDK EAL that
 /// will not initialise — before any packet was forwarded. `dataplane run` exits with code 2.
@@ -363,10 +94,10 @@ struct DpdkState {
 }
 
 /// A running switch.
-pub struct Runtime<P: Program> {
+pub struct Runtime {
     stop: Arc<AtomicBool>,
     pipelines: Vec<Handle>,
-    ctl: Vec<Sender<Ctl<P::Command>>>,
+    ctl: Vec<Sender<Ctl>>,
     stats: Vec<Arc<StatsCell>>,
     cpu: Receiver<CpuFrame>,
     rings: Vec<(String, RingPeer)>,
@@ -418,16 +149,16 @@ fn open_port<F: Frame + 'static>(
 }
 
 /// What every pipeline shares, to build one.
-struct Common<C> {
+struct Common {
     stop: Arc<AtomicBool>,
     cpu: Sender<CpuFrame>,
     cpu_rx: Receiver<CpuFrame>,
     drop_names: Vec<&'static str>,
-    ctl: Vec<Sender<Ctl<C>>>,
+    ctl: Vec<Sender<Ctl>>,
     stats: Vec<Arc<StatsCell>>,
 }
 
-impl<P: FromConfig> Runtime<P> {
+impl Runtime {
     /// Build every pipeline's switch and ports and start them. Configuration problems in the
     /// program's section are found here, before any thread starts; problems opening ports or
     /// starting DPDK are [`SetupError`]s.
@@ -448,7 +179,7 @@ impl<P: FromConfig> Runtime<P> {
         let mut built = Vec::new();
         let fanout_base = (std::process::id() as u16).wrapping_mul(31);
         for id in 0..n {
-            let switch: Switch<P, PktBuf> = build_switch(cfg)?;
+            let switch = programs::build::<PktBuf>(cfg)?;
             let mut ports = Vec::new();
             for (pid, pc) in cfg.ports.iter().enumerate() {
                 ports.push(open_port::<PktBuf>(pc, pid, id, n, fanout_base, &mut rings)?);
@@ -488,21 +219,23 @@ impl<P: FromConfig> Runtime<P> {
         use crate::port::dpdk::{DpdkPort, Eal, Mbuf, MbufPool};
         let Some(d) = &cfg.dpdk else { unreachable!("start_dpdk without a [dpdk] section") };
         // Every switch is built before the EAL starts, so program errors cost no EAL.
-        let mut built: Vec<Switch<P, Mbuf>> = Vec::new();
-        let first: Switch<P, Mbuf> = build_switch(cfg)?;
+        let mut built: Vec<Box<dyn DynSwitch<Mbuf>>> = Vec::new();
+        let first = programs::build::<Mbuf>(cfg)?;
         let mut eal = Eal::init(&d.eal_args).map_err(setup)?;
         let workers = eal.workers().to_vec();
-        if P::single_pipeline() && workers.len() > 1 {
+        if let Some(why) = cfg.program_info().single_pipeline
+            && workers.len() > 1
+        {
             return Err(setup(anyhow::anyhow!(
-                "program {:?} runs one pipeline, but dpdk.eal_args give {} worker lcores ({workers:?}): give one (e.g. -l 0-1)",
-                cfg.program.name(),
+                "program {:?} runs one pipeline ({why}), but dpdk.eal_args give {} worker lcores ({workers:?}): give one (e.g. -l 0-1)",
+                cfg.program,
                 workers.len()
             )));
         }
         let n = workers.len();
         built.push(first);
         for _ in 1..n {
-            built.push(build_switch(cfg)?);
+            built.push(programs::build::<Mbuf>(cfg)?);
         }
         let dpdk_ports = cfg.ports.iter().filter(|p| matches!(p.backend, Backend::Dpdk { .. })).count();
         // Each rx ring full, each tx ring full, and every lcore's cache with a burst in flight.
@@ -591,7 +324,7 @@ impl<P: FromConfig> Runtime<P> {
         }
     }
 
-    fn common(drop_names: Vec<&'static str>) -> Common<P::Command> {
+    fn common(drop_names: Vec<&'static str>) -> Common {
         let (cpu, cpu_rx) = bounded(4096);
         Common {
             stop: Arc::new(AtomicBool::new(false)),
@@ -605,12 +338,12 @@ impl<P: FromConfig> Runtime<P> {
 
     fn pipeline<F: Frame, Pl>(
         cfg: &Config,
-        common: &mut Common<P::Command>,
+        common: &mut Common,
         id: usize,
-        switch: Switch<P, F>,
+        switch: Box<dyn DynSwitch<F>>,
         ports: Vec<Option<Box<dyn PortIo<F>>>>,
         pool: Pl,
-    ) -> Pipeline<P, F, Pl> {
+    ) -> Pipeline<F, Pl> {
         let (ctl_tx, ctl_rx) = bounded(64);
         let cell = Arc::new(StatsCell::new(cfg.ports.len(), common.drop_names.len()));
         common.ctl.push(ctl_tx);
@@ -619,6 +352,7 @@ impl<P: FromConfig> Runtime<P> {
             id,
             switch,
             ports,
+            port_names: cfg.ports.iter().map(|p| p.name.clone()).collect(),
             pool,
             burst: cfg.runtime.burst,
             clock: cfg.runtime.clock,
@@ -631,14 +365,14 @@ impl<P: FromConfig> Runtime<P> {
 
     fn assemble(
         cfg: &Config,
-        common: Common<P::Command>,
+        common: Common,
         pipelines: Vec<Handle>,
         rings: Vec<(String, RingPeer)>,
     ) -> Self {
         tracing::info!(
             "{} pipeline(s) running program {:?} on {} port(s): {}",
             pipelines.len(),
-            cfg.program.name(),
+            cfg.program,
             cfg.ports.len(),
             cfg.ports.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ")
         );
@@ -672,9 +406,8 @@ impl<P: FromConfig> Runtime<P> {
     pub fn command(&self, line: &str) -> Result<String, String> {
         let mut answer = Err("no pipeline".to_string());
         for (i, c) in self.ctl.iter().enumerate() {
-            let cmd = P::parse_command(line, &self.port_names)?;
             let (tx, rx) = bounded(1);
-            c.send(Ctl::Command(cmd, tx)).map_err(|_| "pipeline stopped".to_string())?;
+            c.send(Ctl::Command(line.to_string(), tx)).map_err(|_| "pipeline stopped".to_string())?;
             let r =
                 rx.recv_timeout(Duration::from_secs(5)).map_err(|_| "pipeline did not answer".to_string())?;
             if i == 0 {
@@ -793,7 +526,7 @@ impl<P: FromConfig> Runtime<P> {
     }
 }
 
-impl<P: Program> Drop for Runtime<P> {
+impl Drop for Runtime {
     /// A runtime dropped without [`Runtime::stop`] (an error while serving) still stops and
     /// joins its pipelines before DPDK, declared after them, is released.
     fn drop(&mut self) {
@@ -804,48 +537,10 @@ impl<P: Program> Drop for Runtime<P> {
     }
 }
 
-fn add_port_stats(acc: &mut Vec<PortStats>, more: &[PortStats]) {
-    if acc.len() < more.len() {
-        acc.resize(more.len(), PortStats::default());
-    }
-    for (a, b) in acc.iter_mut().zip(more) {
-        a.rx += b.rx;
-        a.tx += b.tx;
-        a.rx_errors += b.rx_errors;
-        a.tx_errors += b.tx_errors;
-        a.rx_missed += b.rx_missed;
-    }
-}
-
-fn log_rates(prev: &Summary, cur: &Summary, dt: f64) {
-    for (i, name) in cur.ports.iter().enumerate() {
-        let (a, b) = (
-            prev.counters.ports.get(i).copied().unwrap_or_default(),
-            cur.counters.ports.get(i).copied().unwrap_or_default(),
-        );
-        let rx_pps = (b.rx_packets - a.rx_packets) as f64 / dt;
-        let tx_pps = (b.tx_packets - a.tx_packets) as f64 / dt;
-        let rx_bps = (b.rx_bytes - a.rx_bytes) as f64 * 8.0 / dt;
-        let tx_bps = (b.tx_bytes - a.tx_bytes) as f64 * 8.0 / dt;
-        tracing::info!(port = %name, rx_pps = rx_pps as u64, rx_bps = rx_bps as u64, tx_pps = tx_pps as u64, tx_bps = tx_bps as u64, pfc_rx = b.pfc_rx, pfc_tx = b.pfc_tx, "port");
-    }
-    let drops: Vec<String> = cur
-        .counters
-        .drops
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| **n > 0)
-        .map(|(i, n)| format!("{}={n}", cur.drop_names.get(i).copied().unwrap_or("?")))
-        .collect();
-    if !drops.is_empty() {
-        tracing::info!(drops = %drops.join(" "), "drops so far");
-    }
-}
-
 /// Run a switch until SIGINT/SIGTERM (or, on a replay clock, until the replay is done) and return
 /// its final counters.
-pub fn run<P: FromConfig>(cfg: &Config) -> Result<Summary> {
-    let rt = Runtime::<P>::start(cfg)?;
+pub fn run(cfg: &Config) -> Result<Summary> {
+    let rt = Runtime::start(cfg)?;
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, rt.stop_flag()).context("installing a signal handler")?;
     }

@@ -300,7 +300,10 @@ impl Lab {
             }
             self.step();
         }
-        panic!("not connected:\n{}", self.sw.control(dataplane::programs::dta_translator::Command::Show, 0).unwrap());
+        panic!(
+            "not connected:\n{}",
+            self.sw.control(dataplane::programs::dta_translator::Command::Show, 0).unwrap()
+        );
     }
 
     /// Send a report from `src` to `dst` into port p0 (unless lost on the way).

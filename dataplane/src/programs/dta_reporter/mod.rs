@@ -37,6 +37,9 @@ use super::dta_translator::reporter::{
 };
 use super::dta_translator::{MAX_REPORT, NACK_PORT, parse_priority};
 use super::l2l3::L2l3;
+mod config;
+
+pub use self::config::DtaReporterSection;
 use super::{BuildCtx, FromConfig};
 use crate::buf::Frame;
 use crate::config::{Config, ConfigError};
@@ -125,6 +128,16 @@ pub struct DtaReporter {
 }
 
 impl FromConfig for DtaReporter {
+    const NAME: &'static str = "dta_reporter";
+    const ABOUT: &'static str = "l2l3 forwarding that reports on the flows it forwards as a DTA reporter";
+    const SECTIONS: &'static [&'static str] = &["l2l3", "dta_reporter"];
+    const SINGLE_PIPELINE: Option<&'static str> =
+        Some("the DTA reporter numbers its reports in one sequence");
+
+    fn resolved(cfg: &Config) -> Result<String, ConfigError> {
+        Ok(L2l3::section(cfg)?.resolved())
+    }
+
     fn from_config(cfg: &Config, ctx: &mut BuildCtx) -> Result<Self, ConfigError> {
         Self::build(cfg, ctx)
     }
@@ -135,7 +148,12 @@ impl DtaReporter {
     pub fn build(cfg: &Config, ctx: &mut BuildCtx) -> Result<Self, ConfigError> {
         let c = cfg.ctx();
         let l2l3 = L2l3::build(cfg, ctx)?;
-        let d = cfg.dta_reporter.as_ref().ok_or_else(|| c.err("dta_reporter", "missing"))?;
+        let d = &cfg.section::<DtaReporterSection>("dta_reporter")?.ok_or_else(|| {
+            c.err(
+                "dta_reporter",
+                format!("program {:?} needs a [dta_reporter] section with its collectors", Self::NAME),
+            )
+        })?;
         if d.collectors.is_empty() {
             return Err(c.err("dta_reporter.collectors", "at least one collector address"));
         }
@@ -385,10 +403,6 @@ impl DtaReporter {
 
 impl Program for DtaReporter {
     type Command = Command;
-
-    fn single_pipeline() -> bool {
-        true
-    }
 
     fn ingress<F: Frame>(&mut self, pkt: &mut F, md: &mut IngressMd, out: &mut Emitter<'_, F>) {
         // A NACK to this switch?

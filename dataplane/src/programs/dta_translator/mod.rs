@@ -35,6 +35,7 @@
 //!
 //! Every report not translated is dropped under a named reason.
 
+mod config;
 mod qp;
 pub mod reporter;
 pub mod state;
@@ -53,14 +54,15 @@ use wire::roce::{Opcode, RoceRepr, icrc};
 use wire::stack::UdpFlow;
 use wire::udp::UdpPacket;
 
+pub use self::config::{DtaCollector, DtaList, DtaPostcarder, DtaSection, DtaSketch};
 use self::qp::{Phase, Qp, Store};
 use self::state::{
     AppendBatcher, PostcardOutcome, PostcarderCache, ReporterSeq, SeqVerdict, SketchMerger, SketchOutcome,
 };
-use super::BuildCtx;
 use super::l2l3::{L2l3, NoNextHop};
+use super::{BuildCtx, FromConfig};
 use crate::buf::Frame;
-use crate::config::{Config, ConfigError, DtaSection};
+use crate::config::{Config, ConfigError};
 use crate::model::{
     Color, DropReason, ExactTable, MeterArray, MeterConfig, ResourceInfo, ResourceKind, Resources, builtin,
 };
@@ -288,7 +290,9 @@ impl DtaTranslator {
     pub fn build(cfg: &Config, ctx: &mut BuildCtx) -> Result<Self, ConfigError> {
         let c = cfg.ctx();
         let l2l3 = L2l3::build(cfg, ctx)?;
-        let d: &DtaSection = cfg.dta.as_ref().ok_or_else(|| c.err("dta", "missing"))?;
+        let d: &DtaSection = &cfg.section::<DtaSection>("dta")?.ok_or_else(|| {
+            c.err("dta", format!("program {:?} needs a [dta] section with its collectors", Self::NAME))
+        })?;
         let base = match d.base.as_deref().unwrap_or("long") {
             "long" => BaseForm::Long,
             "short" => BaseForm::Short,
@@ -1491,12 +1495,25 @@ impl Command {
     }
 }
 
+impl FromConfig for DtaTranslator {
+    const NAME: &'static str = "dta_translator";
+    const ABOUT: &'static str =
+        "the DTA translator: reports in, RoCEv2 RDMA to collectors out (with l2l3 forwarding)";
+    const SECTIONS: &'static [&'static str] = &["l2l3", "dta"];
+    const SINGLE_PIPELINE: Option<&'static str> =
+        Some("the DTA translator keeps one queue pair per collector store");
+
+    fn from_config(cfg: &Config, ctx: &mut BuildCtx) -> Result<Self, ConfigError> {
+        Self::build(cfg, ctx)
+    }
+
+    fn resolved(cfg: &Config) -> Result<String, ConfigError> {
+        Ok(L2l3::section(cfg)?.resolved())
+    }
+}
+
 impl Program for DtaTranslator {
     type Command = Command;
-
-    fn single_pipeline() -> bool {
-        true
-    }
 
     #[inline]
     fn ingress<F: Frame>(&mut self, pkt: &mut F, md: &mut IngressMd, out: &mut Emitter<'_, F>) {

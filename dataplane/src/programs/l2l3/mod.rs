@@ -23,7 +23,10 @@ use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame};
 use wire::hpcc_int::{IntHeader, IntHopRepr};
 use wire::ipv4::{Ipv4Packet, protocol};
 
-use super::BuildCtx;
+mod config;
+
+pub use self::config::{L2l3Section, NeighborEntry, RouteEntry, StaticMac};
+use super::{BuildCtx, FromConfig};
 use crate::buf::Frame;
 use crate::config::{Config, ConfigError, parse_cidr};
 use crate::model::{
@@ -147,7 +150,7 @@ impl L2l3 {
     /// Build from a configuration: ports, addresses, the `[l2l3]` section.
     pub fn build(cfg: &Config, ctx: &mut BuildCtx) -> Result<Self, ConfigError> {
         let c = cfg.ctx();
-        let s = &cfg.l2l3;
+        let s = &Self::section(cfg)?;
         let res = &mut ctx.resources;
         let nports = cfg.ports.len();
         let macs = ExactTable::new(res, "mac", s.mac_table_size.unwrap_or(DEFAULT_MAC_TABLE), 48, 24);
@@ -259,6 +262,11 @@ impl L2l3 {
         }
         p.resources = std::mem::take(&mut ctx.resources);
         Ok(p)
+    }
+
+    /// The `[l2l3]` section of `cfg` (empty when absent: every default).
+    pub fn section(cfg: &Config) -> Result<L2l3Section, ConfigError> {
+        Ok(cfg.section::<L2l3Section>("l2l3")?.unwrap_or_default())
     }
 
     /// Apply a command (the control plane's and the configuration's path into the tables).
@@ -639,6 +647,21 @@ pub fn stamp_int(frame: &mut [u8], switch_id: u16, md: &EgressMd) -> bool {
     frame[l4 + 6] = 0;
     frame[l4 + 7] = 0;
     true
+}
+
+impl FromConfig for L2l3 {
+    const NAME: &'static str = "l2l3";
+    const ABOUT: &'static str =
+        "L2 bridging with MAC learning, IPv4 routing with ECMP, ARP, optional HPCC++ INT";
+    const SECTIONS: &'static [&'static str] = &["l2l3"];
+
+    fn from_config(cfg: &Config, ctx: &mut BuildCtx) -> Result<Self, ConfigError> {
+        Self::build(cfg, ctx)
+    }
+
+    fn resolved(cfg: &Config) -> Result<String, ConfigError> {
+        Ok(Self::section(cfg)?.resolved())
+    }
 }
 
 impl Program for L2l3 {

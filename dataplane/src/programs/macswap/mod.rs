@@ -34,6 +34,10 @@ impl MacSwap {
 }
 
 impl FromConfig for MacSwap {
+    const NAME: &'static str = "macswap";
+    const ABOUT: &'static str = "testpmd's macswap: swap MACs, send out of the paired port";
+    const SECTIONS: &'static [&'static str] = &[];
+
     fn from_config(cfg: &Config, _ctx: &mut BuildCtx) -> Result<Self, ConfigError> {
         Ok(Self::new(cfg.ports.len() as PortId))
     }

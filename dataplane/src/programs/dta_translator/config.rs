@@ -1,0 +1,126 @@
+//! The `[dta]` section of the translator, as written; [`DtaTranslator::build`](super::DtaTranslator::build)
+//! validates it.
+
+use serde::Deserialize;
+
+/// The `[dta]` section of a DTA translator, as written (the program validates it).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DtaSection {
+    /// Reports' base-header form: `"long"` (3 bytes, with sequence numbers) or `"short"`.
+    pub base: Option<String>,
+    /// Key-Write data bytes: 4, 12 or 28.
+    pub keywrite_data_len: Option<usize>,
+    /// Largest Key-Write / Key-Increment redundancy accepted (1..=8).
+    pub max_redundancy: Option<u8>,
+    /// Priority of short-form reports: `"low"`, `"medium"` or `"high"`.
+    pub default_priority: Option<String>,
+    /// UDP port reports arrive on.
+    pub udp_port: Option<u16>,
+    /// The translator's source address towards collectors (default: its address on the port
+    /// facing each collector).
+    pub source_ip: Option<String>,
+    /// TM queue of the RDMA packets.
+    pub queue: Option<u8>,
+    /// DSCP of the RDMA packets.
+    pub dscp: Option<u8>,
+    /// ECN codepoint of the RDMA packets (0 Not-ECT, 1 or 2 ECT).
+    pub ecn: Option<u8>,
+    /// AckReq at least every this many packets per QP.
+    pub ack_every: Option<u32>,
+    /// Outstanding RDMA packets per QP.
+    pub window: Option<u32>,
+    /// Retransmission timeout, µs.
+    pub timeout_us: Option<u64>,
+    /// Timeouts without progress before a QP is reset and reconnected.
+    pub retry_limit: Option<u8>,
+    /// An unacknowledged tail older than this (µs) gets a zero-length WRITE asking for an ACK.
+    pub ack_probe_us: Option<u64>,
+    /// A partial Append batch is written after this long (µs).
+    pub append_flush_us: Option<u64>,
+    /// Least time between two NACKs for the same gap (or two slow-down messages) to one
+    /// reporter, µs (default 20). A new gap is NACKed at once. Keep it under the time a reporter
+    /// takes to send 128 reports: its 8-bit sequence numbers cannot name older ones.
+    pub nack_interval_us: Option<u64>,
+    /// Reporters whose sequence numbers are tracked.
+    pub reporters: Option<usize>,
+    /// High-priority reports that can wait for the rate to allow them.
+    pub park: Option<usize>,
+    /// CM answer timeout, ms.
+    pub cm_timeout_ms: Option<u64>,
+    /// First CM retry backoff, ms (doubles up to 10 s).
+    pub cm_backoff_ms: Option<u64>,
+    /// The collectors.
+    #[serde(default)]
+    pub collector: Vec<DtaCollector>,
+}
+
+/// One `[[dta.collector]]`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DtaCollector {
+    /// Name, for logs.
+    pub name: String,
+    /// Address.
+    pub ip: String,
+    /// RDMA packets per second the translator may send it (committed rate); none: unlimited.
+    pub rate: Option<u64>,
+    /// Peak rate, packets per second (default: `rate`).
+    pub peak: Option<u64>,
+    /// Burst, packets.
+    pub burst: Option<u64>,
+    /// librdmacm port of its Key-Write store.
+    pub keywrite: Option<u16>,
+    /// librdmacm port of its Key-Increment store.
+    pub keyincrement: Option<u16>,
+    /// Its Postcarder store.
+    pub postcarder: Option<DtaPostcarder>,
+    /// Its Append lists.
+    #[serde(default)]
+    pub append: Vec<DtaList>,
+    /// Its sketches.
+    #[serde(default)]
+    pub sketch: Vec<DtaSketch>,
+}
+
+/// `postcarder = { port = 1336, hops = 5, cache = 32768 }`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DtaPostcarder {
+    /// librdmacm port.
+    pub port: u16,
+    /// Hops per path (1..=5).
+    pub hops: Option<u8>,
+    /// Paths cached while their postcards arrive (a power of two).
+    pub cache: Option<usize>,
+}
+
+/// `{ list = 0, port = 1338, batch = 16 }`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DtaList {
+    /// List ID.
+    pub list: u32,
+    /// librdmacm port.
+    pub port: u16,
+    /// Entries per RDMA WRITE (1, 2, 4, 8 or 16).
+    pub batch: Option<u32>,
+}
+
+/// `{ id = 0, port = 1341, rows = 4, columns = 1024, reporters = [0, 1], batch = 4 }`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DtaSketch {
+    /// Sketch ID.
+    pub id: u16,
+    /// librdmacm port.
+    pub port: u16,
+    /// Counters per column.
+    pub rows: u16,
+    /// Columns.
+    pub columns: u32,
+    /// Reporter IDs whose copies are merged.
+    pub reporters: Vec<u16>,
+    /// Columns per RDMA WRITE.
+    pub batch: Option<u32>,
+}

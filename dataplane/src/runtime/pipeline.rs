@@ -1,0 +1,214 @@
+//! One pipeline's poll loop, and the receive and transmit steps every poll loop shares (the
+//! benches run them too).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, Sender};
+
+use super::StatsCell;
+use super::summary::Summary;
+use crate::buf::{Frame, Pool};
+use crate::config::ClockSource;
+use crate::model::builtin;
+use crate::port::{PortIo, PortStats};
+use crate::switch::DynSwitch;
+
+/// A frame for the switch CPU.
+#[derive(Debug, Clone)]
+pub struct CpuFrame {
+    /// Which pipeline sent it.
+    pub pipeline: usize,
+    /// The port it arrived on.
+    pub ingress_port: u16,
+    /// Mirror code, if mirrored.
+    pub code: Option<u16>,
+    /// The frame.
+    pub data: Vec<u8>,
+}
+
+/// What the control thread asks of a pipeline.
+pub(super) enum Ctl {
+    /// One line of the program's control protocol, and where its answer goes.
+    Command(String, Sender<Result<String, String>>),
+}
+
+/// One pipeline: a switch, its ports and its buffers, polled in a loop on its own lcore.
+pub(super) struct Pipeline<F, Pl> {
+    pub(super) id: usize,
+    pub(super) switch: Box<dyn DynSwitch<F>>,
+    pub(super) ports: Vec<Option<Box<dyn PortIo<F>>>>,
+    /// Port names, for the control protocol.
+    pub(super) port_names: Vec<String>,
+    pub(super) pool: Pl,
+    pub(super) burst: usize,
+    pub(super) clock: ClockSource,
+    pub(super) stop: Arc<AtomicBool>,
+    pub(super) ctl: Receiver<Ctl>,
+    pub(super) cpu: Sender<CpuFrame>,
+    pub(super) stats: Arc<StatsCell>,
+}
+
+impl<F: Frame + Send + 'static, Pl: Pool<F> + Send + 'static> Pipeline<F, Pl> {
+    pub(super) fn run(mut self) -> Summary {
+        let mut rx: Vec<F> = Vec::with_capacity(self.burst);
+        let mut tx: Vec<F> = Vec::with_capacity(self.burst);
+        let start = Instant::now();
+        let mut now = 0u64;
+        let mut loops = 0u64;
+        let mut last_publish = 0u64;
+        let mut last_tick = 0u64;
+        let mut to_cpu = Vec::new();
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            match self.clock {
+                ClockSource::Realtime => now = start.elapsed().as_nanos() as u64,
+                ClockSource::Pcap => match self.next_replay_time(now) {
+                    Some(t) => now = now.max(t),
+                    None => break,
+                },
+            }
+            // Receive. On a replay clock, only the frames stamped with this instant.
+            let replay = self.clock == ClockSource::Pcap;
+            receive_all(
+                &mut *self.switch,
+                &mut self.ports,
+                &mut self.pool,
+                &mut rx,
+                now,
+                if replay { 0 } else { self.burst },
+            );
+            if now.saturating_sub(last_tick) >= 50_000 || self.clock == ClockSource::Pcap {
+                last_tick = now;
+                self.switch.tick(now, &mut self.pool);
+            }
+            transmit_all(&mut *self.switch, &mut self.ports, &mut self.pool, &mut tx, now, self.burst);
+            self.switch.drain_cpu_into(&mut to_cpu);
+            for c in to_cpu.drain(..) {
+                let f = CpuFrame {
+                    pipeline: self.id,
+                    ingress_port: c.ingress_port,
+                    code: c.code,
+                    data: c.pkt.data().to_vec(),
+                };
+                let _ = self.cpu.try_send(f);
+                self.pool.free(c.pkt);
+            }
+            loops += 1;
+            if loops.is_multiple_of(64) {
+                while let Ok(Ctl::Command(line, reply)) = self.ctl.try_recv() {
+                    let _ = reply.send(self.switch.command(&line, &self.port_names, now));
+                }
+                if now.saturating_sub(last_publish) >= 1_000_000 || self.clock == ClockSource::Pcap {
+                    last_publish = now;
+                    self.publish();
+                }
+            }
+        }
+        self.finish()
+    }
+
+    /// On a replay clock: the time of the next thing to do, or `None` when all is done.
+    fn next_replay_time(&self, now: u64) -> Option<u64> {
+        let input = self.ports.iter().flatten().filter_map(|p| p.next_rx_time()).min();
+        let output = (0..self.ports.len())
+            .filter(|&p| self.ports[p].is_some())
+            .filter_map(|p| self.switch.next_ready(p as u16, now))
+            .min();
+        match (input, output) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn port_stats(&self) -> Vec<PortStats> {
+        self.ports.iter().map(|p| p.as_ref().map(|p| p.stats()).unwrap_or_default()).collect()
+    }
+
+    fn publish(&self) {
+        self.stats.store(self.switch.counters(), &self.port_stats());
+    }
+
+    fn finish(mut self) -> Summary {
+        for p in self.ports.iter_mut().flatten() {
+            if let Err(e) = p.flush() {
+                tracing::warn!("flushing a port: {e}");
+            }
+        }
+        self.switch.drain_all(&mut self.pool);
+        self.publish();
+        Summary {
+            ports: Vec::new(),
+            drop_names: self.switch.drop_reasons().names().to_vec(),
+            counters: self.switch.counters().clone(),
+            port_stats: self.port_stats(),
+            device_stats: Vec::new(),
+        }
+    }
+}
+
+/// One receive step of a poll loop: a burst of up to `burst` frames from every port into the
+/// switch, then recirculated packets. `burst == 0` is the replay clock's step: from each port only
+/// a frame stamped `now`, one at a time.
+pub fn receive_all<S, F, T>(
+    switch: &mut S,
+    ports: &mut [Option<Box<T>>],
+    pool: &mut dyn Pool<F>,
+    rx: &mut Vec<F>,
+    now: u64,
+    burst: usize,
+) where
+    S: DynSwitch<F> + ?Sized,
+    F: Frame,
+    T: PortIo<F> + ?Sized,
+{
+    for (pid, port) in ports.iter_mut().enumerate() {
+        let Some(port) = port.as_mut() else { continue };
+        let max = if burst == 0 { usize::from(port.next_rx_time() == Some(now)) } else { burst };
+        if max == 0 {
+            continue;
+        }
+        port.rx_burst(pool, rx, max);
+        switch.receive_burst(now, pid as u16, rx, pool);
+    }
+    switch.process_recirculated(now, pool);
+}
+
+/// One transmit step of a poll loop: for every port, bursts of what the switch releases now,
+/// handed to the port; what the port refuses is dropped and counted (`tx_full`).
+pub fn transmit_all<S, F, T>(
+    switch: &mut S,
+    ports: &mut [Option<Box<T>>],
+    pool: &mut dyn Pool<F>,
+    tx: &mut Vec<F>,
+    now: u64,
+    burst: usize,
+) where
+    S: DynSwitch<F> + ?Sized,
+    F: Frame,
+    T: PortIo<F> + ?Sized,
+{
+    for (pid, port) in ports.iter_mut().enumerate() {
+        let Some(port) = port.as_mut() else { continue };
+        port.set_time(now);
+        loop {
+            let n = switch.transmit(now, pid as u16, tx, burst, pool);
+            if n == 0 {
+                break;
+            }
+            port.tx_burst(tx, pool);
+            if !tx.is_empty() {
+                switch.count_drop(builtin::TX_FULL, tx.len() as u64);
+                for p in tx.drain(..) {
+                    pool.free(p);
+                }
+            }
+            if n < burst {
+                break;
+            }
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! [`DynSwitch`]: a switch whatever its program, for the runtimes that pick the program from a
+//! configuration (the poll-mode runtime, the lab, the tools).
+//!
+//! [`Switch<P, F>`] is generic over its program so that ingress and egress are inlined into the
+//! per-packet loop. `DynSwitch` is the same switch behind one call per burst, per port poll or
+//! per timer: what a runtime does to a switch, never what the switch does per packet, so the
+//! indirection costs one call per burst of up to 32 packets.
+
+use std::any::Any;
+
+use super::{Counters, CpuPacket, PortId, Program, Switch};
+use crate::buf::{Frame, Pool};
+use crate::model::{DropReason, DropReasons, Resources};
+use crate::tm::TrafficManager;
+
+/// What a runtime does to a switch, whatever program it runs (see [`Switch`] for each call).
+pub trait DynSwitch<F>: Send {
+    /// [`Switch::receive_burst`].
+    fn receive_burst(&mut self, now: u64, port: PortId, pkts: &mut Vec<F>, pool: &mut dyn Pool<F>);
+    /// [`Switch::receive`].
+    fn receive(&mut self, now: u64, port: PortId, pkt: F, pool: &mut dyn Pool<F>);
+    /// [`Switch::inject`].
+    fn inject(&mut self, now: u64, pkt: F, pool: &mut dyn Pool<F>);
+    /// [`Switch::process_recirculated`].
+    fn process_recirculated(&mut self, now: u64, pool: &mut dyn Pool<F>);
+    /// [`Switch::transmit`].
+    fn transmit(
+        &mut self,
+        now: u64,
+        port: PortId,
+        out: &mut Vec<F>,
+        max: usize,
+        pool: &mut dyn Pool<F>,
+    ) -> usize;
+    /// [`Switch::tick`].
+    fn tick(&mut self, now: u64, pool: &mut dyn Pool<F>);
+    /// [`Switch::next_ready`].
+    fn next_ready(&self, port: PortId, now: u64) -> Option<u64>;
+    /// Move the packets waiting for the CPU to `out` ([`Switch::drain_cpu`]).
+    fn drain_cpu_into(&mut self, out: &mut Vec<CpuPacket<F>>);
+    /// [`Switch::drain_all`].
+    fn drain_all(&mut self, pool: &mut dyn Pool<F>);
+    /// [`Switch::count_drop`].
+    fn count_drop(&mut self, reason: DropReason, n: u64);
+    /// [`Switch::counters`].
+    fn counters(&self) -> &Counters;
+    /// [`Switch::drop_reasons`].
+    fn drop_reasons(&self) -> &DropReasons;
+    /// [`Switch::tm`].
+    fn tm(&self) -> &TrafficManager<F>;
+    /// [`Switch::set_cut_through`].
+    fn set_cut_through(&mut self, on: bool);
+    /// Parse one line of the program's control protocol ([`Program::parse_command`]) and apply
+    /// it ([`Program::control`]).
+    fn command(&mut self, line: &str, ports: &[String], now: u64) -> Result<String, String>;
+    /// The program's declarations ([`Program::resources`]).
+    fn resources(&self) -> &Resources;
+    /// The program itself, for a caller that knows its type (`downcast_ref::<DtaTranslator>()`).
+    fn program_any(&self) -> &dyn Any;
+    /// The program itself, writable.
+    fn program_any_mut(&mut self) -> &mut dyn Any;
+}
+
+impl<P: Program, F: Frame + Send + 'static> DynSwitch<F> for Switch<P, F> {
+    #[inline]
+    fn receive_burst(&mut self, now: u64, port: PortId, pkts: &mut Vec<F>, pool: &mut dyn Pool<F>) {
+        Switch::receive_burst(self, now, port, pkts, pool)
+    }
+
+    fn receive(&mut self, now: u64, port: PortId, pkt: F, pool: &mut dyn Pool<F>) {
+        Switch::receive(self, now, port, pkt, pool)
+    }
+
+    fn inject(&mut self, now: u64, pkt: F, pool: &mut dyn Pool<F>) {
+        Switch::inject(self, now, pkt, pool)
+    }
+
+    #[inline]
+    fn process_recirculated(&mut self, now: u64, pool: &mut dyn Pool<F>) {
+        Switch::process_recirculated(self, now, pool)
+    }
+
+    #[inline]
+    fn transmit(
+        &mut self,
+        now: u64,
+        port: PortId,
+        out: &mut Vec<F>,
+        max: usize,
+        pool: &mut dyn Pool<F>,
+    ) -> usize {
+        Switch::transmit(self, now, port, out, max, pool)
+    }
+
+    fn tick(&mut self, now: u64, pool: &mut dyn Pool<F>) {
+        Switch::tick(self, now, pool)
+    }
+
+    fn next_ready(&self, port: PortId, now: u64) -> Option<u64> {
+        Switch::next_ready(self, port, now)
+    }
+
+    fn drain_cpu_into(&mut self, out: &mut Vec<CpuPacket<F>>) {
+        out.extend(Switch::drain_cpu(self))
+    }
+
+    fn drain_all(&mut self, pool: &mut dyn Pool<F>) {
+        Switch::drain_all(self, pool)
+    }
+
+    fn count_drop(&mut self, reason: DropReason, n: u64) {
+        Switch::count_drop(self, reason, n)
+    }
+
+    fn counters(&self) -> &Counters {
+        Switch::counters(self)
+    }
+
+    fn drop_reasons(&self) -> &DropReasons {
+        Switch::drop_reasons(self)
+    }
+
+    fn tm(&self) -> &TrafficManager<F> {
+        Switch::tm(self)
+    }
+
+    fn set_cut_through(&mut self, on: bool) {
+        Switch::set_cut_through(self, on)
+    }
+
+    fn command(&mut self, line: &str, ports: &[String], now: u64) -> Result<String, String> {
+        let cmd = P::parse_command(line, ports)?;
+        self.control(cmd, now)
+    }
+
+    fn resources(&self) -> &Resources {
+        self.program().resources()
+    }
+
+    fn program_any(&self) -> &dyn Any {
+        self.program()
+    }
+
+    fn program_any_mut(&mut self) -> &mut dyn Any {
+        self.program_mut()
+    }
+}
