@@ -4,10 +4,52 @@ use core::net::Ipv4Addr;
 
 use crate::error::{Error, Result, chunk};
 use crate::ethernet::EthernetAddress;
-use crate::field::{array_at, set_u16, u16_at, u32_at};
+use crate::field::array_at;
+use crate::spec::Header;
 
 /// Length of an Ethernet/IPv4 ARP body.
 pub const LEN: usize = 28;
+
+/// The fields of an Ethernet/IPv4 ARP body.
+pub mod field {
+    use crate::spec::Field;
+
+    /// Hardware type (1: Ethernet).
+    pub const HTYPE: Field = Field::bytes("htype", 0, 2);
+    /// Protocol type (0x0800: IPv4).
+    pub const PTYPE: Field = Field::bytes("ptype", 2, 2);
+    /// Hardware address length (6).
+    pub const HLEN: Field = Field::bytes("hlen", 4, 1);
+    /// Protocol address length (4).
+    pub const PLEN: Field = Field::bytes("plen", 5, 1);
+    /// Operation.
+    pub const OPER: Field = Field::bytes("oper", 6, 2);
+    /// Sender hardware address.
+    pub const SENDER_MAC: Field = Field::bytes("sender_mac", 8, 6);
+    /// Sender protocol address.
+    pub const SENDER_IP: Field = Field::bytes("sender_ip", 14, 4);
+    /// Target hardware address.
+    pub const TARGET_MAC: Field = Field::bytes("target_mac", 18, 6);
+    /// Target protocol address.
+    pub const TARGET_IP: Field = Field::bytes("target_ip", 24, 4);
+}
+
+/// The Ethernet/IPv4 ARP body.
+pub const HEADER: Header = Header {
+    name: "arp",
+    fields: &[
+        field::HTYPE,
+        field::PTYPE,
+        field::HLEN,
+        field::PLEN,
+        field::OPER,
+        field::SENDER_MAC,
+        field::SENDER_IP,
+        field::TARGET_MAC,
+        field::TARGET_IP,
+    ],
+    len: LEN,
+};
 /// Operation: request.
 pub const OP_REQUEST: u16 = 1;
 /// Operation: reply.
@@ -23,35 +65,35 @@ fixed_view!(
 impl<T: AsRef<[u8]>> ArpPacket<T> {
     /// Hardware type (1 = Ethernet).
     pub fn htype(&self) -> u16 {
-        u16_at(self.buffer.as_ref(), 0)
+        field::HTYPE.get_u16(self.buffer.as_ref())
     }
     /// Protocol type (0x0800 = IPv4).
     pub fn ptype(&self) -> u16 {
-        u16_at(self.buffer.as_ref(), 2)
+        field::PTYPE.get_u16(self.buffer.as_ref())
     }
     /// Hardware and protocol address lengths.
     pub fn lengths(&self) -> (u8, u8) {
-        (self.buffer.as_ref()[4], self.buffer.as_ref()[5])
+        (field::HLEN.get_u8(self.buffer.as_ref()), field::PLEN.get_u8(self.buffer.as_ref()))
     }
     /// Operation.
     pub fn op(&self) -> u16 {
-        u16_at(self.buffer.as_ref(), 6)
+        field::OPER.get_u16(self.buffer.as_ref())
     }
     /// Sender hardware address.
     pub fn sender_mac(&self) -> EthernetAddress {
-        EthernetAddress(array_at(self.buffer.as_ref(), 8))
+        EthernetAddress(array_at(self.buffer.as_ref(), field::SENDER_MAC.byte()))
     }
     /// Sender protocol address.
     pub fn sender_ip(&self) -> Ipv4Addr {
-        Ipv4Addr::from_bits(u32_at(self.buffer.as_ref(), 14))
+        Ipv4Addr::from_bits(field::SENDER_IP.get_u32(self.buffer.as_ref()))
     }
     /// Target hardware address.
     pub fn target_mac(&self) -> EthernetAddress {
-        EthernetAddress(array_at(self.buffer.as_ref(), 18))
+        EthernetAddress(array_at(self.buffer.as_ref(), field::TARGET_MAC.byte()))
     }
     /// Target protocol address.
     pub fn target_ip(&self) -> Ipv4Addr {
-        Ipv4Addr::from_bits(u32_at(self.buffer.as_ref(), 24))
+        Ipv4Addr::from_bits(field::TARGET_IP.get_u32(self.buffer.as_ref()))
     }
 }
 
@@ -60,13 +102,16 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> ArpPacket<T> {
     /// requester becomes the target and `mac` the sender.
     pub fn make_reply(&mut self, mac: EthernetAddress) {
         let b = self.buffer.as_mut();
-        let (requester_mac, requester_ip, asked_ip) =
-            (array_at::<6>(b, 8), array_at::<4>(b, 14), array_at::<4>(b, 24));
-        set_u16(b, 6, OP_REPLY);
-        b[8..14].copy_from_slice(&mac.0);
-        b[14..18].copy_from_slice(&asked_ip);
-        b[18..24].copy_from_slice(&requester_mac);
-        b[24..28].copy_from_slice(&requester_ip);
+        let (requester_mac, requester_ip, asked_ip) = (
+            array_at::<6>(b, field::SENDER_MAC.byte()),
+            array_at::<4>(b, field::SENDER_IP.byte()),
+            array_at::<4>(b, field::TARGET_IP.byte()),
+        );
+        field::OPER.set_u16(b, OP_REPLY);
+        b[field::SENDER_MAC.range()].copy_from_slice(&mac.0);
+        b[field::SENDER_IP.range()].copy_from_slice(&asked_ip);
+        b[field::TARGET_MAC.range()].copy_from_slice(&requester_mac);
+        b[field::TARGET_IP.range()].copy_from_slice(&requester_ip);
     }
 }
 
@@ -116,15 +161,15 @@ impl ArpRepr {
     /// Write the body.
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
         let b = chunk::<LEN>("arp", buf)?;
-        set_u16(b, 0, 1);
-        set_u16(b, 2, 0x0800);
-        b[4] = 6;
-        b[5] = 4;
-        set_u16(b, 6, self.op);
-        b[8..14].copy_from_slice(&self.sender_mac.0);
-        b[14..18].copy_from_slice(&self.sender_ip.octets());
-        b[18..24].copy_from_slice(&self.target_mac.0);
-        b[24..28].copy_from_slice(&self.target_ip.octets());
+        field::HTYPE.set_u16(b, 1);
+        field::PTYPE.set_u16(b, 0x0800);
+        field::HLEN.set_u8(b, 6);
+        field::PLEN.set_u8(b, 4);
+        field::OPER.set_u16(b, self.op);
+        b[field::SENDER_MAC.range()].copy_from_slice(&self.sender_mac.0);
+        field::SENDER_IP.set_u32(b, self.sender_ip.to_bits());
+        b[field::TARGET_MAC.range()].copy_from_slice(&self.target_mac.0);
+        field::TARGET_IP.set_u32(b, self.target_ip.to_bits());
         Ok(())
     }
 }

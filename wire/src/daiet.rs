@@ -10,7 +10,58 @@
 //! the limit is the switch program's to enforce.
 
 use crate::error::{Error, Result, need, space};
-use crate::field::{array_at, set_u32, u32_at};
+use crate::field::array_at;
+use crate::spec::Header;
+
+/// The fields of the preamble, the END packet and one pair.
+pub mod field {
+    /// A data packet's preamble.
+    pub mod preamble {
+        use crate::spec::Field;
+
+        /// Frame type (0: data).
+        pub const FRAME_TYPE: Field = Field::bytes("frame_type", 0, 1);
+        /// Pairs that follow.
+        pub const NUMBER_OF_ENTRIES: Field = Field::bytes("number_of_entries", 1, 4);
+        /// Tree (reducer) ID.
+        pub const TREE_ID: Field = Field::bytes("tree_id", 5, 4);
+    }
+
+    /// An END packet.
+    pub mod end {
+        use crate::spec::Field;
+
+        /// Frame type (1: END).
+        pub const FRAME_TYPE: Field = Field::bytes("frame_type", 0, 1);
+        /// Tree (reducer) ID.
+        pub const TREE_ID: Field = Field::bytes("tree_id", 1, 4);
+    }
+
+    /// One key/value pair.
+    pub mod entry {
+        use crate::spec::Field;
+
+        /// Key, 16 opaque bytes.
+        pub const KEY: Field = Field::bytes("key", 0, 16);
+        /// Value.
+        pub const VALUE: Field = Field::bytes("value", 16, 4);
+    }
+}
+
+/// A data packet's preamble.
+pub const PREAMBLE: Header = Header {
+    name: "daiet",
+    fields: &[field::preamble::FRAME_TYPE, field::preamble::NUMBER_OF_ENTRIES, field::preamble::TREE_ID],
+    len: PREAMBLE_LEN,
+};
+
+/// An END packet.
+pub const END: Header =
+    Header { name: "daiet_end", fields: &[field::end::FRAME_TYPE, field::end::TREE_ID], len: END_LEN };
+
+/// One key/value pair (a stack of them follows the preamble).
+pub const ENTRY: Header =
+    Header { name: "daiet_entry", fields: &[field::entry::KEY, field::entry::VALUE], len: ENTRY_LEN };
 
 /// Length of the data preamble.
 pub const PREAMBLE_LEN: usize = 9;
@@ -39,13 +90,13 @@ pub struct DaietEntry {
 impl DaietEntry {
     /// Write the pair into 20 bytes.
     pub fn write(&self, b: &mut [u8]) {
-        b[..KEY_LEN].copy_from_slice(&self.key);
-        set_u32(b, KEY_LEN, self.value);
+        b[field::entry::KEY.range()].copy_from_slice(&self.key);
+        field::entry::VALUE.set_u32(b, self.value);
     }
 
     /// Read a pair from 20 bytes.
     pub fn read(b: &[u8]) -> Self {
-        Self { key: array_at(b, 0), value: u32_at(b, KEY_LEN) }
+        Self { key: array_at(b, field::entry::KEY.byte()), value: field::entry::VALUE.get_u32(b) }
     }
 }
 
@@ -98,10 +149,10 @@ impl<T: AsRef<[u8]>> DaietPacket<T> {
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();
         need("daiet", 1, b.len())?;
-        match b[0] {
+        match field::preamble::FRAME_TYPE.get_u8(b) {
             FRAME_DATA => {
                 need("daiet.preamble", PREAMBLE_LEN, b.len())?;
-                let n = u64::from(u32_at(b, 1));
+                let n = u64::from(field::preamble::NUMBER_OF_ENTRIES.get_u32(b));
                 let want = PREAMBLE_LEN as u64 + n * ENTRY_LEN as u64;
                 if want > b.len() as u64 {
                     return Err(Error::Truncated {
@@ -119,18 +170,22 @@ impl<T: AsRef<[u8]>> DaietPacket<T> {
 
     /// Frame type.
     pub fn frame_type(&self) -> u8 {
-        self.buffer.as_ref()[0]
+        field::preamble::FRAME_TYPE.get_u8(self.buffer.as_ref())
     }
 
     /// Tree ID.
     pub fn tree_id(&self) -> u32 {
-        let at = if self.frame_type() == FRAME_END { 1 } else { 5 };
-        u32_at(self.buffer.as_ref(), at)
+        let f = if self.frame_type() == FRAME_END { field::end::TREE_ID } else { field::preamble::TREE_ID };
+        f.get_u32(self.buffer.as_ref())
     }
 
     /// Number of pairs (data packets; 0 for END).
     pub fn number_of_entries(&self) -> u32 {
-        if self.frame_type() == FRAME_DATA { u32_at(self.buffer.as_ref(), 1) } else { 0 }
+        if self.frame_type() == FRAME_DATA {
+            field::preamble::NUMBER_OF_ENTRIES.get_u32(self.buffer.as_ref())
+        } else {
+            0
+        }
     }
 
     /// Pair `i` of a data packet (`i < number_of_entries`).
@@ -142,7 +197,7 @@ impl<T: AsRef<[u8]>> DaietPacket<T> {
 impl<T: AsRef<[u8]> + AsMut<[u8]>> DaietPacket<T> {
     /// Set the number of pairs of a data packet.
     pub fn set_number_of_entries(&mut self, n: u32) {
-        set_u32(self.buffer.as_mut(), 1, n);
+        field::preamble::NUMBER_OF_ENTRIES.set_u32(self.buffer.as_mut(), n);
     }
 
     /// Overwrite pair `i` of a data packet.
@@ -197,14 +252,15 @@ impl<'a> DaietRepr<'a> {
         space("daiet", self.buffer_len(), buf.len())?;
         match self {
             Self::Data { tree_id, entries } => {
-                buf[0] = FRAME_DATA;
-                set_u32(buf, 1, entries.len() as u32);
-                set_u32(buf, 5, *tree_id);
+                use field::preamble::*;
+                FRAME_TYPE.set_u8(buf, FRAME_DATA);
+                NUMBER_OF_ENTRIES.set_u32(buf, entries.len() as u32);
+                TREE_ID.set_u32(buf, *tree_id);
                 buf[PREAMBLE_LEN..PREAMBLE_LEN + entries.0.len()].copy_from_slice(entries.0);
             }
             Self::End { tree_id } => {
-                buf[0] = FRAME_END;
-                set_u32(buf, 1, *tree_id);
+                field::end::FRAME_TYPE.set_u8(buf, FRAME_END);
+                field::end::TREE_ID.set_u32(buf, *tree_id);
             }
         }
         Ok(())

@@ -23,7 +23,208 @@
 //! translator and the collector need (CRC-32/ISO-HDLC over the key's little-endian bytes).
 
 use crate::error::{Error, Result, need, space};
-use crate::field::{set_u16, set_u32, set_u64, u16_at, u32_at, u64_at};
+use crate::field::{set_u16, set_u32, set_u64};
+use crate::spec::Header;
+
+/// The fields of every DTA header, from the header's own first byte.
+pub mod field {
+    /// The short base header (reference reporter).
+    pub mod base_short {
+        use crate::spec::Field;
+
+        /// Opcode.
+        pub const OPCODE: Field = Field::bytes("opcode", 0, 1);
+        /// Immediate flag.
+        pub const IMMEDIATE: Field = Field::new("immediate", 8, 1);
+        /// Reserved.
+        pub const RESERVED: Field = Field::new("reserved", 9, 7);
+    }
+
+    /// The long base header (reference generators; priority ours).
+    pub mod base_long {
+        use crate::spec::Field;
+
+        /// Opcode.
+        pub const OPCODE: Field = Field::bytes("opcode", 0, 1);
+        /// Sequence number.
+        pub const SEQNUM: Field = Field::bytes("seqnum", 1, 1);
+        /// Immediate flag.
+        pub const IMMEDIATE: Field = Field::new("immediate", 16, 1);
+        /// Retransmittable flag.
+        pub const RETRANSMITTABLE: Field = Field::new("retransmittable", 17, 1);
+        /// Priority (our extension, the two high reserved bits).
+        pub const PRIORITY: Field = Field::new("priority", 18, 2);
+        /// Reserved.
+        pub const RESERVED: Field = Field::new("reserved", 20, 4);
+    }
+
+    /// Key-Write.
+    pub mod keywrite {
+        use crate::spec::Field;
+
+        /// Redundancy N.
+        pub const REDUNDANCY: Field = Field::bytes("redundancy", 0, 1);
+        /// Key.
+        pub const KEY: Field = Field::bytes("key", 1, 4);
+        /// Data of the default 4-byte build (12 and 28 bytes in the larger builds).
+        pub const DATA: Field = Field::bytes("data", 5, 4);
+    }
+
+    /// Key-Increment.
+    pub mod keyincrement {
+        use crate::spec::Field;
+
+        /// Redundancy N.
+        pub const REDUNDANCY: Field = Field::bytes("redundancy", 0, 1);
+        /// Key.
+        pub const KEY: Field = Field::bytes("key", 1, 4);
+        /// Increment.
+        pub const COUNTER: Field = Field::bytes("counter", 5, 8);
+    }
+
+    /// Append.
+    pub mod append {
+        use crate::spec::Field;
+
+        /// List ID.
+        pub const LIST_ID: Field = Field::bytes("list_id", 0, 4);
+        /// Datum.
+        pub const DATA: Field = Field::bytes("data", 4, 4);
+    }
+
+    /// Postcarder.
+    pub mod postcarder {
+        use crate::spec::Field;
+
+        /// Key.
+        pub const KEY: Field = Field::bytes("key", 0, 4);
+        /// Hop number.
+        pub const HOP: Field = Field::bytes("hop", 4, 1);
+        /// Datum.
+        pub const DATA: Field = Field::bytes("data", 5, 4);
+    }
+
+    /// Sketch-Merge (our extension), before its counters.
+    pub mod sketch_merge {
+        use crate::spec::Field;
+
+        /// Sketch ID.
+        pub const SKETCH_ID: Field = Field::bytes("sketch_id", 0, 2);
+        /// Reporter ID.
+        pub const REPORTER_ID: Field = Field::bytes("reporter_id", 2, 2);
+        /// Column.
+        pub const COLUMN: Field = Field::bytes("column", 4, 4);
+        /// 32-bit counters that follow.
+        pub const COUNTER_COUNT: Field = Field::bytes("counter_count", 8, 2);
+        /// Merge operation.
+        pub const MERGE_OP: Field = Field::bytes("merge_op", 10, 1);
+        /// Reserved.
+        pub const RESERVED: Field = Field::bytes("reserved", 11, 1);
+    }
+
+    /// NACK (translator → reporter).
+    pub mod nack {
+        use crate::spec::Field;
+
+        /// Last in-order sequence number.
+        pub const SEQNUM: Field = Field::bytes("seqnum", 0, 1);
+        /// NACK flag.
+        pub const NACK: Field = Field::new("nack", 8, 1);
+        /// Slow-down flag (our extension).
+        pub const SLOW_DOWN: Field = Field::new("slow_down", 9, 1);
+        /// Reserved.
+        pub const RESERVED: Field = Field::new("reserved", 10, 6);
+    }
+}
+
+/// The short base header.
+pub const BASE_SHORT: Header = Header {
+    name: "dta_base_short",
+    fields: &[field::base_short::OPCODE, field::base_short::IMMEDIATE, field::base_short::RESERVED],
+    len: SHORT_BASE_LEN,
+};
+
+/// The long base header.
+pub const BASE_LONG: Header = Header {
+    name: "dta_base",
+    fields: &[
+        field::base_long::OPCODE,
+        field::base_long::SEQNUM,
+        field::base_long::IMMEDIATE,
+        field::base_long::RETRANSMITTABLE,
+        field::base_long::PRIORITY,
+        field::base_long::RESERVED,
+    ],
+    len: LONG_BASE_LEN,
+};
+
+/// Key-Write with 4 data bytes (the reference's default build).
+pub const KEYWRITE: Header = Header {
+    name: "dta_keywrite",
+    fields: &[field::keywrite::REDUNDANCY, field::keywrite::KEY, field::keywrite::DATA],
+    len: 9,
+};
+/// Key-Write with 12 data bytes.
+pub const KEYWRITE_12: Header = Header {
+    name: "dta_keywrite",
+    fields: &[field::keywrite::REDUNDANCY, field::keywrite::KEY, crate::spec::Field::bytes("data", 5, 12)],
+    len: 17,
+};
+/// Key-Write with 28 data bytes.
+pub const KEYWRITE_28: Header = Header {
+    name: "dta_keywrite",
+    fields: &[field::keywrite::REDUNDANCY, field::keywrite::KEY, crate::spec::Field::bytes("data", 5, 28)],
+    len: 33,
+};
+
+/// The Key-Write header for `data_len` data bytes (4, 12 or 28).
+pub const fn keywrite_header(data_len: usize) -> Option<&'static Header> {
+    match data_len {
+        4 => Some(&KEYWRITE),
+        12 => Some(&KEYWRITE_12),
+        28 => Some(&KEYWRITE_28),
+        _ => None,
+    }
+}
+
+/// Key-Increment.
+pub const KEYINCREMENT: Header = Header {
+    name: "dta_keyincrement",
+    fields: &[field::keyincrement::REDUNDANCY, field::keyincrement::KEY, field::keyincrement::COUNTER],
+    len: 13,
+};
+
+/// Append.
+pub const APPEND: Header =
+    Header { name: "dta_append", fields: &[field::append::LIST_ID, field::append::DATA], len: 8 };
+
+/// Postcarder.
+pub const POSTCARDER: Header = Header {
+    name: "dta_postcarder",
+    fields: &[field::postcarder::KEY, field::postcarder::HOP, field::postcarder::DATA],
+    len: 9,
+};
+
+/// Sketch-Merge, before its `counter_count` 32-bit counters.
+pub const SKETCH_MERGE: Header = Header {
+    name: "dta_sketch_merge",
+    fields: &[
+        field::sketch_merge::SKETCH_ID,
+        field::sketch_merge::REPORTER_ID,
+        field::sketch_merge::COLUMN,
+        field::sketch_merge::COUNTER_COUNT,
+        field::sketch_merge::MERGE_OP,
+        field::sketch_merge::RESERVED,
+    ],
+    len: 12,
+};
+
+/// NACK.
+pub const NACK: Header = Header {
+    name: "dta_nack",
+    fields: &[field::nack::SEQNUM, field::nack::NACK, field::nack::SLOW_DOWN, field::nack::RESERVED],
+    len: NACK_LEN,
+};
 
 /// Length of the short base header.
 pub const SHORT_BASE_LEN: usize = 2;
@@ -178,7 +379,7 @@ impl<T: AsRef<[u8]>> DtaPacket<T> {
 
     /// Raw opcode byte.
     pub fn opcode(&self) -> u8 {
-        self.buffer.as_ref()[0]
+        field::base_long::OPCODE.get_u8(self.buffer.as_ref())
     }
 
     fn flags(&self) -> u8 {
@@ -187,22 +388,22 @@ impl<T: AsRef<[u8]>> DtaPacket<T> {
 
     /// Immediate flag: the collector's CPU should be told of this report.
     pub fn immediate(&self) -> bool {
-        self.flags() & 0x80 != 0
+        field::base_long::IMMEDIATE.get_bool(&[0, 0, self.flags()])
     }
 
     /// Sequence number (long form only).
     pub fn seqnum(&self) -> Option<u8> {
-        (self.form == BaseForm::Long).then(|| self.buffer.as_ref()[1])
+        (self.form == BaseForm::Long).then(|| field::base_long::SEQNUM.get_u8(self.buffer.as_ref()))
     }
 
     /// Retransmittable flag (long form only; false in the short form).
     pub fn retransmittable(&self) -> bool {
-        self.form == BaseForm::Long && self.flags() & 0x40 != 0
+        self.form == BaseForm::Long && field::base_long::RETRANSMITTABLE.get_bool(self.buffer.as_ref())
     }
 
     /// Raw 2-bit priority (long form only; 0 in the short form).
     pub fn priority_bits(&self) -> u8 {
-        if self.form == BaseForm::Long { (self.flags() >> 4) & 0x03 } else { 0 }
+        if self.form == BaseForm::Long { field::base_long::PRIORITY.get_u8(self.buffer.as_ref()) } else { 0 }
     }
 
     /// The bytes after the base header.
@@ -215,7 +416,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> DtaPacket<T> {
     /// Set the sequence number (long form only; does nothing on the short form).
     pub fn set_seqnum(&mut self, s: u8) {
         if self.form == BaseForm::Long {
-            self.buffer.as_mut()[1] = s;
+            field::base_long::SEQNUM.set_u8(self.buffer.as_mut(), s);
         }
     }
 
@@ -234,30 +435,30 @@ fixed_view!(
 impl<T: AsRef<[u8]>> KeyWriteHeader<T> {
     /// Redundancy N: how many copies to write.
     pub fn redundancy(&self) -> u8 {
-        self.buffer.as_ref()[0]
+        field::keywrite::REDUNDANCY.get_u8(self.buffer.as_ref())
     }
     /// Key.
     pub fn key(&self) -> u32 {
-        u32_at(self.buffer.as_ref(), 1)
+        field::keywrite::KEY.get_u32(self.buffer.as_ref())
     }
     /// Everything after the key (the data, and any trailing bytes).
     pub fn data(&self) -> &[u8] {
-        &self.buffer.as_ref()[5..]
+        &self.buffer.as_ref()[field::keywrite::DATA.byte()..]
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> KeyWriteHeader<T> {
     /// Set the redundancy.
     pub fn set_redundancy(&mut self, n: u8) {
-        self.buffer.as_mut()[0] = n;
+        field::keywrite::REDUNDANCY.set_u8(self.buffer.as_mut(), n);
     }
     /// Set the key.
     pub fn set_key(&mut self, k: u32) {
-        set_u32(self.buffer.as_mut(), 1, k);
+        field::keywrite::KEY.set_u32(self.buffer.as_mut(), k);
     }
     /// The data bytes (and anything after them), writable.
     pub fn data_mut(&mut self) -> &mut [u8] {
-        &mut self.buffer.as_mut()[5..]
+        &mut self.buffer.as_mut()[field::keywrite::DATA.byte()..]
     }
 }
 
@@ -269,30 +470,30 @@ fixed_view!(
 impl<T: AsRef<[u8]>> KeyIncrementHeader<T> {
     /// Redundancy N.
     pub fn redundancy(&self) -> u8 {
-        self.buffer.as_ref()[0]
+        field::keyincrement::REDUNDANCY.get_u8(self.buffer.as_ref())
     }
     /// Key.
     pub fn key(&self) -> u32 {
-        u32_at(self.buffer.as_ref(), 1)
+        field::keyincrement::KEY.get_u32(self.buffer.as_ref())
     }
     /// The increment.
     pub fn counter(&self) -> u64 {
-        u64_at(self.buffer.as_ref(), 5)
+        field::keyincrement::COUNTER.get_u64(self.buffer.as_ref())
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> KeyIncrementHeader<T> {
     /// Set the redundancy.
     pub fn set_redundancy(&mut self, n: u8) {
-        self.buffer.as_mut()[0] = n;
+        field::keyincrement::REDUNDANCY.set_u8(self.buffer.as_mut(), n);
     }
     /// Set the key.
     pub fn set_key(&mut self, k: u32) {
-        set_u32(self.buffer.as_mut(), 1, k);
+        field::keyincrement::KEY.set_u32(self.buffer.as_mut(), k);
     }
     /// Set the increment.
     pub fn set_counter(&mut self, c: u64) {
-        set_u64(self.buffer.as_mut(), 5, c);
+        field::keyincrement::COUNTER.set_u64(self.buffer.as_mut(), c);
     }
 }
 
@@ -304,22 +505,22 @@ fixed_view!(
 impl<T: AsRef<[u8]>> AppendHeader<T> {
     /// List ID.
     pub fn list_id(&self) -> u32 {
-        u32_at(self.buffer.as_ref(), 0)
+        field::append::LIST_ID.get_u32(self.buffer.as_ref())
     }
     /// Datum.
     pub fn data(&self) -> u32 {
-        u32_at(self.buffer.as_ref(), 4)
+        field::append::DATA.get_u32(self.buffer.as_ref())
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> AppendHeader<T> {
     /// Set the list ID.
     pub fn set_list_id(&mut self, l: u32) {
-        set_u32(self.buffer.as_mut(), 0, l);
+        field::append::LIST_ID.set_u32(self.buffer.as_mut(), l);
     }
     /// Set the datum.
     pub fn set_data(&mut self, d: u32) {
-        set_u32(self.buffer.as_mut(), 4, d);
+        field::append::DATA.set_u32(self.buffer.as_mut(), d);
     }
 }
 
@@ -331,30 +532,30 @@ fixed_view!(
 impl<T: AsRef<[u8]>> PostcarderHeader<T> {
     /// Flow key.
     pub fn key(&self) -> u32 {
-        u32_at(self.buffer.as_ref(), 0)
+        field::postcarder::KEY.get_u32(self.buffer.as_ref())
     }
     /// Hop number (1-based in the reference).
     pub fn hop(&self) -> u8 {
-        self.buffer.as_ref()[4]
+        field::postcarder::HOP.get_u8(self.buffer.as_ref())
     }
     /// The hop's value.
     pub fn data(&self) -> u32 {
-        u32_at(self.buffer.as_ref(), 5)
+        field::postcarder::DATA.get_u32(self.buffer.as_ref())
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> PostcarderHeader<T> {
     /// Set the flow key.
     pub fn set_key(&mut self, k: u32) {
-        set_u32(self.buffer.as_mut(), 0, k);
+        field::postcarder::KEY.set_u32(self.buffer.as_mut(), k);
     }
     /// Set the hop number.
     pub fn set_hop(&mut self, h: u8) {
-        self.buffer.as_mut()[4] = h;
+        field::postcarder::HOP.set_u8(self.buffer.as_mut(), h);
     }
     /// Set the value.
     pub fn set_data(&mut self, d: u32) {
-        set_u32(self.buffer.as_mut(), 5, d);
+        field::postcarder::DATA.set_u32(self.buffer.as_mut(), d);
     }
 }
 
@@ -366,36 +567,36 @@ fixed_view!(
 impl<T: AsRef<[u8]>> SketchMergeHeader<T> {
     /// Sketch ID.
     pub fn sketch_id(&self) -> u16 {
-        u16_at(self.buffer.as_ref(), 0)
+        field::sketch_merge::SKETCH_ID.get_u16(self.buffer.as_ref())
     }
     /// Reporter ID.
     pub fn reporter_id(&self) -> u16 {
-        u16_at(self.buffer.as_ref(), 2)
+        field::sketch_merge::REPORTER_ID.get_u16(self.buffer.as_ref())
     }
     /// Index of the first column carried.
     pub fn column(&self) -> u32 {
-        u32_at(self.buffer.as_ref(), 4)
+        field::sketch_merge::COLUMN.get_u32(self.buffer.as_ref())
     }
     /// Number of 32-bit counters that follow.
     pub fn counter_count(&self) -> u16 {
-        u16_at(self.buffer.as_ref(), 8)
+        field::sketch_merge::COUNTER_COUNT.get_u16(self.buffer.as_ref())
     }
     /// Raw merge operation.
     pub fn merge_op(&self) -> u8 {
-        self.buffer.as_ref()[10]
+        field::sketch_merge::MERGE_OP.get_u8(self.buffer.as_ref())
     }
     /// Counter `i`, if within the buffer.
     pub fn counter(&self, i: usize) -> Option<u32> {
-        let at = 12 + 4 * i;
+        let at = SKETCH_MERGE.len + 4 * i;
         let b = self.buffer.as_ref();
-        (at + 4 <= b.len()).then(|| u32_at(b, at))
+        (at + 4 <= b.len()).then(|| crate::field::u32_at(b, at))
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> SketchMergeHeader<T> {
     /// Set counter `i`; returns `false` (and writes nothing) past the buffer.
     pub fn set_counter(&mut self, i: usize, v: u32) -> bool {
-        let at = 12 + 4 * i;
+        let at = SKETCH_MERGE.len + 4 * i;
         let b = self.buffer.as_mut();
         let fits = at + 4 <= b.len();
         if fits {
@@ -413,26 +614,26 @@ fixed_view!(
 impl<T: AsRef<[u8]>> NackHeader<T> {
     /// The last in-order sequence number the translator holds.
     pub fn seqnum(&self) -> u8 {
-        self.buffer.as_ref()[0]
+        field::nack::SEQNUM.get_u8(self.buffer.as_ref())
     }
     /// NACK flag.
     pub fn nack(&self) -> bool {
-        self.buffer.as_ref()[1] & 0x80 != 0
+        field::nack::NACK.get_bool(self.buffer.as_ref())
     }
     /// Slow-down flag (our extension, the high reserved bit).
     pub fn slow_down(&self) -> bool {
-        self.buffer.as_ref()[1] & 0x40 != 0
+        field::nack::SLOW_DOWN.get_bool(self.buffer.as_ref())
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> NackHeader<T> {
     /// Set the sequence number.
     pub fn set_seqnum(&mut self, s: u8) {
-        self.buffer.as_mut()[0] = s;
+        field::nack::SEQNUM.set_u8(self.buffer.as_mut(), s);
     }
     /// Set the NACK flag (reserved bits zero).
     pub fn set_nack(&mut self, n: bool) {
-        self.buffer.as_mut()[1] = u8::from(n) << 7;
+        self.buffer.as_mut()[field::nack::NACK.byte()] = field::nack::NACK.place_u8(u8::from(n));
     }
 }
 
@@ -553,11 +754,11 @@ impl Primitive<'_> {
     /// Sub-header length.
     pub const fn buffer_len(&self) -> usize {
         match self {
-            Self::KeyWrite { data, .. } => 5 + data.len(),
-            Self::Append { .. } => 8,
-            Self::KeyIncrement { .. } => 13,
-            Self::Postcarder { .. } => 9,
-            Self::SketchMerge { counters, .. } => 12 + counters.len(),
+            Self::KeyWrite { data, .. } => field::keywrite::DATA.byte() + data.len(),
+            Self::Append { .. } => APPEND.len,
+            Self::KeyIncrement { .. } => KEYINCREMENT.len,
+            Self::Postcarder { .. } => POSTCARDER.len,
+            Self::SketchMerge { counters, .. } => SKETCH_MERGE.len + counters.len(),
         }
     }
 }
@@ -584,65 +785,83 @@ impl<'a> DtaRepr<'a> {
     pub fn parse(buf: &'a [u8], format: Format) -> Result<Self> {
         let base = format.base.len();
         need("dta.base", base, buf.len())?;
-        let opcode = Opcode::from_u8(buf[0])?;
-        let flags = buf[base - 1];
+        let opcode = Opcode::from_u8(buf[field::base_long::OPCODE.byte()])?;
+        // The flags byte: the last of either form; the long form's fields at their offsets.
+        let flags = [0, 0, buf[base - 1]];
         let seq = match format.base {
             BaseForm::Short => None,
             BaseForm::Long => Some(Sequence {
-                seqnum: buf[1],
-                retransmittable: flags & 0x40 != 0,
-                priority: Priority::from_bits((flags >> 4) & 0x03)?,
+                seqnum: buf[field::base_long::SEQNUM.byte()],
+                retransmittable: field::base_long::RETRANSMITTABLE.get_bool(&flags),
+                priority: Priority::from_bits(field::base_long::PRIORITY.get_u8(&flags))?,
             }),
         };
         let body = &buf[base..];
         let be32 = |b: &[u8], i: usize| u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
         let primitive = match opcode {
             Opcode::KeyWrite => {
-                need("dta.keywrite", 9, body.len())?;
+                use field::keywrite::*;
+                need("dta.keywrite", KEYWRITE.len, body.len())?;
                 let n = format.keywrite_data_len;
-                need("dta.keywrite.data", n, body.len() - 5)?;
-                Primitive::KeyWrite { redundancy: body[0], key: be32(body, 1), data: &body[5..5 + n] }
+                let at = DATA.byte();
+                need("dta.keywrite.data", n, body.len() - at)?;
+                Primitive::KeyWrite {
+                    redundancy: body[REDUNDANCY.byte()],
+                    key: be32(body, KEY.byte()),
+                    data: &body[at..at + n],
+                }
             }
             Opcode::Append => {
-                let b = body.first_chunk::<8>().ok_or(Error::Truncated {
+                use field::append::*;
+                let b = body.first_chunk::<{ APPEND.len }>().ok_or(Error::Truncated {
                     field: "dta.append",
-                    need: 8,
+                    need: APPEND.len,
                     have: body.len(),
                 })?;
-                Primitive::Append { list_id: be32(b, 0), data: be32(b, 4) }
+                Primitive::Append { list_id: be32(b, LIST_ID.byte()), data: be32(b, DATA.byte()) }
             }
             Opcode::KeyIncrement => {
-                let b = body.first_chunk::<13>().ok_or(Error::Truncated {
+                use field::keyincrement::*;
+                let b = body.first_chunk::<{ KEYINCREMENT.len }>().ok_or(Error::Truncated {
                     field: "dta.keyincrement",
-                    need: 13,
+                    need: KEYINCREMENT.len,
                     have: body.len(),
                 })?;
-                let c = u64::from_be_bytes([b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12]]);
-                Primitive::KeyIncrement { redundancy: b[0], key: be32(b, 1), counter: c }
+                let c = COUNTER.get_u64(b);
+                Primitive::KeyIncrement {
+                    redundancy: b[REDUNDANCY.byte()],
+                    key: be32(b, KEY.byte()),
+                    counter: c,
+                }
             }
             Opcode::Postcarder => {
-                let b = body.first_chunk::<9>().ok_or(Error::Truncated {
+                use field::postcarder::*;
+                let b = body.first_chunk::<{ POSTCARDER.len }>().ok_or(Error::Truncated {
                     field: "dta.postcarder",
-                    need: 9,
+                    need: POSTCARDER.len,
                     have: body.len(),
                 })?;
-                Primitive::Postcarder { key: be32(b, 0), hop: b[4], data: be32(b, 5) }
+                Primitive::Postcarder {
+                    key: be32(b, KEY.byte()),
+                    hop: b[HOP.byte()],
+                    data: be32(b, DATA.byte()),
+                }
             }
             Opcode::SketchMerge => {
                 let h = SketchMergeHeader::new_checked(body)?;
                 let op = MergeOp::from_u8(h.merge_op())?;
                 let n = 4 * usize::from(h.counter_count());
-                need("dta.sketchmerge.counter_count", 12 + n, body.len())?;
+                need("dta.sketchmerge.counter_count", SKETCH_MERGE.len + n, body.len())?;
                 Primitive::SketchMerge {
                     sketch_id: h.sketch_id(),
                     reporter_id: h.reporter_id(),
                     column: h.column(),
                     op,
-                    counters: &body[12..12 + n],
+                    counters: &body[SKETCH_MERGE.len..SKETCH_MERGE.len + n],
                 }
             }
         };
-        Ok(Self { immediate: flags & 0x80 != 0, seq, primitive })
+        Ok(Self { immediate: field::base_long::IMMEDIATE.get_bool(&flags), seq, primitive })
     }
 
     /// The base form this report is emitted in.
@@ -666,48 +885,55 @@ impl<'a> DtaRepr<'a> {
             });
         }
         space("dta", self.buffer_len(), buf.len())?;
-        buf[0] = self.primitive.opcode() as u8;
-        let imm = u8::from(self.immediate) << 7;
+        buf[field::base_long::OPCODE.byte()] = self.primitive.opcode() as u8;
         let at = match self.seq {
             None => {
-                buf[1] = imm;
+                use field::base_short::*;
+                buf[IMMEDIATE.byte()] = IMMEDIATE.place_u8(u8::from(self.immediate));
                 SHORT_BASE_LEN
             }
             Some(s) => {
-                buf[1] = s.seqnum;
-                buf[2] = imm | (u8::from(s.retransmittable) << 6) | ((s.priority as u8) << 4);
+                use field::base_long::*;
+                buf[SEQNUM.byte()] = s.seqnum;
+                buf[IMMEDIATE.byte()] = IMMEDIATE.place_u8(u8::from(self.immediate))
+                    | RETRANSMITTABLE.place_u8(u8::from(s.retransmittable))
+                    | PRIORITY.place_u8(s.priority as u8);
                 LONG_BASE_LEN
             }
         };
         let b = &mut buf[at..];
         match self.primitive {
             Primitive::KeyWrite { redundancy, key, data } => {
-                b[0] = redundancy;
-                set_u32(b, 1, key);
-                b[5..5 + data.len()].copy_from_slice(data);
+                use field::keywrite::*;
+                b[REDUNDANCY.byte()] = redundancy;
+                set_u32(b, KEY.byte(), key);
+                b[DATA.byte()..DATA.byte() + data.len()].copy_from_slice(data);
             }
             Primitive::Append { list_id, data } => {
-                set_u32(b, 0, list_id);
-                set_u32(b, 4, data);
+                set_u32(b, field::append::LIST_ID.byte(), list_id);
+                set_u32(b, field::append::DATA.byte(), data);
             }
             Primitive::KeyIncrement { redundancy, key, counter } => {
-                b[0] = redundancy;
-                set_u32(b, 1, key);
-                set_u64(b, 5, counter);
+                use field::keyincrement::*;
+                b[REDUNDANCY.byte()] = redundancy;
+                set_u32(b, KEY.byte(), key);
+                set_u64(b, COUNTER.byte(), counter);
             }
             Primitive::Postcarder { key, hop, data } => {
-                set_u32(b, 0, key);
-                b[4] = hop;
-                set_u32(b, 5, data);
+                use field::postcarder::*;
+                set_u32(b, KEY.byte(), key);
+                b[HOP.byte()] = hop;
+                set_u32(b, DATA.byte(), data);
             }
             Primitive::SketchMerge { sketch_id, reporter_id, column, op, counters } => {
-                set_u16(b, 0, sketch_id);
-                set_u16(b, 2, reporter_id);
-                set_u32(b, 4, column);
-                set_u16(b, 8, (counters.len() / 4) as u16);
-                b[10] = op as u8;
-                b[11] = 0;
-                b[12..12 + counters.len()].copy_from_slice(counters);
+                use field::sketch_merge::*;
+                set_u16(b, SKETCH_ID.byte(), sketch_id);
+                set_u16(b, REPORTER_ID.byte(), reporter_id);
+                set_u32(b, COLUMN.byte(), column);
+                set_u16(b, COUNTER_COUNT.byte(), (counters.len() / 4) as u16);
+                b[MERGE_OP.byte()] = op as u8;
+                b[RESERVED.byte()] = 0;
+                b[SKETCH_MERGE.len..SKETCH_MERGE.len + counters.len()].copy_from_slice(counters);
             }
         }
         Ok(())
@@ -743,8 +969,9 @@ impl NackRepr {
     /// Write the NACK.
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
         space("dta.nack", NACK_LEN, buf.len())?;
-        buf[0] = self.seqnum;
-        buf[1] = (u8::from(self.nack) << 7) | (u8::from(self.slow_down) << 6);
+        use field::nack::*;
+        buf[SEQNUM.byte()] = self.seqnum;
+        buf[NACK.byte()] = NACK.place_u8(u8::from(self.nack)) | SLOW_DOWN.place_u8(u8::from(self.slow_down));
         Ok(())
     }
 }

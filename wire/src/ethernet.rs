@@ -7,7 +7,48 @@
 use core::fmt;
 
 use crate::error::{Error, Result, chunk, need};
-use crate::field::{array_at, u16_at};
+use crate::field::array_at;
+use crate::spec::Header;
+
+/// The fields of the Ethernet II header and of the 802.1Q tag.
+pub mod field {
+    use crate::spec::Field;
+
+    /// Destination address.
+    pub const DST_ADDR: Field = Field::bytes("dst_addr", 0, 6);
+    /// Source address.
+    pub const SRC_ADDR: Field = Field::bytes("src_addr", 6, 6);
+    /// EtherType (the TPID `0x8100` when a tag follows).
+    pub const ETHER_TYPE: Field = Field::bytes("ether_type", 12, 2);
+
+    /// The 802.1Q tag after the TPID, from its own first byte (frame byte 14).
+    pub mod vlan {
+        use crate::spec::Field;
+
+        /// Priority code point.
+        pub const PCP: Field = Field::new("pcp", 0, 3);
+        /// Drop eligible indicator.
+        pub const DEI: Field = Field::new("dei", 3, 1);
+        /// VLAN identifier.
+        pub const VID: Field = Field::new("vid", 4, 12);
+        /// EtherType of the payload.
+        pub const ETHER_TYPE: Field = Field::bytes("ether_type", 2, 2);
+    }
+}
+
+/// The Ethernet II header.
+pub const HEADER: Header = Header {
+    name: "ethernet",
+    fields: &[field::DST_ADDR, field::SRC_ADDR, field::ETHER_TYPE],
+    len: HEADER_LEN,
+};
+
+/// The 802.1Q tag that follows a header whose EtherType is [`EtherType::VLAN`].
+pub const VLAN_HEADER: Header = Header {
+    name: "vlan",
+    fields: &[field::vlan::PCP, field::vlan::DEI, field::vlan::VID, field::vlan::ETHER_TYPE],
+    len: VLAN_TAG_LEN,
+};
 
 /// A 48-bit Ethernet address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -99,7 +140,7 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();
         need("ethernet", HEADER_LEN, b.len())?;
-        if u16_at(b, 12) == EtherType::VLAN.0 {
+        if field::ETHER_TYPE.get_u16(b) == EtherType::VLAN.0 {
             need("ethernet.vlan", HEADER_LEN + VLAN_TAG_LEN, b.len())?;
         }
         Ok(())
@@ -107,17 +148,17 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
 
     /// Destination address.
     pub fn dst_addr(&self) -> EthernetAddress {
-        EthernetAddress(array_at(self.buffer.as_ref(), 0))
+        EthernetAddress(array_at(self.buffer.as_ref(), field::DST_ADDR.byte()))
     }
 
     /// Source address.
     pub fn src_addr(&self) -> EthernetAddress {
-        EthernetAddress(array_at(self.buffer.as_ref(), 6))
+        EthernetAddress(array_at(self.buffer.as_ref(), field::SRC_ADDR.byte()))
     }
 
     /// The EtherType at offset 12 (the TPID when tagged).
     pub fn outer_ethertype(&self) -> EtherType {
-        EtherType(u16_at(self.buffer.as_ref(), 12))
+        EtherType(field::ETHER_TYPE.get_u16(self.buffer.as_ref()))
     }
 
     /// Whether the frame carries an 802.1Q tag.
@@ -127,12 +168,23 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
 
     /// The EtherType of the payload (after the tag, if tagged).
     pub fn ethertype(&self) -> EtherType {
-        if self.is_tagged() { EtherType(u16_at(self.buffer.as_ref(), 16)) } else { self.outer_ethertype() }
+        if self.is_tagged() {
+            EtherType(field::vlan::ETHER_TYPE.get_u16(&self.buffer.as_ref()[HEADER_LEN..]))
+        } else {
+            self.outer_ethertype()
+        }
     }
 
     /// The tag control information of a tagged frame.
     pub fn vlan(&self) -> Option<VlanRepr> {
-        self.is_tagged().then(|| VlanRepr::from_tci(u16_at(self.buffer.as_ref(), 14)))
+        self.is_tagged().then(|| {
+            let tag = &self.buffer.as_ref()[HEADER_LEN..];
+            VlanRepr {
+                pcp: field::vlan::PCP.get_u8(tag),
+                dei: field::vlan::DEI.get_bool(tag),
+                vid: field::vlan::VID.get_u16(tag),
+            }
+        })
     }
 
     /// Header length: 14, or 18 when tagged.
@@ -149,25 +201,27 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
 impl<T: AsRef<[u8]> + AsMut<[u8]>> EthernetFrame<T> {
     /// Set the destination address.
     pub fn set_dst_addr(&mut self, a: EthernetAddress) {
-        self.buffer.as_mut()[0..6].copy_from_slice(&a.0);
+        self.buffer.as_mut()[field::DST_ADDR.range()].copy_from_slice(&a.0);
     }
 
     /// Set the source address.
     pub fn set_src_addr(&mut self, a: EthernetAddress) {
-        self.buffer.as_mut()[6..12].copy_from_slice(&a.0);
+        self.buffer.as_mut()[field::SRC_ADDR.range()].copy_from_slice(&a.0);
     }
 
     /// Set the payload EtherType (after the tag, if tagged).
     pub fn set_ethertype(&mut self, t: EtherType) {
-        let at = if self.is_tagged() { 16 } else { 12 };
-        self.buffer.as_mut()[at..at + 2].copy_from_slice(&t.0.to_be_bytes());
+        if self.is_tagged() {
+            field::vlan::ETHER_TYPE.set_u16(&mut self.buffer.as_mut()[HEADER_LEN..], t.0);
+        } else {
+            field::ETHER_TYPE.set_u16(self.buffer.as_mut(), t.0);
+        }
     }
 
     /// Set the priority code point of a tagged frame; does nothing on an untagged one.
     pub fn set_pcp(&mut self, pcp: u8) {
         if self.is_tagged() {
-            let b = self.buffer.as_mut();
-            b[14] = (b[14] & 0x1f) | ((pcp & 0x07) << 5);
+            field::vlan::PCP.set_u8(&mut self.buffer.as_mut()[HEADER_LEN..], pcp);
         }
     }
 
@@ -191,13 +245,22 @@ pub struct VlanRepr {
 
 impl VlanRepr {
     /// Decode a 16-bit TCI.
-    pub const fn from_tci(tci: u16) -> Self {
-        Self { pcp: (tci >> 13) as u8, dei: tci & 0x1000 != 0, vid: tci & 0x0fff }
+    pub fn from_tci(tci: u16) -> Self {
+        let b = tci.to_be_bytes();
+        Self {
+            pcp: field::vlan::PCP.get_u8(&b),
+            dei: field::vlan::DEI.get_bool(&b),
+            vid: field::vlan::VID.get_u16(&b),
+        }
     }
 
     /// Encode as a 16-bit TCI (out-of-range fields are masked).
-    pub const fn tci(&self) -> u16 {
-        ((self.pcp as u16 & 0x7) << 13) | ((self.dei as u16) << 12) | (self.vid & 0x0fff)
+    pub fn tci(&self) -> u16 {
+        let mut b = [0u8; 2];
+        field::vlan::PCP.set_u8(&mut b, self.pcp);
+        field::vlan::DEI.set_bool(&mut b, self.dei);
+        field::vlan::VID.set_u16(&mut b, self.vid);
+        u16::from_be_bytes(b)
     }
 }
 
@@ -237,17 +300,18 @@ impl EthernetRepr {
         match self.vlan {
             None => {
                 let b = chunk::<HEADER_LEN>("ethernet", buf)?;
-                b[0..6].copy_from_slice(&self.dst_addr.0);
-                b[6..12].copy_from_slice(&self.src_addr.0);
-                b[12..14].copy_from_slice(&self.ethertype.0.to_be_bytes());
+                b[field::DST_ADDR.range()].copy_from_slice(&self.dst_addr.0);
+                b[field::SRC_ADDR.range()].copy_from_slice(&self.src_addr.0);
+                field::ETHER_TYPE.set_u16(b, self.ethertype.0);
             }
             Some(v) => {
                 let b = chunk::<{ HEADER_LEN + VLAN_TAG_LEN }>("ethernet", buf)?;
-                b[0..6].copy_from_slice(&self.dst_addr.0);
-                b[6..12].copy_from_slice(&self.src_addr.0);
-                b[12..14].copy_from_slice(&EtherType::VLAN.0.to_be_bytes());
-                b[14..16].copy_from_slice(&v.tci().to_be_bytes());
-                b[16..18].copy_from_slice(&self.ethertype.0.to_be_bytes());
+                b[field::DST_ADDR.range()].copy_from_slice(&self.dst_addr.0);
+                b[field::SRC_ADDR.range()].copy_from_slice(&self.src_addr.0);
+                field::ETHER_TYPE.set_u16(b, EtherType::VLAN.0);
+                let tag = &mut b[HEADER_LEN..];
+                tag[..2].copy_from_slice(&v.tci().to_be_bytes());
+                field::vlan::ETHER_TYPE.set_u16(tag, self.ethertype.0);
             }
         }
         Ok(())

@@ -12,7 +12,58 @@
 use core::net::Ipv4Addr;
 
 use crate::error::{Result, space};
-use crate::field::{set_u16, set_u32, u16_at, u32_at};
+use crate::field::{set_u16, set_u32};
+use crate::spec::Header;
+
+/// The fields of the polling header.
+pub mod field {
+    use crate::spec::Field;
+
+    /// What to trace.
+    pub const FLAG: Field = Field::new("flag", 0, 2);
+    /// Padding.
+    pub const PAD0: Field = Field::new("pad0", 2, 6);
+    /// Ingress port.
+    pub const INGRESS_PORT: Field = Field::new("ingress_port", 8, 9);
+    /// Padding.
+    pub const PAD1: Field = Field::new("pad1", 17, 7);
+    /// Egress port (511: none).
+    pub const EGRESS_PORT: Field = Field::new("egress_port", 24, 9);
+    /// Padding.
+    pub const PAD2: Field = Field::new("pad2", 33, 7);
+    /// Event ID.
+    pub const EVENT_ID: Field = Field::bytes("event_id", 5, 1);
+    /// Victim's source address.
+    pub const SRC_IP: Field = Field::bytes("src_ip", 6, 4);
+    /// Victim's destination address.
+    pub const DST_IP: Field = Field::bytes("dst_ip", 10, 4);
+    /// Victim's IP protocol.
+    pub const PROTOCOL: Field = Field::bytes("protocol", 14, 1);
+    /// Victim's source port.
+    pub const SRC_PORT: Field = Field::bytes("src_port", 15, 2);
+    /// Victim's destination port.
+    pub const DST_PORT: Field = Field::bytes("dst_port", 17, 2);
+}
+
+/// The polling header (after the Ethernet header, EtherType `0x6888`).
+pub const HEADER: Header = Header {
+    name: "hawkeye_polling",
+    fields: &[
+        field::FLAG,
+        field::PAD0,
+        field::INGRESS_PORT,
+        field::PAD1,
+        field::EGRESS_PORT,
+        field::PAD2,
+        field::EVENT_ID,
+        field::SRC_IP,
+        field::DST_IP,
+        field::PROTOCOL,
+        field::SRC_PORT,
+        field::DST_PORT,
+    ],
+    len: HEADER_LEN,
+};
 
 /// Length of the polling header.
 pub const HEADER_LEN: usize = 19;
@@ -68,29 +119,29 @@ fixed_view!(
 impl<T: AsRef<[u8]>> PollingPacket<T> {
     /// Trace flag.
     pub fn flag(&self) -> PollingFlag {
-        PollingFlag::from_bits(self.buffer.as_ref()[0] >> 6)
+        PollingFlag::from_bits(field::FLAG.get_u8(self.buffer.as_ref()))
     }
     /// Port the packet entered the last switch on (9 bits).
     pub fn ingress_port(&self) -> u16 {
-        u16_at(self.buffer.as_ref(), 1) >> 7
+        field::INGRESS_PORT.get_u16(self.buffer.as_ref())
     }
     /// Victim's next-hop port at this switch (9 bits; 511 = none).
     pub fn egress_port(&self) -> u16 {
-        u16_at(self.buffer.as_ref(), 3) >> 7
+        field::EGRESS_PORT.get_u16(self.buffer.as_ref())
     }
     /// Event ID (the agent uses milliseconds mod 256).
     pub fn event_id(&self) -> u8 {
-        self.buffer.as_ref()[5]
+        field::EVENT_ID.get_u8(self.buffer.as_ref())
     }
     /// The victim flow.
     pub fn victim(&self) -> FiveTuple {
         let b = self.buffer.as_ref();
         FiveTuple {
-            src_ip: Ipv4Addr::from_bits(u32_at(b, 6)),
-            dst_ip: Ipv4Addr::from_bits(u32_at(b, 10)),
-            protocol: b[14],
-            src_port: u16_at(b, 15),
-            dst_port: u16_at(b, 17),
+            src_ip: Ipv4Addr::from_bits(field::SRC_IP.get_u32(b)),
+            dst_ip: Ipv4Addr::from_bits(field::DST_IP.get_u32(b)),
+            protocol: field::PROTOCOL.get_u8(b),
+            src_port: field::SRC_PORT.get_u16(b),
+            dst_port: field::DST_PORT.get_u16(b),
         }
     }
 }
@@ -98,15 +149,15 @@ impl<T: AsRef<[u8]>> PollingPacket<T> {
 impl<T: AsRef<[u8]> + AsMut<[u8]>> PollingPacket<T> {
     /// Set the trace flag, keeping the padding bits zero.
     pub fn set_flag(&mut self, f: PollingFlag) {
-        self.buffer.as_mut()[0] = (f as u8) << 6;
+        self.buffer.as_mut()[field::FLAG.byte()] = field::FLAG.place_u8(f as u8);
     }
     /// Set the ingress port (9 bits).
     pub fn set_ingress_port(&mut self, p: u16) {
-        set_u16(self.buffer.as_mut(), 1, (p & 0x1ff) << 7);
+        set_u16(self.buffer.as_mut(), field::INGRESS_PORT.byte(), field::INGRESS_PORT.place_u16(p));
     }
     /// Set the egress port (9 bits).
     pub fn set_egress_port(&mut self, p: u16) {
-        set_u16(self.buffer.as_mut(), 3, (p & 0x1ff) << 7);
+        set_u16(self.buffer.as_mut(), field::EGRESS_PORT.byte(), field::EGRESS_PORT.place_u16(p));
     }
 }
 
@@ -146,15 +197,16 @@ impl PollingRepr {
     /// Write the header; padding is zero and ports are masked to 9 bits.
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
         space("hawkeye", HEADER_LEN, buf.len())?;
-        buf[0] = (self.flag as u8) << 6;
-        set_u16(buf, 1, (self.ingress_port & 0x1ff) << 7);
-        set_u16(buf, 3, (self.egress_port & 0x1ff) << 7);
-        buf[5] = self.event_id;
-        set_u32(buf, 6, self.victim.src_ip.to_bits());
-        set_u32(buf, 10, self.victim.dst_ip.to_bits());
-        buf[14] = self.victim.protocol;
-        set_u16(buf, 15, self.victim.src_port);
-        set_u16(buf, 17, self.victim.dst_port);
+        use field::*;
+        buf[FLAG.byte()] = FLAG.place_u8(self.flag as u8);
+        set_u16(buf, INGRESS_PORT.byte(), INGRESS_PORT.place_u16(self.ingress_port));
+        set_u16(buf, EGRESS_PORT.byte(), EGRESS_PORT.place_u16(self.egress_port));
+        buf[EVENT_ID.byte()] = self.event_id;
+        set_u32(buf, SRC_IP.byte(), self.victim.src_ip.to_bits());
+        set_u32(buf, DST_IP.byte(), self.victim.dst_ip.to_bits());
+        buf[PROTOCOL.byte()] = self.victim.protocol;
+        set_u16(buf, SRC_PORT.byte(), self.victim.src_port);
+        set_u16(buf, DST_PORT.byte(), self.victim.dst_port);
         Ok(())
     }
 }

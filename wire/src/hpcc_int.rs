@@ -25,7 +25,75 @@
 //! that are not reflected. A switch that stamps sets the UDP checksum to zero (IPv4 allows it).
 
 use crate::error::{Error, Result, need, space};
-use crate::field::{set_u16, set_u32, u16_at, u32_at};
+use crate::field::{set_u16, set_u32};
+use crate::spec::Header;
+
+/// The fields of the shim and of one hop slot.
+pub mod field {
+    /// The 4-byte shim.
+    pub mod shim {
+        use crate::spec::Field;
+
+        /// Hops recorded.
+        pub const N_HOP: Field = Field::bytes("n_hop", 0, 1);
+        /// Slots allocated.
+        pub const MAX_HOP: Field = Field::bytes("max_hop", 1, 1);
+        /// Overflow: a switch found no free slot.
+        pub const OVERFLOW: Field = Field::new("overflow", 16, 1);
+        /// Reflected toward the sender; switches leave it alone.
+        pub const REFLECTED: Field = Field::new("reflected", 17, 1);
+        /// Reserved flags.
+        pub const RESERVED: Field = Field::new("reserved", 18, 6);
+        /// What follows the slots.
+        pub const NEXT: Field = Field::bytes("next", 3, 1);
+    }
+
+    /// One 16-byte hop slot.
+    pub mod hop {
+        use crate::spec::Field;
+
+        /// Switch ID.
+        pub const SWITCH_ID: Field = Field::bytes("switch_id", 0, 2);
+        /// Egress port.
+        pub const PORT_ID: Field = Field::bytes("port_id", 2, 2);
+        /// Link rate, in units of 100 Mb/s.
+        pub const RATE: Field = Field::bytes("rate", 4, 2);
+        /// Queue length, in units of 128 B (saturating).
+        pub const QLEN: Field = Field::bytes("qlen", 6, 2);
+        /// Dequeue timestamp, ns (wraps).
+        pub const TS: Field = Field::bytes("ts", 8, 4);
+        /// Bytes the port has sent (wraps).
+        pub const TX_BYTES: Field = Field::bytes("tx_bytes", 12, 4);
+    }
+}
+
+/// The shim.
+pub const SHIM: Header = Header {
+    name: "hpcc_int_shim",
+    fields: &[
+        field::shim::N_HOP,
+        field::shim::MAX_HOP,
+        field::shim::OVERFLOW,
+        field::shim::REFLECTED,
+        field::shim::RESERVED,
+        field::shim::NEXT,
+    ],
+    len: SHIM_LEN,
+};
+
+/// One hop slot (a header stack of `max_hop` of them follows the shim).
+pub const HOP: Header = Header {
+    name: "hpcc_int_hop",
+    fields: &[
+        field::hop::SWITCH_ID,
+        field::hop::PORT_ID,
+        field::hop::RATE,
+        field::hop::QLEN,
+        field::hop::TS,
+        field::hop::TX_BYTES,
+    ],
+    len: HOP_LEN,
+};
 
 /// Shim length.
 pub const SHIM_LEN: usize = 4;
@@ -33,10 +101,11 @@ pub const SHIM_LEN: usize = 4;
 pub const HOP_LEN: usize = 16;
 /// Most hop slots a header may carry.
 pub const MAX_HOPS: usize = 8;
-/// Flag: a switch found no free slot.
-pub const FLAG_OVERFLOW: u8 = 0x80;
-/// Flag: telemetry copied back toward the sender; switches leave it alone.
-pub const FLAG_REFLECTED: u8 = 0x40;
+/// Flag: a switch found no free slot (in the flags byte, [`field::shim::OVERFLOW`]).
+pub const FLAG_OVERFLOW: u8 = field::shim::OVERFLOW.place_u8(1);
+/// Flag: telemetry copied back toward the sender; switches leave it alone
+/// ([`field::shim::REFLECTED`]).
+pub const FLAG_REFLECTED: u8 = field::shim::REFLECTED.place_u8(1);
 /// `next`: nothing follows (a probe).
 pub const NEXT_NONE: u8 = 0;
 /// `next`: a RoCEv2 BTH follows.
@@ -56,44 +125,45 @@ impl<T: AsRef<[u8]>> IntHeader<T> {
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();
         need("int", SHIM_LEN, b.len())?;
-        let max = usize::from(b[1]);
+        let max = usize::from(field::shim::MAX_HOP.get_u8(b));
         if max == 0 || max > MAX_HOPS {
             return Err(Error::Invalid { field: "int.max_hop", value: max as u64 });
         }
-        if usize::from(b[0]) > max {
-            return Err(Error::Invalid { field: "int.n_hop", value: u64::from(b[0]) });
+        let n = field::shim::N_HOP.get_u8(b);
+        if usize::from(n) > max {
+            return Err(Error::Invalid { field: "int.n_hop", value: u64::from(n) });
         }
         need("int.max_hop", SHIM_LEN + HOP_LEN * max, b.len())
     }
 
     /// Hops recorded.
     pub fn n_hop(&self) -> u8 {
-        self.buffer.as_ref()[0]
+        field::shim::N_HOP.get_u8(self.buffer.as_ref())
     }
 
     /// Slots allocated.
     pub fn max_hop(&self) -> u8 {
-        self.buffer.as_ref()[1]
+        field::shim::MAX_HOP.get_u8(self.buffer.as_ref())
     }
 
     /// Flags.
     pub fn flags(&self) -> u8 {
-        self.buffer.as_ref()[2]
+        self.buffer.as_ref()[field::shim::OVERFLOW.byte()]
     }
 
     /// Whether some hop found no free slot.
     pub fn overflow(&self) -> bool {
-        self.flags() & FLAG_OVERFLOW != 0
+        field::shim::OVERFLOW.get_bool(self.buffer.as_ref())
     }
 
     /// Whether this is telemetry copied back toward the sender.
     pub fn reflected(&self) -> bool {
-        self.flags() & FLAG_REFLECTED != 0
+        field::shim::REFLECTED.get_bool(self.buffer.as_ref())
     }
 
     /// What follows the slots ([`NEXT_NONE`], [`NEXT_BTH`]).
     pub fn next(&self) -> u8 {
-        self.buffer.as_ref()[3]
+        field::shim::NEXT.get_u8(self.buffer.as_ref())
     }
 
     /// Header length: shim and all slots.
@@ -112,13 +182,13 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> IntHeader<T> {
     /// the overflow flag when every slot is taken.
     pub fn push_hop(&mut self, hop: &IntHopRepr) -> bool {
         let b = self.buffer.as_mut();
-        let n = usize::from(b[0]);
-        if n >= usize::from(b[1]) {
-            b[2] |= FLAG_OVERFLOW;
+        let n = usize::from(field::shim::N_HOP.get_u8(b));
+        if n >= usize::from(field::shim::MAX_HOP.get_u8(b)) {
+            field::shim::OVERFLOW.set_bool(b, true);
             return false;
         }
         hop.write(&mut b[SHIM_LEN + HOP_LEN * n..]);
-        b[0] += 1;
+        field::shim::N_HOP.set_u8(b, n as u8 + 1);
         true
     }
 }
@@ -183,22 +253,22 @@ impl IntHopRepr {
 
     fn read(b: &[u8]) -> Self {
         Self {
-            switch_id: u16_at(b, 0),
-            port_id: u16_at(b, 2),
-            rate: u16_at(b, 4),
-            qlen: u16_at(b, 6),
-            ts: u32_at(b, 8),
-            tx_bytes: u32_at(b, 12),
+            switch_id: field::hop::SWITCH_ID.get_u16(b),
+            port_id: field::hop::PORT_ID.get_u16(b),
+            rate: field::hop::RATE.get_u16(b),
+            qlen: field::hop::QLEN.get_u16(b),
+            ts: field::hop::TS.get_u32(b),
+            tx_bytes: field::hop::TX_BYTES.get_u32(b),
         }
     }
 
     fn write(&self, b: &mut [u8]) {
-        set_u16(b, 0, self.switch_id);
-        set_u16(b, 2, self.port_id);
-        set_u16(b, 4, self.rate);
-        set_u16(b, 6, self.qlen);
-        set_u32(b, 8, self.ts);
-        set_u32(b, 12, self.tx_bytes);
+        set_u16(b, field::hop::SWITCH_ID.byte(), self.switch_id);
+        set_u16(b, field::hop::PORT_ID.byte(), self.port_id);
+        set_u16(b, field::hop::RATE.byte(), self.rate);
+        set_u16(b, field::hop::QLEN.byte(), self.qlen);
+        set_u32(b, field::hop::TS.byte(), self.ts);
+        set_u32(b, field::hop::TX_BYTES.byte(), self.tx_bytes);
     }
 }
 
@@ -266,11 +336,12 @@ impl IntRepr {
             return Err(Error::Invalid { field: "int.n_hop", value: u64::from(self.n_hop) });
         }
         space("int", self.buffer_len(), buf.len())?;
-        buf[0] = self.n_hop;
-        buf[1] = self.max_hop;
-        buf[2] =
-            if self.overflow { FLAG_OVERFLOW } else { 0 } | if self.reflected { FLAG_REFLECTED } else { 0 };
-        buf[3] = self.next;
+        use field::shim::*;
+        buf[N_HOP.byte()] = self.n_hop;
+        buf[MAX_HOP.byte()] = self.max_hop;
+        buf[OVERFLOW.byte()] =
+            OVERFLOW.place_u8(u8::from(self.overflow)) | REFLECTED.place_u8(u8::from(self.reflected));
+        buf[NEXT.byte()] = self.next;
         for i in 0..max {
             let hop = if i < usize::from(self.n_hop) { self.hops[i] } else { IntHopRepr::default() };
             hop.write(&mut buf[SHIM_LEN + HOP_LEN * i..]);
@@ -330,7 +401,7 @@ pub fn unwrap(frame: &mut [u8], l3: usize) -> Result<(IntRepr, usize)> {
     let (ihl, total) = ip_udp(frame, l3)?;
     let at = l3 + ihl + crate::udp::HEADER_LEN;
     let end = l3 + total;
-    let dport = u16_at(frame, l3 + ihl + 2);
+    let dport = crate::udp::field::DST_PORT.get_u16(&frame[l3 + ihl..]);
     if dport != crate::udp::port::HPCC_INT {
         return Err(Error::Unsupported { field: "udp.dst_port", value: u64::from(dport) });
     }

@@ -6,10 +6,70 @@ use core::net::Ipv4Addr;
 
 use crate::checksum;
 use crate::error::{Error, Result, chunk, need};
-use crate::field::{set_u16, set_u32, u16_at, u32_at};
+use crate::field::{set_u16, set_u32, u16_at};
+use crate::spec::Header;
 
 /// Length of a header without options.
 pub const HEADER_LEN: usize = 20;
+
+/// The fields of the header without options.
+pub mod field {
+    use crate::spec::Field;
+
+    /// Version (4).
+    pub const VERSION: Field = Field::new("version", 0, 4);
+    /// Header length in 32-bit words.
+    pub const IHL: Field = Field::new("ihl", 4, 4);
+    /// Differentiated services code point.
+    pub const DSCP: Field = Field::new("dscp", 8, 6);
+    /// ECN codepoint.
+    pub const ECN: Field = Field::new("ecn", 14, 2);
+    /// Total length of header and payload.
+    pub const TOTAL_LEN: Field = Field::bytes("total_len", 2, 2);
+    /// Identification.
+    pub const IDENT: Field = Field::bytes("identification", 4, 2);
+    /// The reserved flag (must be 0).
+    pub const FLAG_RESERVED: Field = Field::new("reserved_flag", 48, 1);
+    /// Don't fragment.
+    pub const DONT_FRAG: Field = Field::new("dont_frag", 49, 1);
+    /// More fragments.
+    pub const MORE_FRAGS: Field = Field::new("more_frags", 50, 1);
+    /// Fragment offset in 8-byte units.
+    pub const FRAG_OFFSET: Field = Field::new("frag_offset", 51, 13);
+    /// Time to live.
+    pub const TTL: Field = Field::bytes("ttl", 8, 1);
+    /// Protocol of the payload.
+    pub const PROTOCOL: Field = Field::bytes("protocol", 9, 1);
+    /// Header checksum.
+    pub const CHECKSUM: Field = Field::bytes("hdr_checksum", 10, 2);
+    /// Source address.
+    pub const SRC_ADDR: Field = Field::bytes("src_addr", 12, 4);
+    /// Destination address.
+    pub const DST_ADDR: Field = Field::bytes("dst_addr", 16, 4);
+}
+
+/// The IPv4 header without options.
+pub const HEADER: Header = Header {
+    name: "ipv4",
+    fields: &[
+        field::VERSION,
+        field::IHL,
+        field::DSCP,
+        field::ECN,
+        field::TOTAL_LEN,
+        field::IDENT,
+        field::FLAG_RESERVED,
+        field::DONT_FRAG,
+        field::MORE_FRAGS,
+        field::FRAG_OFFSET,
+        field::TTL,
+        field::PROTOCOL,
+        field::CHECKSUM,
+        field::SRC_ADDR,
+        field::DST_ADDR,
+    ],
+    len: HEADER_LEN,
+};
 
 /// IP protocol numbers used here.
 pub mod protocol {
@@ -45,12 +105,12 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();
         need("ipv4", HEADER_LEN, b.len())?;
-        let ihl = usize::from(b[0] & 0x0f);
+        let ihl = usize::from(field::IHL.get_u8(b));
         if ihl < 5 {
             return Err(Error::Invalid { field: "ipv4.ihl", value: ihl as u64 });
         }
         need("ipv4.ihl", ihl * 4, b.len())?;
-        let total = usize::from(u16_at(b, 2));
+        let total = usize::from(field::TOTAL_LEN.get_u16(b));
         if total < ihl * 4 {
             return Err(Error::Invalid { field: "ipv4.total_len", value: total as u64 });
         }
@@ -59,72 +119,72 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
 
     /// IP version field (4 for a valid packet).
     pub fn version(&self) -> u8 {
-        self.buffer.as_ref()[0] >> 4
+        field::VERSION.get_u8(self.buffer.as_ref())
     }
 
     /// Header length in bytes (IHL × 4).
     pub fn header_len(&self) -> usize {
-        usize::from(self.buffer.as_ref()[0] & 0x0f) * 4
+        usize::from(field::IHL.get_u8(self.buffer.as_ref())) * 4
     }
 
     /// Differentiated services code point.
     pub fn dscp(&self) -> u8 {
-        self.buffer.as_ref()[1] >> 2
+        field::DSCP.get_u8(self.buffer.as_ref())
     }
 
     /// ECN codepoint.
     pub fn ecn(&self) -> u8 {
-        self.buffer.as_ref()[1] & 0x03
+        field::ECN.get_u8(self.buffer.as_ref())
     }
 
     /// Total length of header and payload.
     pub fn total_len(&self) -> u16 {
-        u16_at(self.buffer.as_ref(), 2)
+        field::TOTAL_LEN.get_u16(self.buffer.as_ref())
     }
 
     /// Identification.
     pub fn ident(&self) -> u16 {
-        u16_at(self.buffer.as_ref(), 4)
+        field::IDENT.get_u16(self.buffer.as_ref())
     }
 
     /// Don't-fragment flag.
     pub fn dont_frag(&self) -> bool {
-        self.buffer.as_ref()[6] & 0x40 != 0
+        field::DONT_FRAG.get_bool(self.buffer.as_ref())
     }
 
     /// More-fragments flag.
     pub fn more_frags(&self) -> bool {
-        self.buffer.as_ref()[6] & 0x20 != 0
+        field::MORE_FRAGS.get_bool(self.buffer.as_ref())
     }
 
     /// Fragment offset in 8-byte units.
     pub fn frag_offset(&self) -> u16 {
-        u16_at(self.buffer.as_ref(), 6) & 0x1fff
+        field::FRAG_OFFSET.get_u16(self.buffer.as_ref())
     }
 
     /// Time to live.
     pub fn ttl(&self) -> u8 {
-        self.buffer.as_ref()[8]
+        field::TTL.get_u8(self.buffer.as_ref())
     }
 
     /// Protocol of the payload.
     pub fn protocol(&self) -> u8 {
-        self.buffer.as_ref()[9]
+        field::PROTOCOL.get_u8(self.buffer.as_ref())
     }
 
     /// Header checksum field.
     pub fn checksum(&self) -> u16 {
-        u16_at(self.buffer.as_ref(), 10)
+        field::CHECKSUM.get_u16(self.buffer.as_ref())
     }
 
     /// Source address.
     pub fn src_addr(&self) -> Ipv4Addr {
-        Ipv4Addr::from_bits(u32_at(self.buffer.as_ref(), 12))
+        Ipv4Addr::from_bits(field::SRC_ADDR.get_u32(self.buffer.as_ref()))
     }
 
     /// Destination address.
     pub fn dst_addr(&self) -> Ipv4Addr {
-        Ipv4Addr::from_bits(u32_at(self.buffer.as_ref(), 16))
+        Ipv4Addr::from_bits(field::DST_ADDR.get_u32(self.buffer.as_ref()))
     }
 
     /// Whether the header checksum is correct.
@@ -157,57 +217,56 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     /// Set DSCP, keeping ECN. Does not update the checksum.
     pub fn set_dscp(&mut self, dscp: u8) {
-        let b = self.buffer.as_mut();
-        b[1] = (dscp << 2) | (b[1] & 0x03);
+        field::DSCP.set_u8(self.buffer.as_mut(), dscp);
     }
 
     /// Set the ECN codepoint and update the checksum incrementally.
     pub fn set_ecn_update_checksum(&mut self, ecn: u8) {
         let b = self.buffer.as_mut();
         let old = u16_at(b, 0);
-        b[1] = (b[1] & 0xfc) | (ecn & 0x03);
+        field::ECN.set_u8(b, ecn);
         let new = u16_at(b, 0);
-        let c = checksum::update_u16(u16_at(b, 10), old, new);
-        set_u16(b, 10, c);
+        let c = checksum::update_u16(field::CHECKSUM.get_u16(b), old, new);
+        field::CHECKSUM.set_u16(b, c);
     }
 
     /// Set the total length. Does not update the checksum.
     pub fn set_total_len(&mut self, len: u16) {
-        set_u16(self.buffer.as_mut(), 2, len);
+        field::TOTAL_LEN.set_u16(self.buffer.as_mut(), len);
     }
 
     /// Set the identification. Does not update the checksum.
     pub fn set_ident(&mut self, v: u16) {
-        set_u16(self.buffer.as_mut(), 4, v);
+        field::IDENT.set_u16(self.buffer.as_mut(), v);
     }
 
     /// Set the TTL. Does not update the checksum.
     pub fn set_ttl(&mut self, ttl: u8) {
-        self.buffer.as_mut()[8] = ttl;
+        field::TTL.set_u8(self.buffer.as_mut(), ttl);
     }
 
     /// Set the source address. Does not update the checksum.
     pub fn set_src_addr(&mut self, a: Ipv4Addr) {
-        self.buffer.as_mut()[12..16].copy_from_slice(&a.octets());
+        field::SRC_ADDR.set_u32(self.buffer.as_mut(), a.to_bits());
     }
 
     /// Set the destination address. Does not update the checksum.
     pub fn set_dst_addr(&mut self, a: Ipv4Addr) {
-        self.buffer.as_mut()[16..20].copy_from_slice(&a.octets());
+        field::DST_ADDR.set_u32(self.buffer.as_mut(), a.to_bits());
     }
 
     /// Set the checksum field.
     pub fn set_checksum(&mut self, c: u16) {
-        set_u16(self.buffer.as_mut(), 10, c);
+        field::CHECKSUM.set_u16(self.buffer.as_mut(), c);
     }
 
     /// Recompute the header checksum from scratch.
     pub fn fill_checksum(&mut self) {
         let h = self.header_len();
         let b = self.buffer.as_mut();
-        set_u16(b, 10, 0);
+        field::CHECKSUM.set_u16(b, 0);
         let c = checksum::checksum(&b[..h]);
-        set_u16(b, 10, c);
+        field::CHECKSUM.set_u16(b, c);
     }
 
     /// Decrement the TTL by one and update the checksum incrementally (RFC 1624), as a router
@@ -215,16 +274,16 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     #[inline]
     pub fn decrement_ttl(&mut self) -> u8 {
         let b = self.buffer.as_mut();
-        let ttl = b[8];
+        let ttl = field::TTL.get_u8(b);
         if ttl == 0 {
             return 0;
         }
-        b[8] = ttl - 1;
+        field::TTL.set_u8(b, ttl - 1);
         // RFC 1624 eqn. 3, HC' = ~(~HC + ~m + m'), where the word m = TTL·256 + protocol
         // becomes m' = m − 256, so ~m + m' is the constant 0xfeff.
-        let sum = u32::from(!u16_at(b, 10)) + 0xfeff;
+        let sum = u32::from(!field::CHECKSUM.get_u16(b)) + 0xfeff;
         let sum = (sum & 0xffff) + (sum >> 16);
-        set_u16(b, 10, !(sum as u16));
+        field::CHECKSUM.set_u16(b, !(sum as u16));
         ttl - 1
     }
 
@@ -322,16 +381,18 @@ impl Ipv4Repr {
             + u64::from(src & 0xffff)
             + u64::from(dst >> 16)
             + u64::from(dst & 0xffff);
-        b[0] = 0x45;
-        b[1] = tos;
-        set_u16(b, 2, total);
-        set_u16(b, 4, self.ident);
-        set_u16(b, 6, flags);
-        b[8] = self.ttl;
-        b[9] = self.protocol;
-        set_u16(b, 10, checksum::finish(sum));
-        set_u32(b, 12, src);
-        set_u32(b, 16, dst);
+        // Whole bytes and words, each at its field's offset (version and IHL, DSCP and ECN, the
+        // flags and fragment offset share theirs).
+        b[field::VERSION.byte()] = 0x45;
+        b[field::DSCP.byte()] = tos;
+        set_u16(b, field::TOTAL_LEN.byte(), total);
+        set_u16(b, field::IDENT.byte(), self.ident);
+        set_u16(b, field::FRAG_OFFSET.byte(), flags);
+        b[field::TTL.byte()] = self.ttl;
+        b[field::PROTOCOL.byte()] = self.protocol;
+        set_u16(b, field::CHECKSUM.byte(), checksum::finish(sum));
+        set_u32(b, field::SRC_ADDR.byte(), src);
+        set_u32(b, field::DST_ADDR.byte(), dst);
     }
 }
 

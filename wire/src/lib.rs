@@ -52,6 +52,7 @@ pub mod ibcm;
 pub mod ipv4;
 pub mod pfc;
 pub mod roce;
+pub mod spec;
 pub mod stack;
 pub mod udp;
 pub mod ufab;

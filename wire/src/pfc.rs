@@ -9,7 +9,56 @@
 
 use crate::error::{Error, Result, need, space};
 use crate::ethernet::{self, EtherType, EthernetAddress, EthernetRepr};
-use crate::field::{set_u16, u16_at};
+use crate::field::set_u16;
+use crate::spec::Header;
+
+/// The fields of the PFC and PAUSE payloads (after the Ethernet header).
+pub mod field {
+    use crate::spec::Field;
+
+    /// MAC Control opcode.
+    pub const OPCODE: Field = Field::bytes("opcode", 0, 2);
+    /// PFC: reserved high byte of the class-enable vector.
+    pub const CLASS_ENABLE_RESERVED: Field = Field::bytes("class_enable_reserved", 2, 1);
+    /// PFC: class-enable vector, bit `i` for priority `i`.
+    pub const CLASS_ENABLE: Field = Field::bytes("class_enable", 3, 1);
+    /// PFC: pause time of each priority, in quanta.
+    pub const QUANTA: [Field; 8] = [
+        Field::bytes("quanta0", 4, 2),
+        Field::bytes("quanta1", 6, 2),
+        Field::bytes("quanta2", 8, 2),
+        Field::bytes("quanta3", 10, 2),
+        Field::bytes("quanta4", 12, 2),
+        Field::bytes("quanta5", 14, 2),
+        Field::bytes("quanta6", 16, 2),
+        Field::bytes("quanta7", 18, 2),
+    ];
+    /// PAUSE: pause time, in quanta.
+    pub const PAUSE_QUANTA: Field = Field::bytes("quanta", 2, 2);
+}
+
+/// The PFC payload.
+pub const PFC: Header = Header {
+    name: "pfc",
+    fields: &[
+        field::OPCODE,
+        field::CLASS_ENABLE_RESERVED,
+        field::CLASS_ENABLE,
+        field::QUANTA[0],
+        field::QUANTA[1],
+        field::QUANTA[2],
+        field::QUANTA[3],
+        field::QUANTA[4],
+        field::QUANTA[5],
+        field::QUANTA[6],
+        field::QUANTA[7],
+    ],
+    len: PFC_LEN,
+};
+
+/// The PAUSE payload.
+pub const PAUSE: Header =
+    Header { name: "pause", fields: &[field::OPCODE, field::PAUSE_QUANTA], len: PAUSE_LEN };
 
 /// Opcode of an 802.3x PAUSE frame.
 pub const OPCODE_PAUSE: u16 = 0x0001;
@@ -34,7 +83,7 @@ pub fn pause_duration_ns(quanta: u16, link_bps: u64) -> u64 {
 /// The opcode of a MAC Control payload (after the Ethernet header).
 pub fn opcode(buf: &[u8]) -> Result<u16> {
     need("mac_control", 2, buf.len())?;
-    Ok(u16_at(buf, 0))
+    Ok(field::OPCODE.get_u16(buf))
 }
 
 fn expect_opcode(buf: &[u8], want: u16) -> Result<()> {
@@ -58,24 +107,26 @@ impl<T: AsRef<[u8]>> PfcPacket<T> {
 
     /// The class-enable vector (low 8 bits; the reserved high bits are ignored).
     pub fn class_enable(&self) -> u8 {
-        u16_at(self.buffer.as_ref(), 2) as u8
+        field::CLASS_ENABLE.get_u8(self.buffer.as_ref())
     }
 
     /// The pause time of `priority` (taken modulo 8) in quanta.
     pub fn quanta(&self, priority: usize) -> u16 {
-        u16_at(self.buffer.as_ref(), 4 + 2 * (priority & 7))
+        field::QUANTA[priority & 7].get_u16(self.buffer.as_ref())
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> PfcPacket<T> {
     /// Set the class-enable vector.
     pub fn set_class_enable(&mut self, v: u8) {
-        set_u16(self.buffer.as_mut(), 2, u16::from(v));
+        let b = self.buffer.as_mut();
+        field::CLASS_ENABLE_RESERVED.set_u8(b, 0);
+        field::CLASS_ENABLE.set_u8(b, v);
     }
 
     /// Set the pause time of `priority` (taken modulo 8).
     pub fn set_quanta(&mut self, priority: usize, q: u16) {
-        set_u16(self.buffer.as_mut(), 4 + 2 * (priority & 7), q);
+        field::QUANTA[priority & 7].set_u16(self.buffer.as_mut(), q);
     }
 }
 
@@ -93,14 +144,14 @@ impl<T: AsRef<[u8]>> PausePacket<T> {
 
     /// The pause time in quanta (0 = resume).
     pub fn quanta(&self) -> u16 {
-        u16_at(self.buffer.as_ref(), 2)
+        field::PAUSE_QUANTA.get_u16(self.buffer.as_ref())
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> PausePacket<T> {
     /// Set the pause time.
     pub fn set_quanta(&mut self, q: u16) {
-        set_u16(self.buffer.as_mut(), 2, q);
+        field::PAUSE_QUANTA.set_u16(self.buffer.as_mut(), q);
     }
 }
 
@@ -175,14 +226,14 @@ impl MacControlRepr {
         space("mac_control", self.buffer_len(), buf.len())?;
         match self {
             Self::Pause { quanta } => {
-                set_u16(buf, 0, OPCODE_PAUSE);
-                set_u16(buf, 2, *quanta);
+                set_u16(buf, field::OPCODE.byte(), OPCODE_PAUSE);
+                set_u16(buf, field::PAUSE_QUANTA.byte(), *quanta);
             }
             Self::Pfc(pfc) => {
-                set_u16(buf, 0, OPCODE_PFC);
-                set_u16(buf, 2, u16::from(pfc.class_enable));
+                set_u16(buf, field::OPCODE.byte(), OPCODE_PFC);
+                set_u16(buf, field::CLASS_ENABLE_RESERVED.byte(), u16::from(pfc.class_enable));
                 for (i, q) in pfc.quanta.iter().enumerate() {
-                    set_u16(buf, 4 + 2 * i, *q);
+                    set_u16(buf, field::QUANTA[i].byte(), *q);
                 }
             }
         }

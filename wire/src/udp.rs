@@ -4,11 +4,32 @@ use core::net::Ipv4Addr;
 
 use crate::checksum;
 use crate::error::{Error, Result, chunk, need};
-use crate::field::{set_u16, u16_at};
 use crate::ipv4::protocol;
+use crate::spec::Header;
 
 /// Header length.
 pub const HEADER_LEN: usize = 8;
+
+/// The fields of the header.
+pub mod field {
+    use crate::spec::Field;
+
+    /// Source port.
+    pub const SRC_PORT: Field = Field::bytes("src_port", 0, 2);
+    /// Destination port.
+    pub const DST_PORT: Field = Field::bytes("dst_port", 2, 2);
+    /// Length of header and payload.
+    pub const LENGTH: Field = Field::bytes("length", 4, 2);
+    /// Checksum (0: none).
+    pub const CHECKSUM: Field = Field::bytes("checksum", 6, 2);
+}
+
+/// The UDP header.
+pub const HEADER: Header = Header {
+    name: "udp",
+    fields: &[field::SRC_PORT, field::DST_PORT, field::LENGTH, field::CHECKSUM],
+    len: HEADER_LEN,
+};
 
 /// Well-known and project UDP ports.
 pub mod port {
@@ -36,7 +57,7 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();
         need("udp", HEADER_LEN, b.len())?;
-        let len = usize::from(u16_at(b, 4));
+        let len = usize::from(field::LENGTH.get_u16(b));
         if len < HEADER_LEN {
             return Err(Error::Invalid { field: "udp.length", value: len as u64 });
         }
@@ -45,17 +66,17 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
 
     /// Source port.
     pub fn src_port(&self) -> u16 {
-        u16_at(self.buffer.as_ref(), 0)
+        field::SRC_PORT.get_u16(self.buffer.as_ref())
     }
 
     /// Destination port.
     pub fn dst_port(&self) -> u16 {
-        u16_at(self.buffer.as_ref(), 2)
+        field::DST_PORT.get_u16(self.buffer.as_ref())
     }
 
     /// Length field: header plus payload.
     pub fn len(&self) -> u16 {
-        u16_at(self.buffer.as_ref(), 4)
+        field::LENGTH.get_u16(self.buffer.as_ref())
     }
 
     /// Whether the length field is zero (never true for a checked packet).
@@ -65,7 +86,7 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
 
     /// Checksum field (0 = none).
     pub fn checksum(&self) -> u16 {
-        u16_at(self.buffer.as_ref(), 6)
+        field::CHECKSUM.get_u16(self.buffer.as_ref())
     }
 
     /// The payload, bounded by the length field.
@@ -88,22 +109,22 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
 impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
     /// Set the source port. Does not update the checksum.
     pub fn set_src_port(&mut self, p: u16) {
-        set_u16(self.buffer.as_mut(), 0, p);
+        field::SRC_PORT.set_u16(self.buffer.as_mut(), p);
     }
 
     /// Set the destination port. Does not update the checksum.
     pub fn set_dst_port(&mut self, p: u16) {
-        set_u16(self.buffer.as_mut(), 2, p);
+        field::DST_PORT.set_u16(self.buffer.as_mut(), p);
     }
 
     /// Set the length field.
     pub fn set_len(&mut self, len: u16) {
-        set_u16(self.buffer.as_mut(), 4, len);
+        field::LENGTH.set_u16(self.buffer.as_mut(), len);
     }
 
     /// Set the checksum field.
     pub fn set_checksum(&mut self, c: u16) {
-        set_u16(self.buffer.as_mut(), 6, c);
+        field::CHECKSUM.set_u16(self.buffer.as_mut(), c);
     }
 
     /// Compute and store the checksum over the pseudo-header, header and payload. A computed
@@ -165,7 +186,9 @@ impl UdpRepr {
         }
         let (s, d, l) =
             (self.src_port.to_be_bytes(), self.dst_port.to_be_bytes(), (len as u16).to_be_bytes());
+        // The fields are the four 16-bit words in order; the checksum is 0.
         *chunk::<HEADER_LEN>("udp", buf)? = [s[0], s[1], d[0], d[1], l[0], l[1], 0, 0];
+        const _: () = assert!(field::LENGTH.offset == 32 && field::CHECKSUM.offset == 48);
         Ok(())
     }
 }

@@ -21,7 +21,53 @@
 //! | C_l | speed class ([`speed_class_bps`]) | 1G … 800G |
 
 use crate::error::{Error, Result, need, space};
-use crate::field::{set_u16, u16_at, u24_at};
+use crate::field::set_u16;
+use crate::spec::Header;
+
+/// The fields of the header and of one hop record.
+pub mod field {
+    /// The 4-byte header.
+    pub mod header {
+        use crate::spec::Field;
+
+        /// Packet type.
+        pub const TYPE: Field = Field::new("type", 0, 4);
+        /// Hops traversed so far.
+        pub const N_HOP: Field = Field::new("n_hop", 4, 4);
+        /// φ_{a→b}, the pair's tokens.
+        pub const PHI_PAIR: Field = Field::bytes("phi_pair", 1, 3);
+    }
+
+    /// One 8-byte hop record.
+    pub mod hop {
+        use crate::spec::Field;
+
+        /// w^l_{a→b} as sent, W_l as the switch writes it (256 B units).
+        pub const WINDOW: Field = Field::bytes("window", 0, 2);
+        /// Φ_l (tokens).
+        pub const PHI_L: Field = Field::bytes("phi_l", 2, 2);
+        /// tx_l (10 Mb/s units).
+        pub const TX_L: Field = Field::bytes("tx_l", 4, 2);
+        /// q_l (1 KiB units).
+        pub const Q_L: Field = Field::new("q_l", 48, 12);
+        /// C_l speed class.
+        pub const C_L: Field = Field::new("c_l", 60, 4);
+    }
+}
+
+/// The header.
+pub const HEADER: Header = Header {
+    name: "ufab",
+    fields: &[field::header::TYPE, field::header::N_HOP, field::header::PHI_PAIR],
+    len: HEADER_LEN,
+};
+
+/// One hop record (a stack of them follows the header).
+pub const HOP: Header = Header {
+    name: "ufab_hop",
+    fields: &[field::hop::WINDOW, field::hop::PHI_L, field::hop::TX_L, field::hop::Q_L, field::hop::C_L],
+    len: HOP_LEN,
+};
 
 /// Header length.
 pub const HEADER_LEN: usize = 4;
@@ -99,22 +145,22 @@ impl<T: AsRef<[u8]>> UfabPacket<T> {
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();
         need("ufab", HEADER_LEN, b.len())?;
-        need("ufab.n_hop", HEADER_LEN + HOP_LEN * usize::from(b[0] & 0x0f), b.len())
+        need("ufab.n_hop", HEADER_LEN + HOP_LEN * usize::from(field::header::N_HOP.get_u8(b)), b.len())
     }
 
     /// Raw 4-bit type.
     pub fn kind_bits(&self) -> u8 {
-        self.buffer.as_ref()[0] >> 4
+        field::header::TYPE.get_u8(self.buffer.as_ref())
     }
 
     /// Hops traversed so far.
     pub fn n_hop(&self) -> u8 {
-        self.buffer.as_ref()[0] & 0x0f
+        field::header::N_HOP.get_u8(self.buffer.as_ref())
     }
 
     /// φ_{a→b}: the pair's tokens (sender's in a probe, receiver's in a response).
     pub fn phi_pair(&self) -> u32 {
-        u24_at(self.buffer.as_ref(), 1)
+        field::header::PHI_PAIR.get_u24(self.buffer.as_ref())
     }
 
     /// Hop slots the buffer holds (at most 15).
@@ -131,8 +177,7 @@ impl<T: AsRef<[u8]>> UfabPacket<T> {
 impl<T: AsRef<[u8]> + AsMut<[u8]>> UfabPacket<T> {
     /// Set `n_hop`.
     pub fn set_n_hop(&mut self, n: u8) {
-        let b = self.buffer.as_mut();
-        b[0] = (b[0] & 0xf0) | (n & 0x0f);
+        field::header::N_HOP.set_u8(self.buffer.as_mut(), n);
     }
 
     /// Overwrite hop record `i` (`i < slots()`).
@@ -159,21 +204,23 @@ pub struct UfabHopRepr {
 
 impl UfabHopRepr {
     fn read(b: &[u8]) -> Self {
-        let w = u16_at(b, 6);
+        use field::hop::*;
         Self {
-            window: u16_at(b, 0),
-            phi_l: u16_at(b, 2),
-            tx_l: u16_at(b, 4),
-            q_l: w >> 4,
-            c_l: (w & 0x0f) as u8,
+            window: WINDOW.get_u16(b),
+            phi_l: PHI_L.get_u16(b),
+            tx_l: TX_L.get_u16(b),
+            q_l: Q_L.get_u16(b),
+            c_l: C_L.get_u8(b),
         }
     }
 
     fn write(&self, b: &mut [u8]) {
-        set_u16(b, 0, self.window);
-        set_u16(b, 2, self.phi_l);
-        set_u16(b, 4, self.tx_l);
-        set_u16(b, 6, ((self.q_l & 0x0fff) << 4) | u16::from(self.c_l & 0x0f));
+        use field::hop::*;
+        set_u16(b, WINDOW.byte(), self.window);
+        set_u16(b, PHI_L.byte(), self.phi_l);
+        set_u16(b, TX_L.byte(), self.tx_l);
+        Q_L.set_u16(b, self.q_l);
+        C_L.set_u8(b, self.c_l);
     }
 
     /// Window field in bytes.
@@ -249,9 +296,9 @@ impl UfabRepr {
             return Err(Error::Invalid { field: "ufab.n_hop", value: u64::from(self.n_hop) });
         }
         space("ufab", self.buffer_len(), buf.len())?;
-        buf[0] = ((self.kind as u8) << 4) | (self.n_hop & 0x0f);
-        let phi = (self.phi_pair & 0x00ff_ffff).to_be_bytes();
-        buf[1..4].copy_from_slice(&phi[1..]);
+        use field::header::*;
+        buf[TYPE.byte()] = TYPE.place_u8(self.kind as u8) | N_HOP.place_u8(self.n_hop);
+        PHI_PAIR.set_u24(buf, self.phi_pair);
         for (i, h) in self.hops.iter().enumerate().take(usize::from(self.slots)) {
             h.write(&mut buf[HEADER_LEN + HOP_LEN * i..]);
         }

@@ -2,9 +2,170 @@
 //! BTH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt and DETH.
 
 use crate::error::{Error, Result, chunk};
-use crate::field::{set_u16, set_u24, set_u32, set_u64, u16_at, u24_at, u32_at, u64_at};
+use crate::field::{set_u16, set_u24, set_u32, set_u64};
+use crate::spec::Header;
 
 use super::Opcode;
+
+/// The fields of each transport header, from the header's own first byte.
+pub mod field {
+    /// Base Transport Header.
+    pub mod bth {
+        use crate::spec::Field;
+
+        /// Opcode.
+        pub const OPCODE: Field = Field::bytes("opcode", 0, 1);
+        /// Solicited event.
+        pub const SE: Field = Field::new("se", 8, 1);
+        /// Migration request.
+        pub const MIGREQ: Field = Field::new("migreq", 9, 1);
+        /// Pad count.
+        pub const PAD_COUNT: Field = Field::new("pad_count", 10, 2);
+        /// Transport header version.
+        pub const TVER: Field = Field::new("tver", 12, 4);
+        /// Partition key.
+        pub const PKEY: Field = Field::bytes("pkey", 2, 2);
+        /// Forward ECN.
+        pub const FECN: Field = Field::new("fecn", 32, 1);
+        /// Backward ECN.
+        pub const BECN: Field = Field::new("becn", 33, 1);
+        /// Reserved.
+        pub const RESERVED1: Field = Field::new("reserved1", 34, 6);
+        /// Destination QP.
+        pub const DEST_QP: Field = Field::bytes("dest_qp", 5, 3);
+        /// Acknowledge request.
+        pub const ACK_REQ: Field = Field::new("ack_req", 64, 1);
+        /// Reserved.
+        pub const RESERVED2: Field = Field::new("reserved2", 65, 7);
+        /// Packet sequence number.
+        pub const PSN: Field = Field::bytes("psn", 9, 3);
+    }
+
+    /// RDMA Extended Transport Header.
+    pub mod reth {
+        use crate::spec::Field;
+
+        /// Virtual address.
+        pub const VA: Field = Field::bytes("va", 0, 8);
+        /// Remote key.
+        pub const RKEY: Field = Field::bytes("rkey", 8, 4);
+        /// DMA length.
+        pub const DMA_LEN: Field = Field::bytes("dma_len", 12, 4);
+    }
+
+    /// Atomic Extended Transport Header.
+    pub mod atomic_eth {
+        use crate::spec::Field;
+
+        /// Virtual address.
+        pub const VA: Field = Field::bytes("va", 0, 8);
+        /// Remote key.
+        pub const RKEY: Field = Field::bytes("rkey", 8, 4);
+        /// Swap (or add) data.
+        pub const SWAP_ADD: Field = Field::bytes("swap_add", 12, 8);
+        /// Compare data.
+        pub const COMPARE: Field = Field::bytes("compare", 20, 8);
+    }
+
+    /// ACK Extended Transport Header.
+    pub mod aeth {
+        use crate::spec::Field;
+
+        /// Syndrome.
+        pub const SYNDROME: Field = Field::bytes("syndrome", 0, 1);
+        /// Message sequence number.
+        pub const MSN: Field = Field::bytes("msn", 1, 3);
+    }
+
+    /// Atomic ACK Extended Transport Header.
+    pub mod atomic_ack_eth {
+        use crate::spec::Field;
+
+        /// The value the atomic found.
+        pub const ORIGINAL: Field = Field::bytes("orig_data", 0, 8);
+    }
+
+    /// Immediate data.
+    pub mod imm_dt {
+        use crate::spec::Field;
+
+        /// The immediate value.
+        pub const IMM: Field = Field::bytes("imm", 0, 4);
+    }
+
+    /// Datagram Extended Transport Header.
+    pub mod deth {
+        use crate::spec::Field;
+
+        /// Queue key.
+        pub const QKEY: Field = Field::bytes("qkey", 0, 4);
+        /// Reserved.
+        pub const RESERVED: Field = Field::bytes("reserved", 4, 1);
+        /// Source QP.
+        pub const SRC_QP: Field = Field::bytes("src_qp", 5, 3);
+    }
+}
+
+/// The BTH.
+pub const BTH: Header = Header {
+    name: "roce_bth",
+    fields: &[
+        field::bth::OPCODE,
+        field::bth::SE,
+        field::bth::MIGREQ,
+        field::bth::PAD_COUNT,
+        field::bth::TVER,
+        field::bth::PKEY,
+        field::bth::FECN,
+        field::bth::BECN,
+        field::bth::RESERVED1,
+        field::bth::DEST_QP,
+        field::bth::ACK_REQ,
+        field::bth::RESERVED2,
+        field::bth::PSN,
+    ],
+    len: BthRepr::LEN,
+};
+
+/// The RETH.
+pub const RETH: Header = Header {
+    name: "roce_reth",
+    fields: &[field::reth::VA, field::reth::RKEY, field::reth::DMA_LEN],
+    len: RethRepr::LEN,
+};
+
+/// The AtomicETH.
+pub const ATOMIC_ETH: Header = Header {
+    name: "roce_atomic_eth",
+    fields: &[
+        field::atomic_eth::VA,
+        field::atomic_eth::RKEY,
+        field::atomic_eth::SWAP_ADD,
+        field::atomic_eth::COMPARE,
+    ],
+    len: AtomicEthRepr::LEN,
+};
+
+/// The AETH.
+pub const AETH: Header =
+    Header { name: "roce_aeth", fields: &[field::aeth::SYNDROME, field::aeth::MSN], len: AethRepr::LEN };
+
+/// The AtomicAckETH.
+pub const ATOMIC_ACK_ETH: Header = Header {
+    name: "roce_atomic_ack_eth",
+    fields: &[field::atomic_ack_eth::ORIGINAL],
+    len: AtomicAckEthRepr::LEN,
+};
+
+/// The ImmDt.
+pub const IMM_DT: Header = Header { name: "roce_imm_dt", fields: &[field::imm_dt::IMM], len: ImmDtRepr::LEN };
+
+/// The DETH.
+pub const DETH: Header = Header {
+    name: "roce_deth",
+    fields: &[field::deth::QKEY, field::deth::RESERVED, field::deth::SRC_QP],
+    len: DethRepr::LEN,
+};
 
 // ---------------------------------------------------------------------------------------------
 // BTH
@@ -17,77 +178,74 @@ fixed_view!(
 impl<T: AsRef<[u8]>> BthHeader<T> {
     /// Opcode.
     pub fn opcode(&self) -> Opcode {
-        Opcode(self.buffer.as_ref()[0])
+        Opcode(field::bth::OPCODE.get_u8(self.buffer.as_ref()))
     }
     /// Solicited event.
     pub fn solicited(&self) -> bool {
-        self.buffer.as_ref()[1] & 0x80 != 0
+        field::bth::SE.get_bool(self.buffer.as_ref())
     }
     /// Migration request.
     pub fn migreq(&self) -> bool {
-        self.buffer.as_ref()[1] & 0x40 != 0
+        field::bth::MIGREQ.get_bool(self.buffer.as_ref())
     }
     /// Pad count: bytes of padding before the ICRC (0..=3).
     pub fn pad_count(&self) -> u8 {
-        (self.buffer.as_ref()[1] >> 4) & 0x03
+        field::bth::PAD_COUNT.get_u8(self.buffer.as_ref())
     }
     /// Transport header version (0).
     pub fn tver(&self) -> u8 {
-        self.buffer.as_ref()[1] & 0x0f
+        field::bth::TVER.get_u8(self.buffer.as_ref())
     }
     /// Partition key.
     pub fn pkey(&self) -> u16 {
-        u16_at(self.buffer.as_ref(), 2)
+        field::bth::PKEY.get_u16(self.buffer.as_ref())
     }
     /// Forward explicit congestion notification.
     pub fn fecn(&self) -> bool {
-        self.buffer.as_ref()[4] & 0x80 != 0
+        field::bth::FECN.get_bool(self.buffer.as_ref())
     }
     /// Backward explicit congestion notification.
     pub fn becn(&self) -> bool {
-        self.buffer.as_ref()[4] & 0x40 != 0
+        field::bth::BECN.get_bool(self.buffer.as_ref())
     }
     /// Destination queue pair, 24 bits.
     pub fn dest_qp(&self) -> u32 {
-        u24_at(self.buffer.as_ref(), 5)
+        field::bth::DEST_QP.get_u24(self.buffer.as_ref())
     }
     /// Acknowledge request.
     pub fn ack_req(&self) -> bool {
-        self.buffer.as_ref()[8] & 0x80 != 0
+        field::bth::ACK_REQ.get_bool(self.buffer.as_ref())
     }
     /// Packet sequence number, 24 bits.
     pub fn psn(&self) -> u32 {
-        u24_at(self.buffer.as_ref(), 9)
+        field::bth::PSN.get_u24(self.buffer.as_ref())
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> BthHeader<T> {
     /// Set the opcode.
     pub fn set_opcode(&mut self, op: Opcode) {
-        self.buffer.as_mut()[0] = op.0;
+        field::bth::OPCODE.set_u8(self.buffer.as_mut(), op.0);
     }
     /// Set the destination QP (24 bits).
     pub fn set_dest_qp(&mut self, qp: u32) {
-        set_u24(self.buffer.as_mut(), 5, qp);
+        field::bth::DEST_QP.set_u24(self.buffer.as_mut(), qp);
     }
     /// Set the acknowledge-request bit.
     pub fn set_ack_req(&mut self, a: bool) {
-        let b = self.buffer.as_mut();
-        b[8] = (b[8] & 0x7f) | (u8::from(a) << 7);
+        field::bth::ACK_REQ.set_bool(self.buffer.as_mut(), a);
     }
     /// Set the PSN (24 bits).
     pub fn set_psn(&mut self, psn: u32) {
-        set_u24(self.buffer.as_mut(), 9, psn);
+        field::bth::PSN.set_u24(self.buffer.as_mut(), psn);
     }
     /// Set FECN.
     pub fn set_fecn(&mut self, v: bool) {
-        let b = self.buffer.as_mut();
-        b[4] = (b[4] & 0x7f) | (u8::from(v) << 7);
+        field::bth::FECN.set_bool(self.buffer.as_mut(), v);
     }
     /// Set BECN.
     pub fn set_becn(&mut self, v: bool) {
-        let b = self.buffer.as_mut();
-        b[4] = (b[4] & 0xbf) | (u8::from(v) << 6);
+        field::bth::BECN.set_bool(self.buffer.as_mut(), v);
     }
 }
 
@@ -155,14 +313,16 @@ impl BthRepr {
     /// Write the header into exactly its length of bytes, every byte (reserved ones zero).
     #[inline(always)]
     pub fn write(&self, b: &mut [u8; Self::LEN]) {
-        b[0] = self.opcode.0;
-        b[1] =
-            (u8::from(self.solicited) << 7) | (u8::from(self.migreq) << 6) | ((self.pad_count & 0x03) << 4);
-        set_u16(b, 2, self.pkey);
-        b[4] = (u8::from(self.fecn) << 7) | (u8::from(self.becn) << 6);
-        set_u24(b, 5, self.dest_qp);
-        b[8] = u8::from(self.ack_req) << 7;
-        set_u24(b, 9, self.psn);
+        use field::bth::*;
+        b[OPCODE.byte()] = self.opcode.0;
+        b[SE.byte()] = SE.place_u8(u8::from(self.solicited))
+            | MIGREQ.place_u8(u8::from(self.migreq))
+            | PAD_COUNT.place_u8(self.pad_count);
+        set_u16(b, PKEY.byte(), self.pkey);
+        b[FECN.byte()] = FECN.place_u8(u8::from(self.fecn)) | BECN.place_u8(u8::from(self.becn));
+        set_u24(b, DEST_QP.byte(), self.dest_qp);
+        b[ACK_REQ.byte()] = ACK_REQ.place_u8(u8::from(self.ack_req));
+        set_u24(b, PSN.byte(), self.psn);
     }
 }
 
@@ -177,30 +337,30 @@ fixed_view!(
 impl<T: AsRef<[u8]>> RethHeader<T> {
     /// Remote virtual address.
     pub fn va(&self) -> u64 {
-        u64_at(self.buffer.as_ref(), 0)
+        field::reth::VA.get_u64(self.buffer.as_ref())
     }
     /// Remote key.
     pub fn rkey(&self) -> u32 {
-        u32_at(self.buffer.as_ref(), 8)
+        field::reth::RKEY.get_u32(self.buffer.as_ref())
     }
     /// DMA length of the whole message.
     pub fn dma_len(&self) -> u32 {
-        u32_at(self.buffer.as_ref(), 12)
+        field::reth::DMA_LEN.get_u32(self.buffer.as_ref())
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> RethHeader<T> {
     /// Set the remote virtual address.
     pub fn set_va(&mut self, va: u64) {
-        set_u64(self.buffer.as_mut(), 0, va);
+        field::reth::VA.set_u64(self.buffer.as_mut(), va);
     }
     /// Set the remote key.
     pub fn set_rkey(&mut self, k: u32) {
-        set_u32(self.buffer.as_mut(), 8, k);
+        field::reth::RKEY.set_u32(self.buffer.as_mut(), k);
     }
     /// Set the DMA length.
     pub fn set_dma_len(&mut self, l: u32) {
-        set_u32(self.buffer.as_mut(), 12, l);
+        field::reth::DMA_LEN.set_u32(self.buffer.as_mut(), l);
     }
 }
 
@@ -240,9 +400,9 @@ impl RethRepr {
     /// Write the header into exactly its length of bytes, every byte (reserved ones zero).
     #[inline(always)]
     pub fn write(&self, b: &mut [u8; Self::LEN]) {
-        set_u64(b, 0, self.va);
-        set_u32(b, 8, self.rkey);
-        set_u32(b, 12, self.dma_len);
+        set_u64(b, field::reth::VA.byte(), self.va);
+        set_u32(b, field::reth::RKEY.byte(), self.rkey);
+        set_u32(b, field::reth::DMA_LEN.byte(), self.dma_len);
     }
 }
 
@@ -257,38 +417,38 @@ fixed_view!(
 impl<T: AsRef<[u8]>> AtomicEthHeader<T> {
     /// Remote virtual address of the 64-bit word.
     pub fn va(&self) -> u64 {
-        u64_at(self.buffer.as_ref(), 0)
+        field::atomic_eth::VA.get_u64(self.buffer.as_ref())
     }
     /// Remote key.
     pub fn rkey(&self) -> u32 {
-        u32_at(self.buffer.as_ref(), 8)
+        field::atomic_eth::RKEY.get_u32(self.buffer.as_ref())
     }
     /// Swap value (CMP_SWAP) or addend (FETCH_ADD).
     pub fn swap_add(&self) -> u64 {
-        u64_at(self.buffer.as_ref(), 12)
+        field::atomic_eth::SWAP_ADD.get_u64(self.buffer.as_ref())
     }
     /// Compare value (CMP_SWAP).
     pub fn compare(&self) -> u64 {
-        u64_at(self.buffer.as_ref(), 20)
+        field::atomic_eth::COMPARE.get_u64(self.buffer.as_ref())
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> AtomicEthHeader<T> {
     /// Set the remote virtual address.
     pub fn set_va(&mut self, va: u64) {
-        set_u64(self.buffer.as_mut(), 0, va);
+        field::atomic_eth::VA.set_u64(self.buffer.as_mut(), va);
     }
     /// Set the remote key.
     pub fn set_rkey(&mut self, k: u32) {
-        set_u32(self.buffer.as_mut(), 8, k);
+        field::atomic_eth::RKEY.set_u32(self.buffer.as_mut(), k);
     }
     /// Set the swap value or addend.
     pub fn set_swap_add(&mut self, v: u64) {
-        set_u64(self.buffer.as_mut(), 12, v);
+        field::atomic_eth::SWAP_ADD.set_u64(self.buffer.as_mut(), v);
     }
     /// Set the compare value.
     pub fn set_compare(&mut self, v: u64) {
-        set_u64(self.buffer.as_mut(), 20, v);
+        field::atomic_eth::COMPARE.set_u64(self.buffer.as_mut(), v);
     }
 }
 
@@ -330,10 +490,10 @@ impl AtomicEthRepr {
     /// Write the header into exactly its length of bytes, every byte (reserved ones zero).
     #[inline(always)]
     pub fn write(&self, b: &mut [u8; Self::LEN]) {
-        set_u64(b, 0, self.va);
-        set_u32(b, 8, self.rkey);
-        set_u64(b, 12, self.swap_add);
-        set_u64(b, 20, self.compare);
+        set_u64(b, field::atomic_eth::VA.byte(), self.va);
+        set_u32(b, field::atomic_eth::RKEY.byte(), self.rkey);
+        set_u64(b, field::atomic_eth::SWAP_ADD.byte(), self.swap_add);
+        set_u64(b, field::atomic_eth::COMPARE.byte(), self.compare);
     }
 }
 
@@ -348,22 +508,22 @@ fixed_view!(
 impl<T: AsRef<[u8]>> AethHeader<T> {
     /// The syndrome.
     pub fn syndrome(&self) -> Syndrome {
-        Syndrome::from_u8(self.buffer.as_ref()[0])
+        Syndrome::from_u8(field::aeth::SYNDROME.get_u8(self.buffer.as_ref()))
     }
     /// Message sequence number, 24 bits.
     pub fn msn(&self) -> u32 {
-        u24_at(self.buffer.as_ref(), 1)
+        field::aeth::MSN.get_u24(self.buffer.as_ref())
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> AethHeader<T> {
     /// Set the syndrome.
     pub fn set_syndrome(&mut self, s: Syndrome) {
-        self.buffer.as_mut()[0] = s.to_u8();
+        field::aeth::SYNDROME.set_u8(self.buffer.as_mut(), s.to_u8());
     }
     /// Set the MSN (24 bits).
     pub fn set_msn(&mut self, msn: u32) {
-        set_u24(self.buffer.as_mut(), 1, msn);
+        field::aeth::MSN.set_u24(self.buffer.as_mut(), msn);
     }
 }
 
@@ -489,8 +649,8 @@ impl AethRepr {
     /// Write the header into exactly its length of bytes, every byte (reserved ones zero).
     #[inline(always)]
     pub fn write(&self, b: &mut [u8; Self::LEN]) {
-        b[0] = self.syndrome.to_u8();
-        set_u24(b, 1, self.msn);
+        b[field::aeth::SYNDROME.byte()] = self.syndrome.to_u8();
+        set_u24(b, field::aeth::MSN.byte(), self.msn);
     }
 }
 
@@ -505,14 +665,14 @@ fixed_view!(
 impl<T: AsRef<[u8]>> AtomicAckEthHeader<T> {
     /// The value the 64-bit word held before the atomic operation.
     pub fn original(&self) -> u64 {
-        u64_at(self.buffer.as_ref(), 0)
+        field::atomic_ack_eth::ORIGINAL.get_u64(self.buffer.as_ref())
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> AtomicAckEthHeader<T> {
     /// Set the original remote data.
     pub fn set_original(&mut self, v: u64) {
-        set_u64(self.buffer.as_mut(), 0, v);
+        field::atomic_ack_eth::ORIGINAL.set_u64(self.buffer.as_mut(), v);
     }
 }
 
@@ -547,7 +707,7 @@ impl AtomicAckEthRepr {
     /// Write the header into exactly its length of bytes, every byte (reserved ones zero).
     #[inline(always)]
     pub fn write(&self, b: &mut [u8; Self::LEN]) {
-        set_u64(b, 0, self.original);
+        set_u64(b, field::atomic_ack_eth::ORIGINAL.byte(), self.original);
     }
 }
 
@@ -562,14 +722,14 @@ fixed_view!(
 impl<T: AsRef<[u8]>> ImmDtHeader<T> {
     /// The immediate value as it is on the wire (big-endian).
     pub fn imm(&self) -> u32 {
-        u32_at(self.buffer.as_ref(), 0)
+        field::imm_dt::IMM.get_u32(self.buffer.as_ref())
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> ImmDtHeader<T> {
     /// Set the immediate value.
     pub fn set_imm(&mut self, v: u32) {
-        set_u32(self.buffer.as_mut(), 0, v);
+        field::imm_dt::IMM.set_u32(self.buffer.as_mut(), v);
     }
 }
 
@@ -604,7 +764,7 @@ impl ImmDtRepr {
     /// Write the header into exactly its length of bytes, every byte (reserved ones zero).
     #[inline(always)]
     pub fn write(&self, b: &mut [u8; Self::LEN]) {
-        set_u32(b, 0, self.imm);
+        set_u32(b, field::imm_dt::IMM.byte(), self.imm);
     }
 }
 
@@ -619,22 +779,22 @@ fixed_view!(
 impl<T: AsRef<[u8]>> DethHeader<T> {
     /// Queue key.
     pub fn qkey(&self) -> u32 {
-        u32_at(self.buffer.as_ref(), 0)
+        field::deth::QKEY.get_u32(self.buffer.as_ref())
     }
     /// Source QP, 24 bits.
     pub fn src_qp(&self) -> u32 {
-        u24_at(self.buffer.as_ref(), 5)
+        field::deth::SRC_QP.get_u24(self.buffer.as_ref())
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> DethHeader<T> {
     /// Set the queue key.
     pub fn set_qkey(&mut self, k: u32) {
-        set_u32(self.buffer.as_mut(), 0, k);
+        field::deth::QKEY.set_u32(self.buffer.as_mut(), k);
     }
     /// Set the source QP (24 bits).
     pub fn set_src_qp(&mut self, qp: u32) {
-        set_u24(self.buffer.as_mut(), 5, qp);
+        field::deth::SRC_QP.set_u24(self.buffer.as_mut(), qp);
     }
 }
 
@@ -672,9 +832,9 @@ impl DethRepr {
     /// Write the header into exactly its length of bytes, every byte (reserved ones zero).
     #[inline(always)]
     pub fn write(&self, b: &mut [u8; Self::LEN]) {
-        set_u32(b, 0, self.qkey);
-        b[4] = 0;
-        set_u24(b, 5, self.src_qp);
+        set_u32(b, field::deth::QKEY.byte(), self.qkey);
+        b[field::deth::RESERVED.byte()] = 0;
+        set_u24(b, field::deth::SRC_QP.byte(), self.src_qp);
     }
 }
 
