@@ -24,6 +24,9 @@ pub mod field {
     pub const CHECKSUM: Field = Field::bytes("checksum", 6, 2);
 }
 
+/// The first four bytes of a TCP or UDP header, the ports: what an ECMP hash reads of either.
+pub const L4_PORTS: Header = Header { name: "l4_ports", fields: &[field::SRC_PORT, field::DST_PORT], len: 4 };
+
 /// The UDP header.
 pub const HEADER: Header = Header {
     name: "udp",

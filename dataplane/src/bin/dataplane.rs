@@ -32,7 +32,9 @@ enum Cmd {
         #[arg(long, short)]
         config: PathBuf,
     },
-    /// Print every resource the configured program declares, with its size and memory.
+    /// Print what the configured program declares — headers, parser, metadata, tables with
+    /// their keys, match kinds and actions, registers, counters, meters, hash units — then each
+    /// resource's size and memory.
     Resources {
         /// Configuration file.
         #[arg(long, short)]
@@ -226,7 +228,8 @@ fn main() -> ExitCode {
                 Ok(c) => c,
                 Err(code) => return code,
             };
-            let report = programs::build::<PktBuf>(&cfg).map(|s| s.resources().report());
+            let report = programs::build::<PktBuf>(&cfg)
+                .map(|s| format!("{}\n{}", s.resources().declarations(), s.resources().report()));
             match report {
                 Ok(r) => {
                     println!("program {}, {} ports", cfg.program, cfg.ports.len());

@@ -1,6 +1,6 @@
 //! Packet and byte counters.
 
-use super::{ResourceInfo, ResourceKind, Resources};
+use super::{Decl, DeclKind, Resources};
 
 /// `size` pairs of packet and byte counters.
 #[derive(Debug, Clone)]
@@ -12,15 +12,7 @@ pub struct CounterArray {
 impl CounterArray {
     /// Declare `size` counters.
     pub fn new(res: &mut Resources, name: &'static str, size: usize) -> Self {
-        res.declare(ResourceInfo {
-            name,
-            kind: ResourceKind::CounterArray,
-            entries: size,
-            key_bits: usize::BITS - size.saturating_sub(1).leading_zeros(),
-            value_bits: 128,
-            bytes: size * 16,
-            detail: "packets and bytes".into(),
-        });
+        res.declare(Decl { name, size, kind: DeclKind::Counter, bytes: size * 16, detail: String::new() });
         Self { packets: vec![0; size], bytes: vec![0; size] }
     }
 

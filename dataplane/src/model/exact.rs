@@ -1,10 +1,8 @@
 //! Exact-match tables.
 
-use std::hash::Hash;
-
 use hashbrown::HashMap;
 
-use super::{ResourceInfo, ResourceKind, Resources, TableError};
+use super::{Decl, DeclKind, Resources, TableDecl, TableError, TableKey, Trace};
 
 /// An exact-match table of at most `capacity` entries, with an optional default action for a
 /// miss. Backed by a hashbrown map allocated at its full size, so inserts never reallocate.
@@ -14,35 +12,50 @@ pub struct ExactTable<K, V> {
     map: HashMap<K, V>,
     capacity: usize,
     default: Option<V>,
+    trace: Trace,
 }
 
-impl<K: Hash + Eq, V> ExactTable<K, V> {
-    /// Declare a table of `capacity` entries with `key_bits`-wide keys and `value_bits` of
-    /// action data.
-    pub fn new(
-        res: &mut Resources,
-        name: &'static str,
-        capacity: usize,
-        key_bits: u32,
-        value_bits: u32,
-    ) -> Self {
-        let map = HashMap::with_capacity(capacity);
-        res.declare(ResourceInfo {
+impl<K: TableKey, V> ExactTable<K, V> {
+    /// Declare the table `decl` describes (its size, key fields and actions); its key fields
+    /// must fit in `K`.
+    pub fn new(res: &mut Resources, decl: TableDecl) -> Self {
+        assert!(
+            decl.key_bits() <= K::BITS,
+            "table {}: {} key bits do not fit in the key type",
+            decl.name,
+            decl.key_bits()
+        );
+        let map = HashMap::with_capacity(decl.size);
+        let (name, capacity) = (decl.name, decl.size);
+        res.declare(Decl {
             name,
-            kind: ResourceKind::ExactTable,
-            entries: capacity,
-            key_bits,
-            value_bits,
+            size: capacity,
+            kind: DeclKind::Table(decl),
             bytes: map.allocation_size(),
             detail: "hash".into(),
         });
-        Self { name, map, capacity, default: None }
+        Self { name, map, capacity, default: None, trace: Trace::default() }
     }
 
-    /// The action for `key`: its entry, else the default action.
+    /// The action for `key`: its entry, else the default action. The match-action path: test
+    /// builds record the key ([`take_trace`](Self::take_trace)).
     #[inline]
     pub fn lookup(&self, key: &K) -> Option<&V> {
+        self.trace.record(key.bits());
         self.map.get(key).or(self.default.as_ref())
+    }
+
+    /// The entry for `key`, writable: the match-action path of a stateful table (a register
+    /// reached by key), recorded as a lookup in test builds.
+    #[inline]
+    pub fn lookup_mut(&mut self, key: &K) -> Option<&mut V> {
+        self.trace.record(key.bits());
+        self.map.get_mut(key)
+    }
+
+    /// The keys looked up since the last call (test builds; empty otherwise).
+    pub fn take_trace(&self) -> Vec<u128> {
+        self.trace.take()
     }
 
     /// The entry for `key` only (no default).
@@ -104,11 +117,12 @@ impl<K: Hash + Eq, V> ExactTable<K, V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::test_table;
 
     #[test]
     fn hit_miss_default_and_capacity() {
         let mut r = Resources::new();
-        let mut t: ExactTable<u32, &str> = ExactTable::new(&mut r, "t", 2, 32, 8);
+        let mut t: ExactTable<u32, &str> = ExactTable::new(&mut r, test_table("t", 2, 32));
         assert_eq!(t.lookup(&1), None);
         t.set_default(Some("miss"));
         assert_eq!(t.lookup(&1), Some(&"miss"));

@@ -2,7 +2,7 @@
 
 use crc::Crc;
 
-use super::{ResourceInfo, ResourceKind, Resources};
+use super::{Decl, DeclKind, FieldRef, Resources};
 
 static CRC32_ISO_HDLC: Crc<u32> = Crc::<u32>::new(&crc::CRC_32_ISO_HDLC);
 static CRC32C: Crc<u32> = Crc::<u32>::new(&crc::CRC_32_ISCSI);
@@ -41,6 +41,18 @@ impl HashAlgo {
         })
     }
 
+    /// Its parameters, as a P4 target's CRC polynomial declaration needs them.
+    pub const fn polynomial(self) -> &'static str {
+        match self {
+            Self::Crc32IsoHdlc => "poly 0x04c11db7, init 0xffffffff, reflected, xorout 0xffffffff",
+            Self::Crc32c => "poly 0x1edc6f41, init 0xffffffff, reflected, xorout 0xffffffff",
+            Self::Crc16Arc => "poly 0x8005, init 0x0000, reflected, xorout 0x0000",
+            Self::Crc16Xmodem => "poly 0x1021, init 0x0000, not reflected, xorout 0x0000",
+            Self::Crc16Ccitt => "poly 0x1021, init 0xffff, not reflected, xorout 0x0000",
+            Self::Identity => "identity",
+        }
+    }
+
     /// The hash of `data`.
     #[inline]
     pub fn hash(self, data: &[u8]) -> u32 {
@@ -68,17 +80,21 @@ pub struct HashUnit {
 }
 
 impl HashUnit {
-    /// Declare a hash unit producing `bits`-wide outputs (1..=32).
-    pub fn new(res: &mut Resources, name: &'static str, algo: HashAlgo, bits: u32) -> Self {
+    /// Declare a hash unit over `inputs` (concatenated) producing `bits`-wide outputs (1..=32).
+    pub fn new(
+        res: &mut Resources,
+        name: &'static str,
+        algo: HashAlgo,
+        bits: u32,
+        inputs: &[FieldRef],
+    ) -> Self {
         let bits = bits.clamp(1, 32);
-        res.declare(ResourceInfo {
+        res.declare(Decl {
             name,
-            kind: ResourceKind::HashUnit,
-            entries: 1,
-            key_bits: 0,
-            value_bits: bits,
+            size: 1,
+            kind: DeclKind::Hash { algo, width: bits as u16, inputs: inputs.to_vec() },
             bytes: 0,
-            detail: format!("{algo:?}"),
+            detail: String::new(),
         });
         Self { algo, mask: if bits == 32 { u32::MAX } else { (1 << bits) - 1 } }
     }
@@ -105,7 +121,7 @@ mod tests {
         assert_eq!(HashAlgo::Crc16Ccitt.hash(d), 0x29b1);
         assert_eq!(HashAlgo::Identity.hash(&[1, 2]), 0x0102_0000);
         let mut r = Resources::new();
-        let h = HashUnit::new(&mut r, "ecmp", HashAlgo::Crc16Arc, 4);
+        let h = HashUnit::new(&mut r, "ecmp", HashAlgo::Crc16Arc, 4, &[]);
         assert!(h.hash(d) < 16);
         // The DTA slot hash is this unit's CRC-32.
         assert_eq!(HashAlgo::Crc32IsoHdlc.hash(&[1, 0, 0, 0, 0]), 0xfb42_dead);

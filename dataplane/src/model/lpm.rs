@@ -11,7 +11,7 @@ use std::net::Ipv4Addr;
 
 use hashbrown::HashMap;
 
-use super::{ResourceInfo, ResourceKind, Resources, TableError};
+use super::{Decl, DeclKind, Resources, TableDecl, TableError, Trace};
 
 const VALID: u32 = 1 << 31;
 const EXT: u32 = 1 << 30;
@@ -40,6 +40,7 @@ pub struct LpmTable<V> {
     free_values: Vec<u32>,
     rules: HashMap<(u32, u8), u32>,
     default: Option<V>,
+    trace: Trace,
 }
 
 fn mask(len: u8) -> u32 {
@@ -47,16 +48,16 @@ fn mask(len: u8) -> u32 {
 }
 
 impl<V> LpmTable<V> {
-    /// Declare a table of `capacity` rules.
-    pub fn new(res: &mut Resources, name: &'static str, capacity: usize) -> Self {
+    /// Declare the table `decl` describes: its size in rules, its 32-bit LPM key and actions.
+    pub fn new(res: &mut Resources, decl: TableDecl) -> Self {
+        assert!(decl.key_bits() <= 32, "table {}: an IPv4 LPM key is 32 bits", decl.name);
+        let (name, capacity) = (decl.name, decl.size);
         let max_groups = (capacity * 2).clamp(1, INDEX as usize);
         let bytes = L1 * 5 + max_groups * GROUP * 5 + capacity * (std::mem::size_of::<Option<V>>() + 12);
-        res.declare(ResourceInfo {
+        res.declare(Decl {
             name,
-            kind: ResourceKind::LpmTable,
-            entries: capacity,
-            key_bits: 32,
-            value_bits: (std::mem::size_of::<V>() * 8) as u32,
+            size: capacity,
+            kind: DeclKind::Table(decl),
             bytes,
             detail: format!("DIR-16-8-8, up to {max_groups} 256-entry groups"),
         });
@@ -73,13 +74,32 @@ impl<V> LpmTable<V> {
             free_values: Vec::new(),
             rules: HashMap::with_capacity(capacity),
             default: None,
+            trace: Trace::default(),
         }
     }
 
-    /// The value of the longest prefix covering `addr`, else the default.
+    /// The value of the longest prefix covering `addr`, else the default, read by the control
+    /// plane (not recorded as a match-action lookup).
+    pub fn find(&self, addr: Ipv4Addr) -> Option<&V> {
+        self.get_lpm(addr.to_bits())
+    }
+
+    /// The keys looked up since the last call (test builds; empty otherwise).
+    pub fn take_trace(&self) -> Vec<u128> {
+        self.trace.take()
+    }
+
+    /// The value of the longest prefix covering `addr`, else the default (the match-action
+    /// path: test builds record the key).
     #[inline]
     pub fn lookup(&self, addr: Ipv4Addr) -> Option<&V> {
         let a = addr.to_bits();
+        self.trace.record(u128::from(a));
+        self.get_lpm(a)
+    }
+
+    #[inline(always)]
+    fn get_lpm(&self, a: u32) -> Option<&V> {
         let mut e = self.l1[(a >> 16) as usize];
         if e & EXT != 0 {
             e = self.groups[(((e & INDEX) as usize) << 8) | ((a >> 8) & 0xff) as usize];
@@ -252,7 +272,7 @@ mod tests {
     #[test]
     fn longest_match_and_default() {
         let mut r = Resources::new();
-        let mut t = LpmTable::new(&mut r, "routes", 16);
+        let mut t = LpmTable::new(&mut r, crate::model::test_table("routes", 16, 32));
         assert_eq!(t.lookup(ip("10.1.2.3")), None);
         t.set_default(Some(0));
         t.insert(ip("10.0.0.0"), 8, 8).unwrap();
@@ -277,7 +297,7 @@ mod tests {
     #[test]
     fn default_route_and_full() {
         let mut r = Resources::new();
-        let mut t = LpmTable::new(&mut r, "routes", 2);
+        let mut t = LpmTable::new(&mut r, crate::model::test_table("routes", 2, 32));
         t.insert(ip("0.0.0.0"), 0, 1).unwrap();
         t.insert(ip("192.168.0.0"), 16, 2).unwrap();
         assert!(matches!(t.insert(ip("192.168.1.0"), 24, 3), Err(TableError::Full { .. })));
@@ -296,7 +316,7 @@ mod tests {
             x
         };
         let mut r = Resources::new();
-        let mut t = LpmTable::new(&mut r, "routes", 4096);
+        let mut t = LpmTable::new(&mut r, crate::model::test_table("routes", 4096, 32));
         let mut reference: Vec<(u32, u8, u32)> = Vec::new();
         for step in 0..3000u32 {
             // Addresses clustered in 10.0.0.0/14 so that rules overlap at every level.

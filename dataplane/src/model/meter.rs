@@ -1,6 +1,6 @@
 //! Two-rate three-colour markers (RFC 2698).
 
-use super::{ResourceInfo, ResourceKind, Resources};
+use super::{Decl, DeclKind, MeterUnit, Resources};
 
 /// A packet's colour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -53,16 +53,15 @@ pub struct MeterArray {
 }
 
 impl MeterArray {
-    /// Declare `size` meters, each unconfigured (everything red) until [`configure`](Self::configure)d.
-    pub fn new(res: &mut Resources, name: &'static str, size: usize) -> Self {
-        res.declare(ResourceInfo {
+    /// Declare `size` meters counting in `unit`, each unconfigured (everything red) until
+    /// [`configure`](Self::configure)d.
+    pub fn new(res: &mut Resources, name: &'static str, size: usize, unit: MeterUnit) -> Self {
+        res.declare(Decl {
             name,
-            kind: ResourceKind::MeterArray,
-            entries: size,
-            key_bits: usize::BITS - size.saturating_sub(1).leading_zeros(),
-            value_bits: 0,
+            size,
+            kind: DeclKind::Meter(unit),
             bytes: size * std::mem::size_of::<Bucket>(),
-            detail: "trTCM (RFC 2698)".into(),
+            detail: "RFC 2698".into(),
         });
         Self { meters: vec![Bucket::default(); size] }
     }
@@ -149,7 +148,7 @@ mod tests {
     fn colours_follow_rfc_2698() {
         let cfg = MeterConfig { cir: 1_000_000, cbs: 3000, pir: 2_000_000, pbs: 6000 };
         let mut r = Resources::new();
-        let mut m = MeterArray::new(&mut r, "m", 1);
+        let mut m = MeterArray::new(&mut r, "m", 1, MeterUnit::Bytes);
         m.configure(0, cfg, 0);
         let mut reference = Reference { cfg, tc: 3000.0, tp: 6000.0, last: 0 };
         let mut x = 12345u64;
@@ -176,7 +175,7 @@ mod tests {
         // 1500-byte packets every 1 ms (1.5 MB/s) against CIR 1 MB/s (CBS two packets), PIR 2 MB/s:
         // two thirds green, one third yellow, no red.
         let mut r = Resources::new();
-        let mut m = MeterArray::new(&mut r, "m", 2);
+        let mut m = MeterArray::new(&mut r, "m", 2, MeterUnit::Bytes);
         m.configure(0, MeterConfig { cir: 1_000_000, cbs: 3000, pir: 2_000_000, pbs: 3000 }, 0);
         let mut counts = [0usize; 3];
         for k in 1..=30_000u64 {

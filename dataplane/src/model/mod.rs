@@ -1,11 +1,15 @@
 //! The machine model programs are written against: what a P4 program sees on Tofino.
 //!
-//! A program declares its resources — match-action tables, register arrays, counters, meters,
-//! hash units — each with a name and a size, through a [`Resources`] registry, which is what
-//! `dataplane resources` prints as a compiler's resource report would. It names its drop
-//! reasons through [`DropReasons`] so that every drop is counted under a name.
+//! A program declares what it is made of, in the typed terms of [`decl`]: its parser over
+//! `wire`'s header specifications, its metadata, and its resources — match-action tables with
+//! their key fields, match kinds and actions, register arrays with their cell layouts,
+//! counters, meters, hash units with their inputs, multicast groups, digests. The constructors
+//! of the resources here take those declarations, so nothing exists undeclared; [`Resources`]
+//! keeps them, for `dataplane resources` and the P4 exporter. A program names its drop reasons
+//! through [`DropReasons`] so that every drop is counted under a name.
 
 mod counter;
+pub mod decl;
 mod exact;
 mod hash;
 mod lpm;
@@ -14,6 +18,10 @@ mod register;
 mod ternary;
 
 pub use counter::CounterArray;
+pub use decl::{
+    ActionDecl, Decl, DeclKind, FieldRef, Instance, KeyDecl, MatchKind, MeterUnit, Next, Param, ParserDecl,
+    StateDecl, TableDecl, Transition, action, inst, on, param, stack,
+};
 pub use exact::ExactTable;
 pub use hash::{HashAlgo, HashUnit};
 pub use lpm::LpmTable;
@@ -44,66 +52,13 @@ pub enum TableError {
     },
 }
 
-/// What kind of resource a declaration is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ResourceKind {
-    /// Exact-match table.
-    ExactTable,
-    /// Longest-prefix-match table.
-    LpmTable,
-    /// Ternary table with priorities.
-    TernaryTable,
-    /// Register array.
-    RegisterArray,
-    /// Packet and byte counters.
-    CounterArray,
-    /// Two-rate three-colour meters.
-    MeterArray,
-    /// CRC hash unit.
-    HashUnit,
-    /// Multicast replication groups.
-    MulticastGroups,
-}
-
-impl ResourceKind {
-    /// A short name for reports.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::ExactTable => "exact",
-            Self::LpmTable => "lpm",
-            Self::TernaryTable => "ternary",
-            Self::RegisterArray => "register",
-            Self::CounterArray => "counter",
-            Self::MeterArray => "meter",
-            Self::HashUnit => "hash",
-            Self::MulticastGroups => "multicast",
-        }
-    }
-}
-
-/// One declared resource.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResourceInfo {
-    /// Name, unique per program.
-    pub name: &'static str,
-    /// Kind.
-    pub kind: ResourceKind,
-    /// Entries (table size, array length, groups).
-    pub entries: usize,
-    /// Key or index width in bits.
-    pub key_bits: u32,
-    /// Value or action-data width in bits.
-    pub value_bits: u32,
-    /// Memory reserved for it, in bytes.
-    pub bytes: usize,
-    /// Anything else worth saying (algorithm, structure).
-    pub detail: String,
-}
-
-/// The registry of a program's declared resources.
+/// A program's declarations: its parser, its metadata, and every resource it declared, in
+/// declaration order. What `dataplane resources` prints and the P4 exporter walks.
 #[derive(Debug, Clone, Default)]
 pub struct Resources {
-    list: Vec<ResourceInfo>,
+    parser: ParserDecl,
+    metadata: Vec<Param>,
+    list: Vec<Decl>,
 }
 
 impl Resources {
@@ -114,21 +69,62 @@ impl Resources {
 
     /// Record a resource. Names must be unique; a second declaration under the same name is a
     /// programming error and panics at construction, never on the packet path.
-    pub fn declare(&mut self, info: ResourceInfo) {
-        assert!(self.list.iter().all(|r| r.name != info.name), "resource {:?} declared twice", info.name);
-        self.list.push(info);
+    pub fn declare(&mut self, d: Decl) {
+        assert!(self.list.iter().all(|r| r.name != d.name), "resource {:?} declared twice", d.name);
+        self.list.push(d);
     }
 
-    /// Add every resource of `more`, after these (names stay unique).
+    /// Declare the parser (replacing any: a program built on another declares its own).
+    pub fn set_parser(&mut self, p: ParserDecl) {
+        self.parser = p;
+    }
+
+    /// Declare metadata fields of the program's own (names unique).
+    pub fn declare_metadata(&mut self, fields: &[Param]) {
+        for f in fields {
+            assert!(self.metadata.iter().all(|m| m.name != f.name), "metadata {:?} declared twice", f.name);
+            self.metadata.push(*f);
+        }
+    }
+
+    /// Add every declaration of `more` after these (names stay unique; `more`'s parser, if it
+    /// has states, replaces this one).
     pub fn extend(&mut self, more: Resources) {
+        if !more.parser.states.is_empty() {
+            self.parser = more.parser;
+        }
+        self.declare_metadata(&more.metadata);
         for r in more.list {
             self.declare(r);
         }
     }
 
+    /// The declared parser.
+    pub fn parser(&self) -> &ParserDecl {
+        &self.parser
+    }
+
+    /// The program's own metadata.
+    pub fn metadata(&self) -> &[Param] {
+        &self.metadata
+    }
+
     /// The declared resources, in declaration order.
-    pub fn list(&self) -> &[ResourceInfo] {
+    pub fn list(&self) -> &[Decl] {
         &self.list
+    }
+
+    /// The resource called `name`.
+    pub fn get(&self, name: &str) -> Option<&Decl> {
+        self.list.iter().find(|d| d.name == name)
+    }
+
+    /// The table called `name`.
+    pub fn table(&self, name: &str) -> Option<&TableDecl> {
+        match &self.get(name)?.kind {
+            DeclKind::Table(t) => Some(t),
+            _ => None,
+        }
     }
 
     /// Total memory of all resources.
@@ -141,25 +137,124 @@ impl Resources {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "{:<28} {:<9} {:>10} {:>8} {:>10} {:>12}  detail",
+            "{:<28} {:<9} {:>10} {:>8} {:>10} {:>12}",
             "resource", "kind", "entries", "key b", "value b", "memory"
         );
         for r in &self.list {
             let _ = writeln!(
                 s,
-                "{:<28} {:<9} {:>10} {:>8} {:>10} {:>12}  {}",
+                "{:<28} {:<9} {:>10} {:>8} {:>10} {:>12}",
                 r.name,
                 r.kind.name(),
-                r.entries,
-                r.key_bits,
-                r.value_bits,
+                r.size,
+                r.key_bits(),
+                r.value_bits(),
                 human_bytes(r.bytes),
-                r.detail
             );
         }
         let _ = writeln!(s, "{} resources, {} in all", self.list.len(), human_bytes(self.total_bytes()));
         s
     }
+
+    /// Every declaration in full: the headers and the parser, the metadata, then each resource
+    /// with its keys, match kinds, actions and layouts (`dataplane resources`).
+    pub fn declarations(&self) -> String {
+        let mut s = String::new();
+        let instances = self.parser.instances();
+        if !instances.is_empty() {
+            let _ = writeln!(s, "headers:");
+            let mut seen: Vec<&str> = Vec::new();
+            for i in &instances {
+                if seen.contains(&i.header.name) {
+                    continue;
+                }
+                seen.push(i.header.name);
+                let fields: Vec<String> =
+                    i.header.fields.iter().map(|f| format!("{} {}", f.name, f.width)).collect();
+                let _ = writeln!(s, "  {} ({} B): {}", i.header.name, i.header.len, fields.join(", "));
+            }
+            let _ = writeln!(s, "parser:");
+            let _ = write!(s, "{}", self.parser);
+        }
+        let intrinsic =
+            |p: &[Param]| p.iter().map(|p| format!("{} {}", p.name, p.width)).collect::<Vec<_>>().join(", ");
+        let _ = writeln!(s, "metadata:");
+        let _ = writeln!(s, "  ingress intrinsic: {}", intrinsic(decl::INGRESS_INTRINSIC));
+        let _ = writeln!(s, "  egress intrinsic: {}", intrinsic(decl::EGRESS_INTRINSIC));
+        if !self.metadata.is_empty() {
+            let _ = writeln!(s, "  program: {}", intrinsic(&self.metadata));
+        }
+        let _ = writeln!(s, "resources:");
+        for r in &self.list {
+            let _ = writeln!(s, "  {} {} [{}]: {}", r.kind.name(), r.name, r.size, r.describe());
+        }
+        s
+    }
+}
+
+/// A key a table stores: an integer the declared key fields are packed into, most significant
+/// first, so the key a packet is looked up with can be compared with the declared fields.
+pub trait TableKey: Copy + Eq + std::hash::Hash {
+    /// Its width.
+    const BITS: u32;
+    /// Its value.
+    fn bits(&self) -> u128;
+}
+
+macro_rules! table_key {
+    ($($t:ty),*) => {$(
+        impl TableKey for $t {
+            const BITS: u32 = <$t>::BITS;
+            #[inline(always)]
+            fn bits(&self) -> u128 {
+                u128::from(*self)
+            }
+        }
+    )*};
+}
+table_key!(u8, u16, u32, u64, u128);
+
+/// The keys a table was looked up with: recorded in this crate's test builds, so each
+/// program's tests can hold its lookups to its declared keys; nothing at all otherwise.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Trace {
+    #[cfg(test)]
+    keys: std::cell::RefCell<Vec<u128>>,
+}
+
+impl Trace {
+    /// Record a lookup's key (test builds; the last 4096).
+    #[inline(always)]
+    pub(crate) fn record(&self, _key: u128) {
+        #[cfg(test)]
+        {
+            let mut k = self.keys.borrow_mut();
+            if k.len() < 4096 {
+                k.push(_key);
+            }
+        }
+    }
+
+    /// The keys recorded since the last call.
+    pub(crate) fn take(&self) -> Vec<u128> {
+        #[cfg(test)]
+        return self.keys.take();
+        #[cfg(not(test))]
+        Vec::new()
+    }
+}
+
+/// A table declaration for the model's own tests: `name`, `size` entries, one exact key of
+/// `key_bits` metadata bits, one action.
+#[cfg(test)]
+pub(crate) fn test_table(name: &'static str, size: usize, key_bits: u16) -> TableDecl {
+    TableDecl::new(
+        name,
+        size,
+        &[KeyDecl::exact(FieldRef::meta("key", key_bits))],
+        vec![action("hit", &[])],
+        "miss",
+    )
 }
 
 /// `1536` → `1.5 KiB`.
@@ -274,11 +369,11 @@ mod tests {
     #[test]
     fn report_lists_every_resource() {
         let mut r = Resources::new();
-        let _t: ExactTable<u64, u16> = ExactTable::new(&mut r, "mac", 1024, 48, 16);
-        let _l: LpmTable<u16> = LpmTable::new(&mut r, "routes", 1000);
+        let _t: ExactTable<u64, u16> = ExactTable::new(&mut r, test_table("mac", 1024, 48));
+        let _l: LpmTable<u16> = LpmTable::new(&mut r, test_table("routes", 1000, 32));
         let rep = r.report();
         assert!(
-            rep.contains("mac") && rep.contains("exact") && rep.contains("routes") && rep.contains("lpm")
+            rep.contains("mac") && rep.contains("exact") && rep.contains("routes") && rep.contains("1000")
         );
         assert!(rep.contains("2 resources"));
         assert_eq!(human_bytes(1536), "1.5 KiB");

@@ -1,23 +1,28 @@
 //! Register arrays: per-index state a program reads and writes per packet.
 
-use super::{ResourceInfo, ResourceKind, Resources};
+use super::{Decl, DeclKind, FieldRef, Param, Resources};
 
-/// An array of `size` registers of type `T` (declared `width` bits wide). Out-of-range indices
-/// read the default value and write nothing, as P4 leaves them harmless.
+/// An array of `size` registers of type `T`, each cell declared as a layout of named fields.
+/// Out-of-range indices read the default value and write nothing, as P4 leaves them harmless.
 #[derive(Debug, Clone)]
 pub struct RegisterArray<T> {
     cells: Vec<T>,
 }
 
 impl<T: Copy + Default> RegisterArray<T> {
-    /// Declare `size` registers of `width` bits.
-    pub fn new(res: &mut Resources, name: &'static str, size: usize, width: u32) -> Self {
-        res.declare(ResourceInfo {
+    /// Declare `size` registers whose cells hold `cell`'s fields, indexed by `index` when the
+    /// index is a field (a hash or a computed slot otherwise).
+    pub fn new(
+        res: &mut Resources,
+        name: &'static str,
+        size: usize,
+        cell: &[Param],
+        index: Option<FieldRef>,
+    ) -> Self {
+        res.declare(Decl {
             name,
-            kind: ResourceKind::RegisterArray,
-            entries: size,
-            key_bits: usize::BITS - size.saturating_sub(1).leading_zeros(),
-            value_bits: width,
+            size,
+            kind: DeclKind::Register { cell: cell.to_vec(), index },
             bytes: size * std::mem::size_of::<T>(),
             detail: String::new(),
         });
@@ -31,9 +36,9 @@ impl<T: Copy + Default> RegisterArray<T> {
         name: &'static str,
         epochs: usize,
         size: usize,
-        width: u32,
+        cell: &[Param],
     ) -> Self {
-        Self::new(res, name, epochs * size, width)
+        Self::new(res, name, epochs * size, cell, None)
     }
 
     /// The flat index of register `i` of bank `epoch`, for banks of `size` registers.
@@ -91,7 +96,8 @@ mod tests {
     #[test]
     fn bounds_and_epochs() {
         let mut r = Resources::new();
-        let mut a: RegisterArray<u16> = RegisterArray::with_epochs(&mut r, "pkts", 4, 8, 16);
+        let mut a: RegisterArray<u16> =
+            RegisterArray::with_epochs(&mut r, "pkts", 4, 8, &[crate::model::param("pkts", 16)]);
         assert_eq!(a.len(), 32);
         let i = RegisterArray::<u16>::epoch_index(2, 8, 3);
         a.write(i, 7);
@@ -106,6 +112,7 @@ mod tests {
         assert_eq!(a.read(99), 0);
         a.write(99, 1);
         assert_eq!(a.update(99, |v| *v), None);
-        assert_eq!(r.list()[0].key_bits, 5);
+        assert_eq!(r.list()[0].key_bits(), 5);
+        assert_eq!(r.list()[0].value_bits(), 16);
     }
 }

@@ -7,7 +7,7 @@
 
 use hashbrown::HashMap;
 
-use super::{ResourceInfo, ResourceKind, Resources, TableError};
+use super::{Decl, DeclKind, Resources, TableDecl, TableError, Trace};
 
 /// Up to this many rules, lookups scan the rules in priority order.
 const LINEAR_MAX: usize = 8;
@@ -38,23 +38,19 @@ pub struct TernaryTable<V> {
     by_priority: Vec<usize>,
     groups: Vec<Group>,
     default: Option<V>,
+    trace: Trace,
 }
 
 impl<V> TernaryTable<V> {
-    /// Declare a table of `capacity` rules with `key_bits`-wide keys (at most 128).
-    pub fn new(
-        res: &mut Resources,
-        name: &'static str,
-        capacity: usize,
-        key_bits: u32,
-        value_bits: u32,
-    ) -> Self {
-        res.declare(ResourceInfo {
+    /// Declare the table `decl` describes; its key fields, packed into a `u128`, are at most
+    /// 128 bits.
+    pub fn new(res: &mut Resources, decl: TableDecl) -> Self {
+        assert!(decl.key_bits() <= 128, "table {}: ternary keys are at most 128 bits", decl.name);
+        let (name, capacity) = (decl.name, decl.size);
+        res.declare(Decl {
             name,
-            kind: ResourceKind::TernaryTable,
-            entries: capacity,
-            key_bits,
-            value_bits,
+            size: capacity,
+            kind: DeclKind::Table(decl),
             bytes: capacity * (std::mem::size_of::<Rule<V>>() + 2 * std::mem::size_of::<usize>() + 24),
             detail: "tuple-space search".into(),
         });
@@ -65,12 +61,14 @@ impl<V> TernaryTable<V> {
             by_priority: Vec::with_capacity(capacity),
             groups: Vec::new(),
             default: None,
+            trace: Trace::default(),
         }
     }
 
     /// The action of the highest-priority rule matching `key`, else the default.
     #[inline]
     pub fn lookup(&self, key: u128) -> Option<&V> {
+        self.trace.record(key);
         let hit = if self.rules.len() <= LINEAR_MAX {
             self.by_priority.iter().map(|&i| &self.rules[i]).find(|r| key & r.mask == r.value)
         } else {
@@ -89,6 +87,11 @@ impl<V> TernaryTable<V> {
             best
         };
         hit.map(|r| &r.action).or(self.default.as_ref())
+    }
+
+    /// The keys looked up since the last call (test builds; empty otherwise).
+    pub fn take_trace(&self) -> Vec<u128> {
+        self.trace.take()
     }
 
     /// Set or clear the action of a miss.
@@ -170,7 +173,7 @@ mod tests {
     #[test]
     fn priorities_and_default() {
         let mut r = Resources::new();
-        let mut t = TernaryTable::new(&mut r, "acl", 64, 32, 8);
+        let mut t = TernaryTable::new(&mut r, crate::model::test_table("acl", 64, 32));
         t.set_default(Some("deny"));
         t.insert(0x0a00_0000, 0xff00_0000, 10, "ten").unwrap();
         t.insert(0x0a01_0000, 0xffff_0000, 20, "ten-one").unwrap();
@@ -196,7 +199,7 @@ mod tests {
             x
         };
         let mut r = Resources::new();
-        let mut t = TernaryTable::new(&mut r, "t", 512, 32, 32);
+        let mut t = TernaryTable::new(&mut r, crate::model::test_table("t", 512, 32));
         let masks = [0xffff_ffffu128, 0xffff_ff00, 0xffff_0000, 0xff00_0000, 0x0000_ffff, 0xf0f0_f0f0, 0];
         let mut reference: Vec<(u128, u128, u32, u32)> = Vec::new();
         for i in 0..400u32 {

@@ -8,6 +8,8 @@
 //! reasons it names and the multicast groups it sets up — and one line of the [`registry!`] below
 //! makes it available to `dataplane run`, `check` and `resources`, the tests and the lab.
 
+#[cfg(test)]
+pub(crate) mod conformance;
 pub mod dta_reporter;
 pub mod dta_translator;
 pub mod l2l3;

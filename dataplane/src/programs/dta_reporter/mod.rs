@@ -38,6 +38,7 @@ use super::dta_translator::reporter::{
 use super::dta_translator::{MAX_REPORT, NACK_PORT, parse_priority};
 use super::l2l3::L2l3;
 mod config;
+pub mod decl;
 
 pub use self::config::DtaReporterSection;
 use super::{BuildCtx, FromConfig};
@@ -223,17 +224,10 @@ impl DtaReporter {
             return Err(c.err("dta_reporter.queue", format!("{queue}: expected 0..=7")));
         }
         let res = &mut ctx.resources;
-        let flow_regs = RegisterArray::new(res, "dta_reporter_flows", flows, 64);
-        let flow_hash = HashUnit::new(res, "dta_reporter_flow_key", HashAlgo::Crc32IsoHdlc, 32);
-        res.declare(crate::model::ResourceInfo {
-            name: "dta_reporter_kept",
-            kind: crate::model::ResourceKind::RegisterArray,
-            entries: keep,
-            key_bits: 8,
-            value_bits: (MAX_REPORT * 8) as u32,
-            bytes: keep * (MAX_REPORT + 4),
-            detail: "retransmittable reports kept for NACKs".into(),
-        });
+        let flow_regs = RegisterArray::new(res, "dta_reporter_flows", flows, &decl::FLOW_CELL, None);
+        let flow_hash =
+            HashUnit::new(res, "dta_reporter_flow_key", HashAlgo::Crc32IsoHdlc, 32, &decl::FLOW_INPUTS);
+        decl::declare(res, keep);
         let nack_drop = ctx.drops.declare("dta_reporter_bad_nack");
         let resources = ctx.resources_after_l2l3(&l2l3);
         Ok(Self {
@@ -475,3 +469,6 @@ impl Program for DtaReporter {
         &self.resources
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -36,6 +36,7 @@
 //! Every report not translated is dropped under a named reason.
 
 mod config;
+pub mod decl;
 mod qp;
 pub mod reporter;
 pub mod state;
@@ -49,10 +50,10 @@ use roce::responder::{Delivery, NoMemory, Responder};
 use wire::dta::{self, BaseForm, DtaRepr, Format, NackRepr, Primitive, Priority};
 use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame};
 use wire::ibcm::CmMadRepr;
-use wire::ipv4::{Ipv4Packet, protocol};
+use wire::ipv4::{self, Ipv4Packet, protocol};
 use wire::roce::{Opcode, RoceRepr, icrc};
 use wire::stack::UdpFlow;
-use wire::udp::UdpPacket;
+use wire::udp::{self, UdpPacket};
 
 pub use self::config::{DtaCollector, DtaList, DtaPostcarder, DtaSection, DtaSketch};
 use self::qp::{Phase, Qp, Store};
@@ -63,9 +64,7 @@ use super::l2l3::{L2l3, NoNextHop};
 use super::{BuildCtx, FromConfig};
 use crate::buf::Frame;
 use crate::config::{Config, ConfigError};
-use crate::model::{
-    Color, DropReason, ExactTable, MeterArray, MeterConfig, ResourceInfo, ResourceKind, Resources, builtin,
-};
+use crate::model::{Color, DropReason, ExactTable, MeterArray, MeterConfig, MeterUnit, Resources, builtin};
 use crate::switch::{Dest, EgressMd, Emitter, IngressMd, PortId, Program};
 
 /// The DTA NACK port (reference `DTA_ACK_PORT_NUMBER`).
@@ -77,6 +76,37 @@ pub const MAX_REPORT: usize = 256;
 const UNITS: u32 = 240;
 /// First local QPN.
 const QPN_BASE: u32 = 0x100;
+
+/// Offsets in the common report frame — untagged Ethernet, IPv4 without options, UDP — that the
+/// fast path reads directly, from `wire`'s field specifications (the declared parser's).
+mod fixed {
+    use wire::{ethernet, ipv4, udp};
+
+    /// The EtherType.
+    pub const ETHER_TYPE: usize = ethernet::field::ETHER_TYPE.byte();
+    /// The IPv4 header.
+    pub const IP: usize = ethernet::HEADER_LEN;
+    /// Version and IHL.
+    pub const IP_VERSION_IHL: usize = IP + ipv4::field::VERSION.byte();
+    /// Total length.
+    pub const IP_TOTAL_LEN: usize = IP + ipv4::field::TOTAL_LEN.byte();
+    /// Flags and fragment offset.
+    pub const IP_FLAGS_FRAG: usize = IP + ipv4::field::FRAG_OFFSET.byte();
+    /// Protocol.
+    pub const IP_PROTOCOL: usize = IP + ipv4::field::PROTOCOL.byte();
+    /// Source address.
+    pub const IP_SRC: usize = IP + ipv4::field::SRC_ADDR.byte();
+    /// Destination address.
+    pub const IP_DST: usize = IP + ipv4::field::DST_ADDR.byte();
+    /// The UDP header.
+    pub const UDP: usize = IP + ipv4::HEADER_LEN;
+    /// Destination port.
+    pub const UDP_DST_PORT: usize = UDP + udp::field::DST_PORT.byte();
+    /// Length.
+    pub const UDP_LENGTH: usize = UDP + udp::field::LENGTH.byte();
+    /// The report.
+    pub const PAYLOAD: usize = UDP + udp::HEADER_LEN;
+}
 
 /// The translator's settings, resolved from `[dta]`.
 #[derive(Debug, Clone)]
@@ -364,11 +394,11 @@ impl DtaTranslator {
             return Err(c.err("dta.collector", "at least one [[dta.collector]] is needed"));
         }
         let res = &mut ctx.resources;
-        let mut meters = MeterArray::new(res, "dta_collector_meters", d.collector.len());
+        let mut meters = MeterArray::new(res, "dta_collector_meters", d.collector.len(), MeterUnit::Packets);
         let mut collectors = Vec::new();
         let mut qps: Vec<Qp> = Vec::new();
-        let mut lists = ExactTable::new(res, "dta_lists", 1024, 32, 16);
-        let mut sketches = ExactTable::new(res, "dta_sketches", 256, 16, 16);
+        let mut lists = ExactTable::new(res, decl::lists());
+        let mut sketches = ExactTable::new(res, decl::sketches());
         let ca_guid = cfg.ports.first().map_or(0, |p| {
             let m = p.mac.0;
             u64::from_be_bytes([m[0] ^ 2, m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]])
@@ -528,7 +558,7 @@ impl DtaTranslator {
             collectors.iter().enumerate().filter(|(_, c)| c.keywrite.is_some()).map(|(i, _)| i).collect();
         let ki_collectors =
             collectors.iter().enumerate().filter(|(_, c)| c.keyincrement.is_some()).map(|(i, _)| i).collect();
-        let reporters = ExactTable::new(res, "dta_reporter_seq", d.reporters.unwrap_or(65536).max(1), 32, 8);
+        let reporters = ExactTable::new(res, decl::reporter_seq(d.reporters.unwrap_or(65536).max(1)));
         let park_cap = d.park.unwrap_or(4096);
         let state_bytes: usize = qps
             .iter()
@@ -538,30 +568,20 @@ impl DtaTranslator {
                 _ => 0,
             })
             .sum();
-        res.declare(ResourceInfo {
-            name: "dta_qps",
-            kind: ResourceKind::RegisterArray,
-            entries: qps.len(),
-            key_bits: 24,
-            value_bits: 0,
-            bytes: qps
-                .iter()
-                .map(|q| {
-                    (s.requester.window as usize) * (q.store.requester_config(s.requester).max_payload + 40)
-                })
-                .sum::<usize>()
-                + state_bytes,
-            detail: format!("RC QPs: retransmit rings of {} requests, primitive state", s.requester.window),
-        });
-        res.declare(ResourceInfo {
-            name: "dta_parked",
-            kind: ResourceKind::RegisterArray,
-            entries: park_cap,
-            key_bits: 0,
-            value_bits: (MAX_REPORT * 8) as u32,
-            bytes: park_cap * std::mem::size_of::<Parked>(),
-            detail: "high-priority reports waiting for the rate".into(),
-        });
+        let qp_bytes = qps
+            .iter()
+            .map(|q| (s.requester.window as usize) * (q.store.requester_config(s.requester).max_payload + 40))
+            .sum::<usize>()
+            + state_bytes;
+        decl::declare(
+            res,
+            decl::parser(s.format.base, s.format.keywrite_data_len, s.udp_port),
+            collectors.len(),
+            qps.len(),
+            qp_bytes,
+            s.requester.window,
+            park_cap,
+        );
         let dr = &mut ctx.drops;
         let drops = Drops {
             malformed: dr.declare("dta_malformed"),
@@ -804,7 +824,7 @@ impl DtaTranslator {
                 Primitive::Append { list_id, data } => {
                     let qi = match self.list_direct.get(list_id as usize) {
                         Some(&i) => (i != u16::MAX).then_some(usize::from(i)),
-                        None => self.lists.get(&list_id).copied(),
+                        None => self.lists.lookup(&list_id).copied(),
                     };
                     let qi = self.ready_qp(qi, self.drops.no_list)?;
                     let window = self.s.requester.window;
@@ -851,7 +871,8 @@ impl DtaTranslator {
                     self.send(qi, now, op, &buf, first, out)
                 }
                 Primitive::SketchMerge { sketch_id, reporter_id, column, op, counters } => {
-                    let qi = self.ready_qp(self.sketches.get(&sketch_id).copied(), self.drops.no_sketch)?;
+                    let qi =
+                        self.ready_qp(self.sketches.lookup(&sketch_id).copied(), self.drops.no_sketch)?;
                     let Store::Sketch { merger, .. } = &mut self.qps[qi].store else { unreachable!() };
                     match merger.merge(reporter_id, column, op, counters) {
                         SketchOutcome::Merged => {}
@@ -1037,7 +1058,7 @@ impl DtaTranslator {
         // Sequence tracking of retransmittable reports.
         if let Some(seq) = r.seq.filter(|s| s.retransmittable) {
             let key = src.to_bits();
-            let verdict = match self.reporters.get_mut(&key) {
+            let verdict = match self.reporters.lookup_mut(&key) {
                 Some(t) => t.check(seq.seqnum, now, self.s.nack_interval_ns),
                 None => {
                     let mut t = ReporterSeq::first(seq.seqnum);
@@ -1102,7 +1123,7 @@ impl DtaTranslator {
     fn notify_ok(&mut self, src: Ipv4Addr, now: u64) -> bool {
         let key = src.to_bits();
         let interval = self.s.nack_interval_ns;
-        match self.reporters.get_mut(&key) {
+        match self.reporters.lookup_mut(&key) {
             Some(t) => t.may_notify(now, interval),
             None => {
                 let mut t = ReporterSeq::first(0);
@@ -1522,34 +1543,35 @@ impl Program for DtaTranslator {
         // The common report first, read at fixed offsets as a P4 parser would: untagged
         // Ethernet, IPv4 without options, not fragmented, UDP to the report port, lengths
         // consistent, header checksum right. Anything else takes the general path below.
-        if let Some(h) = data.first_chunk::<42>()
-            && h[12..14] == [0x08, 0x00]
-            && h[14] == 0x45
-            && h[23] == protocol::UDP
-            && h[20] & 0x3f == 0
-            && h[21] == 0
-            && u16::from_be_bytes([h[36], h[37]]) == self.s.udp_port
+        if let Some(h) = data.first_chunk::<{ fixed::PAYLOAD }>()
+            && u16::from_be_bytes([h[fixed::ETHER_TYPE], h[fixed::ETHER_TYPE + 1]]) == EtherType::IPV4.0
+            && h[fixed::IP_VERSION_IHL] == 0x45
+            && h[fixed::IP_PROTOCOL] == protocol::UDP
+            && h[fixed::IP_FLAGS_FRAG] & 0x3f == 0
+            && h[fixed::IP_FLAGS_FRAG + 1] == 0
+            && u16::from_be_bytes([h[fixed::UDP_DST_PORT], h[fixed::UDP_DST_PORT + 1]]) == self.s.udp_port
         {
-            let total = usize::from(u16::from_be_bytes([h[16], h[17]]));
-            let udp_len = usize::from(u16::from_be_bytes([h[38], h[39]]));
-            let dst = Ipv4Addr::new(h[30], h[31], h[32], h[33]);
-            if 14 + total <= data.len()
-                && total >= 28
-                && udp_len == total - 20
-                && udp_len >= 8
+            let total = usize::from(u16::from_be_bytes([h[fixed::IP_TOTAL_LEN], h[fixed::IP_TOTAL_LEN + 1]]));
+            let udp_len = usize::from(u16::from_be_bytes([h[fixed::UDP_LENGTH], h[fixed::UDP_LENGTH + 1]]));
+            let dst = Ipv4Addr::from(*h[fixed::IP_DST..].first_chunk::<4>().unwrap_or(&[0; 4]));
+            if fixed::IP + total <= data.len()
+                && total >= fixed::PAYLOAD - fixed::IP
+                && udp_len == total - ipv4::HEADER_LEN
+                && udp_len >= udp::HEADER_LEN
                 && (self.collectors.iter().any(|c| c.ip == dst) || self.l2l3.is_local(dst))
             {
-                // The header checksum over five words at fixed offsets.
+                // The header checksum over its five words.
                 let w = |i: usize| u64::from(u32::from_be_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
-                if wire::checksum::fold(w(14) + w(18) + w(22) + w(26) + w(30)) != 0xffff {
+                let ip = fixed::IP;
+                if wire::checksum::fold(w(ip) + w(ip + 4) + w(ip + 8) + w(ip + 12) + w(ip + 16)) != 0xffff {
                     return md.dest = Dest::Drop(self.drops.malformed);
                 }
-                let src = Ipv4Addr::new(h[26], h[27], h[28], h[29]);
+                let src = Ipv4Addr::from(*h[fixed::IP_SRC..].first_chunk::<4>().unwrap_or(&[0; 4]));
                 let len = data.len();
-                if 14 + total < len {
-                    pkt.trim(len - 14 - total);
+                if fixed::IP + total < len {
+                    pkt.trim(len - fixed::IP - total);
                 }
-                return self.on_report(pkt, md, out, src, dst, 42);
+                return self.on_report(pkt, md, out, src, dst, fixed::PAYLOAD);
             }
         }
         let Ok(eth) = EthernetFrame::new_checked(data) else { return self.l2l3.ingress(pkt, md, out) };
@@ -1650,3 +1672,6 @@ impl Program for DtaTranslator {
         &self.resources
     }
 }
+
+#[cfg(test)]
+mod tests;

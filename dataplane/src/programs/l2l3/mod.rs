@@ -24,14 +24,13 @@ use wire::hpcc_int::{IntHeader, IntHopRepr};
 use wire::ipv4::{Ipv4Packet, protocol};
 
 mod config;
+pub mod decl;
 
 pub use self::config::{L2l3Section, NeighborEntry, RouteEntry, StaticMac};
 use super::{BuildCtx, FromConfig};
 use crate::buf::Frame;
 use crate::config::{Config, ConfigError, parse_cidr};
-use crate::model::{
-    DropReason, ExactTable, HashAlgo, HashUnit, LpmTable, ResourceInfo, ResourceKind, Resources, builtin,
-};
+use crate::model::{DropReason, ExactTable, HashAlgo, HashUnit, LpmTable, Resources, builtin};
 use crate::switch::{Dest, EgressMd, Emitter, IngressMd, PortId, Program};
 
 /// Default MAC table size.
@@ -153,21 +152,13 @@ impl L2l3 {
         let s = &Self::section(cfg)?;
         let res = &mut ctx.resources;
         let nports = cfg.ports.len();
-        let macs = ExactTable::new(res, "mac", s.mac_table_size.unwrap_or(DEFAULT_MAC_TABLE), 48, 24);
-        let routes = LpmTable::new(res, "ipv4_lpm", s.route_table_size.unwrap_or(DEFAULT_ROUTES));
-        res.declare(ResourceInfo {
-            name: "ecmp_groups",
-            kind: ResourceKind::ExactTable,
-            entries: MAX_GROUPS,
-            key_bits: 16,
-            value_bits: 32 * 16,
-            bytes: MAX_GROUPS * 64,
-            detail: "selector, CRC-16 of the 5-tuple".into(),
-        });
+        let macs = ExactTable::new(res, decl::dmac(s.mac_table_size.unwrap_or(DEFAULT_MAC_TABLE)));
+        let routes = LpmTable::new(res, decl::ipv4_lpm(s.route_table_size.unwrap_or(DEFAULT_ROUTES)));
+        decl::declare(res, nports, MAX_GROUPS);
         let neighbors =
-            ExactTable::new(res, "neighbor", s.neighbor_table_size.unwrap_or(DEFAULT_NEIGHBORS), 32, 64);
-        let arp_pending = ExactTable::new(res, "arp_pending", 256, 32, 64);
-        let ecmp = HashUnit::new(res, "ecmp_hash", HashAlgo::Crc16Arc, 16);
+            ExactTable::new(res, decl::neighbor(s.neighbor_table_size.unwrap_or(DEFAULT_NEIGHBORS)));
+        let arp_pending = ExactTable::new(res, decl::arp_pending(256));
+        let ecmp = HashUnit::new(res, "ecmp_hash", HashAlgo::Crc16Arc, 16, &decl::ECMP_INPUTS);
         let d = &mut ctx.drops;
         let drops = Drops {
             bad_checksum: d.declare("bad_checksum"),
@@ -428,7 +419,7 @@ impl L2l3 {
     /// Send an ARP request for `target` out of `port`, unless one went out recently.
     fn solicit<F: Frame>(&mut self, target: Ipv4Addr, port: PortId, now: u64, out: &mut Emitter<'_, F>) {
         let key = target.to_bits();
-        if self.arp_pending.get(&key).is_some_and(|&t| now.saturating_sub(t) < ARP_RETRY_NS) {
+        if self.arp_pending.lookup(&key).is_some_and(|&t| now.saturating_sub(t) < ARP_RETRY_NS) {
             return;
         }
         let Some(pl3) = self.ports.get(usize::from(port)) else { return };
@@ -500,29 +491,43 @@ impl L2l3 {
         out: &mut Emitter<'_, F>,
     ) -> Result<NextHop, NoNextHop> {
         let route = *self.routes.lookup(dst).ok_or(NoNextHop::NoRoute)?;
-        let (nexthop, solicit_port) = match route {
+        let nexthop = match route {
             Route::Local => return Err(NoNextHop::Local),
-            Route::Connected(p) => (dst, Some(p)),
+            Route::Connected(_) => dst,
             Route::Group(g) => {
                 let members = &self.groups[usize::from(g)];
                 let i =
                     if members.len() == 1 { 0 } else { self.ecmp.hash(&ecmp_key()) as usize % members.len() };
-                let nh = members[i];
-                // The next hop's port, for an ARP request, is that of its connected route.
-                let sp = match self.routes.lookup(nh) {
-                    Some(Route::Connected(p)) => Some(*p),
-                    _ => None,
-                };
-                (nh, sp)
+                members[i]
             }
         };
-        let Some(&nb) = self.neighbors.get(&nexthop.to_bits()) else {
+        let Some(&nb) = self.neighbors.lookup(&nexthop.to_bits()) else {
+            // Resolving the next hop is the control plane's work (ARP on its connected port),
+            // done on a neighbor miss only: not a match-action lookup.
+            let solicit_port = match route {
+                Route::Connected(p) => Some(p),
+                _ => match self.routes.find(nexthop) {
+                    Some(Route::Connected(p)) => Some(*p),
+                    _ => None,
+                },
+            };
             if let Some(p) = solicit_port {
                 self.solicit(nexthop, p, now, out);
             }
             return Err(NoNextHop::Unresolved);
         };
         Ok(NextHop { port: nb.port, dst_mac: nb.mac, src_mac: self.ports[usize::from(nb.port)].mac })
+    }
+
+    /// The keys each of its tables was looked up with since the last call (tests).
+    #[cfg(test)]
+    pub(crate) fn take_traces(&self) -> [(&'static str, Vec<u128>); 4] {
+        [
+            ("dmac", self.macs.take_trace()),
+            ("ipv4_lpm", self.routes.take_trace()),
+            ("neighbor", self.neighbors.take_trace()),
+            ("arp_pending", self.arp_pending.take_trace()),
+        ]
     }
 
     /// The switch's first address on `port`, if it has one.
@@ -611,27 +616,36 @@ pub enum NoNextHop {
 /// time and the port's transmitted bytes — written in place in the next free slot (or the
 /// overflow flag set), and the UDP checksum is zeroed. Returns whether the frame carried INT.
 pub fn stamp_int(frame: &mut [u8], switch_id: u16, md: &EgressMd) -> bool {
-    let mut l3 = 14;
-    let Some(et) = frame.get(12..14) else { return false };
-    let mut et = u16::from_be_bytes([et[0], et[1]]);
-    if et == 0x8100 {
-        let Some(b) = frame.get(16..18) else { return false };
+    use wire::{ethernet, ipv4, udp};
+    // The declared parser's path (decl::parser), read in place: each offset from wire's field
+    // specifications.
+    let mut l3 = ethernet::HEADER_LEN;
+    let et = ethernet::field::ETHER_TYPE;
+    let Some(b) = frame.get(et.range()) else { return false };
+    let mut et = u16::from_be_bytes([b[0], b[1]]);
+    if et == EtherType::VLAN.0 {
+        let inner = ethernet::field::vlan::ETHER_TYPE.range();
+        let Some(b) = frame.get(l3 + inner.start..l3 + inner.end) else { return false };
         et = u16::from_be_bytes([b[0], b[1]]);
-        l3 = 18;
+        l3 += ethernet::VLAN_TAG_LEN;
     }
-    if et != 0x0800 {
+    if et != EtherType::IPV4.0 {
         return false;
     }
-    let Some(ip) = frame.get(l3..l3 + 20) else { return false };
-    if ip[0] >> 4 != 4 || ip[9] != protocol::UDP || u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0 {
+    let Some(ip) = frame.get(l3..l3 + ipv4::HEADER_LEN) else { return false };
+    if ipv4::field::VERSION.get_u8(ip) != 4
+        || ipv4::field::PROTOCOL.get_u8(ip) != protocol::UDP
+        || ipv4::field::MORE_FRAGS.get_bool(ip)
+        || ipv4::field::FRAG_OFFSET.get_u16(ip) != 0
+    {
         return false;
     }
-    let l4 = l3 + usize::from(ip[0] & 0x0f) * 4;
-    let Some(udp) = frame.get(l4..l4 + 8) else { return false };
-    if u16::from_be_bytes([udp[2], udp[3]]) != wire::udp::port::HPCC_INT {
+    let l4 = l3 + usize::from(ipv4::field::IHL.get_u8(ip)) * 4;
+    let Some(u) = frame.get(l4..l4 + udp::HEADER_LEN) else { return false };
+    if udp::field::DST_PORT.get_u16(u) != wire::udp::port::HPCC_INT {
         return false;
     }
-    let Ok(mut h) = IntHeader::new_checked(&mut frame[l4 + 8..]) else { return false };
+    let Ok(mut h) = IntHeader::new_checked(&mut frame[l4 + wire::udp::HEADER_LEN..]) else { return false };
     if h.reflected() {
         return true;
     }
@@ -644,8 +658,7 @@ pub fn stamp_int(frame: &mut [u8], switch_id: u16, md: &EgressMd) -> bool {
         md.tx_bytes,
     );
     h.push_hop(&hop);
-    frame[l4 + 6] = 0;
-    frame[l4 + 7] = 0;
+    wire::udp::field::CHECKSUM.set_u16(&mut frame[l4..], 0);
     true
 }
 
@@ -705,7 +718,7 @@ impl Program for L2l3 {
             md.exclude_ingress = true;
             return;
         }
-        match self.macs.get(&mac_key(dst)) {
+        match self.macs.lookup(&mac_key(dst)) {
             Some(e) if e.port == port => md.dest = Dest::Drop(self.drops.same_port),
             Some(e) => md.dest = Dest::Port(e.port),
             None => {

@@ -418,3 +418,106 @@ fn int_is_stamped_at_egress() {
     let g = run(&mut plain, &mut pool2, 0, &int_frame(0, 2), 0).remove(0).1;
     assert_eq!(IntRepr::parse(&g[42..]).unwrap().n_hop, 0);
 }
+
+/// The fast path against the declarations: every lookup of every table is on the key the
+/// declared parser extracts from the same frame (forwarding and routing, tagged and with IPv4
+/// options, ECMP over TCP and UDP, ARP), and INT is stamped in the hop slot the declared parser
+/// finds.
+#[test]
+fn lookups_and_offsets_are_the_declared_ones() {
+    use crate::model::decl::FieldRef;
+    use crate::programs::conformance::{Checked, check};
+    let cfg = CFG.replace("[l2l3]\n", "[l2l3]\nint_switch_id = 9\n");
+    let (mut sw, mut pool) = setup(&cfg);
+    let udp = |dst: [u8; 4], sport: u16| udp_frame(HOST_A, P0, [10, 0, 1, 2], dst, 64, sport);
+    let tagged = {
+        let f = udp([192, 168, 7, 1], 5);
+        let mut t = f[..12].to_vec();
+        t.extend_from_slice(&[0x81, 0x00, 0x60, 0x07]);
+        t.extend_from_slice(&f[12..]);
+        t
+    };
+    let with_options = {
+        let mut f = udp([172, 16, 0, 9], 6);
+        // IHL 6: four option bytes (NOPs) between the header and UDP.
+        f.splice(34..34, [1, 1, 1, 1]);
+        f[14] = 0x46;
+        let total = u16::from_be_bytes([f[16], f[17]]) + 4;
+        f[16..18].copy_from_slice(&total.to_be_bytes());
+        Ipv4Packet::new_checked(&mut f[14..]).unwrap().fill_checksum();
+        f
+    };
+    let tcp = {
+        let mut f = udp([192, 168, 9, 9], 77);
+        f[23] = 6;
+        Ipv4Packet::new_checked(&mut f[14..]).unwrap().fill_checksum();
+        f
+    };
+    let arp_request = {
+        let mut f = vec![0u8; 60];
+        wire::arp::emit_request(&mut f, HOST_A, Ipv4Addr::new(10, 0, 1, 2), Ipv4Addr::new(10, 0, 1, 1))
+            .unwrap();
+        f
+    };
+    let bridged = {
+        let mut f = udp([10, 0, 1, 3], 1);
+        f[0..6].copy_from_slice(&[2, 0, 0, 0, 1, 3]);
+        f
+    };
+    let frames: Vec<(&str, Vec<u8>)> = vec![
+        ("routed", udp([10, 0, 2, 2], 1000)),
+        ("ecmp udp", udp([192, 168, 1, 1], 4000)),
+        ("ecmp tcp", tcp),
+        ("tagged", tagged),
+        ("ipv4 options", with_options),
+        ("arp", arp_request),
+        ("bridged", bridged),
+        ("int", int_frame(0, 3)),
+    ];
+    let mut checked = Checked::default();
+    for (i, (what, f)) in frames.iter().enumerate() {
+        let out = run(&mut sw, &mut pool, 0, f, 1_000 * i as u64);
+        assert!(!out.is_empty(), "{what}: forwarded");
+        let p = sw.program();
+        let lookups = p.take_traces();
+        check(p.resources(), f, &[("ingress_port", 0)], &lookups, &mut checked)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+    }
+    // Every frame but the ARP request (answered in place) makes header-keyed lookups.
+    assert!(checked.exact >= frames.len() - 1, "{checked:?}");
+    for t in ["dmac", "ipv4_lpm", "neighbor"] {
+        assert!(checked.tables.contains(&t), "{t} never looked up: {checked:?}");
+    }
+
+    // The ECMP hash's declared inputs, read by the declared parser, give the member the fast
+    // path chose.
+    let res = sw.program().resources().clone();
+    let crate::model::DeclKind::Hash { inputs, .. } = &res.get("ecmp_hash").unwrap().kind else { panic!() };
+    for sport in 0..32u16 {
+        let f = udp([192, 168, 1, 1], 4000 + sport);
+        let parsed = res.parser().run(&f).unwrap();
+        let mut key = Vec::new();
+        for i in inputs {
+            let v = parsed.get(&f, i).unwrap();
+            key.extend_from_slice(&v.to_be_bytes()[8 - usize::from(i.width() / 8)..]);
+        }
+        let want_port = if sw.program().ecmp.hash(&key) % 2 == 0 { 1 } else { 2 };
+        let out = run(&mut sw, &mut pool, 0, &f, 0);
+        assert_eq!(out[0].0, want_port, "source port {sport}");
+    }
+
+    // INT: the hop written lands in the declared stack's second slot after one stamp.
+    let f = int_frame(0, 3);
+    let once = run(&mut sw, &mut pool, 0, &f, 0).remove(0).1;
+    let mut again = once.clone();
+    again[0..6].copy_from_slice(&P0.0);
+    again[22] = 64;
+    Ipv4Packet::new_checked(&mut again[14..]).unwrap().fill_checksum();
+    let twice = run(&mut sw, &mut pool, 0, &again, 0).remove(0).1;
+    let parsed = res.parser().run(&twice).unwrap();
+    let sw_id = FieldRef::hdr("int_hop", &wire::hpcc_int::field::hop::SWITCH_ID);
+    assert_eq!(parsed.get(&twice, &sw_id), Some(9), "the first slot");
+    let slot1 = parsed.offset("int_hop").unwrap() + wire::hpcc_int::HOP_LEN;
+    assert_eq!(wire::hpcc_int::field::hop::SWITCH_ID.read(&twice[slot1..]), Some(9), "the second slot");
+    assert_eq!(parsed.get(&twice, &FieldRef::hdr("int_shim", &wire::hpcc_int::field::shim::N_HOP)), Some(2));
+}

@@ -8,7 +8,7 @@
 
 use crate::buf::Frame;
 use crate::config::{Config, ConfigError};
-use crate::model::{Resources, builtin};
+use crate::model::{Next, ParserDecl, Resources, StateDecl, builtin, inst};
 use crate::programs::{BuildCtx, FromConfig};
 use crate::switch::{Dest, Emitter, IngressMd, PortId, Program};
 
@@ -22,7 +22,22 @@ pub struct MacSwap {
 impl MacSwap {
     /// For a switch with `ports` front-panel ports.
     pub fn new(ports: PortId) -> Self {
-        Self { ports, resources: Resources::new() }
+        let mut resources = Resources::new();
+        resources.set_parser(Self::parser());
+        Self { ports, resources }
+    }
+
+    /// Its parser: the Ethernet header, whose addresses it swaps; nothing else is read.
+    pub fn parser() -> ParserDecl {
+        ParserDecl {
+            states: vec![StateDecl::new(
+                "start",
+                &[inst("ethernet", &wire::ethernet::HEADER)],
+                &[],
+                &[],
+                Next::Accept,
+            )],
+        }
     }
 
     /// The port a frame received on `port` leaves by.
@@ -57,6 +72,10 @@ impl Program for MacSwap {
             md.dest = Dest::Drop(builtin::PROGRAM);
             return;
         }
+        // The two addresses, where wire's Ethernet specification puts them: dst then src.
+        const _: () = assert!(
+            wire::ethernet::field::DST_ADDR.byte() == 0 && wire::ethernet::field::SRC_ADDR.byte() == 6
+        );
         let Some(h) = pkt.data_mut().first_chunk_mut::<12>() else {
             md.dest = Dest::Drop(builtin::MALFORMED);
             return;
@@ -124,6 +143,18 @@ mod tests {
             assert_eq!(&out[0].data()[6..12], &[1; 6]);
             assert_eq!(&out[0].data()[12..], &frame[12..]);
         }
+        // What it swapped is what its declared parser calls the addresses.
+        let p = sw.program().resources().parser().clone();
+        let (dst, src) = (
+            crate::model::FieldRef::hdr("ethernet", &wire::ethernet::field::DST_ADDR),
+            crate::model::FieldRef::hdr("ethernet", &wire::ethernet::field::SRC_ADDR),
+        );
+        sw.receive(0, 0, PktBuf::from_bytes(&frame), &mut pool);
+        let mut out = Vec::new();
+        sw.transmit(0, 1, &mut out, 32, &mut pool);
+        let (a, b) = (p.run(&frame).unwrap(), p.run(out[0].data()).unwrap());
+        assert_eq!(b.get(out[0].data(), &dst), a.get(&frame, &src));
+        assert_eq!(b.get(out[0].data(), &src), a.get(&frame, &dst));
         // A runt is dropped as malformed.
         sw.receive(0, 0, PktBuf::from_bytes(&frame[..11]), &mut pool);
         assert_eq!(sw.counters().drops[usize::from(builtin::MALFORMED.0)], 1);
