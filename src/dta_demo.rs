@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use collector::{Collector, CollectorConfig};
 use dataplane::config::Config;
-use dataplane::programs::dta_translator::reporter::{LoadGen, LoadKind, LoadSpec};
 use dataplane::runtime::Runtime;
 use dataplane::runtime::report::{self, ReportRun, ReportSummary, Sink};
+use roce::dta::{LoadGen, LoadKind, LoadSpec};
 use wire::dta::Priority;
 
 /// Where the three parties live and how big the stores are.

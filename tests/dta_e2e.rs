@@ -26,7 +26,7 @@
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::time::Duration;
 
-use dataplane::programs::dta_translator::reporter::LoadKind;
+use roce::dta::LoadKind;
 use softfabric::dta_demo::{Lab, LabConfig, keys_of, load};
 use wire::dta::{DtaRepr, KeyHash, MergeOp, Primitive, Priority, Sequence, layout};
 

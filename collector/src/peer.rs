@@ -232,11 +232,11 @@ impl UdpPeer {
             let mut b = [0u8; MAD_LEN];
             m.emit(&mut b).map(|_| b).map_err(|e| ConnectFailed::Refused(e.to_string()))
         };
-        self.send(frames::cm_mad(0, &mad(&cm.start(0))?), false)?;
+        self.send(frames::cm_mad(0, &mad(&cm.connect(0))?), false)?;
         let rep =
             self.recv().filter(|r| r.opcode == Opcode::UD_SEND_ONLY).ok_or(ConnectFailed::Missing("REP"))?;
         let rep = CmMadRepr::parse(&rep.payload).map_err(|e| ConnectFailed::Refused(e.to_string()))?;
-        let out = cm.on_mad(1, &rep);
+        let out = cm.handle_packet(1, &rep);
         let Some(ClientEvent::Established(conn)) = out.event else {
             return Err(ConnectFailed::Refused(format!("{:?}", out.event)));
         };
@@ -320,7 +320,7 @@ mod tests {
             while acks_seen < 2 && std::time::Instant::now() < until {
                 if expired.try_recv().is_ok() {
                     now += 1_000_000_000;
-                    ep.poll(now, &mut out);
+                    ep.handle_timeout(now, &mut out);
                 }
                 if let Ok(n) = sock.recv(&mut b)
                     && let Ok(r) = RoceRepr::parse(&b[..n])
@@ -331,7 +331,7 @@ mod tests {
                             if mads_seen == 2 {
                                 // The RTU, lost.
                                 now += 1_000_000_000;
-                                ep.poll(now, &mut out);
+                                ep.handle_timeout(now, &mut out);
                                 continue;
                             }
                         }
@@ -343,7 +343,7 @@ mod tests {
                         }
                         _ => {}
                     }
-                    ep.on_packet(now, me, &r, &mut out);
+                    ep.handle_packet(now, me, &r, &mut out);
                 }
             }
             (mads_seen, acks_seen)

@@ -252,13 +252,13 @@ impl RnicCore {
             bump(&s.malformed);
             return;
         };
-        let ev = self.ep.on_packet(now, src, &r, out);
+        let ev = self.ep.handle_packet(now, src, &r, out);
         self.on_event(ev);
     }
 
     /// Run the CM and requester timers.
     pub(crate) fn timers(&mut self, now: u64, out: &mut dyn FnMut(Ipv4Addr, RoceRepr<'_>)) {
-        let ev = self.ep.poll(now, out);
+        let ev = self.ep.handle_timeout(now, out);
         self.on_event(ev);
     }
 

@@ -196,7 +196,7 @@ fn loss_to_the_collector_is_recovered() {
 /// reports are NACKed and resent; none is lost.
 #[test]
 fn loss_from_reporters_is_recovered_by_nack() {
-    use dataplane::programs::dta_translator::reporter::ReportSender;
+    use roce::dta::ReportSender;
     let mut lab = standard_lab("nack_interval_us = 5");
     lab.to_translator = Loss::new(5, 10);
     let mut sender = ReportSender::new(256);

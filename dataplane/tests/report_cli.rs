@@ -6,8 +6,8 @@ use std::net::{Ipv4Addr, UdpSocket};
 use std::process::Command;
 use std::time::Duration;
 
-use dataplane::programs::dta_translator::reporter::collector_for;
 use pcap_file::pcap::PcapReader;
+use roce::dta::collector_for;
 use wire::dta::{DtaRepr, Format, NackRepr, Primitive};
 
 fn dataplane() -> Command {

@@ -3,8 +3,8 @@
 //! model implements them (`../shared/reference/hawkeye_hpcc.md` B.4; Zhu et al., SIGCOMM 2015).
 //! ECN marking is the congestion point's job: the traffic manager's RED marking in `dataplane`.
 //!
-//! Reaction point, all sans-IO: [`DcqcnRp::on_cnp`] records a CNP; [`DcqcnRp::on_timer`] runs
-//! whatever of the three timers is due and [`DcqcnRp::next_timer`] says when to call it next.
+//! Reaction point, all sans-IO: [`DcqcnRp::handle_cnp`] records a CNP; [`DcqcnRp::handle_timeout`] runs
+//! whatever of the three timers is due and [`DcqcnRp::poll_timeout`] says when to call it next.
 //!
 //! * every `t_alpha`: `α = (1 − g)·α + g·[a CNP arrived since the last update]`;
 //! * every `t_dec`, if a CNP arrived since the last check: `Rt = R`, `R = max(R_min, R·(1 − α/2))`,
@@ -105,7 +105,7 @@ impl DcqcnRp {
     }
 
     /// A CNP for this flow arrived at `now`.
-    pub fn on_cnp(&mut self, now: u64) {
+    pub fn handle_cnp(&mut self, now: u64) {
         self.cnp_alpha = true;
         self.cnp_dec = true;
         if self.next_dec.is_none() {
@@ -116,13 +116,13 @@ impl DcqcnRp {
         }
     }
 
-    /// When [`on_timer`](Self::on_timer) must run next, if at all.
-    pub fn next_timer(&self) -> Option<u64> {
+    /// When [`handle_timeout`](Self::handle_timeout) must run next, if at all.
+    pub fn poll_timeout(&self) -> Option<u64> {
         [self.next_alpha, self.next_dec, self.next_inc].into_iter().flatten().min()
     }
 
     /// Run every timer due at `now` (each as many periods as have passed).
-    pub fn on_timer(&mut self, now: u64) {
+    pub fn handle_timeout(&mut self, now: u64) {
         let c = self.cfg;
         while let Some(t) = self.next_alpha.filter(|&t| t <= now) {
             let hit = if std::mem::take(&mut self.cnp_alpha) { 1.0 } else { 0.0 };
@@ -170,7 +170,7 @@ impl CnpGenerator {
     }
 
     /// A CE-marked packet of this flow arrived at `now`: whether to send a CNP.
-    pub fn on_ce(&mut self, now: u64) -> bool {
+    pub fn handle_ce(&mut self, now: u64) -> bool {
         if self.last.is_some_and(|t| now < t + self.interval_ns) {
             return false;
         }
@@ -188,10 +188,10 @@ mod tests {
     #[test]
     fn the_first_cnp_keeps_the_rate_and_the_next_check_cuts_it() {
         let mut rp = DcqcnRp::new(DcqcnConfig::mellanox(G100));
-        rp.on_cnp(0);
+        rp.handle_cnp(0);
         assert_eq!(rp.rate_bps(), G100 as f64);
-        assert_eq!(rp.next_timer(), Some(1_000));
-        rp.on_timer(4_000);
+        assert_eq!(rp.poll_timeout(), Some(1_000));
+        rp.handle_timeout(4_000);
         // α decayed over 4 α periods, one of them with a CNP: cut by α/2 ≈ 0.5.
         let a = rp.alpha();
         assert!(a > 0.98 && a <= 1.0, "{a}");
@@ -202,12 +202,12 @@ mod tests {
     fn without_cnps_alpha_decays_and_the_rate_recovers_to_line_rate() {
         let c = DcqcnConfig::mellanox(G100);
         let mut rp = DcqcnRp::new(c);
-        rp.on_cnp(0);
-        rp.on_timer(4_000);
+        rp.handle_cnp(0);
+        rp.handle_timeout(4_000);
         let cut = rp.rate_bps();
         assert!(cut < 0.6 * G100 as f64);
         // Fast recovery halves the gap to Rt every 300 µs; AI and HAI raise Rt.
-        rp.on_timer(3_000_000);
+        rp.handle_timeout(3_000_000);
         assert!(rp.alpha() < 0.01, "{}", rp.alpha());
         assert!(rp.rate_bps() > 0.99 * G100 as f64, "{}", rp.rate_bps());
         assert!(rp.rate_bps() <= G100 as f64);
@@ -218,8 +218,8 @@ mod tests {
         let c = DcqcnConfig::mellanox(G100);
         let mut rp = DcqcnRp::new(c);
         for t in (0..2_000_000).step_by(2_000) {
-            rp.on_cnp(t);
-            rp.on_timer(t + 1_999);
+            rp.handle_cnp(t);
+            rp.handle_timeout(t + 1_999);
         }
         assert_eq!(rp.rate_bps(), c.min_rate_bps as f64);
     }
@@ -227,10 +227,10 @@ mod tests {
     #[test]
     fn the_notification_point_paces_cnps() {
         let mut np = CnpGenerator::new(50_000);
-        assert!(np.on_ce(0));
-        assert!(!np.on_ce(49_999));
-        assert!(np.on_ce(50_000));
+        assert!(np.handle_ce(0));
+        assert!(!np.handle_ce(49_999));
+        assert!(np.handle_ce(50_000));
         let mut every = CnpGenerator::new(0);
-        assert!(every.on_ce(7) && every.on_ce(7));
+        assert!(every.handle_ce(7) && every.handle_ce(7));
     }
 }

@@ -122,7 +122,7 @@ impl HpccCore {
     /// Feed one telemetry record; `update_wc` commits the reference window. Returns the new
     /// window, or `None` when the telemetry cannot be used (no previous record of the same
     /// path to difference against, an overflowed header): it is then only remembered.
-    pub fn on_telemetry(&mut self, int: &IntRepr, update_wc: bool) -> Option<Window> {
+    pub fn handle_telemetry(&mut self, int: &IntRepr, update_wc: bool) -> Option<Window> {
         if int.overflow || int.n_hop == 0 {
             return None;
         }
@@ -210,10 +210,10 @@ impl Hpcc {
     /// `NewAck`: an ACK acknowledging bytes up to `ack_seq` carried `int`; `snd_nxt` is the next
     /// byte the sender will send. Returns the new window, or `None` if the telemetry was only
     /// remembered.
-    pub fn on_ack(&mut self, ack_seq: u64, snd_nxt: u64, int: &IntRepr) -> Option<Window> {
+    pub fn handle_ack(&mut self, ack_seq: u64, snd_nxt: u64, int: &IntRepr) -> Option<Window> {
         let first = self.core.last_n == 0;
         let update = ack_seq > self.last_update_seq;
-        let w = self.core.on_telemetry(int, update && !first);
+        let w = self.core.handle_telemetry(int, update && !first);
         if first || (update && w.is_some()) {
             self.last_update_seq = snd_nxt;
         }
@@ -242,9 +242,9 @@ impl RxHpcc {
     /// `NewINT`: a data packet carrying `int` arrived at `now`. Returns the window to feed back
     /// in an ACK — once per base RTT, when `Wc` is committed — or `None` (the window was only
     /// updated locally).
-    pub fn on_int(&mut self, now: u64, int: &IntRepr) -> Option<Window> {
+    pub fn handle_int(&mut self, now: u64, int: &IntRepr) -> Option<Window> {
         let due = self.last_update_ns.is_none_or(|t| now > t + self.core.cfg.base_rtt_ns);
-        let w = self.core.on_telemetry(int, due);
+        let w = self.core.handle_telemetry(int, due);
         if due && w.is_some() {
             self.last_update_ns = Some(now);
             return w;
@@ -289,9 +289,9 @@ mod tests {
     fn a_full_link_with_a_queue_cuts_the_window_multiplicatively() {
         let mut h = Hpcc::new(cfg());
         let bdp = 125_000;
-        assert_eq!(h.on_ack(1000, 10_000, &int(0, 0, bdp)), None, "the first ACK only remembers L");
+        assert_eq!(h.handle_ack(1000, 10_000, &int(0, 0, bdp)), None, "the first ACK only remembers L");
         // τ = T: the EWMA takes u whole. 125 000 B in 10 µs is line rate.
-        let w = h.on_ack(20_000, 30_000, &int(10_000, 125_000, bdp)).unwrap();
+        let w = h.handle_ack(20_000, 30_000, &int(10_000, 125_000, bdp)).unwrap();
         assert!((h.core().utilisation() - 2.0).abs() < 0.01, "U = {}", h.core().utilisation());
         let expect = 125_000.0 * 0.95 / 2.0 + cfg().w_ai_bytes;
         assert!((w.bytes - expect).abs() < 100.0, "{w:?} vs {expect}");
@@ -303,15 +303,15 @@ mod tests {
     #[test]
     fn the_reference_window_is_committed_once_per_rtt() {
         let mut h = Hpcc::new(cfg());
-        h.on_ack(1000, 10_000, &int(0, 0, 125_000));
-        let first = h.on_ack(20_000, 50_000, &int(10_000, 125_000, 125_000)).unwrap();
+        h.handle_ack(1000, 10_000, &int(0, 0, 125_000));
+        let first = h.handle_ack(20_000, 50_000, &int(10_000, 125_000, 125_000)).unwrap();
         let wc = h.core().reference_window();
         // Acknowledges up to 40 000 < lastUpdateSeq = 50 000: no commit.
-        let second = h.on_ack(40_000, 60_000, &int(12_000, 150_000, 125_000)).unwrap();
+        let second = h.handle_ack(40_000, 60_000, &int(12_000, 150_000, 125_000)).unwrap();
         assert_eq!(h.core().reference_window(), wc);
         assert!(second.bytes <= first.bytes + 1.0);
         // Past 50 000: committed.
-        h.on_ack(50_001, 70_000, &int(14_000, 175_000, 0));
+        h.handle_ack(50_001, 70_000, &int(14_000, 175_000, 0));
         assert_ne!(h.core().reference_window(), wc);
     }
 
@@ -322,14 +322,14 @@ mod tests {
         let mut seq = 0;
         let mut t = 0;
         let mut tx = 0;
-        h.on_ack(1, 1, &int(t, tx, 0));
+        h.handle_ack(1, 1, &int(t, tx, 0));
         // Half the line rate: u = 0.5, U falls toward it; first a cut while U ≥ η, then growth.
         let mut windows = Vec::new();
         for _ in 0..200 {
             t += 10_000;
             tx += 62_500;
             seq += 100_000;
-            if let Some(w) = h.on_ack(seq, seq + 1, &int(t, tx, 0)) {
+            if let Some(w) = h.handle_ack(seq, seq + 1, &int(t, tx, 0)) {
                 windows.push(w.bytes);
             }
         }
@@ -341,24 +341,24 @@ mod tests {
     #[test]
     fn a_path_change_restarts_the_measurement() {
         let mut h = Hpcc::new(cfg());
-        h.on_ack(1, 1, &int(0, 0, 0));
+        h.handle_ack(1, 1, &int(0, 0, 0));
         let mut other = int(10_000, 125_000, 0);
         other.hops[0].switch_id = 9;
-        assert_eq!(h.on_ack(2, 2, &other), None);
+        assert_eq!(h.handle_ack(2, 2, &other), None);
         let mut over = int(20_000, 250_000, 0);
         over.overflow = true;
-        assert_eq!(h.on_ack(3, 3, &over), None);
+        assert_eq!(h.handle_ack(3, 3, &over), None);
     }
 
     /// Rx-HPCC feeds a window back at most once per T.
     #[test]
     fn rx_hpcc_feeds_back_once_per_base_rtt() {
         let mut r = RxHpcc::new(cfg());
-        assert_eq!(r.on_int(0, &int(0, 0, 0)), None);
+        assert_eq!(r.handle_int(0, &int(0, 0, 0)), None);
         let mut fed = 0;
         for i in 1..=100u64 {
             let now = i * 1_000; // a packet per µs over 100 µs = 10 RTTs
-            if r.on_int(now, &int(now, i * 12_500, 0)).is_some() {
+            if r.handle_int(now, &int(now, i * 12_500, 0)).is_some() {
                 fed += 1;
             }
         }

@@ -185,12 +185,12 @@ impl RcSender {
         if self.is_done() {
             return Transmit::Done;
         }
-        let resend = self.req.peek_retransmit(now);
+        let resend = self.req.peek_transmit(now);
         let psn = match resend {
             Some(p) => p,
             None if self.req.retransmitting() => {
                 // A resend waits (RNR): it is due at the requester's deadline.
-                return self.req.next_deadline().map_or(Transmit::Blocked, Transmit::Until);
+                return self.req.poll_timeout().map_or(Transmit::Blocked, Transmit::Until);
             }
             None if self.req.stats().posted * (self.cfg.mtu as u64) < self.cfg.size
                 && self.req.can_post() =>
@@ -206,7 +206,7 @@ impl RcSender {
             Err(Hold::Window) => return Transmit::Blocked,
         }
         let ack_req = if resend.is_some() {
-            match self.req.next_retransmit(now) {
+            match self.req.poll_transmit(now) {
                 Some(r) => r.ack_req,
                 None => return Transmit::Blocked,
             }
@@ -239,13 +239,19 @@ impl RcSender {
     }
 
     /// An ACK or NAK for this flow arrived at `now`, with the INT it reflected (HPCC++).
-    pub fn on_ack(&mut self, now: u64, bth: &BthRepr, aeth: &AethRepr, int: Option<&IntRepr>) -> Response {
-        let r = self.req.on_response(now, bth, aeth);
+    pub fn handle_ack(
+        &mut self,
+        now: u64,
+        bth: &BthRepr,
+        aeth: &AethRepr,
+        int: Option<&IntRepr>,
+    ) -> Response {
+        let r = self.req.handle_packet(now, bth, aeth);
         match r {
             Response::Acked { .. } => {
                 self.sync_acked();
                 if let (FlowCc::Hpcc(hp), Some(i)) = (&mut self.cc, int)
-                    && let Some(w) = hp.on_ack(self.una, self.sent_to, i)
+                    && let Some(w) = hp.handle_ack(self.una, self.sent_to, i)
                 {
                     self.pacer.set_rate(w.rate_bps);
                     self.pacer.set_window(Some(w.bytes as u64));
@@ -267,21 +273,21 @@ impl RcSender {
     }
 
     /// A CNP for this flow arrived at `now` (DCQCN).
-    pub fn on_cnp(&mut self, now: u64) {
+    pub fn handle_cnp(&mut self, now: u64) {
         if let FlowCc::Dcqcn(rp) = &mut self.cc {
-            rp.on_cnp(now);
+            rp.handle_cnp(now);
             self.pacer.set_rate(rp.rate_bps());
         }
     }
 
-    /// When [`on_timer`](Self::on_timer) next has something to do: a DCQCN timer, or the
+    /// When [`handle_timeout`](Self::handle_timeout) next has something to do: a DCQCN timer, or the
     /// transport's timeout.
-    pub fn next_timer(&self) -> Option<u64> {
+    pub fn poll_timeout(&self) -> Option<u64> {
         let cc = match &self.cc {
-            FlowCc::Dcqcn(rp) if !self.is_done() => rp.next_timer(),
+            FlowCc::Dcqcn(rp) if !self.is_done() => rp.poll_timeout(),
             _ => None,
         };
-        let rto = (!self.req.retransmitting() && !self.is_done()).then(|| self.req.next_deadline()).flatten();
+        let rto = (!self.req.retransmitting() && !self.is_done()).then(|| self.req.poll_timeout()).flatten();
         match (cc, rto) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -290,12 +296,12 @@ impl RcSender {
 
     /// Run what is due at `now`: DCQCN's timers, and the timeout (which starts go-back-N from
     /// the oldest unacknowledged packet, or fails the flow after `retry_limit`).
-    pub fn on_timer(&mut self, now: u64) {
+    pub fn handle_timeout(&mut self, now: u64) {
         if let FlowCc::Dcqcn(rp) = &mut self.cc {
-            rp.on_timer(now);
+            rp.handle_timeout(now);
             self.pacer.set_rate(rp.rate_bps());
         }
-        if !self.is_done() && self.req.poll(now) == Ok(true) {
+        if !self.is_done() && self.req.handle_timeout(now) == Ok(true) {
             self.stats.timeouts += 1;
             self.went_back();
         }
@@ -362,9 +368,9 @@ impl RcReceiver {
 
     /// A data packet (its BTH and payload, without pad and ICRC) arrived at `now`; `ce` if it
     /// was CE-marked. Packets that are not SENDs are refused by the responder (NAKed).
-    pub fn on_data<'a>(&mut self, now: u64, bth: &BthRepr, payload: &'a [u8], ce: bool) -> Received<'a> {
+    pub fn handle_data<'a>(&mut self, now: u64, bth: &BthRepr, payload: &'a [u8], ce: bool) -> Received<'a> {
         let was_complete = self.is_complete();
-        let o = self.resp.on_request(
+        let o = self.resp.handle_packet(
             bth.opcode,
             bth.psn,
             bth.ack_req,
@@ -389,7 +395,7 @@ impl RcReceiver {
             }
             Reply::None => None,
         };
-        let cnp = ce && self.cnp.on_ce(now);
+        let cnp = ce && self.cnp.handle_ce(now);
         Received { ack, cnp, delivered, completed: !was_complete && self.is_complete() }
     }
 }

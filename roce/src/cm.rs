@@ -1,7 +1,7 @@
 //! The InfiniBand communication manager over RoCEv2 (IBTA Vol. 1 ch. 12), as librdmacm speaks
 //! it for `RDMA_PS_TCP`: both sides, and the DTA collector's metadata message.
 //!
-//! * [`CmClient`] — the active side. `start` sends a REQ (service ID `0x0106_0000_0000_0000 |
+//! * [`CmClient`] — the active side. `connect` sends a REQ (service ID `0x0106_0000_0000_0000 |
 //!   port`, the CMA private-data header with both IPv4 addresses, our QPN and starting PSN);
 //!   a REP establishes the connection and is answered with an RTU; a REJ, or no answer after
 //!   `max_req_tries` REQs, is reported and retried after an exponential backoff; a DREQ from the
@@ -192,7 +192,7 @@ impl CmClient {
     }
 
     /// Begin a new attempt now: returns the REQ.
-    pub fn start(&mut self, now: u64) -> CmMadRepr {
+    pub fn connect(&mut self, now: u64) -> CmMadRepr {
         self.comm_id = self.comm_id.wrapping_add(1).max(1);
         self.tid = self.tid.wrapping_add(1);
         self.state = ClientState::Connecting { sent: now, tries: 1 };
@@ -267,7 +267,7 @@ impl CmClient {
     }
 
     /// Handle a MAD addressed to us.
-    pub fn on_mad(&mut self, now: u64, mad: &CmMadRepr) -> CmOut<ClientEvent> {
+    pub fn handle_packet(&mut self, now: u64, mad: &CmMadRepr) -> CmOut<ClientEvent> {
         match (&mad.message, self.state) {
             (CmMessage::Rep(rep), ClientState::Connecting { .. }) if rep.remote_comm_id == self.comm_id => {
                 let conn = Connection {
@@ -324,7 +324,7 @@ impl CmClient {
     }
 
     /// Drive the timers: resend the REQ, give up on an attempt, start the next one.
-    pub fn poll(&mut self, now: u64) -> CmOut<ClientEvent> {
+    pub fn handle_timeout(&mut self, now: u64) -> CmOut<ClientEvent> {
         match self.state {
             ClientState::Connecting { sent, tries }
                 if now.saturating_sub(sent) >= self.cfg.response_timeout_ns =>
@@ -336,7 +336,7 @@ impl CmClient {
                 CmOut { send: Some(self.req()), event: None }
             }
             ClientState::Backoff { until, .. } if now >= until => {
-                CmOut { send: Some(self.start(now)), event: None }
+                CmOut { send: Some(self.connect(now)), event: None }
             }
             _ => CmOut::default(),
         }
@@ -360,8 +360,8 @@ impl CmClient {
         dreq
     }
 
-    /// When [`poll`](Self::poll) next has something to do.
-    pub fn next_deadline(&self) -> Option<u64> {
+    /// When [`handle_timeout`](Self::handle_timeout) next has something to do.
+    pub fn poll_timeout(&self) -> Option<u64> {
         match self.state {
             ClientState::Connecting { sent, .. } => Some(sent + self.cfg.response_timeout_ns),
             ClientState::Backoff { until, .. } => Some(until),
@@ -441,7 +441,7 @@ impl CmServer {
     }
 
     /// Handle a MAD from `src` (the packet's IP source). `accept` decides on a new REQ.
-    pub fn on_mad(
+    pub fn handle_packet(
         &mut self,
         now: u64,
         src: Ipv4Addr,
@@ -563,9 +563,15 @@ impl CmServer {
         }
     }
 
+    /// When [`handle_timeout`](Self::handle_timeout) next has something to do: a REP whose
+    /// RTU is overdue.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.conns.iter().filter(|c| !c.established).map(|c| c.sent + self.cfg.response_timeout_ns).min()
+    }
+
     /// Resend REPs that got no RTU; drop connections whose REP went unanswered every time.
     /// Call until it returns nothing.
-    pub fn poll(&mut self, now: u64) -> CmOut<ServerEvent> {
+    pub fn handle_timeout(&mut self, now: u64) -> CmOut<ServerEvent> {
         for i in 0..self.conns.len() {
             let c = &mut self.conns[i];
             if c.established || now.saturating_sub(c.sent) < self.cfg.response_timeout_ns {

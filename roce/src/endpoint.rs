@@ -169,7 +169,7 @@ impl<M: Memory> Endpoint<M> {
     }
 
     /// Handle one packet from `src`. Replies go to `out`; the returned event says what it was.
-    pub fn on_packet(
+    pub fn handle_packet(
         &mut self,
         now: u64,
         src: Ipv4Addr,
@@ -178,7 +178,7 @@ impl<M: Memory> Endpoint<M> {
     ) -> Option<Event> {
         if frames::is_cm_mad(r) {
             let Ok(mad) = CmMadRepr::parse(r.payload) else { return Some(Event::BadMad) };
-            return self.on_mad(now, src, &mad, out);
+            return self.handle_mad(now, src, &mad, out);
         }
         let Some(i) = self.qps.iter().position(|q| q.conn.local_qpn == r.bth.dest_qp && q.peer == src) else {
             self.stats.unknown_qp += 1;
@@ -190,7 +190,7 @@ impl<M: Memory> Endpoint<M> {
             Opcode::RC_ACKNOWLEDGE | Opcode::RC_ATOMIC_ACKNOWLEDGE => {
                 if let Some(aeth) = r.ext.aeth
                     && matches!(
-                        q.req.on_response(now, &r.bth, &aeth),
+                        q.req.handle_packet(now, &r.bth, &aeth),
                         Response::Retransmit { .. } | Response::RnrWait { .. }
                     )
                 {
@@ -199,7 +199,7 @@ impl<M: Memory> Endpoint<M> {
                 None
             }
             op => {
-                let o = q.resp.on_request(op, r.bth.psn, r.bth.ack_req, &r.ext, r.payload, &mut self.mem);
+                let o = q.resp.handle_packet(op, r.bth.psn, r.bth.ack_req, &r.ext, r.payload, &mut self.mem);
                 if let Some(ack) = frames::reply(q.conn.remote_qpn, &o.reply) {
                     out(src, ack);
                 }
@@ -234,7 +234,7 @@ impl<M: Memory> Endpoint<M> {
         }
     }
 
-    fn on_mad(
+    fn handle_mad(
         &mut self,
         now: u64,
         src: Ipv4Addr,
@@ -244,7 +244,7 @@ impl<M: Memory> Endpoint<M> {
         let listens = &self.listens;
         let next = &mut self.next_qpn;
         let seed = self.seed;
-        let o = self.cm.on_mad(now, src, mad, &mut |req| {
+        let o = self.cm.handle_packet(now, src, mad, &mut |req| {
             if !listens.iter().any(|l| l.port == req.port) || req.transport != Transport::Rc {
                 // IBTA REJ reason 8: invalid service ID.
                 return Accept::No(8);
@@ -293,7 +293,7 @@ impl<M: Memory> Endpoint<M> {
 
     fn resend(&mut self, i: usize, now: u64, out: &mut dyn FnMut(Ipv4Addr, RoceRepr<'_>)) {
         let q = &mut self.qps[i];
-        while let Some(x) = q.req.next_retransmit(now) {
+        while let Some(x) = q.req.poll_transmit(now) {
             out(
                 q.peer,
                 frames::request(Transport::Rc, q.conn.remote_qpn, x.psn, x.ack_req, &x.op, x.payload),
@@ -302,10 +302,10 @@ impl<M: Memory> Endpoint<M> {
     }
 
     /// Drive the timers: REPs without RTU, our SENDs without ACK.
-    pub fn poll(&mut self, now: u64, out: &mut dyn FnMut(Ipv4Addr, RoceRepr<'_>)) -> Option<Event> {
+    pub fn handle_timeout(&mut self, now: u64, out: &mut dyn FnMut(Ipv4Addr, RoceRepr<'_>)) -> Option<Event> {
         let mut event = None;
         loop {
-            let o = self.cm.poll(now);
+            let o = self.cm.handle_timeout(now);
             if let Some(m) = o.send {
                 // The REP goes back to whoever asked; the server kept it.
                 if let Some(peer) = self.cm_peer(&m) {
@@ -321,11 +321,17 @@ impl<M: Memory> Endpoint<M> {
             }
         }
         for i in 0..self.qps.len() {
-            if self.qps[i].req.poll(now).is_ok() {
+            if self.qps[i].req.handle_timeout(now).is_ok() {
                 self.resend(i, now, out);
             }
         }
         event
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) next has something to do: the CM's
+    /// overdue REPs, the queue pairs' retransmissions.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.qps.iter().filter_map(|q| q.req.poll_timeout()).chain(self.cm.poll_timeout()).min()
     }
 
     fn cm_peer(&self, m: &CmMadRepr) -> Option<Ipv4Addr> {
@@ -374,13 +380,13 @@ mod tests {
         };
         let mut cm = CmClient::new(CmConfig::default(), params, 9);
         let mut sent = Sent::new();
-        let req = mad_packet(&cm.start(t0));
-        ep.on_packet(t0, PEER, &frames::cm_mad(0, &req), &mut sink(&mut sent));
+        let req = mad_packet(&cm.connect(t0));
+        ep.handle_packet(t0, PEER, &frames::cm_mad(0, &req), &mut sink(&mut sent));
         let rep = CmMadRepr::parse(&sent.pop().unwrap().2).unwrap();
-        let o = cm.on_mad(t0, &rep);
+        let o = cm.handle_packet(t0, &rep);
         let Some(ClientEvent::Established(conn)) = o.event else { panic!("{:?}", o.event) };
         let rtu = mad_packet(&o.send.unwrap());
-        let ev = ep.on_packet(t0, PEER, &frames::cm_mad(1, &rtu), &mut sink(&mut sent));
+        let ev = ep.handle_packet(t0, PEER, &frames::cm_mad(1, &rtu), &mut sink(&mut sent));
         assert!(matches!(ev, Some(Event::Connected { port: 1337, .. })), "{ev:?}");
         let [(Opcode::RC_SEND_ONLY, psn, payload)] = &sent[..] else { panic!("{sent:?}") };
         assert_eq!(Metadata::decode(payload), Some(META));
@@ -404,9 +410,9 @@ mod tests {
         let (conn, psn) = connected(&mut ep, 0);
         let mut sent = Sent::new();
         let timeout = ack_timeout_ns(LOCAL_ACK_TIMEOUT);
-        ep.poll(50_000_000, &mut sink(&mut sent));
+        ep.handle_timeout(50_000_000, &mut sink(&mut sent));
         assert!(sent.is_empty(), "resent after 50 ms: {sent:?}");
-        ep.poll(timeout + 1, &mut sink(&mut sent));
+        ep.handle_timeout(timeout + 1, &mut sink(&mut sent));
         assert_eq!(sent.len(), 1, "{sent:?}");
         assert_eq!((sent[0].0, sent[0].1), (Opcode::RC_SEND_ONLY, psn));
         assert_eq!(Metadata::decode(&sent[0].2), Some(META));
@@ -414,8 +420,8 @@ mod tests {
         // Once ACKed, nothing more.
         sent.clear();
         let ack = frames::reply(conn.remote_qpn, &Reply::Ack { psn, msn: 1 }).unwrap();
-        ep.on_packet(timeout + 2, PEER, &ack, &mut sink(&mut sent));
-        ep.poll(10 * timeout, &mut sink(&mut sent));
+        ep.handle_packet(timeout + 2, PEER, &ack, &mut sink(&mut sent));
+        ep.handle_timeout(10 * timeout, &mut sink(&mut sent));
         assert!(sent.is_empty(), "{sent:?}");
     }
 }

@@ -1,9 +1,12 @@
-//! # roce — sans-IO RoCEv2 state machines
+//! # roce — the sans-IO protocol cores
 //!
-//! The RoCEv2 protocol logic the DTA translator, the soft-RNIC collector and the NIC agent
-//! share, written as state machines driven by `(now, event)` that return what to send, in the
-//! style of quinn-proto:
+//! The protocol logic the switch programs, the soft-RNIC collector, the NIC agents and the host
+//! tools share, written as state machines driven by `(now, event)` that return what to send, in
+//! one vocabulary after quinn-proto's ([`agent`]: `handle_packet`, `handle_timeout`,
+//! `poll_transmit`, `poll_timeout`):
 //!
+//! * [`agent`] — that vocabulary, and [`agent::Agent`], the frame-level host agent every host
+//!   runtime (a real port, the lab) drives;
 //! * [`requester`] — RC and UC requester queue pairs: PSN assignment, a bounded outstanding
 //!   window, AckReq every K packets, ACK / PSN-sequence NAK / RNR NAK / remote-access-error /
 //!   atomic ACK handling by AETH syndrome, go-back-N from a bounded retransmit ring, timeouts;
@@ -15,7 +18,9 @@
 //! * [`cm`] — the IB communication manager over RoCEv2: the active side (REQ, RTU, REJ handling
 //!   with backoff, DREQ/DREP) and the passive side (listeners by librdmacm service ID, REP,
 //!   RTU), with librdmacm's private-data header, and [`cm::Metadata`], the 16-byte SEND with
-//!   which a DTA collector announces a registered region.
+//!   which a DTA collector announces a registered region;
+//! * [`dta`] — the DTA reporter's protocol: sequence numbers, the reports kept for NACKs, the
+//!   collector mapping, the load generator, and the reporter as a host agent.
 //!
 //! What it is not: it reads no clock and owns no socket, and it defines no packet formats
 //! (those live in `wire`; [`frames`] turns this crate's decisions into `wire` reprs). Callers
@@ -23,7 +28,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod agent;
 pub mod cm;
+pub mod dta;
 pub mod endpoint;
 pub mod frames;
 pub mod requester;

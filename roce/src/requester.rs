@@ -12,7 +12,7 @@
 //! | NAK remote access / invalid request / remote operational error | fatal: the QP goes to error |
 //! | nothing for `timeout_ns` while requests are outstanding | resend from the oldest (retry count) |
 //!
-//! Resending is a cursor the caller drains with [`Requester::next_retransmit`]; requests posted
+//! Resending is a cursor the caller drains with [`Requester::poll_transmit`]; requests posted
 //! while it runs are not sent at once ([`Post::send_now`] is false) but by the cursor, in PSN
 //! order, so the responder never sees them ahead of a gap. UC keeps nothing and gets no
 //! responses: [`Requester::post`] only numbers packets.
@@ -219,7 +219,7 @@ impl Default for Slot {
     }
 }
 
-/// A request to resend, as [`Requester::next_retransmit`] returns it.
+/// A request to resend, as [`Requester::poll_transmit`] returns it.
 #[derive(Debug, Clone, Copy)]
 pub struct Resend<'a> {
     /// Its original PSN.
@@ -414,7 +414,7 @@ impl Requester {
     }
 
     /// Handle an acknowledgement (opcode ACKNOWLEDGE or ATOMIC ACKNOWLEDGE) for this QP.
-    pub fn on_response(&mut self, now: u64, bth: &BthRepr, aeth: &AethRepr) -> Response {
+    pub fn handle_packet(&mut self, now: u64, bth: &BthRepr, aeth: &AethRepr) -> Response {
         if self.error.is_some() || self.cfg.transport == Transport::Uc {
             self.stats.ignored += 1;
             return Response::Ignored;
@@ -523,7 +523,7 @@ impl Requester {
     /// Check the timeout at `now`: with requests outstanding and no progress for
     /// `timeout_ns`, resending from the oldest starts (or the QP fails after `retry_limit`).
     /// Returns whether a resend started.
-    pub fn poll(&mut self, now: u64) -> Result<bool, QpError> {
+    pub fn handle_timeout(&mut self, now: u64) -> Result<bool, QpError> {
         if let Some(e) = self.error {
             return Err(e);
         }
@@ -541,8 +541,8 @@ impl Requester {
         Ok(true)
     }
 
-    /// When [`poll`](Self::poll) next has something to do, if ever (for a virtual clock).
-    pub fn next_deadline(&self) -> Option<u64> {
+    /// When [`handle_timeout`](Self::handle_timeout) next has something to do, if ever (for a virtual clock).
+    pub fn poll_timeout(&self) -> Option<u64> {
         if self.error.is_some() || self.cfg.transport == Transport::Uc {
             return None;
         }
@@ -552,16 +552,16 @@ impl Requester {
         (self.outstanding() > 0).then_some(self.last_progress + self.cfg.timeout_ns)
     }
 
-    /// The PSN [`next_retransmit`](Self::next_retransmit) would resend at `now`, without
+    /// The PSN [`poll_transmit`](Self::poll_transmit) would resend at `now`, without
     /// moving the cursor: a paced sender asks its pacer first.
-    pub fn peek_retransmit(&self, now: u64) -> Option<u32> {
+    pub fn peek_transmit(&self, now: u64) -> Option<u32> {
         let psn = self.rtx?;
         (now >= self.rtx_at && psn_diff(self.next_psn, psn) > 0).then_some(psn)
     }
 
     /// The next request to resend at `now`, if a retransmission is under way and due. The last
     /// of the run asks for an ACK.
-    pub fn next_retransmit(&mut self, now: u64) -> Option<Resend<'_>> {
+    pub fn poll_transmit(&mut self, now: u64) -> Option<Resend<'_>> {
         let psn = self.rtx?;
         if now < self.rtx_at {
             return None;

@@ -1,6 +1,6 @@
 //! The responder side of an RC or UC queue pair (IBTA Vol. 1 §9.7.5.1, §9.7.4.1.x).
 //!
-//! [`Responder::on_request`] takes one request packet's BTH, extension headers and payload and
+//! [`Responder::handle_packet`] takes one request packet's BTH, extension headers and payload and
 //! decides, by PSN:
 //!
 //! * **the expected PSN**: validate and execute it against a [`Memory`] (WRITE — Only, or
@@ -236,7 +236,7 @@ impl Responder {
 
     /// Handle one request packet (BTH opcode, PSN and AckReq; its extension headers; its
     /// payload without pad and ICRC).
-    pub fn on_request<'a>(
+    pub fn handle_packet<'a>(
         &mut self,
         opcode: Opcode,
         psn: u32,

@@ -691,7 +691,7 @@ impl Lab<'_> {
                 self.flows[flow].timer_at = None;
                 let now = self.now;
                 if let Some(tx) = self.flows[flow].tx.as_mut() {
-                    tx.on_timer(now);
+                    tx.handle_timeout(now);
                 }
                 self.schedule_timer(flow);
                 let h = self.flows[flow].spec.src;
@@ -816,7 +816,7 @@ impl Lab<'_> {
     fn schedule_timer(&mut self, fi: usize) {
         let now = self.now;
         let f = &mut self.flows[fi];
-        let Some(t) = f.tx.as_ref().and_then(|tx| tx.next_timer()) else { return };
+        let Some(t) = f.tx.as_ref().and_then(|tx| tx.poll_timeout()) else { return };
         let t = t.max(now + 1);
         if f.timer_at.is_some_and(|at| at <= t) {
             return;
@@ -954,14 +954,14 @@ impl Lab<'_> {
         };
         match (p.bth.opcode, p.aeth) {
             (Opcode::RC_SEND_ONLY, _) if self.flows[fi].spec.dst == h => {
-                self.on_data(h, peer, fi, &p, &d[p.payload.clone()])
+                self.handle_data(h, peer, fi, &p, &d[p.payload.clone()])
             }
             (Opcode::RC_ACKNOWLEDGE, Some(aeth)) if self.flows[fi].spec.src == h => {
-                self.on_ack(fi, &p.bth, &aeth, p.int.as_ref())
+                self.handle_ack(fi, &p.bth, &aeth, p.int.as_ref())
             }
             (Opcode::CNP, _) if self.flows[fi].spec.src == h => {
                 if let Some(tx) = self.flows[fi].tx.as_mut() {
-                    tx.on_cnp(self.now);
+                    tx.handle_cnp(self.now);
                 }
                 self.schedule_timer(fi);
             }
@@ -969,11 +969,11 @@ impl Lab<'_> {
         }
     }
 
-    fn on_data(&mut self, h: usize, peer: usize, fi: usize, p: &nic_agent::rc::RcPacket, payload: &[u8]) {
+    fn handle_data(&mut self, h: usize, peer: usize, fi: usize, p: &nic_agent::rc::RcPacket, payload: &[u8]) {
         let now = self.now;
         let f = &mut self.flows[fi];
         let qpn = f.qpn;
-        let r = f.rx.on_data(now, &p.bth, payload, p.ecn == CE);
+        let r = f.rx.handle_data(now, &p.bth, payload, p.ecn == CE);
         if r.completed && f.done_ns.is_none() {
             f.done_ns = Some(now);
             self.done += 1;
@@ -998,12 +998,12 @@ impl Lab<'_> {
         self.wake(h, now);
     }
 
-    fn on_ack(&mut self, fi: usize, bth: &BthRepr, aeth: &AethRepr, int: Option<&IntRepr>) {
+    fn handle_ack(&mut self, fi: usize, bth: &BthRepr, aeth: &AethRepr, int: Option<&IntRepr>) {
         let now = self.now;
         let f = &mut self.flows[fi];
         let src = f.spec.src;
         let Some(tx) = f.tx.as_mut() else { return };
-        tx.on_ack(now, bth, aeth, int);
+        tx.handle_ack(now, bth, aeth, int);
         if tx.is_done() {
             let st = tx.stats();
             self.result.retransmits += st.nak_rounds + st.timeouts;

@@ -125,7 +125,7 @@ struct ReportArgs {
 
 fn report(a: ReportArgs) -> anyhow::Result<runtime::report::ReportSummary> {
     use anyhow::{Context, bail};
-    use dataplane::programs::dta_translator::reporter::{LoadKind, LoadSpec, MAX_KEEP};
+    use roce::dta::{LoadKind, LoadSpec, MAX_KEEP};
     let kind = match a.primitive.as_str() {
         "keywrite" => LoadKind::KeyWrite { redundancy: a.redundancy },
         "keyincrement" => LoadKind::KeyIncrement { redundancy: a.redundancy, counter: a.counter },
@@ -139,7 +139,7 @@ fn report(a: ReportArgs) -> anyhow::Result<runtime::report::ReportSummary> {
     if ![4, 12, 28].contains(&a.data_len) {
         bail!("--data-len {}: expected 4, 12 or 28", a.data_len);
     }
-    let Some(priority) = dataplane::programs::dta_translator::parse_priority(&a.priority) else {
+    let Some(priority) = roce::dta::parse_priority(&a.priority) else {
         bail!("--priority {:?}: expected low, medium or high", a.priority)
     };
     if a.keep == 0 || a.keep > MAX_KEEP {

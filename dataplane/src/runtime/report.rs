@@ -15,8 +15,8 @@ use wire::dta::NackRepr;
 use wire::ethernet::EthernetAddress;
 use wire::stack::UdpFlow;
 
-use crate::programs::dta_translator::reporter::{LoadGen, LoadSpec, report_frame_len, write_report_frame};
-use crate::programs::dta_translator::{MAX_REPORT, NACK_PORT};
+use roce::dta::{LoadGen, LoadSpec, MAX_REPORT, report_frame_len, write_report_frame};
+use wire::udp::port::DTA_NACK as NACK_PORT;
 
 /// Where reports go.
 #[derive(Debug, Clone)]
@@ -157,7 +157,7 @@ pub fn run(r: &ReportRun) -> anyhow::Result<ReportSummary> {
             g.sender.on_nack(&nack, |b| resend.push(b.to_vec()));
             for b in resend {
                 let Ok(rep) = wire::dta::DtaRepr::parse(&b, wire::dta::Format::default()) else { continue };
-                if let Some(dst) = crate::programs::dta_translator::reporter::destination(&rep, &collectors)
+                if let Some(dst) = roce::dta::destination(&rep, &collectors)
                     && !out(dst, &b)
                 {
                     s.send_errors += 1;

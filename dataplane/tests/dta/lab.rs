@@ -11,9 +11,9 @@ use dataplane::buf::{Frame, HeapPool, PktBuf, Pool};
 use dataplane::config::Config;
 use dataplane::programs::build_switch;
 use dataplane::programs::dta_translator::DtaTranslator;
-use dataplane::programs::dta_translator::reporter::{report_frame_len, write_report_frame};
 use dataplane::switch::Switch;
 use roce::cm::{CmConfig, Metadata};
+use roce::dta::{report_frame_len, write_report_frame};
 use roce::endpoint::{Endpoint, Event, Listen};
 use roce::responder::{Region, Regions};
 use wire::dta::{DtaRepr, NackRepr};
@@ -261,7 +261,7 @@ impl Lab {
             let mut out = |peer: Ipv4Addr, roce: RoceRepr<'_>| {
                 replies.push(collector_frame(cmac, cip, peer, roce));
             };
-            if let Some(e) = c.ep.on_packet(now, src, &r, &mut out) {
+            if let Some(e) = c.ep.handle_packet(now, src, &r, &mut out) {
                 c.events.push(e);
             }
         }
@@ -269,7 +269,7 @@ impl Lab {
             let (cip, cmac) = (c.ip, c.mac);
             let mut out =
                 |peer: Ipv4Addr, roce: RoceRepr<'_>| replies.push(collector_frame(cmac, cip, peer, roce));
-            c.ep.poll(now, &mut out);
+            c.ep.handle_timeout(now, &mut out);
         }
         for r in replies {
             if self.from_collector.lose() {

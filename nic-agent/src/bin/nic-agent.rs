@@ -307,17 +307,17 @@ fn send(
                 } else if let Some(aeth) = &p.aeth {
                     acks += 1;
                     int_acks += u64::from(p.int.is_some_and(|i| i.n_hop > 0));
-                    tx.on_ack(now, &p.bth, aeth, p.int.as_ref());
+                    tx.handle_ack(now, &p.bth, aeth, p.int.as_ref());
                 } else if p.bth.opcode == wire::roce::Opcode::CNP {
                     cnps += 1;
-                    tx.on_cnp(now);
+                    tx.handle_cnp(now);
                 }
             }
             nic.pool.free(fr);
         }
         nic.rx = rx;
-        if tx.next_timer().is_some_and(|t| t <= now) {
-            tx.on_timer(now);
+        if tx.poll_timeout().is_some_and(|t| t <= now) {
+            tx.handle_timeout(now);
         }
         // Data, a burst at most.
         let mut wait = None;
@@ -355,7 +355,7 @@ fn send(
             break Ok(());
         }
         if !sent_any {
-            nic.idle(wait.or(tx.next_timer()));
+            nic.idle(wait.or(tx.poll_timeout()));
         }
     };
     let secs = first_send.map_or(0.0, |t| (nic.now() - t) as f64 / 1e9);
@@ -428,7 +428,7 @@ fn recv(c: &Common, size: u64, out: &PathBuf) -> anyhow::Result<bool> {
             first.get_or_insert(now);
             int_seen += u64::from(p.int.is_some_and(|i| i.n_hop > 0));
             let ce = p.ecn == wire::ipv4::ecn::CE;
-            let r = rx.on_data(now, &p.bth, &fr.data()[p.payload.clone()], ce);
+            let r = rx.handle_data(now, &p.bth, &fr.data()[p.payload.clone()], ce);
             data.extend_from_slice(r.delivered);
             let (ack, cnp, completed) = (r.ack, r.cnp, r.completed);
             if let Some(ack) = ack {

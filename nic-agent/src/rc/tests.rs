@@ -89,7 +89,7 @@ fn transfer(
             let (_, f) = to_b.pop_front().unwrap();
             let p = parse_rc(&f).unwrap();
             check_icrc(&f, &p, &mut scratch).unwrap();
-            let r = rx.on_data(now, &p.bth, &f[p.payload.clone()], false);
+            let r = rx.handle_data(now, &p.bth, &f[p.payload.clone()], false);
             got.extend_from_slice(r.delivered);
             if let Some(ack) = r.ack {
                 let int = p.int.map(|i| IntRepr { reflected: true, ..i });
@@ -110,11 +110,11 @@ fn transfer(
             let (_, f) = to_a.pop_front().unwrap();
             let p = parse_rc(&f).unwrap();
             check_icrc(&f, &p, &mut scratch).unwrap();
-            tx.on_ack(now, &p.bth, &p.aeth.unwrap(), p.int.as_ref());
+            tx.handle_ack(now, &p.bth, &p.aeth.unwrap(), p.int.as_ref());
             progressed = true;
         }
-        if tx.next_timer().is_some_and(|t| t <= now) {
-            tx.on_timer(now);
+        if tx.poll_timeout().is_some_and(|t| t <= now) {
+            tx.handle_timeout(now);
         }
         if tx.is_done() && rx.is_complete() {
             break;
@@ -174,13 +174,13 @@ fn hpcc_sets_rate_and_window_from_the_reflected_int() {
 fn the_receiver_naks_a_gap_once_and_acks_duplicates() {
     let mut rx = RcReceiver::new(10_000, 5, 0);
     let seg = |psn| data_bth(QP_B, &Segment { psn, offset: 0, len: 8, ack_req: true, resend: false });
-    let r = rx.on_data(0, &seg(5), &[1; 8], false);
+    let r = rx.handle_data(0, &seg(5), &[1; 8], false);
     assert_eq!((r.ack.unwrap().psn, r.delivered.len()), (5, 8));
-    let r = rx.on_data(0, &seg(7), &[1; 8], false);
+    let r = rx.handle_data(0, &seg(7), &[1; 8], false);
     assert_eq!(r.ack.unwrap().aeth.syndrome, Syndrome::Nak(NakCode::PsnSequenceError));
     assert_eq!(r.ack.unwrap().psn, 6);
-    assert!(rx.on_data(0, &seg(8), &[1; 8], true).ack.is_none(), "one NAK per gap");
-    let r = rx.on_data(0, &seg(5), &[1; 8], false);
+    assert!(rx.handle_data(0, &seg(8), &[1; 8], true).ack.is_none(), "one NAK per gap");
+    let r = rx.handle_data(0, &seg(5), &[1; 8], false);
     assert_eq!((r.ack.unwrap().psn, r.delivered.len()), (5, 0));
     assert_eq!(rx.bytes(), 8);
 }

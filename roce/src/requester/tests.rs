@@ -38,12 +38,12 @@ fn psns_ack_req_every_k_and_coalesced_acks() {
     assert_eq!(r.outstanding(), 8);
     // One ACK for the fifth packet completes five.
     let (b, a) = ack(psn_add(0xff_fffe, 4));
-    assert_eq!(r.on_response(10, &b, &a), Response::Acked { completed: 5, atomics: 0 });
+    assert_eq!(r.handle_packet(10, &b, &a), Response::Acked { completed: 5, atomics: 0 });
     assert_eq!(r.outstanding(), 3);
     // A duplicate of it completes nothing; one for a PSN never sent is ignored.
-    assert_eq!(r.on_response(11, &b, &a), Response::Acked { completed: 0, atomics: 0 });
+    assert_eq!(r.handle_packet(11, &b, &a), Response::Acked { completed: 0, atomics: 0 });
     let (b, a) = ack(psn_add(0xff_fffe, 20));
-    assert_eq!(r.on_response(12, &b, &a), Response::Ignored);
+    assert_eq!(r.handle_packet(12, &b, &a), Response::Ignored);
     // The last packet asked; one more does not: a probe is due after the delay.
     assert!(!r.ack_probe_due(15, 0));
     assert!(!r.post(15, write(8), &[], false).unwrap().ack_req);
@@ -63,7 +63,7 @@ fn window_bounds_outstanding() {
     assert_eq!(r.post(0, write(5), &[0; 8], false), Err(PostError::WindowFull));
     assert!(!r.can_post());
     let (b, a) = ack(1);
-    r.on_response(1, &b, &a);
+    r.handle_packet(1, &b, &a);
     assert!(r.can_post());
     // Payload limits.
     assert_eq!(r.post(1, write(0), &[0; MAX_INLINE + 1], false), Err(PostError::Payload(MAX_INLINE + 1)));
@@ -79,12 +79,12 @@ fn sequence_nak_goes_back_n_in_order() {
     }
     // The responder got 100..=103 and NAKs 104.
     let (b, a) = resp(Opcode::RC_ACKNOWLEDGE, 104, Syndrome::Nak(NakCode::PsnSequenceError));
-    assert_eq!(r.on_response(5, &b, &a), Response::Retransmit { completed: 4, from: 104 });
+    assert_eq!(r.handle_packet(5, &b, &a), Response::Retransmit { completed: 4, from: 104 });
     // Posting while resending queues behind the cursor.
     let p = r.post(6, write(10), &[10; 4], false).unwrap();
     assert!(!p.send_now);
     let mut resent = Vec::new();
-    while let Some(x) = r.next_retransmit(6) {
+    while let Some(x) = r.poll_transmit(6) {
         resent.push((x.psn, x.payload[0], x.ack_req));
     }
     let psns: Vec<u32> = resent.iter().map(|x| x.0).collect();
@@ -102,19 +102,19 @@ fn timeout_resends_from_the_oldest_then_gives_up() {
     let mut r = Requester::new(cfg(64, 100), 1, 0);
     r.post(0, write(0), &[1], false).unwrap();
     r.post(0, write(1), &[2], false).unwrap();
-    assert_eq!(r.poll(999), Ok(false));
-    assert_eq!(r.next_deadline(), Some(1000));
-    assert_eq!(r.poll(1000), Ok(true));
-    let x: Vec<u32> = std::iter::from_fn(|| r.next_retransmit(1000).map(|x| x.psn)).collect();
+    assert_eq!(r.handle_timeout(999), Ok(false));
+    assert_eq!(r.poll_timeout(), Some(1000));
+    assert_eq!(r.handle_timeout(1000), Ok(true));
+    let x: Vec<u32> = std::iter::from_fn(|| r.poll_transmit(1000).map(|x| x.psn)).collect();
     assert_eq!(x, [0, 1]);
     // Progress resets the count.
     let (b, a) = ack(0);
-    r.on_response(1500, &b, &a);
+    r.handle_packet(1500, &b, &a);
     for t in 1..=3 {
-        assert_eq!(r.poll(1500 + t * 1000), Ok(true), "retry {t}");
-        while r.next_retransmit(1500 + t * 1000).is_some() {}
+        assert_eq!(r.handle_timeout(1500 + t * 1000), Ok(true), "retry {t}");
+        while r.poll_transmit(1500 + t * 1000).is_some() {}
     }
-    assert_eq!(r.poll(5500), Err(QpError::RetryExceeded));
+    assert_eq!(r.handle_timeout(5500), Err(QpError::RetryExceeded));
     assert_eq!(r.post(5500, write(3), &[], false), Err(PostError::QpError(QpError::RetryExceeded)));
 }
 
@@ -127,9 +127,9 @@ fn rnr_nak_waits_its_timer() {
     // Timer code 1: 0.01 ms.
     let (b, a) = resp(Opcode::RC_ACKNOWLEDGE, 1, Syndrome::RnrNak { timer: 1 });
     let until = 10 + rnr_timer_ns(1);
-    assert_eq!(r.on_response(10, &b, &a), Response::RnrWait { from: 1, until });
-    assert!(r.next_retransmit(until - 1).is_none());
-    let x: Vec<u32> = std::iter::from_fn(|| r.next_retransmit(until).map(|x| x.psn)).collect();
+    assert_eq!(r.handle_packet(10, &b, &a), Response::RnrWait { from: 1, until });
+    assert!(r.poll_transmit(until - 1).is_none());
+    let x: Vec<u32> = std::iter::from_fn(|| r.poll_transmit(until).map(|x| x.psn)).collect();
     assert_eq!(x, [1, 2]);
 }
 
@@ -138,10 +138,10 @@ fn remote_access_error_is_fatal_and_later_responses_ignored() {
     let mut r = Requester::new(cfg(64, 100), 1, 0);
     r.post(0, write(0), &[], false).unwrap();
     let (b, a) = resp(Opcode::RC_ACKNOWLEDGE, 0, Syndrome::Nak(NakCode::RemoteAccessError));
-    assert_eq!(r.on_response(1, &b, &a), Response::Fatal(QpError::Nak(NakCode::RemoteAccessError)));
+    assert_eq!(r.handle_packet(1, &b, &a), Response::Fatal(QpError::Nak(NakCode::RemoteAccessError)));
     assert_eq!(r.error(), Some(QpError::Nak(NakCode::RemoteAccessError)));
     let (b, a) = ack(0);
-    assert_eq!(r.on_response(2, &b, &a), Response::Ignored);
+    assert_eq!(r.handle_packet(2, &b, &a), Response::Ignored);
 }
 
 #[test]
@@ -151,7 +151,7 @@ fn atomics_always_ask_and_count_in_completions() {
     let p = r.post(0, Op::FetchAdd { va: 8, rkey: 1, add: 5 }, &[], false).unwrap();
     assert!(p.ack_req);
     let (b, a) = resp(Opcode::RC_ATOMIC_ACKNOWLEDGE, 1, Syndrome::Ack { credits: 0 });
-    assert_eq!(r.on_response(1, &b, &a), Response::Acked { completed: 2, atomics: 1 });
+    assert_eq!(r.handle_packet(1, &b, &a), Response::Acked { completed: 2, atomics: 1 });
 }
 
 #[test]
@@ -177,9 +177,9 @@ fn ring_keeps_each_payload_up_to_max_payload() {
         r.post(0, write(i as u64), p, false).unwrap();
     }
     let (b, a) = resp(Opcode::RC_ACKNOWLEDGE, 0, Syndrome::Nak(NakCode::PsnSequenceError));
-    assert_eq!(r.on_response(1, &b, &a), Response::Retransmit { completed: 0, from: 0 });
+    assert_eq!(r.handle_packet(1, &b, &a), Response::Retransmit { completed: 0, from: 0 });
     let resent: Vec<Vec<u8>> =
-        std::iter::from_fn(|| r.next_retransmit(1).map(|x| x.payload.to_vec())).collect();
+        std::iter::from_fn(|| r.poll_transmit(1).map(|x| x.payload.to_vec())).collect();
     assert_eq!(resent, payloads.iter().map(|p| p.to_vec()).collect::<Vec<_>>());
     // Above MAX_INLINE is clamped.
     let big = Requester::new(RequesterConfig { max_payload: 10_000, ..cfg(4, 100) }, 1, 0);

@@ -17,12 +17,18 @@ fn reth(va: u64, rkey: u32, len: u32) -> RoceExt {
 fn in_order_writes_execute_and_ack_on_request() {
     let mut m = mem();
     let mut r = Responder::new(Transport::Rc, 10);
-    let o =
-        r.on_request(Opcode::RC_RDMA_WRITE_ONLY, 10, false, &reth(0x10_0008, 0x42, 4), &[1, 2, 3, 4], &mut m);
+    let o = r.handle_packet(
+        Opcode::RC_RDMA_WRITE_ONLY,
+        10,
+        false,
+        &reth(0x10_0008, 0x42, 4),
+        &[1, 2, 3, 4],
+        &mut m,
+    );
     assert_eq!(o.verdict, Verdict::Executed);
     assert_eq!(o.reply, Reply::None);
     let ext = RoceExt { immdt: Some(ImmDtRepr { imm: 99 }), ..reth(0x10_0010, 0x42, 2) };
-    let o = r.on_request(Opcode::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE, 11, true, &ext, &[5, 6], &mut m);
+    let o = r.handle_packet(Opcode::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE, 11, true, &ext, &[5, 6], &mut m);
     assert_eq!(o.reply, Reply::Ack { psn: 11, msn: 2 });
     assert_eq!(o.delivery, Delivery::Write { rkey: 0x42, va: 0x10_0010, len: 2, imm: Some(99) });
     assert_eq!(&m.get(0x42).unwrap().buf[8..12], &[1, 2, 3, 4]);
@@ -42,7 +48,7 @@ fn access_errors_touch_nothing_and_nak() {
         (reth(0x20_0000, 0x43, 4), AccessError::NoPermission),
     ];
     for (ext, err) in cases {
-        let o = r.on_request(Opcode::RC_RDMA_WRITE_ONLY, 0, false, &ext, &[9; 4], &mut m);
+        let o = r.handle_packet(Opcode::RC_RDMA_WRITE_ONLY, 0, false, &ext, &[9; 4], &mut m);
         assert_eq!(o.verdict, Verdict::AccessError(err));
         assert_eq!(o.reply, Reply::Nak { psn: 0, msn: 0, code: NakCode::RemoteAccessError });
     }
@@ -50,14 +56,14 @@ fn access_errors_touch_nothing_and_nak() {
         atomic_eth: Some(AtomicEthRepr { va: 0x10_0004, rkey: 0x42, swap_add: 1, compare: 0 }),
         ..RoceExt::default()
     };
-    let o = r.on_request(Opcode::RC_FETCH_ADD, 0, true, &misaligned, &[], &mut m);
+    let o = r.handle_packet(Opcode::RC_FETCH_ADD, 0, true, &misaligned, &[], &mut m);
     assert_eq!(o.verdict, Verdict::AccessError(AccessError::Misaligned));
     for (a, b) in m.regions().iter().zip(before.regions()) {
         assert_eq!(a.buf, b.buf, "memory unchanged");
     }
     assert_eq!(r.expected_psn(), 0, "a refused request is not consumed");
     // A zero-length WRITE is not checked at all.
-    let o = r.on_request(Opcode::RC_RDMA_WRITE_ONLY, 0, true, &reth(0, 0, 0), &[], &mut m);
+    let o = r.handle_packet(Opcode::RC_RDMA_WRITE_ONLY, 0, true, &reth(0, 0, 0), &[], &mut m);
     assert_eq!(o.reply, Reply::Ack { psn: 0, msn: 1 });
 }
 
@@ -70,26 +76,26 @@ fn gap_naks_once_duplicates_reack_atomics_replay() {
         ..RoceExt::default()
     };
     assert_eq!(
-        r.on_request(Opcode::RC_FETCH_ADD, 0, true, &fa(5), &[], &mut m).reply,
+        r.handle_packet(Opcode::RC_FETCH_ADD, 0, true, &fa(5), &[], &mut m).reply,
         Reply::AtomicAck { psn: 0, msn: 1, original: 0 }
     );
     // 2 and 3 arrive before 1: one NAK for the gap.
     let w = reth(0x10_0000, 0x42, 1);
-    let o = r.on_request(Opcode::RC_RDMA_WRITE_ONLY, 2, false, &w, &[1], &mut m);
+    let o = r.handle_packet(Opcode::RC_RDMA_WRITE_ONLY, 2, false, &w, &[1], &mut m);
     assert_eq!(o.reply, Reply::Nak { psn: 1, msn: 1, code: NakCode::PsnSequenceError });
-    assert_eq!(r.on_request(Opcode::RC_RDMA_WRITE_ONLY, 3, true, &w, &[1], &mut m).reply, Reply::None);
+    assert_eq!(r.handle_packet(Opcode::RC_RDMA_WRITE_ONLY, 3, true, &w, &[1], &mut m).reply, Reply::None);
     // The duplicate atomic gets its first result and adds nothing.
-    let o = r.on_request(Opcode::RC_FETCH_ADD, 0, true, &fa(5), &[], &mut m);
+    let o = r.handle_packet(Opcode::RC_FETCH_ADD, 0, true, &fa(5), &[], &mut m);
     assert_eq!((o.reply, o.verdict), (Reply::AtomicAck { psn: 0, msn: 1, original: 0 }, Verdict::Duplicate));
     assert_eq!(u64::from_le_bytes(m.get(0x42).unwrap().buf[0x100..0x108].try_into().unwrap()), 5);
     // 1, 2, 3 in order now; a later duplicate write is re-acked with the latest PSN.
     for psn in 1..=3 {
         assert_eq!(
-            r.on_request(Opcode::RC_RDMA_WRITE_ONLY, psn, false, &w, &[1], &mut m).verdict,
+            r.handle_packet(Opcode::RC_RDMA_WRITE_ONLY, psn, false, &w, &[1], &mut m).verdict,
             Verdict::Executed
         );
     }
-    let o = r.on_request(Opcode::RC_RDMA_WRITE_ONLY, 2, false, &w, &[7], &mut m);
+    let o = r.handle_packet(Opcode::RC_RDMA_WRITE_ONLY, 2, false, &w, &[7], &mut m);
     assert_eq!((o.reply, o.verdict), (Reply::Ack { psn: 3, msn: 4 }, Verdict::Duplicate));
     assert_eq!(m.get(0x42).unwrap().buf[0], 1, "a duplicate is not executed again");
 }
@@ -100,16 +106,16 @@ fn multi_packet_write_and_invalid_middle() {
     let mut r = Responder::new(Transport::Rc, 0);
     let first = reth(0x10_0000, 0x42, 6);
     assert_eq!(
-        r.on_request(Opcode::RC_RDMA_WRITE_FIRST, 0, false, &first, &[1, 2], &mut m).verdict,
+        r.handle_packet(Opcode::RC_RDMA_WRITE_FIRST, 0, false, &first, &[1, 2], &mut m).verdict,
         Verdict::Executed
     );
     let none = RoceExt::default();
-    r.on_request(Opcode::RC_RDMA_WRITE_MIDDLE, 1, false, &none, &[3, 4], &mut m);
-    let o = r.on_request(Opcode::RC_RDMA_WRITE_LAST, 2, true, &none, &[5, 6], &mut m);
+    r.handle_packet(Opcode::RC_RDMA_WRITE_MIDDLE, 1, false, &none, &[3, 4], &mut m);
+    let o = r.handle_packet(Opcode::RC_RDMA_WRITE_LAST, 2, true, &none, &[5, 6], &mut m);
     assert_eq!(o.reply, Reply::Ack { psn: 2, msn: 1 });
     assert_eq!(&m.get(0x42).unwrap().buf[..6], &[1, 2, 3, 4, 5, 6]);
     // A middle with no first is invalid.
-    let o = r.on_request(Opcode::RC_RDMA_WRITE_MIDDLE, 3, false, &none, &[1], &mut m);
+    let o = r.handle_packet(Opcode::RC_RDMA_WRITE_MIDDLE, 3, false, &none, &[1], &mut m);
     assert_eq!(o.verdict, Verdict::Invalid);
     assert_eq!(o.reply, Reply::Nak { psn: 3, msn: 1, code: NakCode::InvalidRequest });
 }
@@ -119,10 +125,10 @@ fn uc_resyncs_on_a_new_message() {
     let mut m = mem();
     let mut r = Responder::new(Transport::Uc, 0);
     let w = reth(0x10_0000, 0x42, 1);
-    assert_eq!(r.on_request(Opcode::UC_RDMA_WRITE_ONLY, 5, true, &w, &[1], &mut m).reply, Reply::None);
+    assert_eq!(r.handle_packet(Opcode::UC_RDMA_WRITE_ONLY, 5, true, &w, &[1], &mut m).reply, Reply::None);
     assert_eq!(r.expected_psn(), 6);
     assert_eq!(
-        r.on_request(Opcode::UC_RDMA_WRITE_MIDDLE, 9, false, &RoceExt::default(), &[1], &mut m).verdict,
+        r.handle_packet(Opcode::UC_RDMA_WRITE_MIDDLE, 9, false, &RoceExt::default(), &[1], &mut m).verdict,
         Verdict::OutOfSequence
     );
 }
@@ -193,10 +199,10 @@ fn simulate(lose: &mut dyn FnMut() -> bool) -> u32 {
             }
             next += 1;
         }
-        if req.poll(now).is_err() {
+        if req.handle_timeout(now).is_err() {
             panic!("QP failed");
         }
-        while let Some(x) = req.next_retransmit(now) {
+        while let Some(x) = req.poll_transmit(now) {
             wire.push((x.psn, x.op, x.payload.to_vec(), x.ack_req));
         }
         for (psn, op, payload, ack_req) in wire.drain(..) {
@@ -218,7 +224,7 @@ fn simulate(lose: &mut dyn FnMut() -> bool) -> u32 {
                 ),
                 _ => unreachable!(),
             };
-            let o = resp.on_request(opcode, psn, ack_req, &ext, &payload, &mut m);
+            let o = resp.handle_packet(opcode, psn, ack_req, &ext, &payload, &mut m);
             if matches!(o.delivery, Delivery::Atomic { .. }) {
                 applied_adds += 1;
             }
@@ -236,7 +242,7 @@ fn simulate(lose: &mut dyn FnMut() -> bool) -> u32 {
                 continue;
             }
             let bth = BthRepr { opcode: op, psn, ..BthRepr::default() };
-            let r = req.on_response(now, &bth, &AethRepr { syndrome, msn: 0 });
+            let r = req.handle_packet(now, &bth, &AethRepr { syndrome, msn: 0 });
             assert!(!matches!(r, Response::Fatal(_)), "{r:?}");
         }
         assert!(now < 1_000_000_000, "no progress: executed {}", resp.stats().executed);

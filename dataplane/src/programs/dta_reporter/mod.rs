@@ -32,11 +32,10 @@ use wire::stack::UdpFlow;
 use wire::udp::UdpPacket;
 
 pub use super::dta_translator::Command;
-use super::dta_translator::reporter::{
-    MAX_KEEP, ReportSender, collector_for, destination, report_frame_len, write_report_frame,
-};
-use super::dta_translator::{MAX_REPORT, NACK_PORT, parse_priority};
 use super::l2l3::L2l3;
+use roce::dta::{MAX_KEEP, ReportSender, collector_for, destination, report_frame_len, write_report_frame};
+use roce::dta::{MAX_REPORT, parse_priority};
+use wire::udp::port::DTA_NACK as NACK_PORT;
 mod config;
 pub mod decl;
 

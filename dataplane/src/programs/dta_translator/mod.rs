@@ -38,7 +38,6 @@
 mod config;
 pub mod decl;
 mod qp;
-pub mod reporter;
 pub mod state;
 
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -67,10 +66,9 @@ use crate::config::{Config, ConfigError};
 use crate::model::{Color, DropReason, ExactTable, MeterArray, MeterConfig, MeterUnit, Resources, builtin};
 use crate::switch::{Dest, EgressMd, Emitter, IngressMd, PortId, Program};
 
+use roce::dta::{MAX_REPORT, parse_priority};
 /// The DTA NACK port (reference `DTA_ACK_PORT_NUMBER`).
-pub const NACK_PORT: u16 = 40044;
-/// Longest report handled (a Sketch-Merge of up to 61 rows).
-pub const MAX_REPORT: usize = 256;
+const NACK_PORT: u16 = wire::udp::port::DTA_NACK;
 /// Meter units per RDMA packet: Append entries, postcards and sketch columns are charged their
 /// share of a packet in these units.
 const UNITS: u32 = 240;
@@ -303,16 +301,6 @@ pub struct DtaTranslator {
     sketch_buf: Vec<u8>,
     scratch: Vec<u8>,
     last_tick: u64,
-}
-
-/// A priority as configuration files and the command line name it: `low`, `medium`, `high`.
-pub fn parse_priority(s: &str) -> Option<Priority> {
-    match s {
-        "low" => Some(Priority::Low),
-        "medium" => Some(Priority::Medium),
-        "high" => Some(Priority::High),
-        _ => None,
-    }
 }
 
 impl DtaTranslator {
@@ -1204,7 +1192,7 @@ impl DtaTranslator {
             Opcode::RC_ACKNOWLEDGE | Opcode::RC_ATOMIC_ACKNOWLEDGE => {
                 let Some(aeth) = r.ext.aeth else { return md.dest = Dest::Drop(self.drops.roce_malformed) };
                 self.stats.acks += 1;
-                match self.qps[qi].req.on_response(now, &r.bth, &aeth) {
+                match self.qps[qi].req.handle_packet(now, &r.bth, &aeth) {
                     Response::Fatal(e) => {
                         self.reset(qi, now, ConnectError::Disconnected, &format!("{e}"), out)
                     }
@@ -1214,7 +1202,7 @@ impl DtaTranslator {
             }
             Opcode::RC_SEND_ONLY | Opcode::RC_SEND_ONLY_WITH_IMMEDIATE => {
                 let q = &mut self.qps[qi];
-                let o = q.resp.on_request(
+                let o = q.resp.handle_packet(
                     r.bth.opcode,
                     r.bth.psn,
                     r.bth.ack_req,
@@ -1269,7 +1257,7 @@ impl DtaTranslator {
             if self.qps[qi].peer != src {
                 continue;
             }
-            let o = self.qps[qi].cm.on_mad(now, mad);
+            let o = self.qps[qi].cm.handle_packet(now, mad);
             if o.send.is_none() && o.event.is_none() {
                 continue;
             }
@@ -1343,7 +1331,7 @@ impl DtaTranslator {
         // Bounded work per call; the rest goes on the next tick.
         for _ in 0..256 {
             let q = &mut self.qps[qi];
-            let Some(x) = q.req.next_retransmit(now) else { return };
+            let Some(x) = q.req.poll_transmit(now) else { return };
             let (psn, op, ack_req) = (x.psn, x.op, x.ack_req);
             let mut payload = [0u8; roce::requester::MAX_INLINE];
             let len = x.payload.len();
@@ -1395,7 +1383,7 @@ impl DtaTranslator {
         if self.qps[qi].cm.state() == roce::cm::ClientState::Idle {
             let psn = self.qps[qi].next_start_psn();
             self.qps[qi].cm.params_mut().start_psn = psn;
-            let req = self.qps[qi].cm.start(now);
+            let req = self.qps[qi].cm.connect(now);
             self.send_mad(qi, &req, out);
             return;
         }
@@ -1403,7 +1391,7 @@ impl DtaTranslator {
             let psn = self.qps[qi].next_start_psn();
             self.qps[qi].cm.params_mut().start_psn = psn;
         }
-        let o = self.qps[qi].cm.poll(now);
+        let o = self.qps[qi].cm.handle_timeout(now);
         if let Some(m) = o.send {
             self.send_mad(qi, &m, out);
         }
@@ -1417,7 +1405,7 @@ impl DtaTranslator {
             return;
         }
         // Timeouts and resends.
-        if let Err(e) = self.qps[qi].req.poll(now) {
+        if let Err(e) = self.qps[qi].req.handle_timeout(now) {
             return self.reset(qi, now, ConnectError::Timeout, &format!("{e}"), out);
         }
         self.resend(qi, now, out);

@@ -1,5 +1,5 @@
-//! The reporter's side of DTA (seed §3.2, §4.1), sans-IO: what the `dta_reporter` program and
-//! the `dataplane report` load generator share.
+//! The reporter's side of DTA (seed §3.2, §4.1), sans-IO: what the `dta_reporter` switch
+//! program, the `dataplane report` load generator and the lab's reporter hosts share.
 //!
 //! [`ReportSender`] numbers retransmittable reports (they alone advance the sequence number the
 //! translator tracks), keeps the last K of them, and on a NACK hands back every kept report
@@ -16,7 +16,18 @@ use std::net::Ipv4Addr;
 use wire::dta::{self, DtaRepr, NackRepr, Primitive, Priority, Sequence};
 use wire::stack::UdpFlow;
 
-use super::MAX_REPORT;
+/// Longest report handled: a Sketch-Merge of up to 61 rows.
+pub const MAX_REPORT: usize = 256;
+
+/// A priority's configuration name: `"low"`, `"medium"` or `"high"`.
+pub fn parse_priority(s: &str) -> Option<Priority> {
+    match s {
+        "low" => Some(Priority::Low),
+        "medium" => Some(Priority::Medium),
+        "high" => Some(Priority::High),
+        _ => None,
+    }
+}
 
 /// Most reports a sender keeps: half the 8-bit sequence space, the window in which a NACKed
 /// number is unambiguous.
