@@ -10,6 +10,8 @@
 //! * [`rc`] — RoCEv2 RC flows built on `roce`: the paced sender (go-back-N, timeout, the CC
 //!   fed by ACKs and CNPs), the receiver (ACK per AckReq, one NAK per gap, CNPs), and their
 //!   frames with INT in front of the BTH.
+//! * [`host`] — a host's NIC running those flows as one frame-level `roce::agent::Agent`:
+//!   what the lab's hosts and the `nic-agent` binary run.
 //!
 //! What it is not: it owns no clock and no socket, and it defines no packet formats (INT is
 //! `wire::hpcc_int`, RoCEv2 `wire::roce`). µFAB-E and the Hawkeye detection agent are later
@@ -18,6 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod dcqcn;
+pub mod host;
 pub mod hpcc;
 pub mod pacer;
 pub mod rc;

@@ -160,6 +160,11 @@ impl RcSender {
         self.una >= self.cfg.size
     }
 
+    /// Why the queue pair failed, if it did.
+    pub fn error(&self) -> Option<QpError> {
+        self.req.error()
+    }
+
     /// Counters.
     pub fn stats(&self) -> SenderStats {
         SenderStats { resent: self.req.stats().retransmitted, ..self.stats }

@@ -18,4 +18,5 @@
 #![warn(missing_docs)]
 
 pub mod buf;
+pub mod host;
 pub mod port;

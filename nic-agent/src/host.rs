@@ -1,0 +1,434 @@
+//! [`RcHost`]: a host's RoCEv2 NIC as a frame-level [`Agent`] — its RC flows, senders and
+//! receivers, behind one link. The lab's hosts and the `nic-agent` binary on a real port run it
+//! unchanged; only the runtime around it differs (the lab's virtual link, or a port, a clock and
+//! ARP from `ports::host`).
+//!
+//! Frames are built and read with [`crate::rc`]: data as RC SEND-Only (INT in front of the BTH
+//! when the CC is HPCC++), an ACK or NAK per AckReq and a CNP per CE mark as the receivers'
+//! notification point allows. What the NIC sends next: acknowledgements and CNPs first (they ride
+//! a priority PFC never pauses), then data, round robin over the flows whose pacer lets a packet
+//! go. The link's PFC is the runtime's: it says which priorities are paused.
+
+use std::collections::VecDeque;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::sync::Arc;
+
+use roce::agent::Agent;
+use wire::ethernet::EthernetAddress;
+use wire::hpcc_int::IntRepr;
+use wire::roce::{BthRepr, Opcode};
+use wire::stack::UdpFlow;
+
+use crate::rc::{
+    Ack, FlowCc, RcPacket, RcReceiver, RcSender, SenderConfig, Transmit, ack_bth, check_icrc, cnp_bth,
+    data_bth, emit_rc, parse_rc, rc_frame_len, seal, udp_src_port,
+};
+
+/// A host's NIC settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostConfig {
+    /// Its address.
+    pub ip: Ipv4Addr,
+    /// Its MAC.
+    pub mac: EthernetAddress,
+    /// The next hop's MAC (its gateway, or the peer on one subnet).
+    pub gateway_mac: EthernetAddress,
+    /// DSCP of data.
+    pub data_dscp: u8,
+    /// DSCP of ACKs, NAKs and CNPs.
+    pub ctrl_dscp: u8,
+    /// ECN codepoint of data (ECT(0) where switches mark for DCQCN).
+    pub data_ecn: u8,
+    /// The PFC priority of data (acknowledgements ride one PFC never pauses).
+    pub data_priority: u8,
+    /// INT slots data carries, for HPCC++ (`None`: plain RoCEv2 on UDP 4791).
+    pub int_hops: Option<u8>,
+    /// Compute the ICRC of every frame sent and check it on every frame received (a real NIC
+    /// does; the lab's hosts, which check nothing, leave it zero).
+    pub icrc: bool,
+    /// Least time between two CNPs of one receiver, ns.
+    pub cnp_interval_ns: u64,
+}
+
+/// A flow to send.
+#[derive(Debug, Clone)]
+pub struct SendFlow {
+    /// The caller's name for it.
+    pub id: u64,
+    /// The receiver's address.
+    pub peer: Ipv4Addr,
+    /// Our QP number (its UDP source port comes from it).
+    pub local_qp: u32,
+    /// The sender's settings (the peer's QP is `dest_qp`).
+    pub cfg: SenderConfig,
+    /// Its congestion control.
+    pub cc: FlowCc,
+    /// The message, if its bytes matter (zeros otherwise, as in the lab).
+    pub payload: Option<Arc<[u8]>>,
+}
+
+/// A flow to receive.
+#[derive(Debug, Clone, Copy)]
+pub struct RecvFlow {
+    /// The caller's name for it.
+    pub id: u64,
+    /// The sender's address.
+    pub peer: Ipv4Addr,
+    /// Our QP number.
+    pub local_qp: u32,
+    /// The sender's QP number.
+    pub peer_qp: u32,
+    /// Bytes expected.
+    pub size: u64,
+    /// The first PSN.
+    pub start_psn: u32,
+    /// Keep the bytes delivered ([`RcHost::take_delivered`]).
+    pub keep: bool,
+}
+
+/// What the host counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostStats {
+    /// ACKs and NAKs received.
+    pub acks_rx: u64,
+    /// ACKs received carrying INT with at least one hop.
+    pub int_acks_rx: u64,
+    /// CNPs received.
+    pub cnps_rx: u64,
+    /// Data packets received carrying INT with at least one hop.
+    pub int_data_rx: u64,
+    /// ACKs sent.
+    pub acks_tx: u64,
+    /// NAKs sent.
+    pub naks_tx: u64,
+    /// CNPs sent.
+    pub cnps_tx: u64,
+    /// Frames dropped for a bad ICRC.
+    pub bad_icrc: u64,
+    /// RoCEv2 frames for a QP of ours that made no sense there (an ACK to a receiver).
+    pub malformed: u64,
+    /// Frames that were not ours (another address or QP, ARP, the kernel's own traffic).
+    pub not_ours: u64,
+    /// Go-back-N rounds of finished senders (NAK rounds and timeouts).
+    pub retransmit_rounds: u64,
+}
+
+struct Sending {
+    flow: SendFlow,
+    tx: RcSender,
+    udp: UdpFlow,
+    first_send: Option<u64>,
+}
+
+struct Receiving {
+    flow: RecvFlow,
+    rx: RcReceiver,
+    udp: UdpFlow,
+    delivered: Vec<u8>,
+    first_at: Option<u64>,
+    done_at: Option<u64>,
+}
+
+/// An acknowledgement or CNP waiting to be sent.
+#[derive(Debug, Clone, Copy)]
+enum Ctrl {
+    Ack { recv: usize, ack: Ack, int: Option<IntRepr> },
+    Cnp { recv: usize },
+}
+
+/// A host's NIC running RC flows: see the module.
+pub struct RcHost {
+    cfg: HostConfig,
+    sending: Vec<Sending>,
+    /// Senders still running, in start order (round robin).
+    active: Vec<usize>,
+    rr: usize,
+    receiving: Vec<Receiving>,
+    ctrl: VecDeque<Ctrl>,
+    /// The earliest time a paced packet may go, from the last `poll_transmit`.
+    until: Option<u64>,
+    stats: HostStats,
+    scratch: Vec<u8>,
+}
+
+impl std::fmt::Debug for RcHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RcHost").field("cfg", &self.cfg).field("stats", &self.stats).finish()
+    }
+}
+
+impl RcHost {
+    /// A host with no flows yet.
+    pub fn new(cfg: HostConfig) -> Self {
+        Self {
+            cfg,
+            sending: Vec::new(),
+            active: Vec::new(),
+            rr: 0,
+            receiving: Vec::new(),
+            ctrl: VecDeque::new(),
+            until: None,
+            stats: HostStats::default(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &HostConfig {
+        &self.cfg
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> HostStats {
+        self.stats
+    }
+
+    fn udp(&self, peer: Ipv4Addr, qp: u32, dscp: u8, ecn: u8) -> UdpFlow {
+        UdpFlow {
+            dscp,
+            ecn,
+            ..UdpFlow::host_udp(
+                self.cfg.mac,
+                self.cfg.gateway_mac,
+                SocketAddrV4::new(self.cfg.ip, udp_src_port(qp)),
+                SocketAddrV4::new(peer, wire::udp::port::ROCE_V2),
+            )
+        }
+    }
+
+    /// Start sending `flow` at `now`.
+    pub fn start_send(&mut self, now: u64, flow: SendFlow) {
+        let _ = now;
+        let udp = self.udp(flow.peer, flow.local_qp, self.cfg.data_dscp, self.cfg.data_ecn);
+        let tx = RcSender::new(flow.cfg, flow.cc.clone());
+        self.active.push(self.sending.len());
+        self.sending.push(Sending { flow, tx, udp, first_send: None });
+    }
+
+    /// Expect `flow`'s data.
+    pub fn expect(&mut self, flow: RecvFlow) {
+        let udp = self.udp(flow.peer, flow.local_qp, self.cfg.ctrl_dscp, 0);
+        let rx = RcReceiver::new(flow.size, flow.start_psn, self.cfg.cnp_interval_ns);
+        self.receiving.push(Receiving {
+            flow,
+            rx,
+            udp,
+            delivered: Vec::new(),
+            first_at: None,
+            done_at: None,
+        });
+    }
+
+    /// Bytes flow `id` (received here) has delivered in order.
+    pub fn received(&self, id: u64) -> Option<u64> {
+        self.receiving.iter().find(|r| r.flow.id == id).map(|r| r.rx.bytes())
+    }
+
+    /// When flow `id` (received here) had every byte.
+    pub fn completed_at(&self, id: u64) -> Option<u64> {
+        self.receiving.iter().find(|r| r.flow.id == id).and_then(|r| r.done_at)
+    }
+
+    /// When flow `id` (received here) had its first data packet.
+    pub fn first_data_at(&self, id: u64) -> Option<u64> {
+        self.receiving.iter().find(|r| r.flow.id == id).and_then(|r| r.first_at)
+    }
+
+    /// How many flows received here are complete.
+    pub fn completed(&self) -> usize {
+        self.receiving.iter().filter(|r| r.done_at.is_some()).count()
+    }
+
+    /// The bytes flow `id` delivered (kept when it asked), taken out.
+    pub fn take_delivered(&mut self, id: u64) -> Vec<u8> {
+        self.receiving
+            .iter_mut()
+            .find(|r| r.flow.id == id)
+            .map(|r| std::mem::take(&mut r.delivered))
+            .unwrap_or_default()
+    }
+
+    /// The sender of flow `id` (sent from here), while it runs or after.
+    pub fn sender(&self, id: u64) -> Option<&RcSender> {
+        self.sending.iter().find(|s| s.flow.id == id).map(|s| &s.tx)
+    }
+
+    /// When flow `id` (sent from here) sent its first packet.
+    pub fn first_send(&self, id: u64) -> Option<u64> {
+        self.sending.iter().find(|s| s.flow.id == id).and_then(|s| s.first_send)
+    }
+
+    /// Whether every flow sent from here is acknowledged (or failed).
+    pub fn senders_done(&self) -> bool {
+        self.active.is_empty()
+    }
+
+    fn on_data(&mut self, now: u64, ri: usize, p: &RcPacket, frame: &[u8]) {
+        self.stats.int_data_rx += u64::from(p.int.is_some_and(|i| i.n_hop > 0));
+        let r = &mut self.receiving[ri];
+        r.first_at.get_or_insert(now);
+        let got = r.rx.handle_data(now, &p.bth, &frame[p.payload.clone()], p.ecn == wire::ipv4::ecn::CE);
+        if r.flow.keep {
+            r.delivered.extend_from_slice(got.delivered);
+        }
+        if got.completed && r.done_at.is_none() {
+            r.done_at = Some(now);
+        }
+        let (ack, cnp) = (got.ack, got.cnp);
+        if let Some(ack) = ack {
+            let int = p.int.map(|i| IntRepr { reflected: true, ..i });
+            self.ctrl.push_back(Ctrl::Ack { recv: ri, ack, int });
+        }
+        if cnp {
+            self.ctrl.push_back(Ctrl::Cnp { recv: ri });
+        }
+    }
+
+    fn on_feedback(&mut self, now: u64, si: usize, p: &RcPacket) {
+        let s = &mut self.sending[si];
+        if let Some(aeth) = &p.aeth {
+            self.stats.acks_rx += 1;
+            self.stats.int_acks_rx += u64::from(p.int.is_some_and(|i| i.n_hop > 0));
+            s.tx.handle_ack(now, &p.bth, aeth, p.int.as_ref());
+            if s.tx.is_done() {
+                let st = s.tx.stats();
+                self.stats.retransmit_rounds += st.nak_rounds + st.timeouts;
+                self.active.retain(|&x| x != si);
+            }
+        } else if p.bth.opcode == Opcode::CNP {
+            self.stats.cnps_rx += 1;
+            s.tx.handle_cnp(now);
+        }
+    }
+
+    /// Write control frame `c` into `buf`.
+    fn ctrl_frame(&mut self, c: Ctrl, buf: &mut [u8]) -> Option<usize> {
+        let (udp, peer_qp) = match c {
+            Ctrl::Ack { recv, .. } | Ctrl::Cnp { recv } => {
+                (self.receiving[recv].udp, self.receiving[recv].flow.peer_qp)
+            }
+        };
+        let n = match c {
+            Ctrl::Ack { ack, int, .. } => {
+                match ack.aeth.syndrome {
+                    wire::roce::Syndrome::Ack { .. } => self.stats.acks_tx += 1,
+                    _ => self.stats.naks_tx += 1,
+                }
+                let bth = ack_bth(peer_qp, &ack);
+                frame(buf, &udp, int.as_ref(), &bth, Some(&ack.aeth), 4, |_| {})?
+            }
+            Ctrl::Cnp { .. } => {
+                self.stats.cnps_tx += 1;
+                frame(buf, &udp, None, &cnp_bth(peer_qp), None, wire::roce::CNP_BODY_LEN + 4, |t| t.fill(0))?
+            }
+        };
+        self.seal(buf, n)
+    }
+
+    fn seal(&self, buf: &mut [u8], n: usize) -> Option<usize> {
+        if self.cfg.icrc {
+            seal(buf, n, wire::ethernet::HEADER_LEN).ok()?;
+        }
+        Some(n)
+    }
+
+    /// The next data frame, round robin over the running senders; `until` learns when a paced
+    /// one may go.
+    fn data_frame(&mut self, now: u64, buf: &mut [u8]) -> Option<usize> {
+        let n = self.active.len();
+        let mut earliest: Option<u64> = None;
+        for k in 0..n {
+            let idx = (self.rr + k) % n;
+            let si = self.active[idx];
+            let s = &mut self.sending[si];
+            match s.tx.poll_transmit(now) {
+                Transmit::Send(seg) => {
+                    self.rr = (idx + 1) % n;
+                    s.first_send.get_or_insert(now);
+                    let bth = data_bth(s.flow.cfg.dest_qp, &seg);
+                    let int = self.cfg.int_hops.map(IntRepr::empty);
+                    let tail = seg.len + usize::from(bth.pad_count) + 4;
+                    let payload = s.flow.payload.clone();
+                    let udp = s.udp;
+                    let len = frame(buf, &udp, int.as_ref(), &bth, None, tail, |t| match &payload {
+                        Some(p) => {
+                            let at = seg.offset as usize;
+                            t[..seg.len].copy_from_slice(&p[at..at + seg.len]);
+                            t[seg.len..].fill(0);
+                        }
+                        None => t.fill(0),
+                    })?;
+                    return self.seal(buf, len);
+                }
+                Transmit::Until(t) => earliest = Some(earliest.map_or(t, |e| e.min(t))),
+                Transmit::Blocked | Transmit::Done | Transmit::Failed(_) => {}
+            }
+        }
+        self.until = earliest;
+        None
+    }
+}
+
+/// An RC frame into `buf` (padded to the Ethernet minimum): see [`emit_rc`].
+fn frame(
+    buf: &mut [u8],
+    udp: &UdpFlow,
+    int: Option<&IntRepr>,
+    bth: &BthRepr,
+    aeth: Option<&wire::roce::AethRepr>,
+    tail: usize,
+    fill: impl FnOnce(&mut [u8]),
+) -> Option<usize> {
+    let n = rc_frame_len(udp, int, aeth.is_some(), tail).max(wire::ethernet::MIN_FRAME_LEN);
+    emit_rc(buf.get_mut(..n)?, udp, int, bth, aeth, tail, fill).ok()
+}
+
+impl Agent for RcHost {
+    fn handle_packet(&mut self, now: u64, frame: &[u8]) {
+        let Ok(p) = parse_rc(frame) else {
+            self.stats.not_ours += 1;
+            return;
+        };
+        let qp = p.bth.dest_qp;
+        let send = self.sending.iter().position(|s| s.flow.local_qp == qp && s.flow.peer == p.src);
+        let recv = self.receiving.iter().position(|r| r.flow.local_qp == qp && r.flow.peer == p.src);
+        if send.is_none() && recv.is_none() {
+            self.stats.not_ours += 1;
+            return;
+        }
+        if self.cfg.icrc && check_icrc(frame, &p, &mut self.scratch).is_err() {
+            self.stats.bad_icrc += 1;
+            return;
+        }
+        match (p.bth.opcode, send, recv) {
+            (Opcode::RC_SEND_ONLY, _, Some(ri)) if p.aeth.is_none() => self.on_data(now, ri, &p, frame),
+            (Opcode::RC_ACKNOWLEDGE | Opcode::CNP, Some(si), _) => self.on_feedback(now, si, &p),
+            _ => self.stats.malformed += 1,
+        }
+    }
+
+    fn handle_timeout(&mut self, now: u64) {
+        for &si in &self.active {
+            let tx = &mut self.sending[si].tx;
+            if tx.poll_timeout().is_some_and(|t| t <= now) {
+                tx.handle_timeout(now);
+            }
+        }
+    }
+
+    fn poll_transmit(&mut self, now: u64, paused: u8, buf: &mut [u8]) -> Option<usize> {
+        if let Some(c) = self.ctrl.pop_front() {
+            return self.ctrl_frame(c, buf);
+        }
+        self.until = None;
+        if paused & (1 << self.cfg.data_priority) != 0 {
+            return None;
+        }
+        self.data_frame(now, buf)
+    }
+
+    fn poll_timeout(&self) -> Option<u64> {
+        let timers = self.active.iter().filter_map(|&si| self.sending[si].tx.poll_timeout());
+        timers.chain(self.until).min()
+    }
+}

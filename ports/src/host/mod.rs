@@ -1,0 +1,247 @@
+//! The host runtime: what a host's sans-IO agent ([`roce::agent::Agent`]) runs on — a frame
+//! port and its buffers, a clock, ARP for the host's address, an idle policy — and the loop that
+//! drives any agent. The `nic-agent` binary, the collector's soft-RNIC on AF_PACKET or DPDK, and
+//! `dataplane report` run on it; the lab runs the same agents on its virtual clock instead.
+//!
+//! What it is not: it has no protocol logic (the agent's), and no PFC — a real NIC pauses in
+//! hardware, and the runtimes here run on ports that carry none.
+
+pub mod arp;
+
+use std::net::Ipv4Addr;
+use std::time::{Duration, Instant};
+
+use roce::agent::Agent;
+use wire::ethernet::EthernetAddress;
+
+use crate::buf::{Frame, Pool};
+use crate::port::{PortIo, PortStats, fill};
+
+/// Frames per receive or transmit burst.
+pub const BURST: usize = 32;
+
+/// The monotonic clock, in nanoseconds since it was made.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    t0: Instant,
+}
+
+impl Clock {
+    /// A clock starting at 0 now.
+    pub fn new() -> Self {
+        Self { t0: Instant::now() }
+    }
+
+    /// Nanoseconds since the start.
+    pub fn now(&self) -> u64 {
+        self.t0.elapsed().as_nanos() as u64
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// How a poll loop waits when a round did nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Idle {
+    /// Busy-poll, yielding the thread between rounds: a poll-mode runtime on a core of its own.
+    Spin,
+    /// Sleep until shortly before the next deadline (at most 1 ms; 20 µs without one), spin the
+    /// last 60 µs: a host process that shares its core.
+    Sleep,
+}
+
+impl Idle {
+    /// Wait after an idle round at `now`, the next deadline being `until`.
+    pub fn wait(self, now: u64, until: Option<u64>) {
+        match (self, until) {
+            (Self::Spin, _) => std::thread::yield_now(),
+            (Self::Sleep, Some(t)) if t > now + 60_000 => {
+                std::thread::sleep(Duration::from_nanos((t - now - 50_000).min(1_000_000)))
+            }
+            (Self::Sleep, Some(_)) => std::hint::spin_loop(),
+            (Self::Sleep, None) => std::thread::sleep(Duration::from_micros(20)),
+        }
+    }
+}
+
+/// Why the host runtime could not do what it was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// No ARP reply named the address in time.
+    #[error("no ARP answer from {0} within {1:?}")]
+    NoArpAnswer(Ipv4Addr, Duration),
+}
+
+/// A frame `agent` writes into a buffer from `pool`: its whole tailroom offered, trimmed to the
+/// length written. `None` (the buffer back) when the agent has nothing or no buffer is free.
+pub fn transmit_into<F: Frame, A: Agent + ?Sized>(
+    pool: &mut dyn Pool<F>,
+    agent: &mut A,
+    now: u64,
+    paused: u8,
+) -> Option<F> {
+    let mut b = pool.alloc()?;
+    let room = b.tailroom();
+    let n = b.append(room).and_then(|buf| agent.poll_transmit(now, paused, buf));
+    match n {
+        Some(n) if n <= room => {
+            b.trim(room - n);
+            Some(b)
+        }
+        _ => {
+            pool.free(b);
+            None
+        }
+    }
+}
+
+/// A host on a frame port: the port, its buffers, the host's addresses and clock.
+pub struct HostPort<F, P, Q> {
+    port: P,
+    pool: Q,
+    /// The host's MAC.
+    pub mac: EthernetAddress,
+    /// The host's address (ARP requests for it are answered).
+    pub ip: Ipv4Addr,
+    clock: Clock,
+    idle: Idle,
+    rx: Vec<F>,
+    tx: Vec<F>,
+    /// Frames the agent made that the port would not take (lost, as on a full NIC queue).
+    pub tx_dropped: u64,
+}
+
+impl<F, P, Q> std::fmt::Debug for HostPort<F, P, Q> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostPort").field("mac", &self.mac).field("ip", &self.ip).finish()
+    }
+}
+
+impl<F: Frame, P: PortIo<F>, Q: Pool<F> + 'static> HostPort<F, P, Q> {
+    /// A host at `ip`/`mac` on `port`, with buffers from `pool`.
+    pub fn new(port: P, pool: Q, mac: EthernetAddress, ip: Ipv4Addr, idle: Idle) -> Self {
+        Self {
+            port,
+            pool,
+            mac,
+            ip,
+            clock: Clock::new(),
+            idle,
+            rx: Vec::with_capacity(BURST),
+            tx: Vec::with_capacity(BURST),
+            tx_dropped: 0,
+        }
+    }
+
+    /// Nanoseconds since the host started.
+    pub fn now(&self) -> u64 {
+        self.clock.now()
+    }
+
+    /// The port's counters.
+    pub fn port_stats(&self) -> PortStats {
+        self.port.stats()
+    }
+
+    /// The port.
+    pub fn port(&self) -> &P {
+        &self.port
+    }
+
+    /// Send what is queued; what the port will not take now is retried, then dropped.
+    fn flush(&mut self) {
+        for _ in 0..1000 {
+            if self.tx.is_empty() {
+                return;
+            }
+            self.port.tx_burst(&mut self.tx, &mut self.pool);
+        }
+        self.tx_dropped += self.tx.len() as u64;
+        for f in self.tx.drain(..) {
+            self.pool.free(f);
+        }
+    }
+
+    /// Receive a burst; each frame goes to `f` (ARP requests for the host's address are
+    /// answered first). Returns how many arrived.
+    fn receive(&mut self, mut f: impl FnMut(u64, &[u8])) -> usize {
+        let n = self.port.rx_burst(&mut self.pool, &mut self.rx, BURST);
+        if n == 0 {
+            return 0;
+        }
+        let now = self.now();
+        let mut rx = std::mem::take(&mut self.rx);
+        for b in rx.drain(..) {
+            let (ip, mac) = (self.ip, self.mac);
+            if let Some(reply) = arp::answer(b.data(), |t| (t == ip).then_some(mac)) {
+                if let Some(r) = fill(&mut self.pool as &mut dyn Pool<F>, &reply) {
+                    self.tx.push(r);
+                }
+            } else {
+                f(now, b.data());
+            }
+            self.pool.free(b);
+        }
+        self.rx = rx;
+        n
+    }
+
+    /// The MAC of `target`, by ARP: a request every 200 ms until a reply, for at most `timeout`.
+    pub fn resolve(&mut self, target: Ipv4Addr, timeout: Duration) -> Result<EthernetAddress, HostError> {
+        let mut r = arp::Resolver::new(self.mac, self.ip, target, 200_000_000);
+        let deadline = self.now() + timeout.as_nanos() as u64;
+        while self.now() < deadline {
+            if let Some(req) = r.poll_transmit(self.now())
+                && let Some(b) = fill(&mut self.pool as &mut dyn Pool<F>, &req)
+            {
+                self.tx.push(b);
+            }
+            self.flush();
+            if self.receive(|_, frame| r.handle_packet(frame)) == 0 {
+                self.idle.wait(self.now(), r.poll_timeout());
+            }
+            if let Some(mac) = r.found() {
+                return Ok(mac);
+            }
+        }
+        Err(HostError::NoArpAnswer(target, timeout))
+    }
+
+    /// One round of `agent`: a burst received, its timers run, up to a burst of what it sends.
+    /// Returns whether anything arrived or left.
+    pub fn poll<A: Agent + ?Sized>(&mut self, agent: &mut A) -> bool {
+        let got = self.receive(|now, frame| agent.handle_packet(now, frame));
+        let now = self.now();
+        if agent.poll_timeout().is_some_and(|t| t <= now) {
+            agent.handle_timeout(now);
+        }
+        while self.tx.len() < BURST {
+            match transmit_into(&mut self.pool as &mut dyn Pool<F>, agent, self.clock.now(), 0) {
+                Some(b) => self.tx.push(b),
+                None => break,
+            }
+        }
+        let sent = !self.tx.is_empty();
+        self.flush();
+        got > 0 || sent
+    }
+
+    /// Run `agent` until `done` says so (asked after every round, with the time), waiting as the
+    /// idle policy says after a round that did nothing.
+    pub fn run<A: Agent + ?Sized>(&mut self, agent: &mut A, mut done: impl FnMut(&A, u64) -> bool) {
+        loop {
+            let busy = self.poll(agent);
+            let now = self.now();
+            if done(agent, now) {
+                return;
+            }
+            if !busy {
+                self.idle.wait(now, agent.poll_timeout());
+            }
+        }
+    }
+}
