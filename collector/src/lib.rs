@@ -13,8 +13,10 @@
 //!   paths, sketch reads and point estimates, and a multi-threaded batch lookup.
 //! * [`rnic`] — the soft-RNIC: a RoCEv2 responder on a UDP socket (ICRC, PSN, QPN, R_Key and
 //!   bounds checked; CM server; the metadata SEND), for machines without an RDMA NIC.
-//! * [`rnic_port`] — the same soft-RNIC on a frame port (AF_PACKET, or a DPDK ethdev with feature
-//!   `dpdk`): ICRC over the header as it arrived, ARP answered for the collector's address.
+//! * [`rnic_port`] — the same soft-RNIC as a frame-level agent ([`rnic_port::RnicAgent`]), on a
+//!   frame port through the host runtime (AF_PACKET, or a DPDK ethdev with feature `dpdk`) or on
+//!   a host of the lab: ICRC over the header as it arrived, ARP answered for the collector's
+//!   address.
 //! * `verbs` (cargo feature `verbs`) — the same stores served by a real RoCEv2 NIC through
 //!   rdma-core: rdma_cm listeners, `ibv_reg_mr_iova`, the metadata SEND with the NIC's R_Key.
 //! * [`peer`] — a packet-at-a-time RoCEv2 peer on a UDP socket (CM, metadata, single packets),

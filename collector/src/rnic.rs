@@ -82,6 +82,9 @@ pub struct RnicStats {
     pub connections: AtomicU64,
     /// Replies sent (ACKs, NAKs, CM, metadata).
     pub tx_packets: AtomicU64,
+    /// Replies not sent: no frame of the peer's was ever seen to learn its MAC from, or the
+    /// reply did not fit (frame ports only).
+    pub unroutable: AtomicU64,
 }
 
 /// A snapshot of [`RnicStats`].
@@ -104,6 +107,7 @@ pub struct StatsSnapshot {
     pub bad_mads: u64,
     pub connections: u64,
     pub tx_packets: u64,
+    pub unroutable: u64,
 }
 
 impl RnicStats {
@@ -127,6 +131,7 @@ impl RnicStats {
             bad_mads: g(&self.bad_mads),
             connections: g(&self.connections),
             tx_packets: g(&self.tx_packets),
+            unroutable: g(&self.unroutable),
         }
     }
 }
@@ -256,6 +261,16 @@ impl RnicCore {
         self.on_event(ev);
     }
 
+    /// Connections: (our QPN, port, peer).
+    pub(crate) fn connections(&self) -> Vec<(u32, u16, Ipv4Addr)> {
+        self.ep.connections().collect()
+    }
+
+    /// When the CM and requester timers next have something to do.
+    pub(crate) fn poll_timeout(&self) -> Option<u64> {
+        self.ep.poll_timeout()
+    }
+
     /// Run the CM and requester timers.
     pub(crate) fn timers(&mut self, now: u64, out: &mut dyn FnMut(Ipv4Addr, RoceRepr<'_>)) {
         let ev = self.ep.handle_timeout(now, out);
@@ -349,7 +364,7 @@ impl SoftRnic {
 
     /// Connections: (our QPN, port, peer).
     pub fn connections(&self) -> Vec<(u32, u16, Ipv4Addr)> {
-        self.core.ep.connections().collect()
+        self.core.connections()
     }
 
     fn now(&self) -> u64 {

@@ -1,22 +1,21 @@
-//! `dataplane report`: a DTA load generator. The sans-IO [`LoadGen`] makes the reports
-//! (sequence numbers, the last K kept, resends from NACKs); this wraps it with a clock, a
-//! pacer and either a UDP socket (reports to each collector's address on the DTA port, as a
-//! reporter behind the translator sends them; NACKs read on port 40044) or a pcap file of
-//! Ethernet frames for replay through a pcap or DPDK port.
+//! `dataplane report`: a DTA load generator — `roce::dta::ReporterAgent` (the reports, their
+//! sequence numbers, pacing, the last K kept and resent from NACKs) on the host runtime, over
+//! either a UDP port (reports to each collector's address on the DTA port, as a reporter behind
+//! the translator sends them; NACKs read on port 40044) or a pcap file of Ethernet frames for
+//! replay through a pcap or DPDK port.
 
-use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
-use pcap_file::DataLink;
-use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
-use wire::dta::NackRepr;
+use roce::dta::{LoadSpec, MAX_REPORT, ReporterAgent, ReporterConfig};
 use wire::ethernet::EthernetAddress;
-use wire::stack::UdpFlow;
-
-use roce::dta::{LoadGen, LoadSpec, MAX_REPORT, report_frame_len, write_report_frame};
 use wire::udp::port::DTA_NACK as NACK_PORT;
+
+use crate::buf::{HeapPool, PktBuf};
+use crate::port::{PcapPort, PortIo, UdpPort, peer_mac};
+use ports::host::{BURST, HostPort, Idle};
 
 /// Where reports go.
 #[derive(Debug, Clone)]
@@ -90,125 +89,64 @@ impl std::fmt::Display for ReportSummary {
     }
 }
 
-/// Reports sent back to back between two pacing waits: about 50 µs worth at `rate`, at most
-/// 32 (a burst), at least 1 (slow rates stay smooth).
-fn pace_burst(rate: u64) -> u64 {
-    (rate / 20_000).clamp(1, 32)
-}
-
-/// Sends one report's bytes to a collector; `false` if it could not.
-type SendFn = dyn FnMut(Ipv4Addr, &[u8]) -> bool;
-
-/// Run the load generator.
+/// Run the load generator: a [`ReporterAgent`] on the host runtime, over a UDP port (reports as
+/// datagrams from `bind`, NACKs on port 40044) or a pcap port (frames into a capture).
 pub fn run(r: &ReportRun) -> anyhow::Result<ReportSummary> {
     if r.collectors.is_empty() {
         bail!("no collector address given");
     }
-    let mut gen_ = LoadGen::new(r.spec, r.keep);
-    let mut out: Box<SendFn> = match &r.sink {
+    let (ip, src_port, mac, gateway_mac, linger) = match &r.sink {
         Sink::Udp { bind } => {
-            let sock =
-                UdpSocket::bind(bind).with_context(|| format!("binding the report socket to {bind}"))?;
-            let port = r.port;
-            Box::new(move |dst, b| sock.send_to(b, SocketAddrV4::new(dst, port)).is_ok())
+            (*bind.ip(), bind.port(), EthernetAddress([2, 0, 0, 0, 0, 1]), peer_mac(*bind.ip()), r.linger)
         }
-        Sink::Pcap { path, src_mac, dst_mac, src_ip } => {
-            let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-            let header = PcapHeader { datalink: DataLink::ETHERNET, ..PcapHeader::default() };
-            let mut w = PcapWriter::with_header(std::io::BufWriter::new(f), header)
-                .with_context(|| format!("writing {}", path.display()))?;
-            let (src_mac, dst_mac, src_ip, port) = (*src_mac, *dst_mac, *src_ip, r.port);
-            let start = Instant::now();
-            let mut frame = vec![0u8; 64 + MAX_REPORT];
-            Box::new(move |dst, b| {
-                let flow = UdpFlow::host_udp(
-                    src_mac,
-                    dst_mac,
-                    SocketAddrV4::new(src_ip, 40041),
-                    SocketAddrV4::new(dst, port),
-                );
-                let n = report_frame_len(&flow, b.len());
-                let f = &mut frame[..n];
-                write_report_frame(&flow, b, f)
-                    && w.write_packet(&PcapPacket::new(start.elapsed(), n as u32, f)).is_ok()
-            })
-        }
+        Sink::Pcap { src_mac, dst_mac, src_ip, .. } => (*src_ip, 40041, *src_mac, *dst_mac, Duration::ZERO),
     };
-    let nack_sock = match &r.sink {
+    let mut agent = ReporterAgent::new(ReporterConfig {
+        mac,
+        ip,
+        gateway_mac,
+        src_port,
+        dst_port: r.port,
+        collectors: r.collectors.clone(),
+        spec: r.spec,
+        count: r.count,
+        rate: r.rate,
+        start_ns: 0,
+        keep: r.keep,
+    });
+    let pool = HeapPool::new(4 * BURST, 512);
+    let linger_ns = linger.as_nanos() as u64;
+    let done = move |a: &ReporterAgent, now: u64| a.is_done() && now >= a.stats().last_ns + linger_ns;
+    let (port_errors, dropped) = match &r.sink {
         Sink::Udp { bind } => {
-            let s = UdpSocket::bind(SocketAddrV4::new(*bind.ip(), NACK_PORT))
+            let port = UdpPort::open(*bind.ip(), mac, &[NACK_PORT])
                 .with_context(|| format!("binding the NACK socket to {}:{NACK_PORT}", bind.ip()))?;
-            s.set_nonblocking(true)?;
-            Some(s)
+            let mut host = HostPort::new(port, pool, mac, ip, Idle::Sleep);
+            host.run(&mut agent, done);
+            (<UdpPort as PortIo<PktBuf>>::stats(host.port()).tx_errors, host.tx_dropped)
         }
-        Sink::Pcap { .. } => None,
-    };
-    let mut s = ReportSummary::default();
-    let mut buf = [0u8; MAX_REPORT];
-    let start = Instant::now();
-    let collectors = r.collectors.clone();
-    let poll_nacks = |g: &mut LoadGen, s: &mut ReportSummary, out: &mut SendFn| {
-        let Some(sock) = &nack_sock else { return };
-        let mut m = [0u8; 64];
-        while let Ok(n) = sock.recv(&mut m) {
-            let Ok(nack) = NackRepr::parse(&m[..n]) else { continue };
-            s.nacks += 1;
-            let mut resend: Vec<Vec<u8>> = Vec::new();
-            g.sender.on_nack(&nack, |b| resend.push(b.to_vec()));
-            for b in resend {
-                let Ok(rep) = wire::dta::DtaRepr::parse(&b, wire::dta::Format::default()) else { continue };
-                if let Some(dst) = roce::dta::destination(&rep, &collectors)
-                    && !out(dst, &b)
-                {
-                    s.send_errors += 1;
-                }
-            }
+        Sink::Pcap { path, .. } => {
+            let port =
+                PcapPort::open(None, Some(path)).with_context(|| format!("writing {}", path.display()))?;
+            let mut host = HostPort::new(port, pool, mac, ip, Idle::Sleep);
+            host.run(&mut agent, done);
+            let mut port = host.into_port();
+            <PcapPort as PortIo<PktBuf>>::flush(&mut port)
+                .with_context(|| format!("writing {}", path.display()))?;
+            (<PcapPort as PortIo<PktBuf>>::stats(&port).tx_errors, 0)
         }
     };
-    let mut due = Duration::ZERO;
-    let burst = pace_burst(r.rate);
-    while gen_.produced < r.count {
-        // Pace in bursts of about 50 µs: each burst is due burst / (rate × the share
-        // slow-down messages allow) after the last; the wait until then is slept, not spun,
-        // when it is long enough, so a paced generator leaves the CPU to the translator and
-        // the collector.
-        if r.rate > 0 && gen_.produced.is_multiple_of(burst) {
-            loop {
-                // NACKs first, so one that came during the wait is answered before the next
-                // report goes out.
-                poll_nacks(&mut gen_, &mut s, &mut *out);
-                let now = start.elapsed();
-                if now >= due {
-                    break;
-                }
-                let left = due - now;
-                if left > Duration::from_micros(100) {
-                    std::thread::sleep(left - Duration::from_micros(50));
-                } else {
-                    std::hint::spin_loop();
-                }
-            }
-            due += Duration::from_secs_f64(burst as f64 / (r.rate as f64 * gen_.sender.rate_scale()));
-        }
-        let Some((n, c)) = gen_.next_report(&mut buf, collectors.len()) else {
-            bail!("a report does not fit {MAX_REPORT} bytes")
-        };
-        if !out(collectors[c], &buf[..n]) {
-            s.send_errors += 1;
-        }
-        if gen_.produced.is_multiple_of(64) {
-            poll_nacks(&mut gen_, &mut s, &mut *out);
-        }
+    let st = agent.stats();
+    if st.too_long > 0 {
+        bail!("a report does not fit {MAX_REPORT} bytes")
     }
-    s.seconds = start.elapsed().as_secs_f64();
-    let end = Instant::now();
-    while end.elapsed() < r.linger && nack_sock.is_some() {
-        poll_nacks(&mut gen_, &mut s, &mut *out);
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    s.sent = gen_.produced;
-    s.resent = gen_.sender.resent;
-    s.unrecoverable = gen_.sender.unrecoverable;
-    s.slow_downs = gen_.sender.slow_downs;
-    Ok(s)
+    Ok(ReportSummary {
+        sent: st.sent,
+        seconds: st.first_ns.map_or(0.0, |f| (st.last_ns - f) as f64 / 1e9),
+        nacks: st.nacks,
+        resent: st.resent,
+        unrecoverable: st.unrecoverable,
+        slow_downs: st.slow_downs,
+        send_errors: port_errors + dropped,
+    })
 }

@@ -152,6 +152,11 @@ impl<F: Frame, P: PortIo<F>, Q: Pool<F> + 'static> HostPort<F, P, Q> {
         &self.port
     }
 
+    /// The port, the host done with.
+    pub fn into_port(self) -> P {
+        self.port
+    }
+
     /// Send what is queued; what the port will not take now is retried, then dropped.
     fn flush(&mut self) {
         for _ in 0..1000 {
@@ -226,6 +231,9 @@ impl<F: Frame, P: PortIo<F>, Q: Pool<F> + 'static> HostPort<F, P, Q> {
             }
         }
         let sent = !self.tx.is_empty();
+        if sent {
+            self.port.set_time(self.clock.now());
+        }
         self.flush();
         got > 0 || sent
     }

@@ -30,8 +30,7 @@ use std::io::{self, IoSliceMut};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 
 use quinn_udp::{RecvMeta, Transmit, UdpSocketState};
-use wire::arp::ArpRepr;
-use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr};
+use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame};
 use wire::ipv4::{Ipv4Packet, protocol};
 use wire::stack::UdpFlow;
 use wire::udp::UdpPacket;
@@ -231,27 +230,17 @@ impl UdpPort {
 
     /// Answer an ARP request for any address but ours with its synthetic MAC.
     fn arp_reply(&mut self, data: &[u8]) -> bool {
-        let Ok(eth) = EthernetFrame::new_checked(data) else { return false };
-        let Ok(req) = ArpRepr::parse(eth.payload()) else { return false };
-        if req.op != 1 || req.target_ip == self.ip || self.arp.len() >= 64 {
+        if self.arp.len() >= 64 {
             return false;
         }
-        let mac = peer_mac(req.target_ip);
-        let reply = ArpRepr {
-            op: 2,
-            sender_mac: mac,
-            sender_ip: req.target_ip,
-            target_mac: req.sender_mac,
-            target_ip: req.sender_ip,
-        };
-        let mut f = [0u8; 60];
-        let e =
-            EthernetRepr { src_addr: mac, dst_addr: req.sender_mac, vlan: None, ethertype: EtherType::ARP };
-        if e.emit(&mut f).is_err() || reply.emit(&mut f[e.buffer_len()..]).is_err() {
-            return false;
+        let ip = self.ip;
+        match crate::host::arp::answer(data, |target| (target != ip).then(|| peer_mac(target))) {
+            Some(reply) => {
+                self.arp.push_back(reply);
+                true
+            }
+            None => false,
         }
-        self.arp.push_back(f);
-        true
     }
 }
 
@@ -526,7 +515,7 @@ mod tests {
         let mut got: Vec<PktBuf> = Vec::new();
         assert_eq!(PortIo::rx_burst(&mut port, &mut pool, &mut got, 32), 1);
         let eth = EthernetFrame::new_checked(got[0].data()).unwrap();
-        let reply = ArpRepr::parse(eth.payload()).unwrap();
+        let reply = wire::arp::ArpRepr::parse(eth.payload()).unwrap();
         assert_eq!((reply.op, reply.sender_ip, reply.sender_mac), (2, target, peer_mac(target)));
         assert_eq!(reply.target_mac, MAC);
     }

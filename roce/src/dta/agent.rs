@@ -1,0 +1,197 @@
+//! [`ReporterAgent`]: a host reporting to DTA collectors, as a frame-level
+//! [`Agent`](crate::agent::Agent) — the load generator's stream, framed in Ethernet/IPv4/UDP to
+//! each report's collector (through the translator, the collectors' ToR), paced, and NACKs
+//! answered with the reports kept. `dataplane report` runs it on the host runtime (a UDP socket
+//! or a capture file); the lab's reporter hosts run it on the virtual clock.
+
+use std::collections::VecDeque;
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use wire::dta::{DtaRepr, Format, NackRepr};
+use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame};
+use wire::ipv4::{Ipv4Packet, protocol};
+use wire::stack::UdpFlow;
+use wire::udp::UdpPacket;
+
+use super::{LoadGen, LoadSpec, MAX_REPORT, destination, report_frame_len, write_report_frame};
+use crate::agent::Agent;
+
+/// What a reporter sends and where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReporterConfig {
+    /// Its MAC.
+    pub mac: EthernetAddress,
+    /// Its address (NACKs come back to it).
+    pub ip: Ipv4Addr,
+    /// The next hop's MAC.
+    pub gateway_mac: EthernetAddress,
+    /// UDP source port of reports.
+    pub src_port: u16,
+    /// UDP destination port of reports (40040).
+    pub dst_port: u16,
+    /// Collectors, by the reporters' mapping.
+    pub collectors: Vec<Ipv4Addr>,
+    /// The stream.
+    pub spec: LoadSpec,
+    /// Reports to send.
+    pub count: u64,
+    /// Reports per second (0: as fast as the link takes them).
+    pub rate: u64,
+    /// When to start, ns.
+    pub start_ns: u64,
+    /// Retransmittable reports kept for NACKs.
+    pub keep: usize,
+}
+
+/// What a reporter did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReporterStats {
+    /// Reports sent (first transmissions).
+    pub sent: u64,
+    /// When the first and the last report went, ns.
+    pub first_ns: Option<u64>,
+    /// When the last report went, ns.
+    pub last_ns: u64,
+    /// NACK and slow-down messages received.
+    pub nacks: u64,
+    /// Reports resent after NACKs.
+    pub resent: u64,
+    /// NACKed reports no longer kept (lost for good).
+    pub unrecoverable: u64,
+    /// Slow-down messages.
+    pub slow_downs: u64,
+    /// Reports that did not fit a frame (none of the load generator's do).
+    pub too_long: u64,
+}
+
+/// Reports sent back to back between two pacing waits: about 50 µs worth at `rate`, at most 32
+/// (a burst), at least 1 (slow rates stay smooth).
+fn pace_burst(rate: u64) -> u64 {
+    (rate / 20_000).clamp(1, 32)
+}
+
+/// A reporter host: see the module.
+#[derive(Debug, Clone)]
+pub struct ReporterAgent {
+    cfg: ReporterConfig,
+    gen_: LoadGen,
+    burst: u64,
+    /// When the next burst may go, ns.
+    due: u64,
+    /// Reports to resend (NACKed), with their collector.
+    resend: VecDeque<([u8; MAX_REPORT], u16, Ipv4Addr)>,
+    stats: ReporterStats,
+}
+
+impl ReporterAgent {
+    /// A reporter sending `cfg`'s stream from `cfg.start_ns`.
+    pub fn new(cfg: ReporterConfig) -> Self {
+        let gen_ = LoadGen::new(cfg.spec, cfg.keep);
+        Self {
+            burst: pace_burst(cfg.rate),
+            due: cfg.start_ns,
+            gen_,
+            cfg,
+            resend: VecDeque::new(),
+            stats: ReporterStats::default(),
+        }
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> ReporterStats {
+        let s = &self.gen_.sender;
+        ReporterStats {
+            resent: s.resent,
+            unrecoverable: s.unrecoverable,
+            slow_downs: s.slow_downs,
+            ..self.stats
+        }
+    }
+
+    /// Whether every report of the stream went out (NACKs may still come).
+    pub fn is_done(&self) -> bool {
+        self.gen_.produced >= self.cfg.count && self.resend.is_empty()
+    }
+
+    fn flow(&self, dst: Ipv4Addr) -> UdpFlow {
+        UdpFlow::host_udp(
+            self.cfg.mac,
+            self.cfg.gateway_mac,
+            SocketAddrV4::new(self.cfg.ip, self.cfg.src_port),
+            SocketAddrV4::new(dst, self.cfg.dst_port),
+        )
+    }
+
+    /// Frame `report` to `dst` into `buf`.
+    fn frame(&mut self, dst: Ipv4Addr, report: &[u8], buf: &mut [u8]) -> Option<usize> {
+        let flow = self.flow(dst);
+        let n = report_frame_len(&flow, report.len());
+        let ok = buf.get_mut(..n).is_some_and(|f| write_report_frame(&flow, report, f));
+        if !ok {
+            self.stats.too_long += 1;
+        }
+        ok.then_some(n)
+    }
+}
+
+impl Agent for ReporterAgent {
+    fn handle_packet(&mut self, _now: u64, frame: &[u8]) {
+        let Ok(eth) = EthernetFrame::new_checked(frame) else { return };
+        if eth.ethertype() != EtherType::IPV4 {
+            return;
+        }
+        let Ok(ip) = Ipv4Packet::new_checked(eth.payload()) else { return };
+        if ip.protocol() != protocol::UDP || ip.dst_addr() != self.cfg.ip {
+            return;
+        }
+        let Ok(udp) = UdpPacket::new_checked(ip.payload()) else { return };
+        if udp.dst_port() != wire::udp::port::DTA_NACK {
+            return;
+        }
+        let Ok(nack) = NackRepr::parse(udp.payload()) else { return };
+        self.stats.nacks += 1;
+        let Self { gen_, resend, cfg, .. } = self;
+        gen_.sender.on_nack(&nack, |b| {
+            let Ok(rep) = DtaRepr::parse(b, Format::default()) else { return };
+            if let Some(dst) = destination(&rep, &cfg.collectors) {
+                let mut k = [0u8; MAX_REPORT];
+                k[..b.len()].copy_from_slice(b);
+                resend.push_back((k, b.len() as u16, dst));
+            }
+        });
+    }
+
+    fn handle_timeout(&mut self, _now: u64) {}
+
+    fn poll_transmit(&mut self, now: u64, _paused: u8, buf: &mut [u8]) -> Option<usize> {
+        if let Some((b, n, dst)) = self.resend.pop_front() {
+            return self.frame(dst, &b[..usize::from(n)], buf);
+        }
+        if self.gen_.produced >= self.cfg.count || now < self.cfg.start_ns {
+            return None;
+        }
+        // Paced in bursts of about 50 µs: each burst is due burst / (rate × the share
+        // slow-down messages allow) after the last.
+        if self.cfg.rate > 0 && self.gen_.produced.is_multiple_of(self.burst) {
+            if now < self.due {
+                return None;
+            }
+            let scale = self.gen_.sender.rate_scale();
+            self.due += (self.burst as f64 * 1e9 / (self.cfg.rate as f64 * scale)) as u64;
+        }
+        let mut report = [0u8; MAX_REPORT];
+        let (n, c) = self.gen_.next_report(&mut report, self.cfg.collectors.len())?;
+        let dst = *self.cfg.collectors.get(c)?;
+        self.stats.sent += 1;
+        self.stats.first_ns.get_or_insert(now);
+        self.stats.last_ns = now;
+        self.frame(dst, &report[..n], buf)
+    }
+
+    fn poll_timeout(&self) -> Option<u64> {
+        if !self.resend.is_empty() {
+            return Some(0);
+        }
+        (self.gen_.produced < self.cfg.count).then_some(self.due.max(self.cfg.start_ns))
+    }
+}

@@ -1,0 +1,196 @@
+//! [`LoadGen`]: a configured stream of reports of one primitive, numbered and kept by a
+//! [`ReportSender`].
+
+use wire::dta::{DtaRepr, Primitive, Priority};
+
+use super::{ReportSender, collector_for};
+
+/// Which primitive a [`LoadGen`] sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadKind {
+    /// Key-Write of `redundancy` copies; data is the report's index (big-endian).
+    KeyWrite {
+        /// N.
+        redundancy: u8,
+    },
+    /// Key-Increment of `redundancy` copies, adding `counter` each time.
+    KeyIncrement {
+        /// N.
+        redundancy: u8,
+        /// Increment.
+        counter: u64,
+    },
+    /// Append to `lists` lists (report i goes to list i mod `lists`); data is the index.
+    Append {
+        /// Lists used.
+        lists: u32,
+    },
+    /// Postcarder: `hops` postcards per key, hop h carrying value `key * 16 + h`.
+    Postcarder {
+        /// Hops per path (1..=5).
+        hops: u8,
+    },
+}
+
+/// What a load generator sends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LoadSpec {
+    /// Primitive.
+    pub kind: LoadKind,
+    /// Keys cycle through `0..keys` (Key-Write, Key-Increment, Postcarder), offset by `key_base`.
+    pub keys: u32,
+    /// First key.
+    pub key_base: u32,
+    /// Priority of every report.
+    pub priority: Priority,
+    /// Retransmittable (sequence-numbered and kept) reports.
+    pub retransmittable: bool,
+    /// Immediate flag on one report in this many (0: never).
+    pub immediate_every: u64,
+    /// Key-Write data length (4, 12 or 28).
+    pub keywrite_data_len: usize,
+    /// Send [`wire::dta::scramble_key`] of each key instead of the key (keys that spread over
+    /// the slots as random keys do, rather than consecutive numbers).
+    pub scramble: bool,
+}
+
+/// A stream of reports of one primitive, numbered and kept by a [`ReportSender`].
+#[derive(Debug, Clone)]
+pub struct LoadGen {
+    spec: LoadSpec,
+    /// Reports produced so far.
+    pub produced: u64,
+    /// The sender: sequence numbers, kept reports, NACK handling.
+    pub sender: ReportSender,
+}
+
+impl LoadGen {
+    /// A generator for `spec`, keeping the last `keep` retransmittable reports.
+    pub fn new(spec: LoadSpec, keep: usize) -> Self {
+        Self { spec, produced: 0, sender: ReportSender::new(keep) }
+    }
+
+    /// Key number `k` as sent.
+    pub fn key(spec: &LoadSpec, k: u32) -> u32 {
+        if spec.scramble { wire::dta::scramble_key(k) } else { k }
+    }
+
+    /// The `i`-th report's primitive (data that needs bytes is written into `kw`).
+    pub fn primitive<'a>(spec: &LoadSpec, i: u64, kw: &'a mut [u8; 28]) -> Primitive<'a> {
+        let keys = u64::from(spec.keys.max(1));
+        let key = Self::key(spec, spec.key_base.wrapping_add((i % keys) as u32));
+        match spec.kind {
+            LoadKind::KeyWrite { redundancy } => {
+                let n = spec.keywrite_data_len.clamp(4, 28);
+                kw[..n].fill(0);
+                kw[n - 4..n].copy_from_slice(&(i as u32).to_be_bytes());
+                Primitive::KeyWrite { redundancy, key, data: &kw[..n] }
+            }
+            LoadKind::KeyIncrement { redundancy, counter } => {
+                Primitive::KeyIncrement { redundancy, key, counter }
+            }
+            LoadKind::Append { lists } => {
+                Primitive::Append { list_id: (i % u64::from(lists.max(1))) as u32, data: i as u32 }
+            }
+            LoadKind::Postcarder { hops } => {
+                let hops = u64::from(hops.clamp(1, 5));
+                let key = Self::key(spec, spec.key_base.wrapping_add(((i / hops) % keys) as u32));
+                let hop = (i % hops) as u8 + 1;
+                Primitive::Postcarder { key, hop, data: key.wrapping_mul(16).wrapping_add(u32::from(hop)) }
+            }
+        }
+    }
+
+    /// Write the next report's DTA bytes into `buf`; returns its length and the index of the
+    /// collector (of `collectors`) it goes to.
+    pub fn next_report(&mut self, buf: &mut [u8], collectors: usize) -> Option<(usize, usize)> {
+        let i = self.produced;
+        let mut kw = [0u8; 28];
+        let primitive = Self::primitive(&self.spec, i, &mut kw);
+        let seq = self.sender.sequence(self.spec.retransmittable, self.spec.priority);
+        let immediate = self.spec.immediate_every != 0 && i.is_multiple_of(self.spec.immediate_every);
+        let r = DtaRepr { immediate, seq: Some(seq), primitive };
+        let n = self.sender.emit(&r, buf)?;
+        self.produced += 1;
+        Some((n, collector_for(&primitive, collectors)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use super::*;
+    use crate::dta::destination;
+    use wire::dta::{Format, NackRepr};
+
+    fn spec(kind: LoadKind) -> LoadSpec {
+        LoadSpec {
+            kind,
+            keys: 10,
+            key_base: 100,
+            priority: Priority::High,
+            retransmittable: true,
+            immediate_every: 4,
+            keywrite_data_len: 4,
+            scramble: false,
+        }
+    }
+
+    #[test]
+    fn every_primitive_is_numbered_mapped_and_parses_back() {
+        let kinds = [
+            LoadKind::KeyWrite { redundancy: 2 },
+            LoadKind::KeyIncrement { redundancy: 3, counter: 5 },
+            LoadKind::Append { lists: 4 },
+            LoadKind::Postcarder { hops: 5 },
+        ];
+        for kind in kinds {
+            let mut g = LoadGen::new(spec(kind), 8);
+            let mut buf = [0u8; 64];
+            for i in 0..20u64 {
+                let (n, c) = g.next_report(&mut buf, 3).unwrap();
+                let r = DtaRepr::parse(&buf[..n], Format::default()).unwrap();
+                assert_eq!(r.seq.unwrap().seqnum, i as u8, "{kind:?}");
+                assert_eq!(r.immediate, i % 4 == 0);
+                assert_eq!(c, collector_for(&r.primitive, 3));
+                match r.primitive {
+                    Primitive::KeyWrite { redundancy, key, data } => {
+                        assert_eq!((redundancy, key), (2, 100 + (i % 10) as u32));
+                        assert_eq!(data, (i as u32).to_be_bytes());
+                    }
+                    Primitive::KeyIncrement { redundancy, counter, .. } => {
+                        assert_eq!((redundancy, counter), (3, 5))
+                    }
+                    Primitive::Append { list_id, data } => {
+                        assert_eq!((list_id, data), ((i % 4) as u32, i as u32))
+                    }
+                    Primitive::Postcarder { key, hop, data } => {
+                        assert_eq!((key, hop), (100 + (i / 5) as u32, (i % 5) as u8 + 1));
+                        assert_eq!(data, key * 16 + u32::from(hop));
+                    }
+                    Primitive::SketchMerge { .. } => unreachable!(),
+                }
+            }
+            assert_eq!(g.produced, 20);
+            // A NACK of 15 brings back 16..=19, all kept.
+            let mut back = Vec::new();
+            g.sender.on_nack(&NackRepr { seqnum: 15, nack: true, slow_down: false }, |b| back.push(b[1]));
+            assert_eq!(back, [16, 17, 18, 19]);
+        }
+    }
+
+    #[test]
+    fn mapping_spreads_keys_and_follows_lists() {
+        let mut hits = [0u32; 4];
+        for key in 0..4000u32 {
+            hits[collector_for(&Primitive::KeyIncrement { redundancy: 1, key, counter: 1 }, 4)] += 1;
+        }
+        assert!(hits.iter().all(|&h| (800..1200).contains(&h)), "{hits:?}");
+        assert_eq!(collector_for(&Primitive::Append { list_id: 6, data: 0 }, 4), 2);
+        let ips = [Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2)];
+        let r = DtaRepr { immediate: false, seq: None, primitive: Primitive::Append { list_id: 3, data: 0 } };
+        assert_eq!(destination(&r, &ips), Some(ips[1]));
+        assert_eq!(destination(&r, &[]), None);
+    }
+}
