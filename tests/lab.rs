@@ -164,3 +164,76 @@ fn a_leaf_spine_fabric_spreads_flows_over_its_spines() {
     let (a, b) = (down(2), down(3));
     assert!(a > 200_000 && b > 200_000, "spine bytes towards leaf 1: {a} and {b}");
 }
+
+/// A counter of `counters` by name (0 when absent: only non-zero drops are listed).
+fn counter(counters: &[(String, u64)], name: &str) -> u64 {
+    counters.iter().find(|(n, _)| n == name).map_or(0, |(_, v)| *v)
+}
+
+/// The lab runs any registered program: a `macswap` switch between two RC hosts carries the
+/// flow there and its acknowledgements back (each frame leaves by the other port with its MACs
+/// swapped), and the flow finishes at line rate — nothing dropped, nothing retransmitted.
+#[test]
+fn a_macswap_switch_carries_a_flow_between_two_hosts() {
+    let r = lab::run(&bundled("macswap-star.toml"), |_| {}).unwrap();
+    assert_eq!(r.switches.len(), 1);
+    assert_eq!(r.switches[0].program, "macswap");
+    let f = r.flows[0];
+    let fct = f.fct_ns.expect("the flow finishes");
+    assert!(fct <= f.standalone_ns * 101 / 100, "FCT {fct} ns vs {} ns standalone", f.standalone_ns);
+    assert_eq!((r.switch_drops, r.retransmits), (0, 0));
+    let (h0, h1) = (&r.agents[0], &r.agents[1]);
+    assert_eq!((h0.agent, h1.agent), ("rc", "rc"));
+    let packets = f.size.div_ceil(1000);
+    assert_eq!(counter(&h1.counters, "acks_tx"), packets);
+    assert_eq!(counter(&h0.counters, "acks_rx"), packets);
+    assert_eq!(counter(&h1.counters, "flows_completed"), 1);
+}
+
+/// The lab runs any host agent: the DTA translator as the collector's ToR, a Key-Write reporter
+/// (N = 2), an Append reporter and a soft-RNIC collector. The translator connects to the
+/// collector's stores over IB CM; every report sent is stored: one Append entry per Append
+/// report, two RDMA WRITEs per Key-Write report (filling the slots 10,000 random writes fill
+/// in 65,536), and nothing is dropped or refused on any side.
+#[test]
+fn a_dta_translator_turns_reporters_reports_into_a_collectors_memory() {
+    let r = lab::run(&bundled("dta-translator-star.toml"), |_| {}).unwrap();
+    assert_eq!(r.switches[0].program, "dta_translator");
+    let drops: Vec<_> = r.switches[0]
+        .counters
+        .iter()
+        .filter(|(n, v)| *v > 0 && !["consumed", "to_cpu", "recirculated"].contains(&n.as_str()))
+        .collect();
+    assert!(drops.is_empty(), "translator drops {drops:?}");
+    assert_eq!(r.switch_drops, 0);
+    let [kw, ap, col] = &r.agents[..] else { panic!("{:?}", r.agents) };
+    assert_eq!((kw.agent, ap.agent, col.agent), ("dta_reporter", "dta_reporter", "dta_collector"));
+    for rep in [kw, ap] {
+        assert_eq!(counter(&rep.counters, "sent"), 20_000, "{rep:?}");
+        assert_eq!(counter(&rep.counters, "unrecoverable"), 0, "{rep:?}");
+    }
+    let c = &col.counters;
+    assert_eq!(counter(c, "connections"), 2, "Key-Write and Append stores: {c:?}");
+    assert_eq!(counter(c, "append0_entries"), 20_000, "{c:?}");
+    // Two copies per Key-Write report, then the Append batches (16 entries, or fewer when the
+    // 50 µs flush timer fires first).
+    let writes = counter(c, "writes");
+    assert!((40_000 + 20_000 / 16..=40_000 + 20_000).contains(&writes), "{c:?}");
+    let expected_slots = 65536.0 * (1.0 - (-10_000.0f64 / 65536.0).exp());
+    let used = counter(c, "keywrite_slots_used") as f64;
+    assert!(
+        (used - expected_slots).abs() < 0.02 * expected_slots,
+        "{used} slots used, ~{expected_slots:.0} expected"
+    );
+    for bad in [
+        "bad_icrc",
+        "malformed",
+        "unknown_qp",
+        "access_errors",
+        "out_of_sequence",
+        "duplicates",
+        "unroutable",
+    ] {
+        assert_eq!(counter(c, bad), 0, "{bad}: {c:?}");
+    }
+}

@@ -326,6 +326,45 @@ impl Stores {
         Ok((s, entries))
     }
 
+    /// What each store holds, for a summary: occupied slots of the Key-Write, Key-Increment and
+    /// Postcarder stores (a slot not all zero), entries appended to each list since start.
+    pub fn occupancy(&self) -> Vec<(String, u64)> {
+        self.stores
+            .iter()
+            .map(|s| {
+                let view = self.mem.view(s.region);
+                let used = |slot_len: u64, slots: u64| {
+                    let mut b = vec![0u8; slot_len as usize];
+                    (0..slots)
+                        .filter(|i| {
+                            view.read(i * slot_len, &mut b);
+                            b.iter().any(|&x| x != 0)
+                        })
+                        .count() as u64
+                };
+                match s.kind {
+                    StoreKind::KeyWrite { slots, data_len, .. } => (
+                        "keywrite_slots_used".to_string(),
+                        used(layout::keywrite_slot_len(data_len) as u64, slots),
+                    ),
+                    StoreKind::KeyIncrement { slots, .. } => (
+                        "keyincrement_slots_used".to_string(),
+                        used(layout::KEYINCREMENT_SLOT_LEN as u64, slots),
+                    ),
+                    StoreKind::Postcarder { slots } => {
+                        ("postcarder_slots_used".to_string(), used(layout::POSTCARDER_SLOT_LEN as u64, slots))
+                    }
+                    StoreKind::Append { list, .. } => {
+                        (format!("append{list}_entries"), self.mem.ring_head(s.region))
+                    }
+                    StoreKind::Sketch { id, rows, columns } => {
+                        (format!("sketch{id}_columns_used"), used(u64::from(rows) * 4, u64::from(columns)))
+                    }
+                }
+            })
+            .collect()
+    }
+
     /// Entries written to `list` since start.
     pub fn append_head(&self, list: u32) -> Result<u64, QueryError> {
         let (s, _) = self.list(list)?;

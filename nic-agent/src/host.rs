@@ -10,6 +10,8 @@
 //! go. The link's PFC is the runtime's: it says which priorities are paused.
 
 use std::collections::VecDeque;
+
+use hashbrown::HashMap;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::Arc;
 
@@ -144,6 +146,12 @@ pub struct RcHost {
     active: Vec<usize>,
     rr: usize,
     receiving: Vec<Receiving>,
+    /// By our QP number: the flow sending from it and the flow receiving on it.
+    by_qp: HashMap<u32, (Option<usize>, Option<usize>)>,
+    /// By the caller's flow ID: the flow sending and the flow receiving.
+    by_id: HashMap<u64, (Option<usize>, Option<usize>)>,
+    /// Flows received here that are complete.
+    completed: usize,
     ctrl: VecDeque<Ctrl>,
     /// The earliest time a paced packet may go, from the last `poll_transmit`.
     until: Option<u64>,
@@ -166,6 +174,9 @@ impl RcHost {
             active: Vec::new(),
             rr: 0,
             receiving: Vec::new(),
+            by_qp: HashMap::new(),
+            by_id: HashMap::new(),
+            completed: 0,
             ctrl: VecDeque::new(),
             until: None,
             stats: HostStats::default(),
@@ -201,7 +212,10 @@ impl RcHost {
         let _ = now;
         let udp = self.udp(flow.peer, flow.local_qp, self.cfg.data_dscp, self.cfg.data_ecn);
         let tx = RcSender::new(flow.cfg, flow.cc.clone());
-        self.active.push(self.sending.len());
+        let i = self.sending.len();
+        self.by_qp.entry(flow.local_qp).or_default().0 = Some(i);
+        self.by_id.entry(flow.id).or_default().0 = Some(i);
+        self.active.push(i);
         self.sending.push(Sending { flow, tx, udp, first_send: None });
     }
 
@@ -209,6 +223,9 @@ impl RcHost {
     pub fn expect(&mut self, flow: RecvFlow) {
         let udp = self.udp(flow.peer, flow.local_qp, self.cfg.ctrl_dscp, 0);
         let rx = RcReceiver::new(flow.size, flow.start_psn, self.cfg.cnp_interval_ns);
+        let i = self.receiving.len();
+        self.by_qp.entry(flow.local_qp).or_default().1 = Some(i);
+        self.by_id.entry(flow.id).or_default().1 = Some(i);
         self.receiving.push(Receiving {
             flow,
             rx,
@@ -219,43 +236,50 @@ impl RcHost {
         });
     }
 
+    fn recv_of(&self, id: u64) -> Option<&Receiving> {
+        self.by_id.get(&id).and_then(|&(_, r)| r).map(|r| &self.receiving[r])
+    }
+
+    fn send_of(&self, id: u64) -> Option<&Sending> {
+        self.by_id.get(&id).and_then(|&(s, _)| s).map(|s| &self.sending[s])
+    }
+
     /// Bytes flow `id` (received here) has delivered in order.
     pub fn received(&self, id: u64) -> Option<u64> {
-        self.receiving.iter().find(|r| r.flow.id == id).map(|r| r.rx.bytes())
+        self.recv_of(id).map(|r| r.rx.bytes())
     }
 
     /// When flow `id` (received here) had every byte.
     pub fn completed_at(&self, id: u64) -> Option<u64> {
-        self.receiving.iter().find(|r| r.flow.id == id).and_then(|r| r.done_at)
+        self.recv_of(id).and_then(|r| r.done_at)
     }
 
     /// When flow `id` (received here) had its first data packet.
     pub fn first_data_at(&self, id: u64) -> Option<u64> {
-        self.receiving.iter().find(|r| r.flow.id == id).and_then(|r| r.first_at)
+        self.recv_of(id).and_then(|r| r.first_at)
     }
 
     /// How many flows received here are complete.
     pub fn completed(&self) -> usize {
-        self.receiving.iter().filter(|r| r.done_at.is_some()).count()
+        self.completed
     }
 
     /// The bytes flow `id` delivered (kept when it asked), taken out.
     pub fn take_delivered(&mut self, id: u64) -> Vec<u8> {
-        self.receiving
-            .iter_mut()
-            .find(|r| r.flow.id == id)
-            .map(|r| std::mem::take(&mut r.delivered))
-            .unwrap_or_default()
+        match self.by_id.get(&id).and_then(|&(_, r)| r) {
+            Some(r) => std::mem::take(&mut self.receiving[r].delivered),
+            None => Vec::new(),
+        }
     }
 
     /// The sender of flow `id` (sent from here), while it runs or after.
     pub fn sender(&self, id: u64) -> Option<&RcSender> {
-        self.sending.iter().find(|s| s.flow.id == id).map(|s| &s.tx)
+        self.send_of(id).map(|s| &s.tx)
     }
 
     /// When flow `id` (sent from here) sent its first packet.
     pub fn first_send(&self, id: u64) -> Option<u64> {
-        self.sending.iter().find(|s| s.flow.id == id).and_then(|s| s.first_send)
+        self.send_of(id).and_then(|s| s.first_send)
     }
 
     /// Whether every flow sent from here is acknowledged (or failed).
@@ -273,6 +297,7 @@ impl RcHost {
         }
         if got.completed && r.done_at.is_none() {
             r.done_at = Some(now);
+            self.completed += 1;
         }
         let (ack, cnp) = (got.ack, got.cnp);
         if let Some(ack) = ack {
@@ -389,9 +414,9 @@ impl Agent for RcHost {
             self.stats.not_ours += 1;
             return;
         };
-        let qp = p.bth.dest_qp;
-        let send = self.sending.iter().position(|s| s.flow.local_qp == qp && s.flow.peer == p.src);
-        let recv = self.receiving.iter().position(|r| r.flow.local_qp == qp && r.flow.peer == p.src);
+        let (send, recv) = self.by_qp.get(&p.bth.dest_qp).copied().unwrap_or_default();
+        let send = send.filter(|&s| self.sending[s].flow.peer == p.src);
+        let recv = recv.filter(|&r| self.receiving[r].flow.peer == p.src);
         if send.is_none() && recv.is_none() {
             self.stats.not_ours += 1;
             return;

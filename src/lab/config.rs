@@ -43,6 +43,25 @@
 //! size = 1000000
 //! start_ns = 0
 //!
+//! [switches]                 # optional: every switch's program (default "l2l3", from the
+//! program = "l2l3"           #   dataplane registry) and sections of its own appended to the
+//! sections = ""              #   configuration the lab writes (ports, TM, and [l2l3] for
+//!                            #   programs built on it)
+//!
+//! [[switch]]                 # optional: one switch's program and sections
+//! id = 0
+//! program = "macswap"
+//!
+//! [[host]]                   # optional: hosts running another agent than RC flows
+//! ids = [0, 1]
+//! agent = "dta_reporter"     # "rc" (the default), "dta_reporter" or "dta_collector"
+//! to = ["10.0.2.2"]          # dta_reporter: the collectors (host h is 10.h/256.h%256.2)
+//! primitive = "keywrite"     #   keywrite, keyincrement, append or postcarder
+//! count = 10000              #   reports; rate = reports/s (0: line rate); keys, redundancy,
+//!                            #   lists, start_ns as `dataplane report`
+//! # config = "..."           # dta_collector: its configuration (collector.toml's stores);
+//!                            #   [collector] ip is the host's address
+//!
 //! [[poisson]]                # Poisson arrivals at `load` of every sender's link rate
 //! cdf = "websearch"          # "websearch", "fb_hadoop", or a CDF file (relative to this file)
 //! load = 0.5
@@ -163,6 +182,53 @@ pub struct LabConfig {
     pub hpcc: HpccParams,
     /// Flows, in start order.
     pub flows: Vec<FlowSpec>,
+    /// Every switch's program, unless `switch_programs` names another.
+    pub switches: SwitchProgram,
+    /// Switches with a program of their own.
+    pub switch_programs: Vec<(usize, SwitchProgram)>,
+    /// Per host, its agent.
+    pub host_agents: Vec<HostAgent>,
+}
+
+/// A switch's program (a `dataplane` registry name) and the sections of its own the lab appends
+/// to the configuration it writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SwitchProgram {
+    /// Registry name.
+    pub program: String,
+    /// TOML sections (`[dta]` …).
+    pub sections: String,
+}
+
+/// What a host runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostAgent {
+    /// RoCEv2 RC flows: the lab's flows, incasts and Poisson arrivals.
+    Rc,
+    /// A DTA reporter.
+    DtaReporter(ReporterSpec),
+    /// A DTA collector (soft-RNIC over its stores): its configuration's text.
+    DtaCollector {
+        /// The collector configuration (`[collector]` and the stores); its `ip` is the host's.
+        config: String,
+    },
+}
+
+/// A DTA reporter host's stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReporterSpec {
+    /// Collectors.
+    pub to: Vec<std::net::Ipv4Addr>,
+    /// The stream.
+    pub spec: roce::dta::LoadSpec,
+    /// Reports.
+    pub count: u64,
+    /// Reports per second (0: as fast as the link).
+    pub rate: u64,
+    /// Start, ns.
+    pub start_ns: u64,
+    /// Retransmittable reports kept.
+    pub keep: usize,
 }
 
 #[derive(Debug, Deserialize)]
@@ -171,6 +237,11 @@ struct Raw {
     lab: RawLab,
     topology: RawTopology,
     hpcc: Option<RawHpcc>,
+    switches: Option<RawSwitchProgram>,
+    #[serde(default)]
+    switch: Vec<RawSwitch>,
+    #[serde(default)]
+    host: Vec<RawHost>,
     #[serde(default)]
     link: Vec<RawLink>,
     #[serde(default)]
@@ -179,6 +250,37 @@ struct Raw {
     flow: Vec<RawFlow>,
     #[serde(default)]
     poisson: Vec<RawPoisson>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSwitchProgram {
+    program: Option<String>,
+    sections: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSwitch {
+    id: usize,
+    program: String,
+    sections: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHost {
+    ids: Vec<usize>,
+    agent: String,
+    to: Option<Vec<String>>,
+    primitive: Option<String>,
+    count: Option<u64>,
+    rate: Option<u64>,
+    keys: Option<u32>,
+    redundancy: Option<u8>,
+    lists: Option<u32>,
+    start_ns: Option<u64>,
+    config: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -526,6 +628,66 @@ impl LabConfig {
             // The reference's run.py: 16·bw/50 MB, bw in Gb/s of the hosts' links.
             None => (16 * (rate_bps / 1_000_000_000).max(1) / 50).max(1) << 20,
         };
+        let program = |table: &str, i: Option<usize>, name: &str| {
+            if dataplane::programs::find(name).is_some() {
+                Ok(name.to_string())
+            } else {
+                let names: Vec<&str> = dataplane::programs::PROGRAMS.iter().map(|p| p.name).collect();
+                Err(err(table, i, "program", format!("unknown program {name:?}; expected one of {names:?}")))
+            }
+        };
+        let switches = SwitchProgram {
+            program: program(
+                "switches",
+                None,
+                raw.switches.as_ref().and_then(|s| s.program.as_deref()).unwrap_or("l2l3"),
+            )?,
+            sections: raw.switches.as_ref().and_then(|s| s.sections.clone()).unwrap_or_default(),
+        };
+        let mut switch_programs = Vec::new();
+        for (i, s) in raw.switch.iter().enumerate() {
+            if s.id >= topology.switches {
+                return Err(err(
+                    "switch",
+                    Some(i),
+                    "id",
+                    format!("switch {} does not exist (switches 0..{})", s.id, topology.switches),
+                ));
+            }
+            if switch_programs.iter().any(|(id, _)| *id == s.id) {
+                return Err(err("switch", Some(i), "id", format!("switch {} is given twice", s.id)));
+            }
+            let p = SwitchProgram {
+                program: program("switch", Some(i), &s.program)?,
+                sections: s.sections.clone().unwrap_or_default(),
+            };
+            switch_programs.push((s.id, p));
+        }
+        let mut host_agents = vec![HostAgent::Rc; hosts];
+        let mut given: Vec<Option<usize>> = vec![None; hosts];
+        for (i, hst) in raw.host.iter().enumerate() {
+            let agent = host_agent(hst, &|key: &str, reason: String| err("host", Some(i), key, reason))?;
+            if hst.ids.is_empty() {
+                return Err(err("host", Some(i), "ids", "no hosts".into()));
+            }
+            for &h in &hst.ids {
+                let h = host("host", i, "ids", h)?;
+                if given[h].replace(i).is_some() {
+                    return Err(err("host", Some(i), "ids", format!("host {h} is given an agent twice")));
+                }
+                host_agents[h] = agent.clone();
+            }
+        }
+        for f in &flows {
+            if let Some(h) = [f.src, f.dst].into_iter().find(|&h| host_agents[h] != HostAgent::Rc) {
+                return Err(err(
+                    "host",
+                    given[h],
+                    "agent",
+                    format!("host {h} runs a flow ({} to {}): its agent must be \"rc\"", f.src, f.dst),
+                ));
+            }
+        }
         Ok(Self {
             file: path.to_path_buf(),
             seed,
@@ -537,12 +699,90 @@ impl LabConfig {
             buffer_bytes,
             hpcc,
             flows,
+            switches,
+            switch_programs,
+            host_agents,
         })
     }
 
     /// Number of hosts.
     pub fn hosts(&self) -> usize {
         self.topology.hosts
+    }
+
+    /// Switch `s`'s program.
+    pub fn switch_program(&self, s: usize) -> &SwitchProgram {
+        self.switch_programs.iter().find(|(id, _)| *id == s).map_or(&self.switches, |(_, p)| p)
+    }
+}
+
+/// A `[[host]]` table's agent; `err(key, reason)` names the table.
+fn host_agent(h: &RawHost, err: &dyn Fn(&str, String) -> LabError) -> Result<HostAgent, LabError> {
+    use roce::dta::{LoadKind, LoadSpec};
+    let reporter_keys = [&h.to.as_ref().map(|_| ()), &h.primitive.as_ref().map(|_| ()), &h.count.map(|_| ())];
+    match h.agent.as_str() {
+        "rc" | "dta_collector" if reporter_keys.iter().any(|k| k.is_some()) => Err(err(
+            "agent",
+            format!("to, primitive and count are for agent \"dta_reporter\", not {:?}", h.agent),
+        )),
+        "rc" | "dta_reporter" if h.config.is_some() => {
+            Err(err("config", format!("config is for agent \"dta_collector\", not {:?}", h.agent)))
+        }
+        "rc" => Ok(HostAgent::Rc),
+        "dta_collector" => Ok(HostAgent::DtaCollector {
+            config: h
+                .config
+                .clone()
+                .ok_or_else(|| err("config", "agent \"dta_collector\" needs its config".into()))?,
+        }),
+        "dta_reporter" => {
+            let to =
+                h.to.as_ref()
+                    .filter(|t| !t.is_empty())
+                    .ok_or_else(|| err("to", "the collectors' addresses".into()))?;
+            let to = to
+                .iter()
+                .map(|a| a.parse().map_err(|_| err("to", format!("{a:?} is not an IPv4 address"))))
+                .collect::<Result<Vec<_>, _>>()?;
+            let redundancy = h.redundancy.unwrap_or(2);
+            if !(1..=8).contains(&redundancy) {
+                return Err(err("redundancy", format!("{redundancy}: expected 1..=8")));
+            }
+            let kind = match h.primitive.as_deref().unwrap_or("keywrite") {
+                "keywrite" => LoadKind::KeyWrite { redundancy },
+                "keyincrement" => LoadKind::KeyIncrement { redundancy, counter: 1 },
+                "append" => LoadKind::Append { lists: h.lists.unwrap_or(1).max(1) },
+                "postcarder" => LoadKind::Postcarder { hops: 5 },
+                o => {
+                    return Err(err(
+                        "primitive",
+                        format!("{o:?}: expected keywrite, keyincrement, append or postcarder"),
+                    ));
+                }
+            };
+            let count = h.count.ok_or_else(|| err("count", "how many reports".into()))?;
+            Ok(HostAgent::DtaReporter(ReporterSpec {
+                to,
+                spec: LoadSpec {
+                    kind,
+                    keys: h.keys.unwrap_or(1000).max(1),
+                    key_base: 0,
+                    priority: wire::dta::Priority::High,
+                    retransmittable: true,
+                    immediate_every: 0,
+                    keywrite_data_len: 4,
+                    scramble: true,
+                },
+                count,
+                rate: h.rate.unwrap_or(0),
+                start_ns: h.start_ns.unwrap_or(0),
+                keep: roce::dta::MAX_KEEP,
+            }))
+        }
+        o => Err(err(
+            "agent",
+            format!("unknown agent {o:?}; expected \"rc\", \"dta_reporter\" or \"dta_collector\""),
+        )),
     }
 }
 
@@ -571,6 +811,40 @@ mod tests {
         assert_eq!((e.line, e.key.as_str()), (5, "topology.kind"));
         let e = LabConfig::parse(p, &OK.replace("kind = \"star\"", "kind = \"fat_tree\"")).unwrap_err();
         assert!(e.reason.contains("needs `k`"), "{e}");
+    }
+
+    /// The switches' programs and the hosts' agents: unknown names, misplaced keys, hosts and
+    /// switches that do not exist, a flow on a host that runs no RC agent.
+    #[test]
+    fn programs_and_agents_are_checked() {
+        let p = Path::new("a.toml");
+        let rep = "[[host]]\nids = [0]\nagent = \"dta_reporter\"\nto = [\"10.0.2.2\"]\ncount = 10\n";
+        let c = LabConfig::parse(p, &format!("{OK}[switches]\nprogram = \"macswap\"\n{rep}")).unwrap();
+        assert_eq!(c.switch_program(0).program, "macswap");
+        assert!(matches!(&c.host_agents[0], HostAgent::DtaReporter(r) if r.count == 10));
+        assert_eq!(c.host_agents[1], HostAgent::Rc);
+        let e = LabConfig::parse(p, &format!("{OK}[switches]\nprogram = \"tofino\"\n")).unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (10, "switches.program"));
+        assert!(e.reason.contains("unknown program \"tofino\"") && e.reason.contains("l2l3"), "{e}");
+        let e = LabConfig::parse(p, &format!("{OK}[[switch]]\nid = 1\nprogram = \"l2l3\"\n")).unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (10, "switch[0].id"));
+        let e =
+            LabConfig::parse(p, &format!("{OK}{}", rep.replace("dta_reporter", "dta_sender"))).unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (11, "host[0].agent"));
+        let e =
+            LabConfig::parse(p, &format!("{OK}{}", rep.replace("to = [\"10.0.2.2\"]\n", ""))).unwrap_err();
+        assert_eq!(e.key, "host[0].to", "{e}");
+        let e = LabConfig::parse(p, &format!("{OK}{}", rep.replace("10.0.2.2", "ten"))).unwrap_err();
+        assert!(e.key == "host[0].to" && e.reason.contains("\"ten\" is not an IPv4 address"), "{e}");
+        let e = LabConfig::parse(p, &format!("{OK}{}", rep.replace("[0]", "[7]"))).unwrap_err();
+        assert_eq!(e.key, "host[0].ids", "{e}");
+        let e = LabConfig::parse(p, &format!("{OK}{rep}{rep}")).unwrap_err();
+        assert!(e.key == "host[1].ids" && e.reason.contains("given an agent twice"), "{e}");
+        let e = LabConfig::parse(p, &format!("{OK}{}", rep.replace("dta_reporter", "rc"))).unwrap_err();
+        assert!(e.key == "host[0].agent" && e.reason.contains("for agent \"dta_reporter\""), "{e}");
+        let flow = "[[flow]]\nsrc = 1\ndst = 0\nsize = 1000\nstart_ns = 0\n";
+        let e = LabConfig::parse(p, &format!("{OK}{rep}{flow}")).unwrap_err();
+        assert!(e.key == "host[0].agent" && e.reason.contains("host 0 runs a flow (1 to 0)"), "{e}");
     }
 
     /// An explicit topology: links by name, a host cut off from the rest, a link of zero rate.

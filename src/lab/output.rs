@@ -1,6 +1,8 @@
 //! A run's results as CSV files: `flows.csv` (FCT and slowdown per flow), `queues.csv` (queue
 //! bytes and bytes sent per switch port, sampled), `rates.csv` (bytes delivered per running
-//! flow, sampled), `pfc.csv` (pause and resume frames), `links.csv` (utilisation over the run).
+//! flow, sampled), `pfc.csv` (pause and resume frames), `links.csv` (utilisation over the run),
+//! `switches.csv` (each switch's program and counters: drops by reason, packets consumed) and
+//! `agents.csv` (each host's agent and its counters).
 //! Every number is an integer or printed with fixed precision, so the same run gives the same
 //! bytes.
 
@@ -46,12 +48,26 @@ pub fn csv(r: &LabResult) -> Vec<(&'static str, String)> {
         let u = bytes as f64 * 8.0 / (rate as f64 * secs);
         let _ = writeln!(links, "{s},{p},{bytes},{rate},{u:.4}");
     }
+    let mut switches = String::from("switch,program,counter,value\n");
+    for sw in &r.switches {
+        for (k, v) in &sw.counters {
+            let _ = writeln!(switches, "{},{},{k},{v}", sw.switch, sw.program);
+        }
+    }
+    let mut agents = String::from("host,agent,counter,value\n");
+    for a in &r.agents {
+        for (k, v) in &a.counters {
+            let _ = writeln!(agents, "{},{},{k},{v}", a.host, a.agent);
+        }
+    }
     vec![
         ("flows.csv", flows),
         ("queues.csv", queues),
         ("rates.csv", rates),
         ("pfc.csv", pfc),
         ("links.csv", links),
+        ("switches.csv", switches),
+        ("agents.csv", agents),
     ]
 }
 

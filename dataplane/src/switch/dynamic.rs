@@ -34,6 +34,8 @@ pub trait DynSwitch<F>: Send {
     ) -> usize;
     /// [`Switch::tick`].
     fn tick(&mut self, now: u64, pool: &mut dyn Pool<F>);
+    /// [`Program::tick_interval`].
+    fn tick_interval(&self) -> Option<u64>;
     /// [`Switch::next_ready`].
     fn next_ready(&self, port: PortId, now: u64) -> Option<u64>;
     /// Move the packets waiting for the CPU to `out` ([`Switch::drain_cpu`]).
@@ -94,6 +96,10 @@ impl<P: Program, F: Frame + Send + 'static> DynSwitch<F> for Switch<P, F> {
 
     fn tick(&mut self, now: u64, pool: &mut dyn Pool<F>) {
         Switch::tick(self, now, pool)
+    }
+
+    fn tick_interval(&self) -> Option<u64> {
+        self.program().tick_interval()
     }
 
     fn next_ready(&self, port: PortId, now: u64) -> Option<u64> {

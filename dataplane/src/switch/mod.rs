@@ -129,6 +129,13 @@ pub trait Program: Send + 'static {
     /// Timers: called by the runtime regularly with the time.
     fn tick<F: Frame>(&mut self, _now: u64, _out: &mut Emitter<'_, F>) {}
 
+    /// How often [`tick`](Self::tick) has work, at most: the poll-mode runtime ticks every
+    /// 50 µs whatever this says; a runtime on a virtual clock (the lab) ticks at this period,
+    /// and not at all for `None`.
+    fn tick_interval(&self) -> Option<u64> {
+        Some(50_000)
+    }
+
     /// Apply a control-plane message; the answer is printed or returned to the caller.
     fn control(&mut self, cmd: Self::Command, now: u64) -> Result<String, String>;
 

@@ -728,6 +728,11 @@ impl Program for L2l3 {
         }
     }
 
+    /// MAC aging and the ARP request table's cleanup, once a second.
+    fn tick_interval(&self) -> Option<u64> {
+        Some(1_000_000_000)
+    }
+
     fn tick<F: Frame>(&mut self, now: u64, _out: &mut Emitter<'_, F>) {
         if now.saturating_sub(self.last_aging) < 1_000_000_000 {
             return;

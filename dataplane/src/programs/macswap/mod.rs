@@ -91,6 +91,11 @@ impl Program for MacSwap {
         false
     }
 
+    /// No timers.
+    fn tick_interval(&self) -> Option<u64> {
+        None
+    }
+
     fn control(&mut self, _cmd: Show, _now: u64) -> Result<String, String> {
         let pairs: Vec<String> = (0..self.ports).map(|p| format!("{p}->{}", self.peer(p))).collect();
         Ok(format!("macswap, ports {}", pairs.join(" ")))

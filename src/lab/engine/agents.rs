@@ -1,0 +1,146 @@
+//! The host agents a lab runs, as [`LabAgent`]s: RC flows ([`RcHost`]), DTA reporters
+//! ([`ReporterAgent`]) and DTA collectors (the soft-RNIC's [`RnicAgent`] over its stores).
+
+use collector::rnic_port::RnicAgent;
+use collector::{CollectorConfig, RnicConfig, Stores};
+use nic_agent::host::RcHost;
+use roce::agent::Agent;
+use roce::dta::{ReporterAgent, ReporterConfig};
+
+use super::fabric::{host_ip, host_mac, switch_mac};
+use super::host_node::LabAgent;
+use crate::lab::config::{LabConfig, ReporterSpec};
+
+impl LabAgent for RcHost {
+    fn name(&self) -> &'static str {
+        "rc"
+    }
+
+    fn summary(&self) -> Vec<(String, u64)> {
+        let s = self.stats();
+        [
+            ("acks_rx", s.acks_rx),
+            ("cnps_rx", s.cnps_rx),
+            ("acks_tx", s.acks_tx),
+            ("naks_tx", s.naks_tx),
+            ("cnps_tx", s.cnps_tx),
+            ("flows_completed", self.completed() as u64),
+            ("retransmit_rounds", s.retransmit_rounds),
+            ("malformed", s.malformed),
+            ("not_ours", s.not_ours),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+
+    fn rc(&mut self) -> Option<&mut RcHost> {
+        Some(self)
+    }
+}
+
+impl LabAgent for ReporterAgent {
+    fn name(&self) -> &'static str {
+        "dta_reporter"
+    }
+
+    fn summary(&self) -> Vec<(String, u64)> {
+        let s = self.stats();
+        [
+            ("sent", s.sent),
+            ("nacks", s.nacks),
+            ("resent", s.resent),
+            ("unrecoverable", s.unrecoverable),
+            ("slow_downs", s.slow_downs),
+            ("too_long", s.too_long),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+}
+
+/// A DTA reporter host `h` of `cfg` sending `r`.
+pub(super) fn reporter(h: usize, gateway: (usize, u16), r: &ReporterSpec) -> ReporterAgent {
+    ReporterAgent::new(ReporterConfig {
+        mac: host_mac(h),
+        ip: host_ip(h),
+        gateway_mac: switch_mac(gateway.0, usize::from(gateway.1)),
+        src_port: 40041,
+        dst_port: wire::udp::port::DTA,
+        collectors: r.to.clone(),
+        spec: r.spec,
+        count: r.count,
+        rate: r.rate,
+        start_ns: r.start_ns,
+        keep: r.keep,
+    })
+}
+
+/// A DTA collector host: the soft-RNIC over its stores, which the results query.
+pub(super) struct CollectorHost {
+    agent: RnicAgent,
+    stores: Stores,
+}
+
+impl CollectorHost {
+    /// Collector host `h` with `config` (its `[collector] ip` replaced by the host's address).
+    pub(super) fn new(cfg: &LabConfig, h: usize, config: &str) -> Result<Self, String> {
+        let file = cfg.file.with_extension(format!("collector{h}.toml"));
+        let mut c = CollectorConfig::parse(&file, config).map_err(|e| format!("host {h}: {e}"))?;
+        c.ip = host_ip(h);
+        let seed = cfg.seed as u32 ^ h as u32;
+        let (stores, _) = Stores::new(&c, seed).map_err(|e| format!("host {h}: {e}"))?;
+        let agent = RnicAgent::new(RnicConfig::from_config(&c, seed), host_mac(h), &stores);
+        Ok(Self { agent, stores })
+    }
+}
+
+impl Agent for CollectorHost {
+    fn handle_packet(&mut self, now: u64, frame: &[u8]) {
+        self.agent.handle_packet(now, frame)
+    }
+
+    fn handle_timeout(&mut self, now: u64) {
+        self.agent.handle_timeout(now)
+    }
+
+    fn poll_transmit(&mut self, now: u64, paused: u8, buf: &mut [u8]) -> Option<usize> {
+        self.agent.poll_transmit(now, paused, buf)
+    }
+
+    fn poll_timeout(&self) -> Option<u64> {
+        self.agent.poll_timeout()
+    }
+}
+
+impl LabAgent for CollectorHost {
+    fn name(&self) -> &'static str {
+        "dta_collector"
+    }
+
+    /// The soft-RNIC's counters, then what each store holds: occupied Key-Write slots, the
+    /// entries appended to each list.
+    fn summary(&self) -> Vec<(String, u64)> {
+        let s = self.agent.stats().snapshot();
+        let mut out: Vec<(String, u64)> = [
+            ("writes", s.writes),
+            ("atomics", s.atomics),
+            ("connections", s.connections),
+            ("bad_icrc", s.bad_icrc),
+            ("malformed", s.malformed),
+            ("unknown_qp", s.unknown_qp),
+            ("access_errors", s.access_errors),
+            ("out_of_sequence", s.out_of_sequence),
+            ("duplicates", s.duplicates),
+            ("unroutable", s.unroutable),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        for (name, v) in self.stores.occupancy() {
+            out.push((name, v));
+        }
+        out
+    }
+}

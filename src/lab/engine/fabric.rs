@@ -1,0 +1,230 @@
+//! The fabric built from a lab: addresses and MACs, the switches (their configuration written
+//! as the TOML a user would, run through `dataplane`'s own parser and registry), and path
+//! lengths.
+
+use std::net::Ipv4Addr;
+
+use dataplane::buf::PktBuf;
+use dataplane::config::{Config, rate_str};
+use dataplane::programs;
+use wire::ethernet::EthernetAddress;
+
+use super::DATA_QUEUE;
+use super::switch_node::{PortState, SwitchNode};
+use crate::lab::config::{Cc, LabConfig};
+use crate::lab::topology::{Node, PortEnd, Wiring};
+
+/// Address `last` in host `h`'s subnet `10.h/256.h%256.0/24`: 0 the subnet, 1 its gateway (the
+/// switch port), 2 the host.
+pub(crate) fn host_addr(h: usize, last: u8) -> Ipv4Addr {
+    Ipv4Addr::new(10, (h >> 8) as u8, h as u8, last)
+}
+
+/// Host `h`'s address.
+pub(crate) fn host_ip(h: usize) -> Ipv4Addr {
+    host_addr(h, 2)
+}
+
+/// The host whose address is `ip` (the inverse of [`host_ip`]).
+#[cfg(test)]
+pub(crate) fn host_of(ip: Ipv4Addr) -> Option<usize> {
+    let [a, b, c, d] = ip.octets();
+    (a == 10 && d == 2).then_some(usize::from(b) << 8 | usize::from(c))
+}
+
+/// Host `h`'s MAC.
+pub(crate) fn host_mac(h: usize) -> EthernetAddress {
+    EthernetAddress([2, 0, (h >> 8) as u8, h as u8, 0, 2])
+}
+
+/// The MAC of port `p` of switch `s`.
+pub(crate) fn switch_mac(s: usize, p: usize) -> EthernetAddress {
+    EthernetAddress([2, 0x5f, (s >> 8) as u8, s as u8, p as u8, 1])
+}
+
+/// The wire time of `bytes` (at least a minimum frame) at `rate_bps`, ns, rounded up.
+pub(crate) fn ser_ns(bytes: usize, rate_bps: u64) -> u64 {
+    (bytes.max(64) as u64 * 8 * 1_000_000_000).div_ceil(rate_bps)
+}
+
+/// The fabric's switches, hosts' attachment and path lengths.
+pub(super) struct Fabric {
+    pub(super) switches: Vec<SwitchNode>,
+    pub(super) wiring: Wiring,
+    /// Per host: its switch and the port it hangs off.
+    pub(super) attach: Vec<(usize, u16)>,
+    /// Per switch with hosts: switch hops from every switch to it (`None`: no hosts there).
+    pub(super) dist_to: Vec<Option<Vec<u32>>>,
+}
+
+impl Fabric {
+    /// Round trip of one data packet and its ACK between hosts `a` and `b` on an idle fabric,
+    /// along the first of the shortest paths: per link, twice the propagation delay plus both
+    /// frames' serialisation.
+    pub(super) fn pair_rtt(&self, cfg: &LabConfig, a: usize, b: usize, data: usize, ack: usize) -> u64 {
+        let cost = |link: usize| {
+            let l = &cfg.topology.links[link];
+            2 * l.delay_ns + ser_ns(data, l.rate_bps) + ser_ns(ack, l.rate_bps)
+        };
+        let (ha, hb) = (self.wiring.host_port[a], self.wiring.host_port[b]);
+        let mut rtt = cost(ha.link) + cost(hb.link);
+        let (Node::Switch(mut s), Node::Switch(t)) = (ha.peer, hb.peer) else { return rtt };
+        let Some(dist) = &self.dist_to[t] else { return rtt };
+        while s != t {
+            let Some(next) = self.wiring.switch_ports[s]
+                .iter()
+                .find(|e| matches!(e.peer, Node::Switch(o) if dist[o].wrapping_add(1) == dist[s]))
+            else {
+                break;
+            };
+            rtt += cost(next.link);
+            let Node::Switch(o) = next.peer else { break };
+            s = o;
+        }
+        rtt
+    }
+
+    /// Switches on the longest shortest path between two hosts.
+    pub(super) fn longest_path(&self) -> usize {
+        (self.dist_to.iter().flatten())
+            .flat_map(|d| d.iter().filter(|&&x| x != u32::MAX).copied())
+            .max()
+            .unwrap_or(0) as usize
+            + 1
+    }
+}
+
+/// Build the switches from the topology: ports, addresses (hosts `10.x.y.0/24`, switch–switch
+/// links `/31`s in 172.16/12), the TM, and for programs built on `l2l3` its routes (every
+/// shortest path, ECMP over them) and neighbors, as the `dataplane` configuration text a user
+/// would write, then the lab file's own sections for the switch's program.
+pub(super) fn build(cfg: &LabConfig) -> Result<Fabric, String> {
+    let topo = &cfg.topology;
+    let w = topo.wiring();
+    // A switch port's address: towards a host the host's gateway, towards a switch its end of
+    // the link's /31 (the `a` end even).
+    let port_ip = |s: usize, end: &PortEnd| -> (Ipv4Addr, u8) {
+        match end.peer {
+            Node::Host(h) => (host_addr(h, 1), 24),
+            Node::Switch(_) => {
+                let a_end = topo.links[end.link].a == Node::Switch(s);
+                (Ipv4Addr::from(0xac10_0000u32 + 2 * end.link as u32 + u32::from(!a_end)), 31)
+            }
+        }
+    };
+    let attach: Vec<(usize, u16)> = (0..topo.hosts).map(|h| w.attach(h)).collect();
+    let mut dist_to: Vec<Option<Vec<u32>>> = vec![None; topo.switches];
+    for &(s, _) in &attach {
+        if dist_to[s].is_none() {
+            dist_to[s] = Some(topo.switch_distances(&w, s));
+        }
+    }
+    let host_gbps = topo.links[w.host_port[0].link].rate_bps / 1_000_000_000;
+    let ecn = match cfg.cc {
+        // The reference's run.py for DCQCN: kmin 100·bw/25 KB, kmax 400·bw/25 KB, pmax 0.2.
+        Cc::Dcqcn => format!(
+            "ecn = [{{ queue = {DATA_QUEUE}, kmin = {}, kmax = {}, pmax = 0.2 }}]\n",
+            100 * host_gbps.max(1) / 25 * 1000,
+            400 * host_gbps.max(1) / 25 * 1000
+        ),
+        Cc::Hpcc => String::new(),
+    };
+    let mut switches = Vec::with_capacity(topo.switches);
+    for (s, ports) in w.switch_ports.iter().enumerate() {
+        let spec = cfg.switch_program(s);
+        let info = programs::find(&spec.program)
+            .ok_or_else(|| format!("switch {s}: unknown program {:?}", spec.program))?;
+        let mut text = format!("program = {:?}\n", spec.program);
+        let mut headroom = 3 * (cfg.mtu as u64 + 200);
+        for (p, end) in ports.iter().enumerate() {
+            let l = &topo.links[end.link];
+            // Headroom as the reference MMU: 3 × the link's bandwidth-delay product.
+            headroom = headroom.max(3 * (l.rate_bps / 8 * l.delay_ns / 1_000_000_000));
+            let (ip, len) = port_ip(s, end);
+            text.push_str(&format!(
+                "[[port]]\nname = \"p{p}\"\nbackend = \"ring\"\nmac = \"{}\"\nspeed = \"{}\"\nipv4 = [\"{ip}/{len}\"]\n",
+                switch_mac(s, p),
+                rate_str(l.rate_bps)
+            ));
+        }
+        text.push_str(&format!(
+            "[tm]\nbuffer_bytes = {}\nheadroom_bytes = {headroom}\nlossless = [{DATA_QUEUE}]\nmax_packets = 262144\nseed = {}\n{ecn}",
+            cfg.buffer_bytes,
+            cfg.seed.wrapping_add(s as u64)
+        ));
+        if info.sections.contains(&"l2l3") {
+            text.push_str(&l2l3_section(s, ports, &w, &attach, &dist_to, &port_ip));
+        }
+        text.push_str(&spec.sections);
+        let file = cfg.file.with_extension(format!("switch{s}.toml"));
+        let c = Config::parse(&file, &text).map_err(|e| format!("switch {s}: {e}"))?;
+        let mut sw = programs::build::<PktBuf>(&c).map_err(|e| format!("switch {s}: {e}"))?;
+        sw.set_cut_through(false);
+        let ports = ports
+            .iter()
+            .map(|end| {
+                let l = &topo.links[end.link];
+                PortState::new(end.peer, end.peer_port, l.rate_bps, l.delay_ns)
+            })
+            .collect();
+        switches.push(SwitchNode { sw, program: info.name, ports });
+    }
+    Ok(Fabric { switches, wiring: w, attach, dist_to })
+}
+
+/// The `[l2l3]` section of switch `s`: INT stamping with its ID, every neighbor it faces, and a
+/// route to every other switch's hosts over every shortest path.
+fn l2l3_section(
+    s: usize,
+    ports: &[PortEnd],
+    w: &Wiring,
+    attach: &[(usize, u16)],
+    dist_to: &[Option<Vec<u32>>],
+    port_ip: &dyn Fn(usize, &PortEnd) -> (Ipv4Addr, u8),
+) -> String {
+    let mut text = format!("[l2l3]\nint_switch_id = {}\n", s + 1);
+    let mut neighbors = Vec::new();
+    for (p, end) in ports.iter().enumerate() {
+        let (ip, mac) = match end.peer {
+            Node::Host(h) => (host_ip(h), host_mac(h)),
+            Node::Switch(o) => {
+                let back = &w.switch_ports[o][usize::from(end.peer_port)];
+                (port_ip(o, back).0, switch_mac(o, usize::from(end.peer_port)))
+            }
+        };
+        neighbors.push(format!("{{ ip = \"{ip}\", mac = \"{mac}\", port = \"p{p}\" }}"));
+    }
+    text.push_str(&format!("neighbor = [{}]\n", neighbors.join(", ")));
+    let mut routes = Vec::new();
+    for (h, &(t, _)) in attach.iter().enumerate() {
+        let Some(dist) = dist_to[t].as_ref().filter(|_| t != s) else { continue };
+        let via: Vec<String> = ports
+            .iter()
+            .filter_map(|end| match end.peer {
+                Node::Switch(o) if dist[o].wrapping_add(1) == dist[s] => {
+                    let back = &w.switch_ports[o][usize::from(end.peer_port)];
+                    Some(format!("\"{}\"", port_ip(o, back).0))
+                }
+                _ => None,
+            })
+            .collect();
+        routes.push(format!("{{ prefix = \"{}/24\", via = [{}] }}", host_addr(h, 0), via.join(", ")));
+    }
+    if !routes.is_empty() {
+        text.push_str(&format!("route = [{}]\n", routes.join(", ")));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_is_found_from_its_address() {
+        for h in [0, 1, 255, 256, 4095] {
+            assert_eq!(host_of(host_ip(h)), Some(h));
+        }
+        assert_eq!(host_of(Ipv4Addr::new(10, 0, 1, 1)), None, "a switch port");
+    }
+}

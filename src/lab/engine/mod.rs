@@ -1,0 +1,292 @@
+//! The event loop over the fabric built from a [`LabConfig`]: switch nodes running any
+//! registered program ([`switch_node`]), host nodes running any host agent ([`host_node`]),
+//! the RC flow workload ([`rc`]), the events ([`events`]), the addressing ([`fabric`]) and the
+//! results ([`results`]).
+
+mod agents;
+mod events;
+mod fabric;
+mod host_node;
+mod rc;
+mod results;
+mod switch_node;
+
+use dataplane::buf::{HeapPool, PktBuf, Pool};
+
+pub use host_node::LabAgent;
+pub use results::{AgentSummary, FlowResult, LabResult, PfcEvent, QueueSample, RateSample, SwitchSummary};
+
+use super::config::{HostAgent, LabConfig};
+use events::{Dest, Events, Kind};
+use host_node::HostNode;
+use rc::{BASE_HEADERS, Workload};
+use switch_node::SwitchNode;
+
+/// Queue (and PFC priority) of data; ACKs, NAKs and CNPs go on 7 (strict, never paused).
+const DATA_QUEUE: u8 = 3;
+const DSCP_DATA: u8 = DATA_QUEUE << 3;
+const DSCP_CTRL: u8 = 7 << 3;
+const ECT0: u8 = 2;
+
+struct Lab<'a> {
+    cfg: &'a LabConfig,
+    ev: Events,
+    now: u64,
+    pool: HeapPool,
+    switches: Vec<SwitchNode>,
+    hosts: Vec<HostNode>,
+    workload: Workload,
+    out: Vec<PktBuf>,
+    result: LabResult,
+    last_sample: u64,
+    /// Flows started (by their start time) and not yet sampled after they finished, in order.
+    live: Vec<usize>,
+    /// The next flow to join `live`.
+    next_live: usize,
+}
+
+/// Run a lab to its end (`duration`, or earlier when it has flows and every one is done and the
+/// fabric idle). `progress` is called with the virtual time now and then.
+pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, String> {
+    let fabric = fabric::build(cfg)?;
+    let workload = Workload::new(cfg, &fabric)?;
+    let n = cfg.hosts();
+    let mut hosts = Vec::with_capacity(n);
+    for h in 0..n {
+        let attach = fabric.attach[h];
+        let agent: Box<dyn LabAgent> = match &cfg.host_agents[h] {
+            HostAgent::Rc => Box::new(workload.host(cfg, h, attach)),
+            HostAgent::DtaReporter(r) => Box::new(agents::reporter(h, attach, r)),
+            HostAgent::DtaCollector { config } => Box::new(agents::CollectorHost::new(cfg, h, config)?),
+        };
+        let l = cfg.topology.links[fabric.wiring.host_port[h].link];
+        hosts.push(HostNode::new(agent, attach, l.rate_bps, l.delay_ns));
+    }
+    // Buffers, made as needed: every switch's queue-entry table could fill, plus what is on the
+    // wires and in the hosts' control queues.
+    let pool = HeapPool::lazy(262_144 * fabric.switches.len() + 4096 * n, workload.max_frame().max(256) + 64);
+    let mut lab = Lab {
+        cfg,
+        ev: Events::default(),
+        now: 0,
+        pool,
+        result: LabResult {
+            flows: Vec::new(),
+            queues: Vec::new(),
+            rates: Vec::new(),
+            pfc: Vec::new(),
+            links: Vec::new(),
+            base_rtt_ns: workload.base_rtt_ns,
+            events: 0,
+            simulated_ns: 0,
+            switch_drops: 0,
+            retransmits: 0,
+            switches: Vec::new(),
+            agents: Vec::new(),
+        },
+        switches: fabric.switches,
+        hosts,
+        workload,
+        out: Vec::with_capacity(4),
+        last_sample: 0,
+        live: Vec::new(),
+        next_live: 0,
+    };
+    // Flows are sorted by start: each start schedules the next, so the heap holds one.
+    if let Some(f) = cfg.flows.first() {
+        lab.ev.push(f.start_ns, Kind::FlowStart { flow: 0 });
+    }
+    // Programs with timers tick from the start; agents wake when they first have something.
+    for (s, sn) in lab.switches.iter().enumerate() {
+        if sn.sw.tick_interval().is_some() {
+            lab.ev.push(0, Kind::SwitchTick { sw: s as u32 });
+        }
+    }
+    for (h, host) in lab.hosts.iter_mut().enumerate() {
+        if let Some(t) = host.agent.poll_timeout() {
+            host.wake(&mut lab.ev, h, t);
+        }
+    }
+    lab.ev.push(0, Kind::Sample);
+    let mut next_progress = 0;
+    while let Some((t, kind)) = lab.ev.pop() {
+        if t > cfg.duration_ns {
+            lab.release(kind);
+            break;
+        }
+        lab.now = t;
+        lab.result.events += 1;
+        if t >= next_progress {
+            progress(t);
+            next_progress = t + cfg.duration_ns / 100 + 1;
+        }
+        lab.handle(kind);
+        if !cfg.flows.is_empty() && lab.ev.sample_next() && lab.all_done() && lab.fabric_idle() {
+            break;
+        }
+    }
+    while let Some((_, kind)) = lab.ev.pop() {
+        lab.release(kind);
+    }
+    progress(cfg.duration_ns);
+    Ok(lab.finish())
+}
+
+impl Lab<'_> {
+    fn release(&mut self, k: Kind) {
+        if let Kind::Arrive { slot, .. } = k
+            && let Some(f) = self.ev.unpark(slot)
+        {
+            self.pool.free(f);
+        }
+    }
+
+    fn all_done(&mut self) -> bool {
+        let done: usize = self.hosts.iter_mut().filter_map(|h| h.agent.rc().map(|r| r.completed())).sum();
+        done == self.cfg.flows.len()
+    }
+
+    fn fabric_idle(&self) -> bool {
+        self.switches.iter().all(SwitchNode::idle)
+    }
+
+    fn handle(&mut self, k: Kind) {
+        let now = self.now;
+        match k {
+            Kind::Arrive { node: Dest::Switch(s), port, slot } => {
+                let Some(frame) = self.ev.unpark(slot) else { return };
+                let s = s as usize;
+                self.switches[s].receive(&mut self.ev, s, port, frame, now, &mut self.pool);
+            }
+            Kind::Arrive { node: Dest::Host(h), slot, .. } => {
+                let Some(frame) = self.ev.unpark(slot) else { return };
+                let h = h as usize;
+                self.hosts[h].arrive(&mut self.ev, h, &frame, now);
+                self.pool.free(frame);
+            }
+            Kind::SwitchPoll { sw, port } => {
+                let s = sw as usize;
+                let Self { switches, ev, pool, out, result, .. } = self;
+                switches[s].poll(ev, s, port, now, pool, out, &mut result.pfc);
+            }
+            Kind::SwitchTick { sw } => {
+                let s = sw as usize;
+                self.switches[s].tick(&mut self.ev, s, now, &mut self.pool);
+            }
+            Kind::HostWake { host } => {
+                let h = host as usize;
+                self.hosts[h].on_wake(&mut self.ev, h, now, &mut self.pool);
+            }
+            Kind::FlowStart { flow } => {
+                let fi = flow as usize;
+                let h = self.cfg.flows[fi].src;
+                let send = self.workload.sender(self.cfg, fi, self.hosts[h].rate_bps);
+                if let Some(rc) = self.hosts[h].agent.rc() {
+                    rc.start_send(now, send);
+                }
+                self.hosts[h].settle(&mut self.ev, h, now);
+                if let Some(next) = self.cfg.flows.get(fi + 1) {
+                    self.ev.push(next.start_ns, Kind::FlowStart { flow: flow + 1 });
+                }
+            }
+            Kind::Sample => self.sample(),
+        }
+    }
+
+    /// Queue depths and bytes sent of every switch port, and bytes delivered of every flow
+    /// running now or finished since the last sample.
+    fn sample(&mut self) {
+        let now = self.now;
+        for (s, sn) in self.switches.iter().enumerate() {
+            for (p, ps) in sn.ports.iter().enumerate() {
+                let bytes = sn.sw.tm().port_bytes(p as u16);
+                self.result.queues.push(QueueSample {
+                    time_ns: now,
+                    switch: s,
+                    port: p as u16,
+                    bytes,
+                    tx_bytes: ps.tx_bytes,
+                });
+            }
+        }
+        let flows = &self.cfg.flows;
+        while self.next_live < flows.len() && flows[self.next_live].start_ns <= now {
+            self.live.push(self.next_live);
+            self.next_live += 1;
+        }
+        let (hosts, result, last) = (&mut self.hosts, &mut self.result, self.last_sample);
+        self.live.retain(|&i| {
+            let Some(rc) = hosts[flows[i].dst].agent.rc() else { return false };
+            let done = rc.completed_at(i as u64);
+            if done.is_some_and(|d| d <= last) {
+                return false;
+            }
+            let rx_bytes = rc.received(i as u64).unwrap_or(0);
+            result.rates.push(RateSample { time_ns: now, flow: i, rx_bytes });
+            true
+        });
+        self.last_sample = now;
+        self.ev.push(now + self.cfg.sample_ns, Kind::Sample);
+    }
+
+    fn finish(mut self) -> LabResult {
+        let cfg = self.cfg;
+        // The reference's standalone FCT: the pair's base RTT plus the flow's bytes with their
+        // headers (without INT, so both CCs are held to the same yardstick) at the sender's rate.
+        let hdr = BASE_HEADERS as u64;
+        for (i, f) in cfg.flows.iter().enumerate() {
+            let rate = self.hosts[f.src].rate_bps;
+            let packets = f.size.div_ceil(cfg.mtu as u64);
+            let standalone =
+                self.workload.pair_rtt_ns[i] + (f.size + packets * hdr) * 8 * 1_000_000_000 / rate;
+            let done = self.hosts[f.dst].agent.rc().and_then(|r| r.completed_at(i as u64));
+            self.result.flows.push(FlowResult {
+                id: i,
+                src: f.src,
+                dst: f.dst,
+                size: f.size,
+                start_ns: f.start_ns,
+                fct_ns: done.map(|d| d - f.start_ns),
+                standalone_ns: standalone,
+            });
+        }
+        for (s, sn) in self.switches.iter().enumerate() {
+            for (p, ps) in sn.ports.iter().enumerate() {
+                self.result.links.push((s, p as u16, ps.tx_bytes, ps.rate_bps));
+            }
+            // PFC frames end at the switch that obeys them (reason mac_control): not losses.
+            let names = sn.sw.drop_reasons().names();
+            let c = sn.sw.counters();
+            self.result.switch_drops +=
+                c.drops.iter().zip(names).filter(|(_, n)| **n != "mac_control").map(|(c, _)| c).sum::<u64>();
+            let mut counters: Vec<(String, u64)> = c
+                .drops
+                .iter()
+                .zip(names)
+                .filter(|(c, _)| **c > 0)
+                .map(|(c, n)| (format!("drop_{n}"), *c))
+                .collect();
+            counters.extend([
+                ("consumed".to_string(), c.consumed),
+                ("to_cpu".to_string(), c.to_cpu),
+                ("recirculated".to_string(), c.recirculated),
+            ]);
+            self.result.switches.push(SwitchSummary { switch: s, program: sn.program, counters });
+        }
+        for (h, host) in self.hosts.iter_mut().enumerate() {
+            if let Some(rc) = host.agent.rc() {
+                self.result.retransmits += rc.stats().retransmit_rounds;
+            }
+            self.result.agents.push(AgentSummary {
+                host: h,
+                agent: host.agent.name(),
+                counters: host.agent.summary(),
+            });
+        }
+        self.result.simulated_ns = self.now;
+        for sn in &mut self.switches {
+            sn.sw.drain_all(&mut self.pool);
+        }
+        self.result
+    }
+}

@@ -1,0 +1,118 @@
+//! What a run produced: per flow, sampled queues and rates, PFC frames, links, and every
+//! switch's and host agent's counters.
+
+/// One flow's outcome.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FlowResult {
+    /// Index in the configuration's flow list (sorted by start).
+    pub id: usize,
+    /// Source host.
+    pub src: usize,
+    /// Destination host.
+    pub dst: usize,
+    /// Bytes.
+    pub size: u64,
+    /// Start, ns.
+    pub start_ns: u64,
+    /// Flow completion time (the receiver has every byte), ns; `None` if unfinished.
+    pub fct_ns: Option<u64>,
+    /// The FCT alone on an idle fabric: base RTT plus serialisation of every packet at line rate.
+    pub standalone_ns: u64,
+}
+
+impl FlowResult {
+    /// FCT over the standalone FCT, at least 1.
+    pub fn slowdown(&self) -> Option<f64> {
+        self.fct_ns.map(|f| (f as f64 / self.standalone_ns as f64).max(1.0))
+    }
+}
+
+/// A queue sample of one switch port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueSample {
+    /// Time, ns.
+    pub time_ns: u64,
+    /// Switch.
+    pub switch: usize,
+    /// Port.
+    pub port: u16,
+    /// Bytes queued, all queues.
+    pub bytes: u64,
+    /// Bytes the port has sent since the start (utilisation over time is its slope).
+    pub tx_bytes: u64,
+}
+
+/// Bytes one flow's receiver had in order at one time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateSample {
+    /// Time, ns.
+    pub time_ns: u64,
+    /// Flow.
+    pub flow: usize,
+    /// Bytes delivered in order since the flow started.
+    pub rx_bytes: u64,
+}
+
+/// A PFC frame a switch sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PfcEvent {
+    /// Time, ns.
+    pub time_ns: u64,
+    /// Switch.
+    pub switch: usize,
+    /// Port it left by.
+    pub port: u16,
+    /// Pause (XOFF) or resume (XON).
+    pub pause: bool,
+}
+
+/// Everything a run produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabResult {
+    /// Per flow.
+    pub flows: Vec<FlowResult>,
+    /// Queue samples.
+    pub queues: Vec<QueueSample>,
+    /// Delivered bytes of every flow running at each sample time.
+    pub rates: Vec<RateSample>,
+    /// PFC frames sent by switches.
+    pub pfc: Vec<PfcEvent>,
+    /// Per switch port: bytes sent and the port's rate (utilisation over the run).
+    pub links: Vec<(usize, u16, u64, u64)>,
+    /// Base RTT of the longest path, ns (HPCC++'s `T`).
+    pub base_rtt_ns: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Virtual time simulated, ns.
+    pub simulated_ns: u64,
+    /// Frames switches dropped (any reason).
+    pub switch_drops: u64,
+    /// Go-back-N retransmissions (NAKs acted on).
+    pub retransmits: u64,
+    /// Per switch: its program and its counters (drops by reason, packets consumed, …).
+    pub switches: Vec<SwitchSummary>,
+    /// Per host: its agent and its counters.
+    pub agents: Vec<AgentSummary>,
+}
+
+/// A switch's counters at the end of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SwitchSummary {
+    /// Switch.
+    pub switch: usize,
+    /// Its program.
+    pub program: &'static str,
+    /// Counters by name: drops by reason (non-zero), `consumed`, `to_cpu`, `recirculated`.
+    pub counters: Vec<(String, u64)>,
+}
+
+/// A host agent's counters at the end of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentSummary {
+    /// Host.
+    pub host: usize,
+    /// Its agent.
+    pub agent: &'static str,
+    /// Counters by name.
+    pub counters: Vec<(String, u64)>,
+}
