@@ -1,0 +1,322 @@
+//! Building the translator from its configuration: the `l2l3` part, then `[dta]`'s collectors, stores, lists, sketches and meters.
+
+use super::*;
+
+impl DtaTranslator {
+    /// Build from the configuration: the `[l2l3]` part, then `[dta]`.
+    pub fn build(cfg: &Config, ctx: &mut BuildCtx) -> Result<Self, ConfigError> {
+        let c = cfg.ctx();
+        let l2l3 = L2l3::build(cfg, ctx)?;
+        let d: &DtaSection = &cfg.section::<DtaSection>("dta")?.ok_or_else(|| {
+            c.err("dta", format!("program {:?} needs a [dta] section with its collectors", Self::NAME))
+        })?;
+        let base = match d.base.as_deref().unwrap_or("long") {
+            "long" => BaseForm::Long,
+            "short" => BaseForm::Short,
+            o => return Err(c.err("dta.base", format!("{o:?}; expected \"long\" or \"short\""))),
+        };
+        let kw_len = d.keywrite_data_len.unwrap_or(4);
+        if ![4, 12, 28].contains(&kw_len) {
+            return Err(c.err("dta.keywrite_data_len", format!("{kw_len}; expected 4, 12 or 28")));
+        }
+        let max_redundancy = d.max_redundancy.unwrap_or(4);
+        if !(1..=8).contains(&max_redundancy) {
+            return Err(c.err("dta.max_redundancy", format!("{max_redundancy} out of range 1..=8")));
+        }
+        let default_priority = match &d.default_priority {
+            None => Priority::Low,
+            Some(p) => parse_priority(p).ok_or_else(|| {
+                c.err("dta.default_priority", format!("{p:?}; expected low, medium or high"))
+            })?,
+        };
+        let source_ip = match &d.source_ip {
+            None => None,
+            Some(s) => Some(
+                s.parse::<Ipv4Addr>()
+                    .map_err(|_| c.err("dta.source_ip", format!("{s:?} is not an IPv4 address")))?,
+            ),
+        };
+        let queue = d.queue.unwrap_or(3);
+        if queue > 7 {
+            return Err(c.err("dta.queue", format!("{queue} out of range 0..=7")));
+        }
+        let ecn = d.ecn.unwrap_or(0);
+        if ecn > 2 {
+            return Err(c.err("dta.ecn", format!("{ecn}: 0 (Not-ECT), 1 or 2 (ECT)")));
+        }
+        let window = d.window.unwrap_or(4096);
+        if !(16..=1 << 22).contains(&window) {
+            return Err(c.err("dta.window", format!("{window} out of range 16..=4194304")));
+        }
+        let us = |v: Option<u64>, default: u64| v.unwrap_or(default).saturating_mul(1000);
+        let s = Settings {
+            format: Format { base, keywrite_data_len: kw_len },
+            max_redundancy,
+            default_priority,
+            udp_port: d.udp_port.unwrap_or(wire::udp::port::DTA),
+            source_ip,
+            queue,
+            dscp: d.dscp.unwrap_or(26) & 0x3f,
+            ecn,
+            requester: RequesterConfig {
+                transport: Transport::Rc,
+                window,
+                ack_req_every: d.ack_every.unwrap_or(32).clamp(1, window),
+                timeout_ns: us(d.timeout_us, 1000).max(1000),
+                retry_limit: d.retry_limit.unwrap_or(7),
+                rnr_retry_limit: 7,
+                max_payload: roce::requester::MAX_INLINE,
+            },
+            ack_probe_ns: us(d.ack_probe_us, 50),
+            append_flush_ns: us(d.append_flush_us, 100),
+            nack_interval_ns: us(d.nack_interval_us, 20),
+            cm: CmConfig {
+                response_timeout_ns: d.cm_timeout_ms.unwrap_or(200).max(1) * 1_000_000,
+                max_req_tries: 4,
+                backoff_initial_ns: d.cm_backoff_ms.unwrap_or(100).max(1) * 1_000_000,
+                backoff_max_ns: 10_000_000_000,
+            },
+        };
+        if d.collector.is_empty() {
+            return Err(c.err("dta.collector", "at least one [[dta.collector]] is needed"));
+        }
+        let res = &mut ctx.resources;
+        let mut meters = MeterArray::new(res, "dta_collector_meters", d.collector.len(), MeterUnit::Packets);
+        let mut collectors = Vec::new();
+        let mut qps: Vec<Qp> = Vec::new();
+        let mut lists = ExactTable::new(res, decl::lists());
+        let mut sketches = ExactTable::new(res, decl::sketches());
+        let ca_guid = cfg.ports.first().map_or(0, |p| {
+            let m = p.mac.0;
+            u64::from_be_bytes([m[0] ^ 2, m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]])
+        });
+        let new_qp =
+            |qps: &Vec<Qp>, name: String, collector: usize, peer: Ipv4Addr, port: u16, store: Store| {
+                let local_qpn = QPN_BASE + qps.len() as u32;
+                let params = ConnectParams {
+                    local_ip: source_ip.unwrap_or(Ipv4Addr::UNSPECIFIED),
+                    remote_ip: peer,
+                    port,
+                    local_qpn,
+                    start_psn: 0,
+                    ca_guid,
+                    path_mtu: 3,
+                    transport: Transport::Rc,
+                    src_port: 0xd000 | (local_qpn as u16 & 0x0fff),
+                };
+                let req = Requester::new(store.requester_config(s.requester), 0, 0);
+                Qp {
+                    name,
+                    collector,
+                    peer,
+                    store,
+                    local_qpn,
+                    cm: CmClient::new(s.cm, params, local_qpn << 8),
+                    phase: Phase::Connecting,
+                    req,
+                    resp: Responder::new(Transport::Rc, 0),
+                    meta: Metadata { va: 0, len: 0, rkey: 0 },
+                    slots: 0,
+                    hop: None,
+                    resolved_at: 0,
+                    // Until the path is resolved (set_path).
+                    flow: UdpFlow::host_udp(
+                        EthernetAddress([0; 6]),
+                        EthernetAddress([0; 6]),
+                        SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0),
+                        SocketAddrV4::new(peer, wire::udp::port::ROCE_V2),
+                    ),
+                    tmpl: None,
+                    ud_psn: 0,
+                    attempts: 0,
+                }
+            };
+        for (i, col) in d.collector.iter().enumerate() {
+            let key = format!("dta.collector[{i}]");
+            let ip: Ipv4Addr = col
+                .ip
+                .parse()
+                .map_err(|_| c.err(format!("{key}.ip"), format!("{:?} is not an IPv4 address", col.ip)))?;
+            if collectors.iter().any(|x: &CollectorState| x.ip == ip) {
+                return Err(c.err(format!("{key}.ip"), format!("{ip} is listed twice")));
+            }
+            let name = if col.name.is_empty() { format!("c{i}") } else { col.name.clone() };
+            let metered = match col.rate {
+                None | Some(0) => false,
+                Some(rate) => {
+                    let peak = col.peak.unwrap_or(rate);
+                    if peak < rate {
+                        return Err(c.err(format!("{key}.peak"), format!("{peak} below the rate {rate}")));
+                    }
+                    let burst = col.burst.unwrap_or(256).max(1);
+                    let u = u64::from(UNITS);
+                    meters.configure(
+                        i,
+                        MeterConfig { cir: rate * u, cbs: burst * u, pir: peak * u, pbs: burst * u },
+                        0,
+                    );
+                    true
+                }
+            };
+            let mut st = CollectorState {
+                name: name.clone(),
+                ip,
+                keywrite: None,
+                keyincrement: None,
+                postcarder: None,
+                metered,
+            };
+            if let Some(port) = col.keywrite {
+                st.keywrite = Some(qps.len());
+                let store = Store::KeyWrite { slot_len: dta::layout::keywrite_slot_len(kw_len) };
+                qps.push(new_qp(&qps, format!("{name}/keywrite"), i, ip, port, store));
+            }
+            if let Some(port) = col.keyincrement {
+                st.keyincrement = Some(qps.len());
+                qps.push(new_qp(&qps, format!("{name}/keyincrement"), i, ip, port, Store::KeyIncrement));
+            }
+            if let Some(pc) = &col.postcarder {
+                let hops = pc.hops.unwrap_or(5);
+                if !(1..=5).contains(&hops) {
+                    return Err(c.err(format!("{key}.postcarder.hops"), format!("{hops} out of range 1..=5")));
+                }
+                let size = pc.cache.unwrap_or(32768);
+                if !size.is_power_of_two() || size > 1 << 24 {
+                    return Err(c.err(
+                        format!("{key}.postcarder.cache"),
+                        format!("{size}: a power of two up to 2^24"),
+                    ));
+                }
+                st.postcarder = Some(qps.len());
+                let cache = PostcarderCache::new(size, hops);
+                qps.push(new_qp(
+                    &qps,
+                    format!("{name}/postcarder"),
+                    i,
+                    ip,
+                    pc.port,
+                    Store::Postcarder(cache),
+                ));
+            }
+            for (j, l) in col.append.iter().enumerate() {
+                let lkey = format!("{key}.append[{j}]");
+                let batch = l.batch.unwrap_or(4);
+                if ![1, 2, 4, 8, 16].contains(&batch) {
+                    return Err(c.err(format!("{lkey}.batch"), format!("{batch}; expected 1, 2, 4, 8 or 16")));
+                }
+                if lists.get(&l.list).is_some() {
+                    return Err(c.err(format!("{lkey}.list"), format!("list {} is configured twice", l.list)));
+                }
+                lists.insert(l.list, qps.len()).map_err(|e| c.err(lkey.clone(), e.to_string()))?;
+                let store = Store::Append { list: l.list, batcher: AppendBatcher::new(batch as usize, 1) };
+                qps.push(new_qp(&qps, format!("{name}/append[{}]", l.list), i, ip, l.port, store));
+            }
+            for (j, sk) in col.sketch.iter().enumerate() {
+                let skey = format!("{key}.sketch[{j}]");
+                let batch = sk.batch.unwrap_or(4);
+                let bytes = batch as usize * usize::from(sk.rows) * 4;
+                if sk.rows == 0 || sk.columns == 0 || sk.reporters.is_empty() || batch == 0 {
+                    return Err(c.err(skey, "rows, columns, batch and reporters must not be zero or empty"));
+                }
+                if bytes > roce::requester::MAX_INLINE {
+                    return Err(c.err(
+                        format!("{skey}.batch"),
+                        format!(
+                            "{batch} columns x {} rows x 4 B = {bytes} B, above {} B per write",
+                            sk.rows,
+                            roce::requester::MAX_INLINE
+                        ),
+                    ));
+                }
+                if sketches.get(&sk.id).is_some() {
+                    return Err(c.err(format!("{skey}.id"), format!("sketch {} is configured twice", sk.id)));
+                }
+                sketches.insert(sk.id, qps.len()).map_err(|e| c.err(skey.clone(), e.to_string()))?;
+                let merger = SketchMerger::new(sk.rows, sk.columns, &sk.reporters, batch);
+                let store = Store::Sketch { id: sk.id, merger };
+                qps.push(new_qp(&qps, format!("{name}/sketch[{}]", sk.id), i, ip, sk.port, store));
+            }
+            collectors.push(st);
+        }
+        if qps.is_empty() {
+            return Err(c.err("dta.collector", "no collector has a data structure (keywrite, append, …)"));
+        }
+        let kw_collectors =
+            collectors.iter().enumerate().filter(|(_, c)| c.keywrite.is_some()).map(|(i, _)| i).collect();
+        let ki_collectors =
+            collectors.iter().enumerate().filter(|(_, c)| c.keyincrement.is_some()).map(|(i, _)| i).collect();
+        let reporters = ExactTable::new(res, decl::reporter_seq(d.reporters.unwrap_or(65536).max(1)));
+        let park_cap = d.park.unwrap_or(4096);
+        let state_bytes: usize = qps
+            .iter()
+            .map(|q| match &q.store {
+                Store::Postcarder(c) => c.bytes(),
+                Store::Sketch { merger, .. } => merger.bytes(),
+                _ => 0,
+            })
+            .sum();
+        let qp_bytes = qps
+            .iter()
+            .map(|q| (s.requester.window as usize) * (q.store.requester_config(s.requester).max_payload + 40))
+            .sum::<usize>()
+            + state_bytes;
+        decl::declare(
+            res,
+            decl::parser(s.format.base, s.format.keywrite_data_len, s.udp_port),
+            collectors.len(),
+            qps.len(),
+            qp_bytes,
+            s.requester.window,
+            park_cap,
+        );
+        let dr = &mut ctx.drops;
+        let drops = Drops {
+            malformed: dr.declare("dta_malformed"),
+            unknown_opcode: dr.declare("dta_unknown_opcode"),
+            bad_redundancy: dr.declare("dta_bad_redundancy"),
+            no_list: dr.declare("dta_no_list"),
+            no_sketch: dr.declare("dta_no_sketch"),
+            no_store: dr.declare("dta_no_store"),
+            store_down: dr.declare("dta_store_down"),
+            window_full: dr.declare("dta_window_full"),
+            rate_low: dr.declare("dta_rate_limited"),
+            park_full: dr.declare("dta_park_full"),
+            seq_gap: dr.declare("dta_seq_gap"),
+            seq_duplicate: dr.declare("dta_seq_duplicate"),
+            bad_hop: dr.declare("dta_bad_hop"),
+            sketch_order: dr.declare("dta_sketch_out_of_order"),
+            sketch_shape: dr.declare("dta_sketch_shape"),
+            roce_bad_icrc: dr.declare("roce_bad_icrc"),
+            roce_malformed: dr.declare("roce_malformed"),
+            unknown_qp: dr.declare("roce_unknown_qp"),
+        };
+        let resources = ctx.resources_after_l2l3(&l2l3);
+        let mut list_direct = vec![u16::MAX; 1024];
+        for (id, qi) in lists.iter() {
+            if let Some(slot) = list_direct.get_mut(*id as usize) {
+                *slot = *qi as u16;
+            }
+        }
+        Ok(Self {
+            l2l3,
+            list_direct,
+            resources,
+            s,
+            collectors,
+            kw_collectors,
+            ki_collectors,
+            qps,
+            lists,
+            sketches,
+            reporters,
+            meters,
+            parked: std::collections::VecDeque::with_capacity(park_cap),
+            park_cap,
+            drops,
+            stats: DtaStats::default(),
+            sketch_buf: Vec::with_capacity(roce::requester::MAX_INLINE),
+            scratch: Vec::with_capacity(MAX_REPORT),
+            last_tick: 0,
+        })
+    }
+}

@@ -1,0 +1,287 @@
+//! The translator's side of RDMA: the collectors' responses and CM MADs, the queue pairs' connection, metadata, reset and retransmission.
+
+use super::*;
+
+impl DtaTranslator {
+    /// A RoCEv2 packet for the translator (from a collector); `l3` is the IPv4 header's offset.
+    pub(super) fn on_roce<F: Frame>(
+        &mut self,
+        pkt: &mut F,
+        md: &mut IngressMd,
+        out: &mut Emitter<'_, F>,
+        src: Ipv4Addr,
+        l3: usize,
+        l4: usize,
+    ) {
+        let now = md.ingress_ts;
+        let data = pkt.data();
+        let ip_len = Ipv4Packet::new_unchecked(&data[l3..]).total_len() as usize;
+        let ip = &data[l3..(l3 + ip_len).min(data.len())];
+        if icrc::verify(ip).is_err() {
+            return md.dest = Dest::Drop(self.drops.roce_bad_icrc);
+        }
+        let Ok(r) = RoceRepr::parse(&data[l4.min(l3 + ip.len())..l3 + ip.len()]) else {
+            return md.dest = Dest::Drop(self.drops.roce_malformed);
+        };
+        md.dest = Dest::Consume;
+        if frames::is_cm_mad(&r) {
+            let Ok(mad) = CmMadRepr::parse(r.payload) else {
+                return md.dest = Dest::Drop(self.drops.roce_malformed);
+            };
+            self.on_mad(now, src, &mad, out);
+            return;
+        }
+        let qpn = r.bth.dest_qp;
+        let Some(qi) = qpn.checked_sub(QPN_BASE).map(|i| i as usize).filter(|&i| i < self.qps.len()) else {
+            return md.dest = Dest::Drop(self.drops.unknown_qp);
+        };
+        if self.qps[qi].peer != src || self.qps[qi].phase == Phase::Connecting {
+            return md.dest = Dest::Drop(self.drops.unknown_qp);
+        }
+        match r.bth.opcode {
+            Opcode::RC_ACKNOWLEDGE | Opcode::RC_ATOMIC_ACKNOWLEDGE => {
+                let Some(aeth) = r.ext.aeth else { return md.dest = Dest::Drop(self.drops.roce_malformed) };
+                self.stats.acks += 1;
+                match self.qps[qi].req.handle_packet(now, &r.bth, &aeth) {
+                    Response::Fatal(e) => {
+                        self.reset(qi, now, ConnectError::Disconnected, &format!("{e}"), out)
+                    }
+                    Response::Retransmit { .. } | Response::RnrWait { .. } => self.resend(qi, now, out),
+                    Response::Acked { .. } | Response::Ignored => {}
+                }
+            }
+            Opcode::RC_SEND_ONLY | Opcode::RC_SEND_ONLY_WITH_IMMEDIATE => {
+                let q = &mut self.qps[qi];
+                let o = q.resp.handle_packet(
+                    r.bth.opcode,
+                    r.bth.psn,
+                    r.bth.ack_req,
+                    &r.ext,
+                    r.payload,
+                    &mut NoMemory,
+                );
+                if let Some(ack) = frames::reply(q.req.dest_qp(), &o.reply) {
+                    let q = &self.qps[qi];
+                    if let Some(h) = q.hop {
+                        out.emit(Dest::Port(h.port), 7, |f| q.build_repr(f, ack));
+                    }
+                }
+                if let Delivery::Send { data, .. } = o.delivery {
+                    self.on_metadata(qi, data);
+                }
+            }
+            _ => md.dest = Dest::Drop(self.drops.roce_malformed),
+        }
+    }
+
+    /// The collector's metadata SEND on QP `qi`.
+    pub(super) fn on_metadata(&mut self, qi: usize, data: &[u8]) {
+        let q = &mut self.qps[qi];
+        let Some(meta) = Metadata::decode(data) else {
+            tracing::warn!(qp = %q.name, len = data.len(), "a SEND that is not the 16-byte metadata");
+            return;
+        };
+        if q.phase == Phase::Ready && meta == q.meta {
+            return;
+        }
+        q.meta = meta;
+        q.slots = q.slots_for(meta.len);
+        let slots = q.slots;
+        match &mut q.store {
+            Store::Append { batcher, .. } => batcher.set_slots(slots),
+            Store::Sketch { merger, .. } if slots * (merger.rows() as u64 * 4) < u64::from(meta.len) / 2 => {}
+            _ => {}
+        }
+        if slots == 0 {
+            tracing::warn!(qp = %q.name, len = meta.len, "the collector's region holds no slot");
+            return;
+        }
+        q.phase = Phase::Ready;
+        q.build_templates();
+        tracing::info!(qp = %q.name, va = meta.va, len = meta.len, rkey = meta.rkey, slots, "collector region ready");
+    }
+
+    /// A CM MAD from `src`.
+    pub(super) fn on_mad<F: Frame>(
+        &mut self,
+        now: u64,
+        src: Ipv4Addr,
+        mad: &CmMadRepr,
+        out: &mut Emitter<'_, F>,
+    ) {
+        for qi in 0..self.qps.len() {
+            if self.qps[qi].peer != src {
+                continue;
+            }
+            let o = self.qps[qi].cm.handle_packet(now, mad);
+            if o.send.is_none() && o.event.is_none() {
+                continue;
+            }
+            if let Some(m) = o.send {
+                self.send_mad(qi, &m, out);
+            }
+            match o.event {
+                Some(ClientEvent::Established(conn)) => {
+                    let q = &mut self.qps[qi];
+                    q.req = Requester::new(
+                        q.store.requester_config(self.s.requester),
+                        conn.remote_qpn,
+                        conn.local_psn,
+                    );
+                    q.resp = Responder::new(Transport::Rc, conn.remote_psn);
+                    q.phase = Phase::Metadata;
+                    self.stats.connects += 1;
+                    tracing::info!(qp = %q.name, collector = %q.peer, remote_qpn = conn.remote_qpn, "connected; waiting for the region");
+                }
+                Some(ClientEvent::Failed(why)) => {
+                    let q = &mut self.qps[qi];
+                    if q.phase != Phase::Connecting {
+                        self.stats.resets += 1;
+                    }
+                    q.phase = Phase::Connecting;
+                    q.tmpl = None;
+                    tracing::warn!(qp = %q.name, collector = %q.peer, "connection: {why}; retrying with backoff");
+                }
+                None => {}
+            }
+            return;
+        }
+    }
+
+    pub(super) fn send_mad<F: Frame>(&mut self, qi: usize, mad: &CmMadRepr, out: &mut Emitter<'_, F>) {
+        let q = &mut self.qps[qi];
+        let Some(h) = q.hop else { return };
+        let mut b = [0u8; wire::ibcm::MAD_LEN];
+        if mad.emit(&mut b).is_err() {
+            return;
+        }
+        let psn = q.ud_psn;
+        q.ud_psn = wire::roce::psn_add(psn, 1);
+        let q = &self.qps[qi];
+        out.emit(Dest::Port(h.port), 7, |f| q.build_repr(f, frames::cm_mad(psn, &b)));
+    }
+
+    /// The QP failed: drop the connection (DREQ) and connect again after the backoff.
+    pub(super) fn reset<F: Frame>(
+        &mut self,
+        qi: usize,
+        now: u64,
+        why: ConnectError,
+        detail: &str,
+        out: &mut Emitter<'_, F>,
+    ) {
+        let q = &mut self.qps[qi];
+        tracing::warn!(qp = %q.name, collector = %q.peer, "queue pair failed ({detail}); reconnecting");
+        let dreq = q.cm.reset(now, why);
+        q.phase = Phase::Connecting;
+        q.tmpl = None;
+        self.stats.resets += 1;
+        if let Some(m) = dreq {
+            self.send_mad(qi, &m, out);
+        }
+    }
+
+    /// Send what QP `qi`'s retransmission cursor has due.
+    pub(super) fn resend<F: Frame>(&mut self, qi: usize, now: u64, out: &mut Emitter<'_, F>) {
+        let Some(h) = self.qps[qi].hop else { return };
+        // Bounded work per call; the rest goes on the next tick.
+        for _ in 0..256 {
+            let q = &mut self.qps[qi];
+            let Some(x) = q.req.poll_transmit(now) else { return };
+            let (psn, op, ack_req) = (x.psn, x.op, x.ack_req);
+            let mut payload = [0u8; roce::requester::MAX_INLINE];
+            let len = x.payload.len();
+            payload[..len].copy_from_slice(x.payload);
+            self.stats.retransmitted += 1;
+            let q = &self.qps[qi];
+            out.emit(Dest::Port(h.port), self.s.queue, |f| q.build(f, psn, ack_req, &op, &payload[..len]));
+        }
+    }
+
+    /// Timers of QP `qi`: path, CM, requester timeouts and resends, ack probes, Append flushes.
+    pub(super) fn tick_qp<F: Frame>(&mut self, qi: usize, now: u64, out: &mut Emitter<'_, F>) {
+        // The path to the collector, looked up again every 100 ms (a new ARP entry, a route).
+        if self.qps[qi].hop.is_none() || now.saturating_sub(self.qps[qi].resolved_at) >= 100_000_000 {
+            self.qps[qi].resolved_at = now;
+            let peer = self.qps[qi].peer;
+            let key = {
+                let mut k = [0u8; 13];
+                k[..4].copy_from_slice(&peer.octets());
+                k[8] = protocol::UDP;
+                k[9..11].copy_from_slice(&(self.qps[qi].local_qpn as u16).to_be_bytes());
+                k
+            };
+            match self.l2l3.next_hop(peer, || key, now, out) {
+                Ok(h) => {
+                    let src = self
+                        .s
+                        .source_ip
+                        .or_else(|| self.l2l3.port_address(h.port))
+                        .unwrap_or(Ipv4Addr::UNSPECIFIED);
+                    let q = &mut self.qps[qi];
+                    if q.hop != Some(h) || q.flow.ip_src != src {
+                        q.set_path(h, src, self.s.dscp, self.s.ecn);
+                        q.cm.params_mut().local_ip = src;
+                    }
+                }
+                Err(NoNextHop::Unresolved) => {}
+                Err(e) => {
+                    if self.qps[qi].hop.is_none() && now.saturating_sub(self.last_tick) > 0 {
+                        tracing::debug!(qp = %self.qps[qi].name, "no path to the collector: {e:?}");
+                    }
+                }
+            }
+        }
+        if self.qps[qi].hop.is_none() {
+            return;
+        }
+        // The CM.
+        if self.qps[qi].cm.state() == roce::cm::ClientState::Idle {
+            let psn = self.qps[qi].next_start_psn();
+            self.qps[qi].cm.params_mut().start_psn = psn;
+            let req = self.qps[qi].cm.connect(now);
+            self.send_mad(qi, &req, out);
+            return;
+        }
+        if matches!(self.qps[qi].cm.state(), roce::cm::ClientState::Backoff { until, .. } if now >= until) {
+            let psn = self.qps[qi].next_start_psn();
+            self.qps[qi].cm.params_mut().start_psn = psn;
+        }
+        let o = self.qps[qi].cm.handle_timeout(now);
+        if let Some(m) = o.send {
+            self.send_mad(qi, &m, out);
+        }
+        if let Some(ClientEvent::Failed(why)) = o.event {
+            let q = &mut self.qps[qi];
+            q.phase = Phase::Connecting;
+            q.tmpl = None;
+            tracing::warn!(qp = %q.name, collector = %q.peer, "connection: {why}; retrying with backoff");
+        }
+        if self.qps[qi].phase != Phase::Ready {
+            return;
+        }
+        // Timeouts and resends.
+        if let Err(e) = self.qps[qi].req.handle_timeout(now) {
+            return self.reset(qi, now, ConnectError::Timeout, &format!("{e}"), out);
+        }
+        self.resend(qi, now, out);
+        // A partial Append batch waits at most append_flush.
+        if let Store::Append { batcher, .. } = &self.qps[qi].store
+            && batcher.due(now, self.s.append_flush_ns)
+        {
+            let _ = self.flush_append(qi, now, &mut First::None, out);
+        }
+        // An unacknowledged tail gets a zero-length WRITE asking for an ACK.
+        if self.qps[qi].req.ack_probe_due(now, self.s.ack_probe_ns) {
+            let q = &mut self.qps[qi];
+            let op = Op::Write { va: q.meta.va, rkey: q.meta.rkey, imm: None };
+            if let Ok(p) = q.req.post(now, op, &[], true)
+                && p.send_now
+                && let Some(h) = q.hop
+            {
+                let q = &self.qps[qi];
+                out.emit(Dest::Port(h.port), self.s.queue, |f| q.build(f, p.psn, p.ack_req, &op, &[]));
+            }
+        }
+    }
+}

@@ -1,0 +1,510 @@
+//! Reports to RDMA: admission by the collector's meter, the four primitives' translation, Append and Sketch-Merge batching, NACKs and parked reports.
+
+use super::*;
+
+impl DtaTranslator {
+    /// Charge `units` to collector `c`'s meter for a report of `prio`.
+    #[inline(always)]
+    pub(super) fn admit(&mut self, c: usize, units: u32, prio: Priority, now: u64) -> Result<(), Reject> {
+        if !self.collectors[c].metered {
+            return Ok(());
+        }
+        match (self.meters.execute(c, now, units), prio) {
+            (Color::Green, _) | (Color::Yellow, Priority::Medium | Priority::High) => Ok(()),
+            (Color::Yellow | Color::Red, Priority::Low | Priority::Medium) => {
+                Err(Reject::Rate { park: false })
+            }
+            (_, Priority::High) => Err(Reject::Rate { park: true }),
+        }
+    }
+
+    /// Post one request on QP `qi` and send it: into `first` if given (it is then used up),
+    /// otherwise through the emitter. Returns the port when `first` was used.
+    #[inline(always)]
+    pub(super) fn send<F: Frame>(
+        &mut self,
+        qi: usize,
+        now: u64,
+        op: Op,
+        payload: &[u8],
+        first: &mut First<'_, F>,
+        out: &mut Emitter<'_, F>,
+    ) -> Result<Option<PortId>, Reject> {
+        let q = &mut self.qps[qi];
+        let post = match q.req.post(now, op, payload, false) {
+            Ok(p) => p,
+            Err(PostError::WindowFull) => return Err(Reject::Drop(self.drops.window_full)),
+            Err(_) => return Err(Reject::Drop(self.drops.store_down)),
+        };
+        self.stats.rdma_packets += 1;
+        if !post.send_now {
+            // A resend is under way; the cursor sends it in order.
+            return Ok(None);
+        }
+        let Some(hop) = q.hop else { return Ok(None) };
+        let q = &self.qps[qi];
+        match std::mem::replace(first, First::None) {
+            First::InPlace(f) => {
+                if q.build(f, post.psn, post.ack_req, &op, payload) {
+                    return Ok(Some(hop.port));
+                }
+                Ok(None)
+            }
+            First::None => {
+                out.emit(Dest::Port(hop.port), self.s.queue, |f| {
+                    q.build(f, post.psn, post.ack_req, &op, payload)
+                });
+                Ok(None)
+            }
+        }
+    }
+
+    /// The collector for a Key-Write or Key-Increment report to `dst`.
+    #[inline(always)]
+    pub(super) fn key_collector(&self, dst: Ipv4Addr, key: u32, increment: bool) -> Option<usize> {
+        let list = if increment { &self.ki_collectors } else { &self.kw_collectors };
+        let has =
+            |c: &CollectorState| if increment { c.keyincrement.is_some() } else { c.keywrite.is_some() };
+        if let Some(i) = self.collectors.iter().position(|c| c.ip == dst && has(c)) {
+            return Some(i);
+        }
+        (!list.is_empty()).then(|| list[dta::keywrite_collector(key, list.len())])
+    }
+
+    /// A QP ready to write, or why not.
+    #[inline(always)]
+    pub(super) fn ready_qp(&self, qi: Option<usize>, missing: DropReason) -> Result<usize, Reject> {
+        let qi = qi.ok_or(Reject::Drop(missing))?;
+        if self.qps[qi].phase != Phase::Ready || self.qps[qi].hop.is_none() {
+            return Err(Reject::Drop(self.drops.store_down));
+        }
+        Ok(qi)
+    }
+
+    /// Translate one parsed report. `first`, if given, is the report's own buffer, reused for
+    /// the first RDMA packet.
+    pub(super) fn translate<F: Frame>(
+        &mut self,
+        now: u64,
+        dst: Ipv4Addr,
+        r: &DtaRepr<'_>,
+        mut first: First<'_, F>,
+        out: &mut Emitter<'_, F>,
+    ) -> Translated {
+        match self.translate_inner(now, dst, r, &mut first, out) {
+            Ok(Some(port)) => Translated::Sent(port),
+            Ok(None) => Translated::Absorbed,
+            Err(e) => Translated::Rejected(e),
+        }
+    }
+
+    pub(super) fn translate_inner<F: Frame>(
+        &mut self,
+        now: u64,
+        dst: Ipv4Addr,
+        r: &DtaRepr<'_>,
+        first: &mut First<'_, F>,
+        out: &mut Emitter<'_, F>,
+    ) -> Result<Option<PortId>, Reject> {
+        let prio = r.seq.map_or(self.s.default_priority, |s| s.priority);
+        let imm = r.immediate;
+        {
+            match r.primitive {
+                Primitive::KeyWrite { redundancy, key, data } => {
+                    if redundancy == 0 || redundancy > self.s.max_redundancy {
+                        return Err(Reject::Drop(self.drops.bad_redundancy));
+                    }
+                    let c = self.key_collector(dst, key, false).ok_or(Reject::Drop(self.drops.no_store))?;
+                    let qi = self.ready_qp(self.collectors[c].keywrite, self.drops.no_store)?;
+                    if self.qps[qi].req.outstanding() + u32::from(redundancy) > self.s.requester.window {
+                        return Err(Reject::Drop(self.drops.window_full));
+                    }
+                    self.admit(c, UNITS * u32::from(redundancy), prio, now)?;
+                    let Store::KeyWrite { slot_len } = self.qps[qi].store else { unreachable!() };
+                    let hash = dta::KeyHash::new(key);
+                    let mut slot = [0u8; 32];
+                    dta::layout::keywrite_slot(&hash, data, &mut slot[..slot_len]);
+                    let (meta, slots) = (self.qps[qi].meta, self.qps[qi].slots);
+                    let mut port = None;
+                    for n in 0..redundancy {
+                        let s = dta::layout::key_slot_index(&hash, n, slots);
+                        let op = Op::Write {
+                            va: meta.va + s * slot_len as u64,
+                            rkey: meta.rkey,
+                            imm: (imm && n == 0).then_some(key),
+                        };
+                        port = port.or(self.send(qi, now, op, &slot[..slot_len], first, out)?);
+                    }
+                    self.stats.reports[0] += 1;
+                    Ok(port)
+                }
+                Primitive::KeyIncrement { redundancy, key, counter } => {
+                    if redundancy == 0 || redundancy > self.s.max_redundancy {
+                        return Err(Reject::Drop(self.drops.bad_redundancy));
+                    }
+                    let c = self.key_collector(dst, key, true).ok_or(Reject::Drop(self.drops.no_store))?;
+                    let qi = self.ready_qp(self.collectors[c].keyincrement, self.drops.no_store)?;
+                    let ops = u32::from(redundancy) + u32::from(imm);
+                    if self.qps[qi].req.outstanding() + ops > self.s.requester.window {
+                        return Err(Reject::Drop(self.drops.window_full));
+                    }
+                    self.admit(c, UNITS * ops, prio, now)?;
+                    let (meta, slots) = (self.qps[qi].meta, self.qps[qi].slots);
+                    let hash = dta::KeyHash::new(key);
+                    let mut port = None;
+                    for n in 0..redundancy {
+                        let s = dta::layout::key_slot_index(&hash, n, slots);
+                        let op = Op::FetchAdd { va: meta.va + s * 8, rkey: meta.rkey, add: counter };
+                        port = port.or(self.send(qi, now, op, &[], first, out)?);
+                    }
+                    if imm {
+                        let op = Op::Write { va: meta.va, rkey: meta.rkey, imm: Some(key) };
+                        port = port.or(self.send(qi, now, op, &[], first, out)?);
+                    }
+                    self.stats.reports[2] += 1;
+                    Ok(port)
+                }
+                Primitive::Append { list_id, data } => {
+                    let qi = match self.list_direct.get(list_id as usize) {
+                        Some(&i) => (i != u16::MAX).then_some(usize::from(i)),
+                        None => self.lists.lookup(&list_id).copied(),
+                    };
+                    let qi = self.ready_qp(qi, self.drops.no_list)?;
+                    let window = self.s.requester.window;
+                    let q = &mut self.qps[qi];
+                    if q.req.outstanding() + 2 > window {
+                        return Err(Reject::Drop(self.drops.window_full));
+                    }
+                    let c = q.collector;
+                    let Store::Append { batcher, .. } = &mut q.store else { unreachable!() };
+                    let cost = UNITS / batcher.batch() as u32;
+                    if self.collectors[c].metered {
+                        self.admit(c, cost, prio, now)?;
+                    }
+                    let Store::Append { batcher, .. } = &mut self.qps[qi].store else { unreachable!() };
+                    let ready = batcher.push(now, data, imm);
+                    self.stats.reports[1] += 1;
+                    if ready { self.flush_append(qi, now, first, out) } else { Ok(None) }
+                }
+                Primitive::Postcarder { key, hop, data } => {
+                    let c_ip = self.collectors.iter().position(|c| c.ip == dst && c.postcarder.is_some());
+                    let c = c_ip
+                        .or_else(|| self.collectors.iter().position(|c| c.postcarder.is_some()))
+                        .ok_or(Reject::Drop(self.drops.no_store))?;
+                    let qi = self.ready_qp(self.collectors[c].postcarder, self.drops.no_store)?;
+                    let Store::Postcarder(cache) = &mut self.qps[qi].store else { unreachable!() };
+                    let path = match cache.add(key, hop, data, imm) {
+                        PostcardOutcome::BadHop => return Err(Reject::Drop(self.drops.bad_hop)),
+                        PostcardOutcome::Cached => None,
+                        PostcardOutcome::Complete(p) | PostcardOutcome::Evicted(p) => Some(p),
+                    };
+                    self.stats.reports[3] += 1;
+                    // A path costs one packet whenever it is written; charge it then.
+                    let Some(p) = path else { return Ok(None) };
+                    self.admit(c, UNITS, prio, now)?;
+                    let (meta, slots) = (self.qps[qi].meta, self.qps[qi].slots);
+                    let mut buf = [0u8; dta::layout::POSTCARDER_WRITE_LEN];
+                    dta::layout::postcarder_slot(p.key, &p.hops, &mut buf);
+                    let s = dta::layout::postcarder_slot_index(p.key, slots);
+                    let op = Op::Write {
+                        va: meta.va + s * dta::layout::POSTCARDER_SLOT_LEN as u64,
+                        rkey: meta.rkey,
+                        imm: p.imm.then_some(p.key),
+                    };
+                    self.send(qi, now, op, &buf, first, out)
+                }
+                Primitive::SketchMerge { sketch_id, reporter_id, column, op, counters } => {
+                    let qi =
+                        self.ready_qp(self.sketches.lookup(&sketch_id).copied(), self.drops.no_sketch)?;
+                    let Store::Sketch { merger, .. } = &mut self.qps[qi].store else { unreachable!() };
+                    match merger.merge(reporter_id, column, op, counters) {
+                        SketchOutcome::Merged => {}
+                        SketchOutcome::OutOfOrder { last } | SketchOutcome::TooEarly { last } => {
+                            return Err(Reject::SketchNack(last as u8));
+                        }
+                        SketchOutcome::UnknownReporter | SketchOutcome::BadShape => {
+                            return Err(Reject::Drop(self.drops.sketch_shape));
+                        }
+                    }
+                    self.stats.reports[4] += 1;
+                    self.flush_sketch(qi, now, imm, first, out)
+                }
+            }
+        }
+    }
+
+    /// Write a list's waiting batch.
+    pub(super) fn flush_append<F: Frame>(
+        &mut self,
+        qi: usize,
+        now: u64,
+        first: &mut First<'_, F>,
+        out: &mut Emitter<'_, F>,
+    ) -> Result<Option<PortId>, Reject> {
+        let (meta, _) = (self.qps[qi].meta, self.qps[qi].slots);
+        let Store::Append { list, batcher } = &mut self.qps[qi].store else { return Ok(None) };
+        let list = *list;
+        let (writes, imm) = batcher.take();
+        // Copy out: `send` needs the QP mutably.
+        let mut runs: [(u64, usize, [u8; 64]); 2] = [(0, 0, [0; 64]); 2];
+        let mut n = 0;
+        for w in writes.into_iter().flatten() {
+            let (slot, entries) = (w.slot, w.entries);
+            runs[n].0 = slot;
+            runs[n].1 = entries.len() * 4;
+            for (j, e) in entries.iter().enumerate() {
+                runs[n].2[4 * j..4 * j + 4].copy_from_slice(&e.to_le_bytes());
+            }
+            n += 1;
+        }
+        let mut port = None;
+        for (k, (slot, len, bytes)) in runs[..n].iter().enumerate() {
+            let op = Op::Write {
+                va: meta.va + slot * dta::layout::APPEND_ENTRY_LEN as u64,
+                rkey: meta.rkey,
+                imm: (imm && k + 1 == n).then_some(list),
+            };
+            port = port.or(self.send(qi, now, op, &bytes[..*len], first, out)?);
+        }
+        Ok(port)
+    }
+
+    /// Write every complete batch of a sketch.
+    pub(super) fn flush_sketch<F: Frame>(
+        &mut self,
+        qi: usize,
+        now: u64,
+        imm: bool,
+        first: &mut First<'_, F>,
+        out: &mut Emitter<'_, F>,
+    ) -> Result<Option<PortId>, Reject> {
+        let mut port = None;
+        loop {
+            let meta = self.qps[qi].meta;
+            let mut buf = std::mem::take(&mut self.sketch_buf);
+            let Store::Sketch { id, merger } = &mut self.qps[qi].store else { return Ok(None) };
+            let (id, rows) = (*id, merger.rows() as u16);
+            let Some((start, bytes)) = merger.take_batch(&mut buf) else {
+                self.sketch_buf = buf;
+                return Ok(port);
+            };
+            let c = self.qps[qi].collector;
+            // Batches are written whatever the rate: their columns are merged already.
+            if self.collectors[c].metered {
+                let _ = self.meters.execute(c, now, UNITS);
+            }
+            let op = Op::Write {
+                va: meta.va + dta::layout::sketch_column_offset(start, rows),
+                rkey: meta.rkey,
+                imm: imm.then_some((u32::from(id) << 16) | (start & 0xffff)),
+            };
+            let len = bytes.len();
+            let r = self.send(qi, now, op, &buf[..len], first, out);
+            self.sketch_buf = buf;
+            port = port.or(r?);
+        }
+    }
+
+    /// Turn `pkt` (a report from `reporter`) into a DTA NACK back to it: `nack` asks for the
+    /// reports after `seqnum`, `slow_down` asks for a lower rate.
+    pub(super) fn make_nack<F: Frame>(
+        &mut self,
+        pkt: &mut F,
+        md: &mut IngressMd,
+        seqnum: u8,
+        nack: bool,
+        slow_down: bool,
+    ) {
+        let data = pkt.data();
+        let Ok(eth) = EthernetFrame::new_checked(data) else {
+            return md.dest = Dest::Drop(builtin::MALFORMED);
+        };
+        let l2 = eth.header_len();
+        let Ok(ip) = Ipv4Packet::new_checked(&data[l2..]) else {
+            return md.dest = Dest::Drop(builtin::MALFORMED);
+        };
+        let Ok(udp) = UdpPacket::new_checked(ip.payload()) else {
+            return md.dest = Dest::Drop(builtin::MALFORMED);
+        };
+        let flow = UdpFlow {
+            vlan: eth.vlan(),
+            dscp: ip.dscp(),
+            ..UdpFlow::host_udp(
+                eth.dst_addr(),
+                eth.src_addr(),
+                SocketAddrV4::new(ip.dst_addr(), udp.dst_port()),
+                SocketAddrV4::new(ip.src_addr(), NACK_PORT),
+            )
+        };
+        let r = NackRepr { seqnum, nack, slow_down };
+        pkt.reset();
+        let ok = pkt.append(wire::ethernet::MIN_FRAME_LEN.max(flow.headers_len() + 2)).is_some_and(|b| {
+            b.fill(0);
+            flow.emit_with(2, false, b, |p| r.emit(p)).is_ok()
+        });
+        if !ok {
+            return md.dest = Dest::Drop(builtin::MALFORMED);
+        }
+        if nack {
+            self.stats.nacks += 1;
+        }
+        if slow_down {
+            self.stats.slow_downs += 1;
+        }
+        md.dest = Dest::Port(md.ingress_port);
+        md.qid = 7;
+    }
+
+    /// A DTA report arrived in `pkt`; `l4` is the offset of its UDP payload.
+    pub(super) fn on_report<F: Frame>(
+        &mut self,
+        pkt: &mut F,
+        md: &mut IngressMd,
+        out: &mut Emitter<'_, F>,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        l4: usize,
+    ) {
+        let format = self.s.format;
+        // What the report carries is taken out of its buffer (which becomes the first RDMA
+        // packet): plain fields by value, Key-Write data into `kw`; sketch counters into the
+        // scratch buffer (kept, no allocation) on the sketch's own path.
+        let mut kw = [0u8; 28];
+        let r = match DtaRepr::parse(&pkt.data()[l4..], format) {
+            Ok(r) => r,
+            Err(wire::Error::Unsupported { field: "dta.opcode", .. }) => {
+                return md.dest = Dest::Drop(self.drops.unknown_opcode);
+            }
+            Err(_) => return md.dest = Dest::Drop(self.drops.malformed),
+        };
+        // Only a sketch's counters need the scratch buffer; other reports get an empty Vec
+        // (no allocation).
+        let sketch = matches!(r.primitive, Primitive::SketchMerge { .. });
+        let mut buf = if sketch { std::mem::take(&mut self.scratch) } else { Vec::new() };
+        let r = detach(r, &mut kw, &mut buf);
+        self.on_parsed(pkt, md, out, src, dst, &r);
+        if sketch {
+            self.scratch = buf;
+        }
+    }
+
+    pub(super) fn on_parsed<F: Frame>(
+        &mut self,
+        pkt: &mut F,
+        md: &mut IngressMd,
+        out: &mut Emitter<'_, F>,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        r: &DtaRepr<'_>,
+    ) {
+        let now = md.ingress_ts;
+        // Sequence tracking of retransmittable reports.
+        if let Some(seq) = r.seq.filter(|s| s.retransmittable) {
+            let key = src.to_bits();
+            let verdict = match self.reporters.lookup_mut(&key) {
+                Some(t) => t.check(seq.seqnum, now, self.s.nack_interval_ns),
+                None => {
+                    let mut t = ReporterSeq::first(seq.seqnum);
+                    let v = t.check(seq.seqnum, now, self.s.nack_interval_ns);
+                    // A full table tracks no new reporters: their reports pass unchecked.
+                    let _ = self.reporters.insert(key, t);
+                    v
+                }
+            };
+            match verdict {
+                SeqVerdict::InOrder => {}
+                SeqVerdict::Duplicate => return md.dest = Dest::Drop(self.drops.seq_duplicate),
+                SeqVerdict::Gap { last, nack } => {
+                    if nack {
+                        // The report is not translated (counted); its buffer carries the NACK.
+                        out.count_drop(self.drops.seq_gap);
+                        return self.make_nack(pkt, md, last, true, false);
+                    }
+                    return md.dest = Dest::Drop(self.drops.seq_gap);
+                }
+            }
+        }
+        match self.translate(now, dst, r, First::InPlace(pkt), out) {
+            Translated::Sent(port) => {
+                md.dest = Dest::Port(port);
+                md.qid = self.s.queue;
+            }
+            Translated::Absorbed => md.dest = Dest::Consume,
+            Translated::Rejected(Reject::Drop(reason)) => md.dest = Dest::Drop(reason),
+            Translated::Rejected(Reject::SketchNack(last)) => {
+                let notify = self.notify_ok(src, now);
+                if notify {
+                    out.count_drop(self.drops.sketch_order);
+                    self.make_nack(pkt, md, last, true, false);
+                } else {
+                    md.dest = Dest::Drop(self.drops.sketch_order);
+                }
+            }
+            Translated::Rejected(Reject::Rate { park }) => {
+                let parked = park && self.park(r, dst);
+                if park && !parked {
+                    md.dest = Dest::Drop(self.drops.park_full);
+                } else if !parked {
+                    md.dest = Dest::Drop(self.drops.rate_low);
+                } else {
+                    md.dest = Dest::Consume;
+                }
+                if self.notify_ok(src, now) {
+                    let seqnum = r.seq.map_or(0, |s| s.seqnum);
+                    // The report's buffer (copied already if parked) tells the reporter; a
+                    // dropped report is still counted under its reason.
+                    if let Dest::Drop(reason) = md.dest {
+                        out.count_drop(reason);
+                    }
+                    self.make_nack(pkt, md, seqnum, false, true);
+                }
+            }
+        }
+    }
+
+    /// Whether a message to reporter `src` may go now (paced per reporter).
+    pub(super) fn notify_ok(&mut self, src: Ipv4Addr, now: u64) -> bool {
+        let key = src.to_bits();
+        let interval = self.s.nack_interval_ns;
+        match self.reporters.lookup_mut(&key) {
+            Some(t) => t.may_notify(now, interval),
+            None => {
+                let mut t = ReporterSeq::first(0);
+                let ok = t.may_notify(now, interval);
+                let _ = self.reporters.insert(key, t);
+                ok
+            }
+        }
+    }
+
+    /// Keep a high-priority report for later; `false` if the queue is full.
+    pub(super) fn park(&mut self, r: &DtaRepr<'_>, dst: Ipv4Addr) -> bool {
+        if self.parked.len() >= self.park_cap {
+            return false;
+        }
+        let mut p = Parked { bytes: [0; MAX_REPORT], len: r.buffer_len() as u16, dst };
+        if r.emit(&mut p.bytes).is_err() {
+            return false;
+        }
+        self.parked.push_back(p);
+        self.stats.parked += 1;
+        true
+    }
+
+    /// Translate parked reports while the rate allows.
+    pub(super) fn unpark<F: Frame>(&mut self, now: u64, out: &mut Emitter<'_, F>) {
+        while let Some(p) = self.parked.front().copied() {
+            let Ok(r) = DtaRepr::parse(&p.bytes[..usize::from(p.len)], self.s.format) else {
+                self.parked.pop_front();
+                continue;
+            };
+            match self.translate(now, p.dst, &r, First::None, out) {
+                Translated::Rejected(Reject::Rate { .. }) => return,
+                _ => {
+                    self.parked.pop_front();
+                    self.stats.unparked += 1;
+                }
+            }
+        }
+    }
+}
