@@ -8,7 +8,8 @@
 mod headers;
 pub mod icrc;
 
-pub use headers::{AETH, ATOMIC_ACK_ETH, ATOMIC_ETH, BTH, DETH, IMM_DT, RETH, field};
+pub mod field;
+pub use headers::{AETH, ATOMIC_ACK_ETH, ATOMIC_ETH, BTH, DETH, IMM_DT, RETH};
 pub use headers::{
     AethHeader, AethRepr, AtomicAckEthHeader, AtomicAckEthRepr, AtomicEthHeader, AtomicEthRepr, BthHeader,
     BthRepr, DethHeader, DethRepr, ImmDtHeader, ImmDtRepr, NakCode, RethHeader, RethRepr, Syndrome,

@@ -1,0 +1,95 @@
+use super::*;
+
+const OK: &str = "[lab]\nduration_us = 10\ncc = \"hpcc\"\n[topology]\nkind = \"star\"\nhosts = 3\nrate = \"100G\"\ndelay_ns = 1000\n";
+
+#[test]
+fn bad_input_names_file_line_and_reason() {
+    let p = Path::new("l.toml");
+    assert!(LabConfig::parse(p, OK).is_ok());
+    let e = LabConfig::parse(p, &OK.replace("\"hpcc\"", "\"cubic\"")).unwrap_err();
+    assert_eq!((e.line, e.key.as_str()), (3, "lab.cc"));
+    assert!(e.reason.contains("unknown CC \"cubic\""), "{e}");
+    let e = LabConfig::parse(p, &OK.replace("\"100G\"", "\"0G\"")).unwrap_err();
+    assert_eq!((e.line, e.key.as_str()), (7, "topology.rate"));
+    assert!(e.to_string().starts_with("l.toml:7: topology.rate: a link of zero rate"), "{e}");
+    let e = LabConfig::parse(p, &format!("{OK}[[flow]]\nsrc = 0\ndst = 5\nsize = 1\nstart_ns = 0\n"))
+        .unwrap_err();
+    assert_eq!((e.line, e.key.as_str()), (11, "flow[0].dst"));
+    let e = LabConfig::parse(p, &format!("{OK}colour = 1\n")).unwrap_err();
+    assert_eq!(e.line, 9);
+    let e = LabConfig::parse(p, &OK.replace("\"star\"", "\"torus\"")).unwrap_err();
+    assert_eq!((e.line, e.key.as_str()), (5, "topology.kind"));
+    let e = LabConfig::parse(p, &OK.replace("kind = \"star\"", "kind = \"fat_tree\"")).unwrap_err();
+    assert!(e.reason.contains("needs `k`"), "{e}");
+}
+
+/// The switches' programs and the hosts' agents: unknown names, misplaced keys, hosts and
+/// switches that do not exist, a flow on a host that runs no RC agent.
+#[test]
+fn programs_and_agents_are_checked() {
+    let p = Path::new("a.toml");
+    let rep = "[[host]]\nids = [0]\nagent = \"dta_reporter\"\nto = [\"10.0.2.2\"]\ncount = 10\n";
+    let c = LabConfig::parse(p, &format!("{OK}[switches]\nprogram = \"macswap\"\n{rep}")).unwrap();
+    assert_eq!(c.switch_program(0).program, "macswap");
+    assert!(matches!(&c.host_agents[0], HostAgent::DtaReporter(r) if r.count == 10));
+    assert_eq!(c.host_agents[1], HostAgent::Rc);
+    let e = LabConfig::parse(p, &format!("{OK}[switches]\nprogram = \"tofino\"\n")).unwrap_err();
+    assert_eq!((e.line, e.key.as_str()), (10, "switches.program"));
+    assert!(e.reason.contains("unknown program \"tofino\"") && e.reason.contains("l2l3"), "{e}");
+    let e = LabConfig::parse(p, &format!("{OK}[[switch]]\nid = 1\nprogram = \"l2l3\"\n")).unwrap_err();
+    assert_eq!((e.line, e.key.as_str()), (10, "switch[0].id"));
+    let e = LabConfig::parse(p, &format!("{OK}{}", rep.replace("dta_reporter", "dta_sender"))).unwrap_err();
+    assert_eq!((e.line, e.key.as_str()), (11, "host[0].agent"));
+    let e = LabConfig::parse(p, &format!("{OK}{}", rep.replace("to = [\"10.0.2.2\"]\n", ""))).unwrap_err();
+    assert_eq!(e.key, "host[0].to", "{e}");
+    let e = LabConfig::parse(p, &format!("{OK}{}", rep.replace("10.0.2.2", "ten"))).unwrap_err();
+    assert!(e.key == "host[0].to" && e.reason.contains("\"ten\" is not an IPv4 address"), "{e}");
+    let e = LabConfig::parse(p, &format!("{OK}{}", rep.replace("[0]", "[7]"))).unwrap_err();
+    assert_eq!(e.key, "host[0].ids", "{e}");
+    let e = LabConfig::parse(p, &format!("{OK}{rep}{rep}")).unwrap_err();
+    assert!(e.key == "host[1].ids" && e.reason.contains("given an agent twice"), "{e}");
+    let e = LabConfig::parse(p, &format!("{OK}{}", rep.replace("dta_reporter", "rc"))).unwrap_err();
+    assert!(e.key == "host[0].agent" && e.reason.contains("for agent \"dta_reporter\""), "{e}");
+    let flow = "[[flow]]\nsrc = 1\ndst = 0\nsize = 1000\nstart_ns = 0\n";
+    let e = LabConfig::parse(p, &format!("{OK}{rep}{flow}")).unwrap_err();
+    assert!(e.key == "host[0].agent" && e.reason.contains("host 0 runs a flow (1 to 0)"), "{e}");
+}
+
+/// An explicit topology: links by name, a host cut off from the rest, a link of zero rate.
+#[test]
+fn explicit_topologies_are_checked() {
+    let p = Path::new("x.toml");
+    let head = "[lab]\nduration_us = 10\ncc = \"dcqcn\"\n[topology]\nkind = \"explicit\"\nhosts = 3\nswitches = 2\nrate = \"100G\"\ndelay_ns = 500\n";
+    let link = |a: &str, b: &str| format!("[[link]]\na = \"{a}\"\nb = \"{b}\"\n");
+    let ok =
+        format!("{head}{}{}{}{}", link("h0", "s0"), link("h1", "s0"), link("h2", "s1"), link("s0", "s1"));
+    let c = LabConfig::parse(p, &ok).unwrap();
+    assert_eq!((c.hosts(), c.topology.switches, c.topology.links.len()), (3, 2, 4));
+    assert_eq!(c.topology.links[3].delay_ns, 500);
+    let cut = format!("{head}{}{}{}", link("h0", "s0"), link("h1", "s0"), link("h2", "s1"));
+    let e = LabConfig::parse(p, &cut).unwrap_err();
+    assert_eq!((e.line, e.key.as_str()), (6, "topology.hosts"));
+    assert!(e.reason.contains("host 2 is disconnected"), "{e}");
+    let zero = format!("{ok}rate = \"0G\"\n");
+    let e = LabConfig::parse(p, &zero).unwrap_err();
+    assert_eq!((e.line, e.key.as_str()), (22, "link[3].rate"));
+    assert!(e.reason.contains("zero rate"), "{e}");
+    let e = LabConfig::parse(p, &format!("{head}{}", link("h0", "q9"))).unwrap_err();
+    assert_eq!((e.line, e.key.as_str()), (12, "link[0].b"));
+}
+
+/// A CDF file that is not monotone is named with its own line.
+#[test]
+fn a_bad_cdf_file_is_named_by_file_and_line() {
+    let dir = std::env::temp_dir().join(format!("softfabric-cdf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("bad.cdf"), "0 0\n1000 50\n500 80\n2000 100\n").unwrap();
+    let lab = format!("{OK}[[poisson]]\ncdf = \"bad.cdf\"\nload = 0.3\n");
+    let e = LabConfig::parse(&dir.join("l.toml"), &lab).unwrap_err();
+    assert_eq!((&e.file, e.line, e.key.as_str()), (&dir.join("bad.cdf"), 3, "poisson[0].cdf"));
+    assert!(e.reason.contains("not monotone"), "{e}");
+    let long = lab.replace("bad.cdf", "websearch").replace("duration_us = 10\n", "duration_us = 10000\n");
+    let c = LabConfig::parse(&dir.join("l.toml"), &long).unwrap();
+    assert!(!c.flows.is_empty() && c.hpcc.ai_rate_bps == Some(40e6));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,164 @@
+//! Collector addressing: the Key-Write checksum and slot hash, key scrambling, the collector a
+//! key goes to, and the memory layouts both the translator and the collector compute.
+
+/// The Key-Write checksum stored with each slot: CRC-32/ISO-HDLC over the key's four
+/// little-endian bytes (the reference byte-swaps the key before hashing).
+#[inline]
+pub fn keywrite_checksum(key: u32) -> u32 {
+    KeyHash::new(key).checksum()
+}
+
+/// The slot hash of copy `n` of `key`: CRC-32/ISO-HDLC over the key's little-endian bytes and
+/// the byte `n`. Mask it with the (power-of-two) slot count to get the slot index.
+#[inline]
+pub fn keywrite_slot_hash(key: u32, n: u8) -> u32 {
+    KeyHash::new(key).slot(n)
+}
+
+/// A key's Key-Write hashes, sharing the CRC over its four bytes: the checksum is the CRC of
+/// the key, and copy `n`'s slot hash continues it with one more byte.
+///
+/// Hand-written rather than `crc32fast::hash`: these inputs are 4 and 5 bytes, where one
+/// slice-by-4 step (four independent table lookups) and one byte step cost a handful of
+/// instructions and crc32fast's per-call setup dominates (the translator hashes every report).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyHash {
+    state: u32,
+}
+
+impl KeyHash {
+    /// The CRC state after the key's little-endian bytes.
+    #[inline]
+    pub fn new(key: u32) -> Self {
+        Self { state: crate::crc32::step4(!0, key) }
+    }
+
+    /// The key's checksum.
+    #[inline]
+    pub const fn checksum(&self) -> u32 {
+        !self.state
+    }
+
+    /// The slot hash of copy `n`.
+    #[inline]
+    pub fn slot(&self, n: u8) -> u32 {
+        !crate::crc32::step(self.state, n)
+    }
+}
+
+/// Spread keys that differ in a few bits over the slot hash's range: murmur3's 32-bit
+/// finaliser, a bijection on `u32`.
+///
+/// Why a reporter needs it: the slot hash is a CRC of the key, affine over GF(2), so keys that
+/// differ in a few bits (consecutive numbers, a CRC of neighbouring 5-tuples) land in a small
+/// affine subspace of slots and collide in whole groups — and since `CRC(k ‖ n) = CRC(k ‖ 0) ⊕
+/// c_n`, in every copy at once. The multiply-xorshift finaliser is not affine, so scrambled keys
+/// spread over the slots as random keys do.
+#[inline]
+pub const fn scramble_key(x: u32) -> u32 {
+    let mut h = x;
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^= h >> 16;
+    h
+}
+
+/// Which of `n` collectors holds `key` (Key-Write and Key-Increment spread keys over collectors
+/// by hash): CRC-32C of the key's little-endian bytes, modulo `n`. A different CRC than the slot
+/// hash, so a collector's keys still spread over all its slots. `n` must be at least 1.
+#[inline]
+pub fn keywrite_collector(key: u32, n: usize) -> usize {
+    let c = crc32c(&key.to_le_bytes());
+    (c as usize) % n.max(1)
+}
+
+/// CRC-32C (Castagnoli), bitwise: only a few bytes per report go through it.
+pub(super) const fn crc32c(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    let mut i = 0;
+    while i < data.len() {
+        crc ^= data[i] as u32;
+        let mut b = 0;
+        while b < 8 {
+            crc = if crc & 1 != 0 { (crc >> 1) ^ 0x82f6_3b78 } else { crc >> 1 };
+            b += 1;
+        }
+        i += 1;
+    }
+    !crc
+}
+
+/// The collector memory layouts both the translator and the collector's queries depend on
+/// (design `DTA.md`, "Memory layouts"). The defaults are the reference implementation's.
+pub mod layout {
+    use super::KeyHash;
+
+    /// Bytes of a Key-Write slot holding `data_len` bytes of data: the 4-byte checksum and the
+    /// data, rounded up to a power of two (8 for the default 4 bytes of data).
+    pub const fn keywrite_slot_len(data_len: usize) -> usize {
+        (4 + data_len).next_power_of_two()
+    }
+
+    /// Write a Key-Write slot for the key `hash` was made from: the checksum as a
+    /// little-endian `u32` (as the reference stores it), then the data as reported (network
+    /// order), then zeros.
+    #[inline]
+    pub fn keywrite_slot(hash: &KeyHash, data: &[u8], slot: &mut [u8]) {
+        slot[..4].copy_from_slice(&hash.checksum().to_le_bytes());
+        let n = data.len().min(slot.len().saturating_sub(4));
+        crate::field::copy_short(&mut slot[4..], &data[..n]);
+        crate::field::zero_short(&mut slot[4 + n..]);
+    }
+
+    /// A Key-Increment slot: one 64-bit counter, little-endian (the responder's byte order).
+    pub const KEYINCREMENT_SLOT_LEN: usize = 8;
+
+    /// An Append entry: a 32-bit datum, little-endian (the reference byte-swaps Append data).
+    pub const APPEND_ENTRY_LEN: usize = 4;
+
+    /// A Postcarder slot: 32 bytes, of which 5 hop values (4 bytes each, network order) and,
+    /// our extension in the reference's padding, the key's Key-Write checksum (little-endian)
+    /// at offset 20, so a query can tell whose path a slot holds.
+    pub const POSTCARDER_SLOT_LEN: usize = 32;
+    /// Hops a Postcarder slot holds.
+    pub const POSTCARDER_HOPS: usize = 5;
+    /// Bytes of a Postcarder slot actually written: values and checksum.
+    pub const POSTCARDER_WRITE_LEN: usize = 24;
+
+    /// The slot of `key`'s path in a Postcarder store of `slots` (a power of two) slots: its
+    /// Key-Write checksum, masked (the reference's `CRC32(key) & mask`).
+    pub fn postcarder_slot_index(key: u32, slots: u64) -> u64 {
+        u64::from(KeyHash::new(key).checksum()) & slots.saturating_sub(1)
+    }
+
+    /// Write the 24 meaningful bytes of a Postcarder slot.
+    pub fn postcarder_slot(key: u32, hops: &[u32; POSTCARDER_HOPS], slot: &mut [u8]) {
+        for (i, h) in hops.iter().enumerate() {
+            slot[4 * i..4 * i + 4].copy_from_slice(&h.to_be_bytes());
+        }
+        slot[20..24].copy_from_slice(&KeyHash::new(key).checksum().to_le_bytes());
+    }
+
+    /// Byte offset of sketch column `column` (each column `rows` counters of 4 bytes,
+    /// little-endian, columns contiguous).
+    pub const fn sketch_column_offset(column: u32, rows: u16) -> u64 {
+        column as u64 * rows as u64 * 4
+    }
+
+    /// The slot of copy `n` of a key in a Key-Write or Key-Increment store of `slots` slots (a
+    /// power of two): the copy's slot hash, masked.
+    #[inline]
+    pub fn key_slot_index(hash: &KeyHash, n: u8, slots: u64) -> u64 {
+        hash.slot(n) as u64 & (slots - 1)
+    }
+
+    /// The column a key counts in, in row `row` of a Count-Min sketch of `columns` columns:
+    /// the slot hash of copy `row`, modulo `columns` (reporters building sketches and the
+    /// collector's point estimate agree on it).
+    #[inline]
+    pub fn sketch_column_for(key: u32, row: u16, columns: u32) -> u32 {
+        KeyHash::new(key).slot(row as u8) % columns
+    }
+}

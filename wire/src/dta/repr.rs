@@ -1,0 +1,339 @@
+//! Reprs: the parsed form of a report ([`DtaRepr`], its [`Primitive`]) and of a NACK.
+
+use super::*;
+
+/// How Sketch-Merge combines a reporter's counters with the column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum MergeOp {
+    /// Element-wise sum (Count-Min, Count sketches).
+    Sum = 0,
+    /// Element-wise maximum (HyperLogLog registers).
+    Max = 1,
+    /// Element-wise minimum.
+    Min = 2,
+}
+
+impl MergeOp {
+    /// Decode; unknown values are [`Error::Unsupported`].
+    pub const fn from_u8(v: u8) -> Result<Self> {
+        Ok(match v {
+            0 => Self::Sum,
+            1 => Self::Max,
+            2 => Self::Min,
+            _ => {
+                return Err(Error::Unsupported { field: "dta.sketchmerge.merge_op", value: v as u64 });
+            }
+        })
+    }
+
+    /// Merge one counter.
+    pub const fn apply(self, a: u32, b: u32) -> u32 {
+        match self {
+            Self::Sum => a.wrapping_add(b),
+            Self::Max => {
+                if a > b {
+                    a
+                } else {
+                    b
+                }
+            }
+            Self::Min => {
+                if a < b {
+                    a
+                } else {
+                    b
+                }
+            }
+        }
+    }
+}
+
+/// One primitive's sub-header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Primitive<'a> {
+    /// Key-Write: store `data` under `key` in N slots.
+    KeyWrite {
+        /// Redundancy N.
+        redundancy: u8,
+        /// Key.
+        key: u32,
+        /// Data, exactly the configured length.
+        data: &'a [u8],
+    },
+    /// Append `data` to list `list_id`.
+    Append {
+        /// List ID.
+        list_id: u32,
+        /// Datum.
+        data: u32,
+    },
+    /// Key-Increment: add `counter` to the N slots of `key`.
+    KeyIncrement {
+        /// Redundancy N.
+        redundancy: u8,
+        /// Key.
+        key: u32,
+        /// Increment.
+        counter: u64,
+    },
+    /// Postcarder: one hop's value of a flow's path.
+    Postcarder {
+        /// Flow key.
+        key: u32,
+        /// Hop number.
+        hop: u8,
+        /// Value.
+        data: u32,
+    },
+    /// Sketch-Merge: a run of counters of one sketch column from one reporter.
+    SketchMerge {
+        /// Sketch ID.
+        sketch_id: u16,
+        /// Reporter ID.
+        reporter_id: u16,
+        /// First column.
+        column: u32,
+        /// Merge operation.
+        op: MergeOp,
+        /// Counters, big-endian 32-bit each (length a multiple of 4).
+        counters: &'a [u8],
+    },
+}
+
+impl Primitive<'_> {
+    /// The opcode of this primitive.
+    pub const fn opcode(&self) -> Opcode {
+        match self {
+            Self::KeyWrite { .. } => Opcode::KeyWrite,
+            Self::Append { .. } => Opcode::Append,
+            Self::KeyIncrement { .. } => Opcode::KeyIncrement,
+            Self::Postcarder { .. } => Opcode::Postcarder,
+            Self::SketchMerge { .. } => Opcode::SketchMerge,
+        }
+    }
+
+    /// Sub-header length.
+    pub const fn buffer_len(&self) -> usize {
+        match self {
+            Self::KeyWrite { data, .. } => field::keywrite::DATA.byte() + data.len(),
+            Self::Append { .. } => APPEND.len,
+            Self::KeyIncrement { .. } => KEYINCREMENT.len,
+            Self::Postcarder { .. } => POSTCARDER.len,
+            Self::SketchMerge { counters, .. } => SKETCH_MERGE.len + counters.len(),
+        }
+    }
+}
+
+/// A parsed DTA report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DtaRepr<'a> {
+    /// Immediate flag.
+    pub immediate: bool,
+    /// Sequencing fields: `Some` for the long base form, `None` for the short one.
+    pub seq: Option<Sequence>,
+    /// The primitive.
+    pub primitive: Primitive<'a>,
+}
+
+impl<'a> DtaRepr<'a> {
+    /// Parse a report (the UDP payload). Bytes after the sub-header are ignored, as the
+    /// reference translator ignores them.
+    ///
+    /// Fields are read at fixed offsets after one length check per sub-header (the translator
+    /// parses every report with this; always inlined, so the report's fields stay in registers
+    /// instead of going through a returned struct in memory).
+    #[inline(always)]
+    pub fn parse(buf: &'a [u8], format: Format) -> Result<Self> {
+        let base = format.base.len();
+        need("dta.base", base, buf.len())?;
+        let opcode = Opcode::from_u8(buf[field::base_long::OPCODE.byte()])?;
+        // The flags byte: the last of either form; the long form's fields at their offsets.
+        let flags = [0, 0, buf[base - 1]];
+        let seq = match format.base {
+            BaseForm::Short => None,
+            BaseForm::Long => Some(Sequence {
+                seqnum: buf[field::base_long::SEQNUM.byte()],
+                retransmittable: field::base_long::RETRANSMITTABLE.get_bool(&flags),
+                priority: Priority::from_bits(field::base_long::PRIORITY.get_u8(&flags))?,
+            }),
+        };
+        let body = &buf[base..];
+        let be32 = |b: &[u8], i: usize| u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let primitive = match opcode {
+            Opcode::KeyWrite => {
+                use field::keywrite::*;
+                need("dta.keywrite", KEYWRITE.len, body.len())?;
+                let n = format.keywrite_data_len;
+                let at = DATA.byte();
+                need("dta.keywrite.data", n, body.len() - at)?;
+                Primitive::KeyWrite {
+                    redundancy: body[REDUNDANCY.byte()],
+                    key: be32(body, KEY.byte()),
+                    data: &body[at..at + n],
+                }
+            }
+            Opcode::Append => {
+                use field::append::*;
+                let b = body.first_chunk::<{ APPEND.len }>().ok_or(Error::Truncated {
+                    field: "dta.append",
+                    need: APPEND.len,
+                    have: body.len(),
+                })?;
+                Primitive::Append { list_id: be32(b, LIST_ID.byte()), data: be32(b, DATA.byte()) }
+            }
+            Opcode::KeyIncrement => {
+                use field::keyincrement::*;
+                let b = body.first_chunk::<{ KEYINCREMENT.len }>().ok_or(Error::Truncated {
+                    field: "dta.keyincrement",
+                    need: KEYINCREMENT.len,
+                    have: body.len(),
+                })?;
+                let c = COUNTER.get_u64(b);
+                Primitive::KeyIncrement {
+                    redundancy: b[REDUNDANCY.byte()],
+                    key: be32(b, KEY.byte()),
+                    counter: c,
+                }
+            }
+            Opcode::Postcarder => {
+                use field::postcarder::*;
+                let b = body.first_chunk::<{ POSTCARDER.len }>().ok_or(Error::Truncated {
+                    field: "dta.postcarder",
+                    need: POSTCARDER.len,
+                    have: body.len(),
+                })?;
+                Primitive::Postcarder {
+                    key: be32(b, KEY.byte()),
+                    hop: b[HOP.byte()],
+                    data: be32(b, DATA.byte()),
+                }
+            }
+            Opcode::SketchMerge => {
+                let h = SketchMergeHeader::new_checked(body)?;
+                let op = MergeOp::from_u8(h.merge_op())?;
+                let n = 4 * usize::from(h.counter_count());
+                need("dta.sketchmerge.counter_count", SKETCH_MERGE.len + n, body.len())?;
+                Primitive::SketchMerge {
+                    sketch_id: h.sketch_id(),
+                    reporter_id: h.reporter_id(),
+                    column: h.column(),
+                    op,
+                    counters: &body[SKETCH_MERGE.len..SKETCH_MERGE.len + n],
+                }
+            }
+        };
+        Ok(Self { immediate: field::base_long::IMMEDIATE.get_bool(&flags), seq, primitive })
+    }
+
+    /// The base form this report is emitted in.
+    pub const fn form(&self) -> BaseForm {
+        if self.seq.is_some() { BaseForm::Long } else { BaseForm::Short }
+    }
+
+    /// Length of base header and sub-header.
+    pub const fn buffer_len(&self) -> usize {
+        self.form().len() + self.primitive.buffer_len()
+    }
+
+    /// Write the report. Sketch-Merge counters must be whole 32-bit words, at most 65 535.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
+        if let Primitive::SketchMerge { counters, .. } = self.primitive
+            && (!counters.len().is_multiple_of(4) || counters.len() / 4 > usize::from(u16::MAX))
+        {
+            return Err(Error::Invalid {
+                field: "dta.sketchmerge.counter_count",
+                value: counters.len() as u64,
+            });
+        }
+        space("dta", self.buffer_len(), buf.len())?;
+        buf[field::base_long::OPCODE.byte()] = self.primitive.opcode() as u8;
+        let at = match self.seq {
+            None => {
+                use field::base_short::*;
+                buf[IMMEDIATE.byte()] = IMMEDIATE.place_u8(u8::from(self.immediate));
+                SHORT_BASE_LEN
+            }
+            Some(s) => {
+                use field::base_long::*;
+                buf[SEQNUM.byte()] = s.seqnum;
+                buf[IMMEDIATE.byte()] = IMMEDIATE.place_u8(u8::from(self.immediate))
+                    | RETRANSMITTABLE.place_u8(u8::from(s.retransmittable))
+                    | PRIORITY.place_u8(s.priority as u8);
+                LONG_BASE_LEN
+            }
+        };
+        let b = &mut buf[at..];
+        match self.primitive {
+            Primitive::KeyWrite { redundancy, key, data } => {
+                use field::keywrite::*;
+                b[REDUNDANCY.byte()] = redundancy;
+                set_u32(b, KEY.byte(), key);
+                b[DATA.byte()..DATA.byte() + data.len()].copy_from_slice(data);
+            }
+            Primitive::Append { list_id, data } => {
+                set_u32(b, field::append::LIST_ID.byte(), list_id);
+                set_u32(b, field::append::DATA.byte(), data);
+            }
+            Primitive::KeyIncrement { redundancy, key, counter } => {
+                use field::keyincrement::*;
+                b[REDUNDANCY.byte()] = redundancy;
+                set_u32(b, KEY.byte(), key);
+                set_u64(b, COUNTER.byte(), counter);
+            }
+            Primitive::Postcarder { key, hop, data } => {
+                use field::postcarder::*;
+                set_u32(b, KEY.byte(), key);
+                b[HOP.byte()] = hop;
+                set_u32(b, DATA.byte(), data);
+            }
+            Primitive::SketchMerge { sketch_id, reporter_id, column, op, counters } => {
+                use field::sketch_merge::*;
+                set_u16(b, SKETCH_ID.byte(), sketch_id);
+                set_u16(b, REPORTER_ID.byte(), reporter_id);
+                set_u32(b, COLUMN.byte(), column);
+                set_u16(b, COUNTER_COUNT.byte(), (counters.len() / 4) as u16);
+                b[MERGE_OP.byte()] = op as u8;
+                b[RESERVED.byte()] = 0;
+                b[SKETCH_MERGE.len..SKETCH_MERGE.len + counters.len()].copy_from_slice(counters);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A DTA NACK: "I hold everything up to `seqnum`; resend what follows", and (our extension,
+/// in the high reserved bit) "slow down": the translator's path to the collector is over its
+/// rate. The reference translator sends `nack` set and the other bits zero; a reference reporter
+/// ignores the reserved bits. A message with only `slow_down` set asks for no resend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NackRepr {
+    /// Last in-order sequence number.
+    pub seqnum: u8,
+    /// NACK flag: resend what follows `seqnum`.
+    pub nack: bool,
+    /// Slow-down flag: reports are being dropped or parked for rate.
+    pub slow_down: bool,
+}
+
+impl NackRepr {
+    /// Parse a NACK (the UDP payload).
+    pub fn parse(buf: &[u8]) -> Result<Self> {
+        let h = NackHeader::new_checked(buf)?;
+        Ok(Self { seqnum: h.seqnum(), nack: h.nack(), slow_down: h.slow_down() })
+    }
+
+    /// Length: 2.
+    pub const fn buffer_len(&self) -> usize {
+        NACK_LEN
+    }
+
+    /// Write the NACK.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
+        space("dta.nack", NACK_LEN, buf.len())?;
+        use field::nack::*;
+        buf[SEQNUM.byte()] = self.seqnum;
+        buf[NACK.byte()] = NACK.place_u8(u8::from(self.nack)) | SLOW_DOWN.place_u8(u8::from(self.slow_down));
+        Ok(())
+    }
+}
