@@ -8,13 +8,44 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
 use collector::{Collector, CollectorConfig};
 use dataplane::config::Config;
 use dataplane::runtime::Runtime;
 use dataplane::runtime::report::{self, ReportRun, ReportSummary, Sink};
 use roce::dta::{LoadGen, LoadKind, LoadSpec};
 use wire::dta::Priority;
+
+/// Why the demo (or a lab the tests drive) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    /// The generated collector configuration was refused.
+    #[error(transparent)]
+    CollectorConfig(#[from] collector::ConfigError),
+    /// The generated translator configuration was refused.
+    #[error(transparent)]
+    TranslatorConfig(#[from] dataplane::config::ConfigError),
+    /// The collector did not start.
+    #[error("starting the collector: {0}")]
+    Collector(#[from] collector::StartError),
+    /// The translator did not start.
+    #[error("starting the translator: {0}")]
+    Translator(#[from] dataplane::runtime::RuntimeError),
+    /// The translator did not answer a command.
+    #[error("the translator did not answer: {0}")]
+    Command(String),
+    /// The load generator failed.
+    #[error("sending reports: {0}")]
+    Report(#[from] report::ReportError),
+    /// A query of the collector failed.
+    #[error("querying the collector: {0}")]
+    Query(#[from] collector::QueryError),
+    /// Something did not happen in time.
+    #[error("{0}")]
+    Timeout(String),
+    /// Writing the demo's output failed.
+    #[error("writing the output: {0}")]
+    Io(#[from] std::io::Error),
+}
 
 /// Where the three parties live and how big the stores are.
 #[derive(Debug, Clone)]
@@ -161,11 +192,11 @@ pub struct Lab {
 impl Lab {
     /// Start the collector, then the translator, and wait until every queue pair has
     /// connected (CM) and learned its region (metadata SEND).
-    pub fn start(cfg: LabConfig) -> anyhow::Result<Self> {
+    pub fn start(cfg: LabConfig) -> Result<Self, DemoError> {
         let ccfg = CollectorConfig::parse(Path::new("<demo collector>"), &cfg.collector_toml())?;
-        let collector = Collector::start(&ccfg).context("starting the collector")?;
+        let collector = Collector::start(&ccfg)?;
         let tcfg = Config::parse(Path::new("<demo translator>"), &cfg.translator_toml())?;
-        let translator = Runtime::start(&tcfg).context("starting the translator")?;
+        let translator = Runtime::start(&tcfg)?;
         let lab = Self { cfg, collector, translator };
         let t0 = Instant::now();
         loop {
@@ -178,15 +209,17 @@ impl Lab {
                 return Ok(lab);
             }
             if t0.elapsed() > Duration::from_secs(10) {
-                bail!("the translator did not connect to the collector within 10 s (ready {ready})");
+                return Err(DemoError::Timeout(format!(
+                    "the translator did not connect to the collector within 10 s (ready {ready})"
+                )));
             }
             std::thread::sleep(Duration::from_millis(10));
         }
     }
 
     /// The translator's counters.
-    pub fn translator_stats(&self) -> anyhow::Result<TranslatorStats> {
-        let line = self.translator.command("show dta stats").map_err(|e| anyhow::anyhow!(e))?;
+    pub fn translator_stats(&self) -> Result<TranslatorStats, DemoError> {
+        let line = self.translator.command("show dta stats").map_err(DemoError::Command)?;
         Ok(TranslatorStats(
             line.split_whitespace()
                 .filter_map(|kv| kv.split_once('='))
@@ -204,8 +237,8 @@ impl Lab {
         spec: &LoadSpec,
         count: u64,
         rate: u64,
-    ) -> anyhow::Result<ReportSummary> {
-        report::run(&ReportRun {
+    ) -> Result<ReportSummary, DemoError> {
+        Ok(report::run(&ReportRun {
             spec: *spec,
             collectors: vec![self.cfg.translator],
             port: 40040,
@@ -214,12 +247,12 @@ impl Lab {
             keep: 128,
             sink: Sink::Udp { bind: SocketAddrV4::new(from, 40041) },
             linger: Duration::from_millis(100),
-        })
+        })?)
     }
 
     /// Wait until the translator has nothing outstanding and the collector's writes stopped
     /// moving (everything sent has landed), or `timeout`.
-    pub fn settle(&self, timeout: Duration) -> anyhow::Result<()> {
+    pub fn settle(&self, timeout: Duration) -> Result<(), DemoError> {
         let t0 = Instant::now();
         let mut last = (u64::MAX, u64::MAX);
         loop {
@@ -232,7 +265,10 @@ impl Lab {
             }
             last = now;
             if t0.elapsed() > timeout {
-                bail!("not settled after {timeout:?}: {} outstanding", s.get("outstanding"));
+                return Err(DemoError::Timeout(format!(
+                    "not settled after {timeout:?}: {} outstanding",
+                    s.get("outstanding")
+                )));
             }
         }
     }
@@ -246,7 +282,7 @@ impl Lab {
 }
 
 /// What the demo prints.
-pub fn run(out: &mut dyn std::io::Write) -> anyhow::Result<()> {
+pub fn run(out: &mut dyn std::io::Write) -> Result<(), DemoError> {
     let t0 = Instant::now();
     let cfg = LabConfig::demo();
     writeln!(

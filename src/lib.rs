@@ -3,18 +3,23 @@
 //! A software switch and smart-NIC dataplane that lets a lab without Tofino run five datacenter
 //! research systems — DTA, Hawkeye, µFAB, HPCC++ and DAIET — on x86 servers with commodity NICs.
 //!
-//! This root package will hold the virtual-time lab (a discrete-event fabric of switches and
-//! hosts running the same `dataplane` programs and `nic-agent` state machines) and the DTA demo.
-//! The member crates are:
+//! This root package holds the virtual-time lab ([`lab`]: a discrete-event fabric of switches
+//! running any `dataplane` program and hosts running any frame-level agent — RC flows under
+//! HPCC++ or DCQCN, DTA reporters, the soft-RNIC collector) and the DTA demo ([`dta_demo`]:
+//! reporter, translator and collector on loopback sockets). The member crates, lowest first:
 //!
 //! | crate | what it is |
 //! |---|---|
-//! | `wire` | every packet format: zero-copy views, `Repr`s, checksums, the RoCEv2 ICRC and stack builder |
-//! | `roce` | sans-IO RoCEv2 queue pairs and IB CM |
-//! | `dataplane` | the switch: machine model, traffic manager, ports, runtime, programs |
-//! | `nic-agent` | HPCC++, µFAB-E, DCQCN, pacing, the Hawkeye detection agent |
-//! | `collector` | the DTA collector (soft-RNIC, verbs, queries) and the Hawkeye analyzer |
-//! | `dpdk-sys` | FFI to DPDK 22.11 |
+//! | `wire` | every packet format: zero-copy views, `Repr`s, bit-level field specifications, checksums, the RoCEv2 ICRC and frame builders |
+//! | `dpdk-sys` | FFI to DPDK 22.11 (pkg-config + bindgen) |
+//! | `roce` | the sans-IO protocol cores: RoCEv2 queue pairs, IB CM, the passive endpoint, the DTA reporter protocol, and the host-agent vocabulary (`roce::agent`) |
+//! | `ports` | packet buffers, port backends (memory, pcap, AF_PACKET, UDP, DPDK) and the host runtime (`ports::host`: clock, idle policy, ARP, `HostPort` driving an agent) |
+//! | `dataplane` | the switch: machine model with typed declarations, traffic manager, the program registry and its programs, the poll-mode runtime |
+//! | `nic-agent` | HPCC++, DCQCN, pacing, RC flows, and a host's NIC as one agent (`RcHost`) |
+//! | `collector` | the DTA collector: stores, queries, the soft-RNIC (UDP socket or frame agent) and the verbs backend |
+//!
+//! What it is not (yet): Hawkeye, µFAB and DAIET exist as wire formats only, and no program is
+//! exported to P4 yet.
 #![forbid(unsafe_code)]
 
 pub mod dta_demo;

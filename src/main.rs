@@ -162,12 +162,7 @@ fn lab_compare(file: &Path, out: &Path, quiet: bool) -> Result<(), LabFail> {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    ports::host::init_tracing("warn");
     let cli = Cli::parse();
     match cli.cmd.unwrap_or(Cmd::Demo) {
         Cmd::Demo => match softfabric::dta_demo::run(&mut std::io::stdout()) {

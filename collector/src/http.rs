@@ -137,10 +137,13 @@ pub fn serve(
     addr: SocketAddr,
     stop: &AtomicBool,
     bound: impl FnOnce(SocketAddr),
-) -> anyhow::Result<()> {
+) -> Result<(), HttpError> {
     let server =
-        tiny_http::Server::http(addr).map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
-    let local = server.server_addr().to_ip().ok_or_else(|| anyhow::anyhow!("not an IP listener"))?;
+        tiny_http::Server::http(addr).map_err(|e| HttpError::Listen { addr, reason: e.to_string() })?;
+    let local = server
+        .server_addr()
+        .to_ip()
+        .ok_or_else(|| HttpError::Listen { addr, reason: "not an IP listener".into() })?;
     bound(local);
     let notes = c.subscribe(1 << 16);
     while !stop.load(Ordering::Relaxed) {
@@ -150,8 +153,10 @@ pub fn serve(
         } else {
             bad("only GET")
         };
-        let header = tiny_http::Header::from_bytes(&b"Content-Type"[..], &b"application/json"[..])
-            .map_err(|_| anyhow::anyhow!("header"))?;
+        // A constant, valid header: from_bytes cannot refuse it.
+        let Ok(header) = tiny_http::Header::from_bytes(&b"Content-Type"[..], &b"application/json"[..]) else {
+            continue;
+        };
         let resp =
             tiny_http::Response::from_string(body.to_string()).with_status_code(status).with_header(header);
         let _ = req.respond(resp);
@@ -161,16 +166,60 @@ pub fn serve(
 
 /// A GET of `path` on a `collector serve --http` at `addr`: status and JSON. HTTP/1.0 over one
 /// connection by hand — a loopback GET needs no client library.
-pub fn get(addr: SocketAddr, path: &str, timeout: Duration) -> anyhow::Result<(u16, Value)> {
+pub fn get(addr: SocketAddr, path: &str, timeout: Duration) -> Result<(u16, Value), HttpError> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))
-        .map_err(|e| anyhow::anyhow!("cannot reach the collector at {addr}: {e}"))?;
-    s.set_read_timeout(Some(timeout))?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n")?;
+        .map_err(|error| HttpError::Connect { addr, error })?;
+    let io = |error| HttpError::Io { addr, error };
+    s.set_read_timeout(Some(timeout)).map_err(io)?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").map_err(io)?;
     let mut resp = Vec::new();
-    s.read_to_end(&mut resp)?;
+    s.read_to_end(&mut resp).map_err(io)?;
     let text = String::from_utf8_lossy(&resp);
-    let (head, body) = text.split_once("\r\n\r\n").ok_or_else(|| anyhow::anyhow!("malformed HTTP answer"))?;
+    let (head, body) = text.split_once("\r\n\r\n").ok_or(HttpError::Malformed { addr })?;
     let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    Ok((status, serde_json::from_str(body)?))
+    Ok((status, serde_json::from_str(body).map_err(|error| HttpError::Json { addr, error })?))
+}
+
+/// Why the HTTP server or a query to it failed.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// The server cannot listen on its address.
+    #[error("cannot listen on {addr}: {reason}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        reason: String,
+    },
+    /// The collector cannot be reached.
+    #[error("cannot reach the collector at {addr}: {error}")]
+    Connect {
+        /// The collector's address.
+        addr: SocketAddr,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The connection failed midway.
+    #[error("talking to the collector at {addr}: {error}")]
+    Io {
+        /// The collector's address.
+        addr: SocketAddr,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The answer is not HTTP.
+    #[error("malformed HTTP answer from {addr}")]
+    Malformed {
+        /// The collector's address.
+        addr: SocketAddr,
+    },
+    /// The answer's body is not JSON.
+    #[error("the collector at {addr} answered with malformed JSON: {error}")]
+    Json {
+        /// The collector's address.
+        addr: SocketAddr,
+        /// Why.
+        error: serde_json::Error,
+    },
 }

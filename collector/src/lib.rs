@@ -22,12 +22,11 @@
 //! * [`peer`] — a packet-at-a-time RoCEv2 peer on a UDP socket (CM, metadata, single packets),
 //!   for tests, benchmarks and tools.
 //! * [`http`] — `collector serve --http`: the queries and counters as JSON.
-//! * [`service`] — the backend (soft-RNIC or verbs) on its thread plus the stores: what
-//!   `collector serve` and the demo run.
+//! * [`service`] — the backend (soft-RNIC on a UDP socket, on AF_PACKET or on DPDK, or verbs)
+//!   on its thread plus the stores: what `collector serve` and the demo run.
 //!
 //! What it is not: it never touches a report on the data path — reports arrive as RDMA writes,
-//! and queries read memory. The soft-RNIC receives on a UDP socket or, through [`rnic_port`],
-//! whole frames on an interface (AF_PACKET); not yet through DPDK. The Hawkeye analyzer will live here too.
+//! and queries read memory. The Hawkeye analyzer is not here yet.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -45,5 +44,5 @@ pub mod verbs;
 
 pub use config::{Attach, Backend, CollectorConfig, ConfigError, MemoryKind, StoreConfig, StoreKind};
 pub use rnic::{Notification, RnicConfig, RnicStats, SoftRnic, StatsSnapshot};
-pub use service::Collector;
+pub use service::{Collector, StartError};
 pub use store::{AppendPoll, KeyWriteAnswer, KeyWriteHit, LOOKUP_BATCH, QueryError, Stores};

@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 use crossbeam_channel::Receiver;
 
 use crate::config::{Attach, Backend, CollectorConfig, StoreKind};
-use crate::memory::RegionInfo;
+use crate::memory::{MemoryError, RegionInfo};
 use crate::rnic::{Notification, Notifier, RnicConfig, RnicStats, SoftRnic};
 use crate::store::{Store, Stores};
 
@@ -29,7 +29,7 @@ pub struct Collector {
 impl Collector {
     /// Register the memory, start the configured backend and serve. `seed` varies QPNs, PSNs
     /// and R_Keys between runs (from the config, or the clock).
-    pub fn start(cfg: &CollectorConfig) -> anyhow::Result<Self> {
+    pub fn start(cfg: &CollectorConfig) -> Result<Self, StartError> {
         let seed = cfg.seed.unwrap_or_else(|| {
             let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
             (t.as_nanos() as u32) ^ std::process::id()
@@ -44,10 +44,16 @@ impl Collector {
                 start_dpdk(cfg, seed, &stores, &stop)?
             }
             Backend::SoftRnic => {
-                let mut rnic = SoftRnic::bind(RnicConfig::from_config(cfg, seed), &stores)?;
+                let addr = std::net::SocketAddrV4::new(cfg.ip, cfg.udp_port);
+                let mut rnic = SoftRnic::bind(RnicConfig::from_config(cfg, seed), &stores).map_err(|e| {
+                    StartError::Backend(format!("cannot bind the soft-RNIC's UDP socket {addr}: {e}"))
+                })?;
                 let (stats, notifier) = (rnic.stats(), rnic.notifier());
                 let s = stop.clone();
-                let t = std::thread::Builder::new().name("soft-rnic".into()).spawn(move || rnic.run(&s))?;
+                let t = std::thread::Builder::new()
+                    .name("soft-rnic".into())
+                    .spawn(move || rnic.run(&s))
+                    .map_err(StartError::Thread)?;
                 (t, stats, notifier, None)
             }
             Backend::Verbs => start_verbs(cfg, &stores, &stop)?,
@@ -158,6 +164,20 @@ impl Drop for Collector {
     }
 }
 
+/// Why the collector could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The stores' memory could not be allocated or registered.
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+    /// The backend could not start: what it was and why.
+    #[error("{0}")]
+    Backend(String),
+    /// A backend thread could not be spawned.
+    #[error("cannot start the backend's thread: {0}")]
+    Thread(std::io::Error),
+}
+
 /// What a started backend hands the collector: its thread, counters, notifier and, for a NIC,
 /// its own R_Keys per store.
 type Started = (JoinHandle<()>, Arc<RnicStats>, Notifier, Option<Vec<u32>>);
@@ -168,19 +188,23 @@ fn start_af_packet(
     seed: u32,
     stores: &Stores,
     stop: &Arc<AtomicBool>,
-) -> anyhow::Result<Started> {
-    use anyhow::Context;
+) -> Result<Started, StartError> {
     let Attach::AfPacket { interface: iface } = &cfg.attach else {
-        anyhow::bail!("not an AF_PACKET collector")
+        return Err(StartError::Backend("not an AF_PACKET collector".into()));
     };
-    let port = ports::port::AfPacketPort::open(iface)
-        .with_context(|| format!("cannot open interface {iface:?} with AF_PACKET (needs root)"))?;
-    let mac = ports::port::interface_mac(iface).with_context(|| format!("no MAC for {iface:?}"))?;
+    let port = ports::port::AfPacketPort::open(iface).map_err(|e| {
+        StartError::Backend(format!("cannot open interface {iface:?} with AF_PACKET (needs root): {e}"))
+    })?;
+    let mac = ports::port::interface_mac(iface)
+        .map_err(|e| StartError::Backend(format!("no MAC for {iface:?}: {e}")))?;
     let pool = ports::buf::HeapPool::new(1024, ports::buf::DEFAULT_DATAROOM);
     let mut rnic =
         crate::rnic_port::PortRnic::new(RnicConfig::from_config(cfg, seed), mac, port, pool, stores);
     let (stats, notifier, s) = (rnic.stats(), rnic.notifier(), stop.clone());
-    let t = std::thread::Builder::new().name("soft-rnic".into()).spawn(move || rnic.run(&s))?;
+    let t = std::thread::Builder::new()
+        .name("soft-rnic".into())
+        .spawn(move || rnic.run(&s))
+        .map_err(StartError::Thread)?;
     Ok((t, stats, notifier, None))
 }
 
@@ -191,19 +215,21 @@ fn start_dpdk(
     seed: u32,
     stores: &Stores,
     stop: &Arc<AtomicBool>,
-) -> anyhow::Result<Started> {
+) -> Result<Started, StartError> {
     use crate::rnic_port::PortRnic;
     use ports::buf::{Frame, Pool};
     use ports::port::{FrameApp, PortIo};
     use wire::ethernet::EthernetAddress;
 
-    let Attach::Dpdk { device, dpdk } = cfg.attach.clone() else { anyhow::bail!("not a DPDK collector") };
+    let Attach::Dpdk { device, dpdk } = cfg.attach.clone() else {
+        return Err(StartError::Backend("not a DPDK collector".into()));
+    };
     /// Runs on the lcore: builds the soft-RNIC on the started port, reports it, serves.
     struct Serve {
         rnic: RnicConfig,
         stores: Stores,
         stop: Arc<AtomicBool>,
-        started: crossbeam_channel::Sender<anyhow::Result<(Arc<RnicStats>, Notifier)>>,
+        started: crossbeam_channel::Sender<Result<(Arc<RnicStats>, Notifier), StartError>>,
     }
     impl FrameApp for Serve {
         type Output = ();
@@ -226,47 +252,58 @@ fn start_dpdk(
         stop: stop.clone(),
         started: tx.clone(),
     };
-    let t = std::thread::Builder::new().name("soft-rnic-dpdk".into()).spawn(move || {
-        if let Err(e) = ports::port::run_on_dpdk(&dpdk, &device, app) {
-            let _ =
-                tx.send(Err(anyhow::Error::new(e).context(format!("soft-RNIC on DPDK device {device:?}"))));
-        }
-    })?;
-    let (stats, notifier) =
-        rx.recv().map_err(|_| anyhow::anyhow!("the DPDK thread ended before the soft-RNIC started"))??;
+    let t = std::thread::Builder::new()
+        .name("soft-rnic-dpdk".into())
+        .spawn(move || {
+            if let Err(e) = ports::port::run_on_dpdk(&dpdk, &device, app) {
+                let _ =
+                    tx.send(Err(StartError::Backend(format!("soft-RNIC on DPDK device {device:?}: {e}"))));
+            }
+        })
+        .map_err(StartError::Thread)?;
+    let (stats, notifier) = rx
+        .recv()
+        .map_err(|_| StartError::Backend("the DPDK thread ended before the soft-RNIC started".into()))??;
     Ok((t, stats, notifier, None))
 }
 
 /// Start the verbs backend on its own thread (rdma-core handles stay on the thread that made
 /// them) and wait until it listens or fails.
 #[cfg(feature = "verbs")]
-fn start_verbs(cfg: &CollectorConfig, stores: &Stores, stop: &Arc<AtomicBool>) -> anyhow::Result<Started> {
+fn start_verbs(
+    cfg: &CollectorConfig,
+    stores: &Stores,
+    stop: &Arc<AtomicBool>,
+) -> Result<Started, StartError> {
     let stats = Arc::new(RnicStats::default());
     let notifier = Notifier::default();
     let (tx, rx) = crossbeam_channel::bounded(1);
     let (ip, st, s, n, stop) = (cfg.ip, stores.clone(), stats.clone(), notifier.clone(), stop.clone());
-    let t = std::thread::Builder::new().name("verbs".into()).spawn(move || {
-        match crate::verbs::VerbsCollector::start(ip, &st, s, n) {
+    let t = std::thread::Builder::new()
+        .name("verbs".into())
+        .spawn(move || match crate::verbs::VerbsCollector::start(ip, &st, s, n) {
             Ok((mut v, rkeys)) => {
                 let _ = tx.send(Ok(rkeys));
                 v.run(&stop);
             }
             Err(e) => {
-                let _ = tx.send(Err(e));
+                let _ = tx.send(Err(StartError::Backend(e.to_string())));
             }
-        }
-    })?;
-    let rkeys = rx.recv().map_err(|_| anyhow::anyhow!("the verbs thread ended before it started"))??;
+        })
+        .map_err(StartError::Thread)?;
+    let rkeys =
+        rx.recv().map_err(|_| StartError::Backend("the verbs thread ended before it started".into()))??;
     Ok((t, stats, notifier, Some(rkeys)))
 }
 
 #[cfg(not(feature = "verbs"))]
-fn start_verbs(_: &CollectorConfig, _: &Stores, _: &Arc<AtomicBool>) -> anyhow::Result<Started> {
-    anyhow::bail!(
+fn start_verbs(_: &CollectorConfig, _: &Stores, _: &Arc<AtomicBool>) -> Result<Started, StartError> {
+    Err(StartError::Backend(
         "collector.backend = \"verbs\": this collector was built without the verbs backend; \
          rebuild with `cargo build --release -p collector --features verbs` (needs libibverbs-dev \
          and librdmacm-dev) on a host with a RoCEv2 NIC"
-    )
+            .into(),
+    ))
 }
 
 #[cfg(test)]

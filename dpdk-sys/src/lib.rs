@@ -11,7 +11,7 @@
 //! with `SOFTFABRIC_REQUIRE_DPDK=1` a missing DPDK is a build error instead. Dependents see the
 //! outcome as `DEP_DPDK_AVAILABLE` in their build scripts.
 //!
-//! What it is not: a safe API — `dataplane`'s DPDK port backend wraps it — and not the crates.io
+//! What it is not: a safe API — the `ports` crate's DPDK backend (`ports::port::dpdk`) wraps it — and not the crates.io
 //! `dpdk-sys`, which binds DPDK 16.07.
 
 #![no_std]

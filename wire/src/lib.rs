@@ -23,10 +23,14 @@
 //! | [`hawkeye`] | Hawkeye polling packet | Hawkeye seed `001`; reference github.com/wangshicheng1225/Hawkeye |
 //! | [`daiet`] | DAIET key/value and END packets | DAIET seed `002` §4; reference github.com/AmedeoSapio/DAIET |
 //! | [`stack`] | Ethernet/IPv4/UDP and RoCEv2 frame builders | — |
+//! | [`spec`] | bit-level field specifications ([`spec::Header`], [`spec::Field`]) | — |
 //!
 //! Views (`EthernetFrame`, `Ipv4Packet`, `BthHeader`, …) check their length once in
 //! `new_checked` and then read and write fields in place. `Repr::parse` takes the bytes of one
-//! header (or a whole UDP payload) and `Repr::emit` writes it into a caller's buffer.
+//! header (or a whole UDP payload) and `Repr::emit` writes it into a caller's buffer. Each
+//! format has a `field` module (smoltcp's `mod field`, with bit widths) and `Header` constants
+//! built from it: the views and Reprs read and write through those constants, and the switch's
+//! declared parsers and a P4 export read the same ones — one source of truth per header.
 //!
 //! What this crate is not: it keeps no state and makes no decisions. Which base form a DTA
 //! translator expects, which redundancy it allows, what a switch does with a PFC frame — that is

@@ -182,6 +182,7 @@ fn serve(
                         .join()
                         .map_err(|_| anyhow::anyhow!("http thread"))?
                         .err()
+                        .map(anyhow::Error::from)
                         .unwrap_or_else(|| anyhow::anyhow!("the HTTP server did not start")));
                 }
             }
@@ -268,12 +269,7 @@ fn query(addr: SocketAddr, q: Query) -> anyhow::Result<ExitCode> {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    ports::host::init_tracing("warn");
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Serve { config, http, no_icrc, duration, stats_interval } => {

@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 use dataplane::buf::PktBuf;
 use dataplane::config::{Config, ConfigError};
 use dataplane::programs;
-use dataplane::runtime::{self, SetupError};
+use dataplane::runtime::{self, RuntimeError};
 
 /// The softfabric switch.
 #[derive(Debug, Parser)]
@@ -177,7 +177,7 @@ fn report(a: ReportArgs) -> anyhow::Result<runtime::report::ReportSummary> {
         sink,
         linger: std::time::Duration::from_millis(a.linger_ms),
     };
-    runtime::report::run(&run)
+    Ok(runtime::report::run(&run)?)
 }
 
 fn load(path: &std::path::Path) -> Result<Config, ExitCode> {
@@ -191,12 +191,7 @@ fn config_error(e: ConfigError) -> ExitCode {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    ports::host::init_tracing("info");
     match cli.command {
         Cmd::Report(a) => match report(*a) {
             Ok(s) => {
@@ -258,16 +253,14 @@ fn main() -> ExitCode {
                     print!("{}", summary.table());
                     ExitCode::SUCCESS
                 }
+                Err(RuntimeError::Config(ce)) => config_error(ce),
+                // Could not start (a port, DPDK): like a configuration error, nothing ran.
+                Err(RuntimeError::Setup(se)) => {
+                    eprintln!("error: {se}");
+                    ExitCode::from(2)
+                }
                 Err(e) => {
-                    if let Some(ce) = e.downcast_ref::<ConfigError>() {
-                        return config_error(ce.clone());
-                    }
-                    // Could not start (a port, DPDK): like a configuration error, nothing ran.
-                    if let Some(se) = e.downcast_ref::<SetupError>() {
-                        eprintln!("error: {se}");
-                        return ExitCode::from(2);
-                    }
-                    eprintln!("error: {e:#}");
+                    eprintln!("error: {e}");
                     ExitCode::from(1)
                 }
             }

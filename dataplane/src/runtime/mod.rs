@@ -35,7 +35,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
 use crossbeam_channel::{Receiver, Sender, bounded};
 
 pub use pipeline::{CpuFrame, receive_all, transmit_all};
@@ -43,7 +42,7 @@ pub use stats::StatsCell;
 pub use summary::Summary;
 
 use crate::buf::{Frame, HeapPool, PktBuf};
-use crate::config::{Backend, Config, PortConfig};
+use crate::config::{Backend, Config, ConfigError, PortConfig};
 use crate::port::{AfPacketPort, PcapPort, PortIo, RingPeer, RingPort};
 use crate::programs;
 use crate::switch::DynSwitch;
@@ -52,12 +51,61 @@ use summary::{add_port_stats, log_rates};
 
 /// A problem found while starting the switch — a port that cannot be opened, a DPDK EAL that
 /// will not initialise — before any packet was forwarded. `dataplane run` exits with code 2.
+/// The message carries the whole cause: what was being done, then why it failed.
 #[derive(Debug, thiserror::Error)]
-#[error("{0:#}")]
-pub struct SetupError(pub anyhow::Error);
+#[error("{0}")]
+pub struct SetupError(pub String);
 
-fn setup<E: Into<anyhow::Error>>(e: E) -> anyhow::Error {
-    anyhow::Error::new(SetupError(e.into()))
+/// Why the switch could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// The configuration is wrong (the program's section, a table entry): with file and line.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A port, DPDK or a pipeline thread could not be started.
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    /// The runtime's own I/O failed (the control socket, a signal handler).
+    #[error("{what}: {error}")]
+    Io {
+        /// What the runtime was doing.
+        what: String,
+        /// The error.
+        error: std::io::Error,
+    },
+}
+
+/// `e` and every error it was caused by, joined by ": ".
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut msg = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        msg += ": ";
+        msg += &s.to_string();
+        src = s.source();
+    }
+    msg
+}
+
+/// A [`SetupError`] saying `what` failed and why.
+fn setup(what: impl std::fmt::Display, e: impl std::error::Error) -> RuntimeError {
+    setup_msg(format!("{what}: {}", chain(&e)))
+}
+
+/// A [`SetupError`] that is `e` (which says what it was about) and its causes.
+fn setup_of(e: impl std::error::Error) -> RuntimeError {
+    setup_msg(chain(&e))
+}
+
+/// A [`SetupError`] with a message of its own.
+fn setup_msg(msg: String) -> RuntimeError {
+    RuntimeError::Setup(SetupError(msg))
+}
+
+/// A [`RuntimeError::Io`].
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RuntimeError {
+    let what = what.into();
+    move |error| RuntimeError::Io { what, error }
 }
 
 /// A pipeline running on a thread, or on a DPDK worker lcore.
@@ -119,25 +167,28 @@ fn open_port<F: Frame + 'static>(
     n: usize,
     fanout_base: u16,
     rings: &mut Vec<(String, RingPeer)>,
-) -> Result<Option<Box<dyn PortIo<F>>>> {
+) -> Result<Option<Box<dyn PortIo<F>>>, RuntimeError> {
     Ok(match &pc.backend {
         Backend::AfPacket { iface } => {
             let group = (n > 1).then_some(fanout_base.wrapping_add(pid as u16));
             let p = AfPacketPort::open_fanout(iface, group).map_err(|e| {
-                setup(anyhow::Error::new(e).context(format!(
-                    "port {:?}: cannot open interface {iface:?} (AF_PACKET needs root)",
-                    pc.name
-                )))
+                setup(
+                    format_args!(
+                        "port {:?}: cannot open interface {iface:?} (AF_PACKET needs root)",
+                        pc.name
+                    ),
+                    e,
+                )
             })?;
             Some(Box::new(p))
         }
         Backend::Pcap { rx, tx } if id == 0 => Some(Box::new(
             PcapPort::open(rx.as_deref(), tx.as_deref())
-                .map_err(|e| setup(e.context(format!("port {:?}", pc.name))))?,
+                .map_err(|e| setup(format_args!("port {:?}", pc.name), e))?,
         )),
         Backend::Udp { bind, listen } if id == 0 => Some(Box::new(
             crate::port::UdpPort::open(*bind, pc.mac, listen)
-                .map_err(|e| setup(anyhow::Error::new(e).context(format!("port {:?}", pc.name))))?,
+                .map_err(|e| setup(format_args!("port {:?}", pc.name), e))?,
         )),
         Backend::Ring if id == 0 => {
             let (p, peer) = RingPort::pair(4096);
@@ -162,12 +213,12 @@ impl Runtime {
     /// Build every pipeline's switch and ports and start them. Configuration problems in the
     /// program's section are found here, before any thread starts; problems opening ports or
     /// starting DPDK are [`SetupError`]s.
-    pub fn start(cfg: &Config) -> Result<Self> {
+    pub fn start(cfg: &Config) -> Result<Self, RuntimeError> {
         if cfg.dpdk.is_some() {
             #[cfg(dpdk)]
             return Self::start_dpdk(cfg);
             #[cfg(not(dpdk))]
-            return Err(setup(anyhow::anyhow!(
+            return Err(setup_msg(format!(
                 "{}: ports use backend \"dpdk\", but this dataplane was built without DPDK \
                  (pkg-config found no libdpdk at build time): install libdpdk-dev (scripts/setup-dpdk.sh) \
                  and rebuild",
@@ -199,14 +250,17 @@ impl Runtime {
                 HeapPool::new(cfg.runtime.pool_buffers, cfg.runtime.dataroom),
             );
             let core = cfg.runtime.lcores.get(id).and_then(|c| cores.iter().find(|k| k.id == *c).copied());
-            let handle = std::thread::Builder::new().name(format!("pipeline-{id}")).spawn(move || {
-                if let Some(c) = core
-                    && !core_affinity::set_for_current(c)
-                {
-                    tracing::warn!("pipeline {id}: could not pin to core {}", c.id);
-                }
-                p.run()
-            })?;
+            let handle = std::thread::Builder::new()
+                .name(format!("pipeline-{id}"))
+                .spawn(move || {
+                    if let Some(c) = core
+                        && !core_affinity::set_for_current(c)
+                    {
+                        tracing::warn!("pipeline {id}: could not pin to core {}", c.id);
+                    }
+                    p.run()
+                })
+                .map_err(|e| setup(format_args!("pipeline {id}: cannot start its thread"), e))?;
             pipelines.push(Handle::Thread(handle));
         }
         Ok(Self::assemble(cfg, common, pipelines, rings))
@@ -215,18 +269,18 @@ impl Runtime {
     /// Start with DPDK: the EAL from `dpdk.eal_args`, a mempool per socket, every DPDK port
     /// with one queue pair per worker lcore, then one pipeline per worker lcore.
     #[cfg(dpdk)]
-    fn start_dpdk(cfg: &Config) -> Result<Self> {
+    fn start_dpdk(cfg: &Config) -> Result<Self, RuntimeError> {
         use crate::port::dpdk::{DpdkPort, Eal, Mbuf, MbufPool};
         let Some(d) = &cfg.dpdk else { unreachable!("start_dpdk without a [dpdk] section") };
         // Every switch is built before the EAL starts, so program errors cost no EAL.
         let mut built: Vec<Box<dyn DynSwitch<Mbuf>>> = Vec::new();
         let first = programs::build::<Mbuf>(cfg)?;
-        let mut eal = Eal::init(&d.eal_args).map_err(setup)?;
+        let mut eal = Eal::init(&d.eal_args).map_err(setup_of)?;
         let workers = eal.workers().to_vec();
         if let Some(why) = cfg.program_info().single_pipeline
             && workers.len() > 1
         {
-            return Err(setup(anyhow::anyhow!(
+            return Err(setup_msg(format!(
                 "program {:?} runs one pipeline ({why}), but dpdk.eal_args give {} worker lcores ({workers:?}): give one (e.g. -l 0-1)",
                 cfg.program,
                 workers.len()
@@ -242,19 +296,21 @@ impl Runtime {
         let need = (dpdk_ports * n) as u32 * (u32::from(d.rx_ring) + u32::from(d.tx_ring))
             + n as u32 * (d.mbuf_cache * 3 / 2 + 2 * cfg.runtime.burst as u32);
         if d.mbufs < need {
-            return Err(setup(crate::port::dpdk::DpdkError::TooFewMbufs { n: d.mbufs, need }));
+            return Err(setup_of(crate::port::dpdk::DpdkError::TooFewMbufs { n: d.mbufs, need }));
         }
         let mut pools: Vec<MbufPool> = Vec::new();
         for &l in &workers {
             let socket = eal.lcore_socket(l);
-            pools.push(eal.pool(socket, d.mbufs, d.mbuf_cache, cfg.runtime.dataroom as u32).map_err(setup)?);
+            pools.push(
+                eal.pool(socket, d.mbufs, d.mbuf_cache, cfg.runtime.dataroom as u32).map_err(setup_of)?,
+            );
         }
         let mut port_ids = vec![None; cfg.ports.len()];
         for (pid, pc) in cfg.ports.iter().enumerate() {
             if let Backend::Dpdk { device } = &pc.backend {
-                let id = eal.find_port(&pc.name, device).map_err(setup)?;
+                let id = eal.find_port(&pc.name, device).map_err(setup_of)?;
                 eal.start_port(&pc.name, device, id, &pools, d.rx_ring, d.tx_ring, d.promiscuous, d.rss)
-                    .map_err(setup)?;
+                    .map_err(setup_of)?;
                 if let Some(l) = eal.link(id) {
                     tracing::info!(port = %pc.name, device = %device, dpdk_port = id, up = l.up, speed_mbps = l.speed_mbps, "DPDK port started");
                 }
@@ -274,7 +330,7 @@ impl Runtime {
                 });
             }
             let p = Self::pipeline(cfg, &mut common, id, switch, ports, pools[id]);
-            let job = eal.launch(workers[id], move || p.run()).map_err(setup)?;
+            let job = eal.launch(workers[id], move || p.run()).map_err(setup_of)?;
             pipelines.push(Handle::Lcore(job));
         }
         tracing::info!("pipelines on DPDK worker lcores {workers:?}");
@@ -434,13 +490,13 @@ impl Runtime {
 
     /// Serve the control thread's duties until the stop flag is set or every pipeline has ended
     /// (a finished replay): stats every interval, CPU packets, the control socket.
-    pub fn serve(&self) -> Result<()> {
+    pub fn serve(&self) -> Result<(), RuntimeError> {
         let listener = match &self.control_socket {
             Some(path) => {
                 let _ = std::fs::remove_file(path);
-                let l =
-                    UnixListener::bind(path).with_context(|| format!("control socket {}", path.display()))?;
-                l.set_nonblocking(true)?;
+                let what = || format!("control socket {}", path.display());
+                let l = UnixListener::bind(path).map_err(io(what()))?;
+                l.set_nonblocking(true).map_err(io(what()))?;
                 tracing::info!("control socket {}", path.display());
                 Some(l)
             }
@@ -458,7 +514,7 @@ impl Runtime {
             {
                 let _ = stream.set_nonblocking(false);
                 let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-                let mut w = stream.try_clone()?;
+                let mut w = stream.try_clone().map_err(io("control connection"))?;
                 for line in BufReader::new(stream).lines().map_while(|l| l.ok()) {
                     if line.trim().is_empty() {
                         continue;
@@ -539,10 +595,10 @@ impl Drop for Runtime {
 
 /// Run a switch until SIGINT/SIGTERM (or, on a replay clock, until the replay is done) and return
 /// its final counters.
-pub fn run(cfg: &Config) -> Result<Summary> {
+pub fn run(cfg: &Config) -> Result<Summary, RuntimeError> {
     let rt = Runtime::start(cfg)?;
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, rt.stop_flag()).context("installing a signal handler")?;
+        signal_hook::flag::register(sig, rt.stop_flag()).map_err(io("installing a signal handler"))?;
     }
     rt.serve()?;
     Ok(rt.stop())

@@ -8,7 +8,6 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
 use roce::dta::{LoadSpec, MAX_REPORT, ReporterAgent, ReporterConfig};
 use wire::ethernet::EthernetAddress;
 use wire::udp::port::DTA_NACK as NACK_PORT;
@@ -16,6 +15,36 @@ use wire::udp::port::DTA_NACK as NACK_PORT;
 use crate::buf::{HeapPool, PktBuf};
 use crate::port::{PcapPort, PortIo, UdpPort, peer_mac};
 use ports::host::{BURST, HostPort, Idle};
+
+/// Why the load generator could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// No collector address was given.
+    #[error("no collector address given")]
+    NoCollector,
+    /// The UDP port (and its NACK socket) could not be bound.
+    #[error("binding the NACK socket to {ip}:{NACK_PORT}: {error}")]
+    Bind {
+        /// The address.
+        ip: Ipv4Addr,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The capture could not be opened.
+    #[error(transparent)]
+    Pcap(#[from] crate::port::PcapError),
+    /// The capture could not be written.
+    #[error("writing {}: {error}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The reports asked for do not fit one frame.
+    #[error("a report does not fit {MAX_REPORT} bytes")]
+    TooLong,
+}
 
 /// Where reports go.
 #[derive(Debug, Clone)]
@@ -91,9 +120,9 @@ impl std::fmt::Display for ReportSummary {
 
 /// Run the load generator: a [`ReporterAgent`] on the host runtime, over a UDP port (reports as
 /// datagrams from `bind`, NACKs on port 40044) or a pcap port (frames into a capture).
-pub fn run(r: &ReportRun) -> anyhow::Result<ReportSummary> {
+pub fn run(r: &ReportRun) -> Result<ReportSummary, ReportError> {
     if r.collectors.is_empty() {
-        bail!("no collector address given");
+        return Err(ReportError::NoCollector);
     }
     let (ip, src_port, mac, gateway_mac, linger) = match &r.sink {
         Sink::Udp { bind } => {
@@ -120,25 +149,24 @@ pub fn run(r: &ReportRun) -> anyhow::Result<ReportSummary> {
     let (port_errors, dropped) = match &r.sink {
         Sink::Udp { bind } => {
             let port = UdpPort::open(*bind.ip(), mac, &[NACK_PORT])
-                .with_context(|| format!("binding the NACK socket to {}:{NACK_PORT}", bind.ip()))?;
+                .map_err(|error| ReportError::Bind { ip: *bind.ip(), error })?;
             let mut host = HostPort::new(port, pool, mac, ip, Idle::Sleep);
             host.run(&mut agent, done);
             (<UdpPort as PortIo<PktBuf>>::stats(host.port()).tx_errors, host.tx_dropped)
         }
         Sink::Pcap { path, .. } => {
-            let port =
-                PcapPort::open(None, Some(path)).with_context(|| format!("writing {}", path.display()))?;
+            let port = PcapPort::open(None, Some(path))?;
             let mut host = HostPort::new(port, pool, mac, ip, Idle::Sleep);
             host.run(&mut agent, done);
             let mut port = host.into_port();
             <PcapPort as PortIo<PktBuf>>::flush(&mut port)
-                .with_context(|| format!("writing {}", path.display()))?;
+                .map_err(|error| ReportError::Write { path: path.clone(), error })?;
             (<PcapPort as PortIo<PktBuf>>::stats(&port).tx_errors, 0)
         }
     };
     let st = agent.stats();
     if st.too_long > 0 {
-        bail!("a report does not fit {MAX_REPORT} bytes")
+        return Err(ReportError::TooLong);
     }
     Ok(ReportSummary {
         sent: st.sent,

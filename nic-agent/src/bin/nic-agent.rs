@@ -273,6 +273,7 @@ fn recv(c: &Common, size: u64, out: &PathBuf) -> anyhow::Result<bool> {
 }
 
 fn main() -> anyhow::Result<()> {
+    ports::host::init_tracing("warn");
     let cli = Cli::parse();
     let ok = match &cli.cmd {
         Cmd::Send { c, file, cc, rate_gbps, base_rtt_us, int_hops, timeout_ms } => {

@@ -253,3 +253,12 @@ impl<F: Frame, P: PortIo<F>, Q: Pool<F> + 'static> HostPort<F, P, Q> {
         }
     }
 }
+
+/// The tracing setup every softfabric binary shares: events to stderr, filtered by `RUST_LOG`
+/// when it is set and by `default_filter` (e.g. `"info"`, `"warn"`) otherwise. A second call
+/// (a test harness, a binary embedding another) keeps the first setup.
+pub fn init_tracing(default_filter: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}

@@ -31,7 +31,7 @@ pub use af_packet::{AfPacketPort, interface_mac};
 pub use dpdk_app::{DpdkAppError, FrameApp, run_on_dpdk};
 pub use dpdk_config::{DpdkConfig, DpdkConfigError, RawDpdkConfig};
 pub use mem::{MemPort, RingPeer, RingPort};
-pub use pcap::PcapPort;
+pub use pcap::{PcapError, PcapPort};
 pub use udp::{UdpPort, bind_batched, peer_mac};
 
 use crate::buf::{Frame, Pool};

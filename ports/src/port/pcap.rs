@@ -2,7 +2,7 @@
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use pcap_file::DataLink;
@@ -10,6 +10,51 @@ use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter};
 
 use super::{PortIo, PortStats, fill};
 use crate::buf::{Frame, Pool};
+
+/// Why a capture port could not open (each says which file).
+#[derive(Debug, thiserror::Error)]
+pub enum PcapError {
+    /// The input cannot be opened.
+    #[error("cannot open capture {}: {error}", path.display())]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        error: std::io::Error,
+    },
+    /// The input is not a pcap file.
+    #[error("{} is not a pcap file: {error}", path.display())]
+    NotPcap {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        error: pcap_file::PcapError,
+    },
+    /// The input's link type is not Ethernet.
+    #[error("{}: link type {link:?}, expected Ethernet", path.display())]
+    NotEthernet {
+        /// The file.
+        path: PathBuf,
+        /// Its link type.
+        link: DataLink,
+    },
+    /// The output cannot be created.
+    #[error("cannot create capture {}: {error}", path.display())]
+    Create {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        error: std::io::Error,
+    },
+    /// The output's header cannot be written.
+    #[error("cannot write {}: {error}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        error: pcap_file::PcapError,
+    },
+}
 
 /// A port reading frames from one capture and writing what it sends to another (either may be
 /// absent). Sent frames are stamped with the time set by [`PortIo::set_time`] — the runtime's
@@ -33,26 +78,22 @@ impl std::fmt::Debug for PcapPort {
 
 impl PcapPort {
     /// Open the input (if any, which must be an Ethernet capture) and create the output (if any).
-    pub fn open(rx: Option<&Path>, tx: Option<&Path>) -> anyhow::Result<Self> {
-        use anyhow::Context;
+    pub fn open(rx: Option<&Path>, tx: Option<&Path>) -> Result<Self, PcapError> {
         let reader = match rx {
             Some(p) => {
-                let f = File::open(p).with_context(|| format!("cannot open capture {}", p.display()))?;
+                let f = File::open(p).map_err(|e| PcapError::Open { path: p.into(), error: e })?;
                 let r = PcapReader::new(BufReader::new(f))
-                    .with_context(|| format!("{} is not a pcap file", p.display()))?;
-                anyhow::ensure!(
-                    r.header().datalink == DataLink::ETHERNET,
-                    "{}: link type {:?}, expected Ethernet",
-                    p.display(),
-                    r.header().datalink
-                );
+                    .map_err(|e| PcapError::NotPcap { path: p.into(), error: e })?;
+                if r.header().datalink != DataLink::ETHERNET {
+                    return Err(PcapError::NotEthernet { path: p.into(), link: r.header().datalink });
+                }
                 Some(r)
             }
             None => None,
         };
         let writer = match tx {
             Some(p) => {
-                let f = File::create(p).with_context(|| format!("cannot create capture {}", p.display()))?;
+                let f = File::create(p).map_err(|e| PcapError::Create { path: p.into(), error: e })?;
                 let header = PcapHeader {
                     datalink: DataLink::ETHERNET,
                     snaplen: 65535,
@@ -61,7 +102,7 @@ impl PcapPort {
                 };
                 Some(
                     PcapWriter::with_header(BufWriter::new(f), header)
-                        .with_context(|| format!("cannot write {}", p.display()))?,
+                        .map_err(|e| PcapError::Write { path: p.into(), error: e })?,
                 )
             }
             None => None,
