@@ -4,7 +4,7 @@
 //! arrived (nothing rebuilt), and replies are whole frames sent to the MAC each peer's packets
 //! came from.
 //!
-//! [`RnicAgent`] is that soft-RNIC as a frame-level [`Agent`] over the same [`RnicCore`] (the
+//! [`RnicAgent`] is that soft-RNIC as a frame-level [`Agent`] over the same `RnicCore` (the
 //! `roce` endpoint over registered memory) as the UDP runtime's; [`PortRnic`] runs it on a port
 //! with the host runtime (`ports::host`: the port's buffers and clock, ARP answered for the
 //! collector's address); the lab runs it on its virtual clock.

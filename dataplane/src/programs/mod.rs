@@ -2,10 +2,10 @@
 //!
 //! A program is a folder `programs/<name>/` holding its configuration section, its declarations
 //! (parser, tables, registers, hash units: [`crate::model`]), its fast path (a
-//! [`Program`](crate::switch::Program)) and its control commands. It implements
+//! [`Program`]) and its control commands. It implements
 //! [`FromConfig`] — its name, the configuration sections it owns and how it is built from a
 //! validated [`Config`] into a [`BuildCtx`], which collects the resources it declares, the drop
-//! reasons it names and the multicast groups it sets up — and one line of the [`registry!`] below
+//! reasons it names and the multicast groups it sets up — and one line of the `registry!` below
 //! makes it available to `dataplane run`, `check` and `resources`, the tests and the lab.
 
 #[cfg(test)]

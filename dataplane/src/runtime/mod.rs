@@ -1,4 +1,4 @@
-//! The poll-mode runtime: what turns a [`Switch`] into a running switch.
+//! The poll-mode runtime: what turns a [`Switch`](crate::switch::Switch) into a running switch.
 //!
 //! One pipeline thread per configured lcore, pinned with `core_affinity`, each with its own
 //! switch instance (program tables, TM), buffer pool and port handles, busy-polling its ports in

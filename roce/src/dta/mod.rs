@@ -8,8 +8,8 @@
 //!
 //! [`collector_for`] is the reporters' stateless collector mapping (seed §3.3): Key-Write and
 //! Key-Increment by key hash, Append by list ID, Postcarder by key, Sketch-Merge by sketch.
-//! [`LoadGen`] ([`load`]) produces a configured stream of reports of one primitive, and
-//! [`ReporterAgent`] ([`agent`]) sends it as a host does: framed, paced, answering NACKs.
+//! [`LoadGen`] (`load`) produces a configured stream of reports of one primitive, and
+//! [`ReporterAgent`] (`agent`) sends it as a host does: framed, paced, answering NACKs.
 
 mod agent;
 mod load;
