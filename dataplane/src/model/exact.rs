@@ -39,10 +39,13 @@ impl<K: TableKey, V> ExactTable<K, V> {
 
     /// The action for `key`: its entry, else the default action. The match-action path: test
     /// builds record the key ([`take_trace`](Self::take_trace)).
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&self, key: &K) -> Option<&V> {
         self.trace.record(key.bits());
-        self.map.get(key).or(self.default.as_ref())
+        match self.map.get(key) {
+            Some(v) => Some(v),
+            None => self.default.as_ref(),
+        }
     }
 
     /// The entry for `key`, writable: the match-action path of a stateful table (a register

@@ -71,22 +71,24 @@ impl<F: Frame + Send + 'static, Pl: Pool<F> + Send + 'static> Pipeline<F, Pl> {
                     None => break,
                 },
             }
-            // Receive. On a replay clock, only the frames stamped with this instant.
+            // Receive (on a replay clock, only the frames stamped with this instant), the
+            // program's periodic task when due, transmit: one call into the switch.
             let replay = self.clock == ClockSource::Pcap;
-            receive_all(
-                &mut *self.switch,
+            let tick = now.saturating_sub(last_tick) >= 50_000 || replay;
+            if tick {
+                last_tick = now;
+            }
+            self.switch.poll(
+                now,
                 &mut self.ports,
                 &mut self.pool,
                 &mut rx,
-                now,
+                &mut tx,
                 if replay { 0 } else { self.burst },
+                self.burst,
+                tick,
+                &mut to_cpu,
             );
-            if now.saturating_sub(last_tick) >= 50_000 || self.clock == ClockSource::Pcap {
-                last_tick = now;
-                self.switch.tick(now, &mut self.pool);
-            }
-            transmit_all(&mut *self.switch, &mut self.ports, &mut self.pool, &mut tx, now, self.burst);
-            self.switch.drain_cpu_into(&mut to_cpu);
             for c in to_cpu.drain(..) {
                 let f = CpuFrame {
                     pipeline: self.id,

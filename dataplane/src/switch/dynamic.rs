@@ -11,10 +11,29 @@ use std::any::Any;
 use super::{Counters, CpuPacket, PortId, Program, Switch};
 use crate::buf::{Frame, Pool};
 use crate::model::{DropReason, DropReasons, Resources};
+use crate::port::PortIo;
 use crate::tm::TrafficManager;
 
 /// What a runtime does to a switch, whatever program it runs (see [`Switch`] for each call).
 pub trait DynSwitch<F>: Send {
+    /// One iteration of a poll-mode loop, the runtime's one call per iteration: a burst from
+    /// every port into the switch (`rx_burst == 0`: the replay step, only frames stamped `now`),
+    /// recirculated packets, the program's periodic task when `tick`, then bursts of up to
+    /// `tx_burst` out to every port, and the packets for the CPU appended to `cpu`. The loop's body is compiled for the
+    /// program, as a `Switch<P, F>` driven directly would be.
+    #[allow(clippy::too_many_arguments)]
+    fn poll(
+        &mut self,
+        now: u64,
+        ports: &mut [Option<Box<dyn PortIo<F>>>],
+        pool: &mut dyn Pool<F>,
+        rx: &mut Vec<F>,
+        tx: &mut Vec<F>,
+        rx_burst: usize,
+        tx_burst: usize,
+        tick: bool,
+        cpu: &mut Vec<CpuPacket<F>>,
+    );
     /// [`Switch::receive_burst`].
     fn receive_burst(&mut self, now: u64, port: PortId, pkts: &mut Vec<F>, pool: &mut dyn Pool<F>);
     /// [`Switch::receive`].
@@ -64,6 +83,26 @@ pub trait DynSwitch<F>: Send {
 }
 
 impl<P: Program, F: Frame + Send + 'static> DynSwitch<F> for Switch<P, F> {
+    fn poll(
+        &mut self,
+        now: u64,
+        ports: &mut [Option<Box<dyn PortIo<F>>>],
+        pool: &mut dyn Pool<F>,
+        rx: &mut Vec<F>,
+        tx: &mut Vec<F>,
+        rx_burst: usize,
+        tx_burst: usize,
+        tick: bool,
+        cpu: &mut Vec<CpuPacket<F>>,
+    ) {
+        crate::runtime::receive_all(self, ports, pool, rx, now, rx_burst);
+        if tick {
+            Switch::tick(self, now, pool);
+        }
+        crate::runtime::transmit_all(self, ports, pool, tx, now, tx_burst);
+        cpu.extend(Switch::drain_cpu(self));
+    }
+
     #[inline]
     fn receive_burst(&mut self, now: u64, port: PortId, pkts: &mut Vec<F>, pool: &mut dyn Pool<F>) {
         Switch::receive_burst(self, now, port, pkts, pool)
