@@ -9,6 +9,7 @@
 //! a priority PFC never pauses), then data, round robin over the flows whose pacer lets a packet
 //! go. The link's PFC is the runtime's: it says which priorities are paused.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 
 use hashbrown::HashMap;
@@ -144,6 +145,13 @@ pub struct RcHost {
     sending: Vec<Sending>,
     /// Senders still running, in start order (round robin).
     active: Vec<usize>,
+    /// Each sender's `poll_timeout` as last seen (refreshed whenever the sender is touched), so
+    /// the host's own `poll_timeout` need not ask every running sender after every packet.
+    deadline: Vec<Option<u64>>,
+    /// The earliest of `deadline` over the running senders, unless `next_dirty`.
+    next: Cell<Option<u64>>,
+    /// `next` must be recomputed: the sender that held it moved later.
+    next_dirty: Cell<bool>,
     rr: usize,
     receiving: Vec<Receiving>,
     /// By our QP number: the flow sending from it and the flow receiving on it.
@@ -172,6 +180,9 @@ impl RcHost {
             cfg,
             sending: Vec::new(),
             active: Vec::new(),
+            deadline: Vec::new(),
+            next: Cell::new(None),
+            next_dirty: Cell::new(false),
             rr: 0,
             receiving: Vec::new(),
             by_qp: HashMap::new(),
@@ -217,6 +228,25 @@ impl RcHost {
         self.by_id.entry(flow.id).or_default().0 = Some(i);
         self.active.push(i);
         self.sending.push(Sending { flow, tx, udp, first_send: None });
+        self.deadline.push(None);
+        self.refresh(i);
+    }
+
+    /// Sender `si` was touched: take its deadline again and keep `next` the earliest of all.
+    fn refresh(&mut self, si: usize) {
+        let new = self.sending[si].tx.poll_timeout();
+        let old = std::mem::replace(&mut self.deadline[si], new);
+        if new == old || self.next_dirty.get() {
+            return;
+        }
+        let cur = self.next.get();
+        if let Some(n) = new
+            && cur.is_none_or(|c| n <= c)
+        {
+            self.next.set(Some(n));
+        } else if old.is_some() && old == cur {
+            self.next_dirty.set(true);
+        }
     }
 
     /// Expect `flow`'s data.
@@ -324,6 +354,7 @@ impl RcHost {
             self.stats.cnps_rx += 1;
             s.tx.handle_cnp(now);
         }
+        self.refresh(si);
     }
 
     /// Write control frame `c` into `buf`.
@@ -369,6 +400,8 @@ impl RcHost {
             match s.tx.poll_transmit(now) {
                 Transmit::Send(seg) => {
                     self.rr = (idx + 1) % n;
+                    // A packet out may start the transport's timeout.
+                    let deadline = s.tx.poll_timeout();
                     s.first_send.get_or_insert(now);
                     let bth = data_bth(s.flow.cfg.dest_qp, &seg);
                     let int = self.cfg.int_hops.map(IntRepr::empty);
@@ -383,10 +416,14 @@ impl RcHost {
                         }
                         None => t.fill(0),
                     })?;
+                    if deadline != self.deadline[si] {
+                        self.refresh(si);
+                    }
                     return self.seal(buf, len);
                 }
                 Transmit::Until(t) => earliest = Some(earliest.map_or(t, |e| e.min(t))),
-                Transmit::Blocked | Transmit::Done | Transmit::Failed(_) => {}
+                Transmit::Done | Transmit::Failed(_) => self.refresh(si),
+                Transmit::Blocked => {}
             }
         }
         self.until = earliest;
@@ -433,10 +470,11 @@ impl Agent for RcHost {
     }
 
     fn handle_timeout(&mut self, now: u64) {
-        for &si in &self.active {
-            let tx = &mut self.sending[si].tx;
-            if tx.poll_timeout().is_some_and(|t| t <= now) {
-                tx.handle_timeout(now);
+        for k in 0..self.active.len() {
+            let si = self.active[k];
+            if self.deadline[si].is_some_and(|t| t <= now) {
+                self.sending[si].tx.handle_timeout(now);
+                self.refresh(si);
             }
         }
     }
@@ -453,7 +491,10 @@ impl Agent for RcHost {
     }
 
     fn poll_timeout(&self) -> Option<u64> {
-        let timers = self.active.iter().filter_map(|&si| self.sending[si].tx.poll_timeout());
-        timers.chain(self.until).min()
+        if self.next_dirty.get() {
+            self.next.set(self.active.iter().filter_map(|&si| self.deadline[si]).min());
+            self.next_dirty.set(false);
+        }
+        self.next.get().into_iter().chain(self.until).min()
     }
 }
