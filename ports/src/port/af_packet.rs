@@ -7,8 +7,10 @@
 //! large TCP sends) cannot be forwarded whole and are counted as receive errors — turn TSO/GSO off
 //! on interfaces feeding the switch (`ethtool -K <if> tso off gso off`). The interface is put in
 //! promiscuous mode, and the switch's own transmissions are not read back
-//! (`PACKET_IGNORE_OUTGOING`, or by packet type on older kernels).
+//! (`PACKET_IGNORE_OUTGOING`, or by packet type on older kernels). Frames the kernel drops
+//! because the socket's buffer is full are counted in `rx_missed` (`PACKET_STATISTICS`).
 
+use std::cell::Cell;
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -22,6 +24,15 @@ const PACKET_MR_PROMISC: libc::c_ushort = 1;
 const PACKET_VNET_HDR: libc::c_int = 15;
 const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
 const PACKET_FANOUT: libc::c_int = 18;
+const PACKET_STATISTICS: libc::c_int = 6;
+
+/// `struct tpacket_stats` (linux/if_packet.h): what PACKET_STATISTICS returns, and resets.
+#[repr(C)]
+#[derive(Default)]
+struct TpacketStats {
+    tp_packets: u32,
+    tp_drops: u32,
+}
 const PACKET_FANOUT_HASH: u32 = 0;
 const PACKET_OUTGOING: u8 = 4;
 const VNET_HDR_LEN: usize = 10;
@@ -42,6 +53,9 @@ pub struct AfPacketPort {
     fd: OwnedFd,
     iface: String,
     stats: PortStats,
+    /// Frames the kernel dropped at this socket (its buffer full), summed over the
+    /// PACKET_STATISTICS reads, each of which resets the kernel's counter.
+    missed: Cell<u64>,
 }
 
 fn setsockopt<T>(fd: &OwnedFd, level: libc::c_int, name: libc::c_int, value: &T) -> io::Result<()> {
@@ -123,7 +137,7 @@ impl AfPacketPort {
         if let Some(g) = group {
             setsockopt(&fd, SOL_PACKET, PACKET_FANOUT, &(u32::from(g) | (PACKET_FANOUT_HASH << 16)))?;
         }
-        Ok(Self { fd, iface: iface.to_string(), stats: PortStats::default() })
+        Ok(Self { fd, iface: iface.to_string(), stats: PortStats::default(), missed: Cell::new(0) })
     }
 
     /// The interface name.
@@ -147,6 +161,27 @@ fn complete_checksum(data: &mut [u8], start: usize, offset: usize) -> bool {
     }
     data[at..at + 2].copy_from_slice(&c.to_be_bytes());
     true
+}
+
+impl AfPacketPort {
+    /// The frames the kernel dropped at this socket since the last read (PACKET_STATISTICS;
+    /// the read resets the kernel's counters). 0 if the kernel will not say.
+    fn kernel_drops(&self) -> u64 {
+        let mut st = TpacketStats::default();
+        let mut len = std::mem::size_of::<TpacketStats>() as libc::socklen_t;
+        // SAFETY: `st` is a live `struct tpacket_stats` of `len` bytes that the kernel fills,
+        // `len` says its size, and `fd` is an open AF_PACKET socket.
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                SOL_PACKET,
+                PACKET_STATISTICS,
+                (&mut st as *mut TpacketStats).cast::<libc::c_void>(),
+                &mut len,
+            )
+        };
+        if r == 0 { u64::from(st.tp_drops) } else { 0 }
+    }
 }
 
 impl<F: Frame> PortIo<F> for AfPacketPort {
@@ -286,8 +321,11 @@ impl<F: Frame> PortIo<F> for AfPacketPort {
         sent_total
     }
 
+    /// Counters; `rx_missed` is what the kernel dropped at this socket because its buffer was
+    /// full (PACKET_STATISTICS), read now.
     fn stats(&self) -> PortStats {
-        self.stats
+        self.missed.set(self.missed.get() + self.kernel_drops());
+        PortStats { rx_missed: self.missed.get(), ..self.stats }
     }
 }
 
