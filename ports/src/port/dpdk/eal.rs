@@ -41,11 +41,10 @@ impl EalFiles {
     /// (which owns the runtime directory); a directory that existed before is left alone.
     fn remove(&self, primary: bool) {
         if primary && !self.runtime_dir_existed {
+            // Only this process's directory: its parent (`/var/run/dpdk`) is shared by every
+            // DPDK process on the machine, and removing it, even empty, races with another
+            // one creating its own directory there (its EAL then fails to start).
             let _ = std::fs::remove_dir_all(&self.runtime_dir);
-            if let Some(parent) = self.runtime_dir.parent() {
-                // Only if empty.
-                let _ = std::fs::remove_dir(parent);
-            }
         }
         if primary {
             for dir in hugetlbfs_mounts() {
