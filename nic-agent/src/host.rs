@@ -154,8 +154,9 @@ pub struct RcHost {
     next_dirty: Cell<bool>,
     rr: usize,
     receiving: Vec<Receiving>,
-    /// By our QP number: the flow sending from it and the flow receiving on it.
-    by_qp: HashMap<u32, (Option<usize>, Option<usize>)>,
+    /// By our QP number and the peer's address: the flow sending from it and the flow
+    /// receiving on it.
+    by_qp: HashMap<(u32, Ipv4Addr), (Option<usize>, Option<usize>)>,
     /// By the caller's flow ID: the flow sending and the flow receiving.
     by_id: HashMap<u64, (Option<usize>, Option<usize>)>,
     /// Flows received here that are complete.
@@ -224,7 +225,7 @@ impl RcHost {
         let udp = self.udp(flow.peer, flow.local_qp, self.cfg.data_dscp, self.cfg.data_ecn);
         let tx = RcSender::new(flow.cfg, flow.cc.clone());
         let i = self.sending.len();
-        self.by_qp.entry(flow.local_qp).or_default().0 = Some(i);
+        self.by_qp.entry((flow.local_qp, flow.peer)).or_default().0 = Some(i);
         self.by_id.entry(flow.id).or_default().0 = Some(i);
         self.active.push(i);
         self.sending.push(Sending { flow, tx, udp, first_send: None });
@@ -254,7 +255,7 @@ impl RcHost {
         let udp = self.udp(flow.peer, flow.local_qp, self.cfg.ctrl_dscp, 0);
         let rx = RcReceiver::new(flow.size, flow.start_psn, self.cfg.cnp_interval_ns);
         let i = self.receiving.len();
-        self.by_qp.entry(flow.local_qp).or_default().1 = Some(i);
+        self.by_qp.entry((flow.local_qp, flow.peer)).or_default().1 = Some(i);
         self.by_id.entry(flow.id).or_default().1 = Some(i);
         self.receiving.push(Receiving {
             flow,
@@ -400,8 +401,6 @@ impl RcHost {
             match s.tx.poll_transmit(now) {
                 Transmit::Send(seg) => {
                     self.rr = (idx + 1) % n;
-                    // A packet out may start the transport's timeout.
-                    let deadline = s.tx.poll_timeout();
                     s.first_send.get_or_insert(now);
                     let bth = data_bth(s.flow.cfg.dest_qp, &seg);
                     let int = self.cfg.int_hops.map(IntRepr::empty);
@@ -416,9 +415,8 @@ impl RcHost {
                         }
                         None => t.fill(0),
                     })?;
-                    if deadline != self.deadline[si] {
-                        self.refresh(si);
-                    }
+                    // A packet out may start the transport's timeout.
+                    self.refresh(si);
                     return self.seal(buf, len);
                 }
                 Transmit::Until(t) => earliest = Some(earliest.map_or(t, |e| e.min(t))),
@@ -451,9 +449,7 @@ impl Agent for RcHost {
             self.stats.not_ours += 1;
             return;
         };
-        let (send, recv) = self.by_qp.get(&p.bth.dest_qp).copied().unwrap_or_default();
-        let send = send.filter(|&s| self.sending[s].flow.peer == p.src);
-        let recv = recv.filter(|&r| self.receiving[r].flow.peer == p.src);
+        let (send, recv) = self.by_qp.get(&(p.bth.dest_qp, p.src)).copied().unwrap_or_default();
         if send.is_none() && recv.is_none() {
             self.stats.not_ours += 1;
             return;
