@@ -6,8 +6,6 @@
 //! per timer: what a runtime does to a switch, never what the switch does per packet, so the
 //! indirection costs one call per burst of up to 32 packets.
 
-use std::any::Any;
-
 use super::{Counters, CpuPacket, PortId, Program, Switch};
 use crate::buf::{Frame, Pool};
 use crate::model::{DropReason, DropReasons, Resources};
@@ -38,8 +36,6 @@ pub trait DynSwitch<F>: Send {
     fn receive_burst(&mut self, now: u64, port: PortId, pkts: &mut Vec<F>, pool: &mut dyn Pool<F>);
     /// [`Switch::receive`].
     fn receive(&mut self, now: u64, port: PortId, pkt: F, pool: &mut dyn Pool<F>);
-    /// [`Switch::inject`].
-    fn inject(&mut self, now: u64, pkt: F, pool: &mut dyn Pool<F>);
     /// [`Switch::process_recirculated`].
     fn process_recirculated(&mut self, now: u64, pool: &mut dyn Pool<F>);
     /// [`Switch::transmit`].
@@ -57,8 +53,6 @@ pub trait DynSwitch<F>: Send {
     fn tick_interval(&self) -> Option<u64>;
     /// [`Switch::next_ready`].
     fn next_ready(&self, port: PortId, now: u64) -> Option<u64>;
-    /// Move the packets waiting for the CPU to `out` ([`Switch::drain_cpu`]).
-    fn drain_cpu_into(&mut self, out: &mut Vec<CpuPacket<F>>);
     /// [`Switch::drain_all`].
     fn drain_all(&mut self, pool: &mut dyn Pool<F>);
     /// [`Switch::count_drop`].
@@ -76,10 +70,6 @@ pub trait DynSwitch<F>: Send {
     fn command(&mut self, line: &str, ports: &[String], now: u64) -> Result<String, String>;
     /// The program's declarations ([`Program::resources`]).
     fn resources(&self) -> &Resources;
-    /// The program itself, for a caller that knows its type (`downcast_ref::<DtaTranslator>()`).
-    fn program_any(&self) -> &dyn Any;
-    /// The program itself, writable.
-    fn program_any_mut(&mut self) -> &mut dyn Any;
 }
 
 impl<P: Program, F: Frame + Send + 'static> DynSwitch<F> for Switch<P, F> {
@@ -112,10 +102,6 @@ impl<P: Program, F: Frame + Send + 'static> DynSwitch<F> for Switch<P, F> {
         Switch::receive(self, now, port, pkt, pool)
     }
 
-    fn inject(&mut self, now: u64, pkt: F, pool: &mut dyn Pool<F>) {
-        Switch::inject(self, now, pkt, pool)
-    }
-
     #[inline]
     fn process_recirculated(&mut self, now: u64, pool: &mut dyn Pool<F>) {
         Switch::process_recirculated(self, now, pool)
@@ -143,10 +129,6 @@ impl<P: Program, F: Frame + Send + 'static> DynSwitch<F> for Switch<P, F> {
 
     fn next_ready(&self, port: PortId, now: u64) -> Option<u64> {
         Switch::next_ready(self, port, now)
-    }
-
-    fn drain_cpu_into(&mut self, out: &mut Vec<CpuPacket<F>>) {
-        out.extend(Switch::drain_cpu(self))
     }
 
     fn drain_all(&mut self, pool: &mut dyn Pool<F>) {
@@ -180,13 +162,5 @@ impl<P: Program, F: Frame + Send + 'static> DynSwitch<F> for Switch<P, F> {
 
     fn resources(&self) -> &Resources {
         self.program().resources()
-    }
-
-    fn program_any(&self) -> &dyn Any {
-        self.program()
-    }
-
-    fn program_any_mut(&mut self) -> &mut dyn Any {
-        self.program_mut()
     }
 }
