@@ -146,6 +146,8 @@ pub fn serve(
         .ok_or_else(|| HttpError::Listen { addr, reason: "not an IP listener".into() })?;
     bound(local);
     let notes = c.subscribe(1 << 16);
+    let header = tiny_http::Header::from_bytes(&b"Content-Type"[..], &b"application/json"[..])
+        .map_err(|()| HttpError::Listen { addr, reason: "the Content-Type header".into() })?;
     while !stop.load(Ordering::Relaxed) {
         let Ok(Some(req)) = server.recv_timeout(Duration::from_millis(100)) else { continue };
         let (status, body) = if *req.method() == tiny_http::Method::Get {
@@ -153,12 +155,9 @@ pub fn serve(
         } else {
             bad("only GET")
         };
-        // A constant, valid header: from_bytes cannot refuse it.
-        let Ok(header) = tiny_http::Header::from_bytes(&b"Content-Type"[..], &b"application/json"[..]) else {
-            continue;
-        };
-        let resp =
-            tiny_http::Response::from_string(body.to_string()).with_status_code(status).with_header(header);
+        let resp = tiny_http::Response::from_string(body.to_string())
+            .with_status_code(status)
+            .with_header(header.clone());
         let _ = req.respond(resp);
     }
     Ok(())

@@ -11,6 +11,11 @@ use super::fabric::{host_ip, host_mac, switch_mac};
 use super::host_node::LabAgent;
 use crate::lab::config::{LabConfig, ReporterSpec};
 
+/// A counter of a summary, its name owned.
+fn named((name, value): (&str, u64)) -> (String, u64) {
+    (name.to_string(), value)
+}
+
 impl LabAgent for RcHost {
     fn name(&self) -> &'static str {
         "rc"
@@ -29,9 +34,8 @@ impl LabAgent for RcHost {
             ("malformed", s.malformed),
             ("not_ours", s.not_ours),
         ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect()
+        .map(named)
+        .into()
     }
 
     fn rc(&mut self) -> Option<&mut RcHost> {
@@ -54,9 +58,8 @@ impl LabAgent for ReporterAgent {
             ("slow_downs", s.slow_downs),
             ("too_long", s.too_long),
         ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect()
+        .map(named)
+        .into()
     }
 }
 
@@ -135,12 +138,9 @@ impl LabAgent for CollectorHost {
             ("duplicates", s.duplicates),
             ("unroutable", s.unroutable),
         ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-        for (name, v) in self.stores.occupancy() {
-            out.push((name, v));
-        }
+        .map(named)
+        .into();
+        out.extend(self.stores.occupancy());
         out
     }
 }
