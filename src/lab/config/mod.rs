@@ -227,8 +227,6 @@ pub struct ReporterSpec {
     pub rate: u64,
     /// Start, ns.
     pub start_ns: u64,
-    /// Retransmittable reports kept.
-    pub keep: usize,
 }
 
 #[derive(Debug, Deserialize)]
@@ -776,7 +774,6 @@ fn host_agent(h: &RawHost, err: &dyn Fn(&str, String) -> LabError) -> Result<Hos
                 count,
                 rate: h.rate.unwrap_or(0),
                 start_ns: h.start_ns.unwrap_or(0),
-                keep: roce::dta::MAX_KEEP,
             }))
         }
         o => Err(err(

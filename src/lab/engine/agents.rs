@@ -76,7 +76,8 @@ pub(super) fn reporter(h: usize, gateway: (usize, u16), r: &ReporterSpec) -> Rep
         count: r.count,
         rate: r.rate,
         start_ns: r.start_ns,
-        keep: r.keep,
+        // As many retransmittable reports kept as a reporter may.
+        keep: roce::dta::MAX_KEEP,
     })
 }
 
