@@ -237,3 +237,21 @@ fn a_dta_translator_turns_reporters_reports_into_a_collectors_memory() {
         assert_eq!(counter(c, bad), 0, "{bad}: {c:?}");
     }
 }
+
+/// A switch program's sections and a collector's configuration, given as text in the lab file,
+/// are checked before anything runs: an error names the lab file, the switch or host, the key
+/// and the reason (the binary exits with code 2 on it, as on any lab error).
+#[test]
+fn bad_program_sections_and_collector_configs_are_refused_before_the_run() {
+    let mut cfg = bundled("dta-translator-star.toml");
+    cfg.switches.sections =
+        cfg.switches.sections.replace("append_flush_us = 50", "append_flush_us = \"soon\"");
+    let e = lab::run(&cfg, |_| {}).unwrap_err();
+    assert!(e.contains("switch 0") && e.contains("append_flush_us") && e.contains("expected u64"), "{e}");
+
+    let mut cfg = bundled("dta-translator-star.toml");
+    let softfabric::lab::HostAgent::DtaCollector { config } = &mut cfg.host_agents[2] else { panic!() };
+    *config = config.replace("slots = 65536", "slots = 3");
+    let e = lab::run(&cfg, |_| {}).unwrap_err();
+    assert!(e.contains("host 2") && e.contains("keywrite.slots") && e.contains("power of two"), "{e}");
+}
