@@ -45,6 +45,10 @@ pub enum DemoError {
     /// Writing the demo's output failed.
     #[error("writing the output: {0}")]
     Io(#[from] std::io::Error),
+    /// The demo ran, and an end-to-end check of what the collector holds failed: each line
+    /// says what was lost or wrong.
+    #[error("end-to-end checks failed:\n  {}", .0.join("\n  "))]
+    Check(Vec<String>),
 }
 
 /// Where the three parties live and how big the stores are.
@@ -136,6 +140,7 @@ name = "c0"
 ip = "{c}"
 keywrite = 1337
 keyincrement = 1339
+keyincrement_redundancy = 2
 append = [{lists}]
 sketch = [{{ id = 0, port = 1330, rows = {rows}, columns = {columns}, reporters = [{reps}], batch = 4 }}]
 "#,
@@ -315,6 +320,8 @@ pub fn run(out: &mut dyn std::io::Write) -> Result<(), DemoError> {
             r.unrecoverable
         )
     };
+    // What an end-to-end check found wrong: the demo prints everything, then fails with these.
+    let mut failed: Vec<String> = Vec::new();
     let c0 = lab.collector.stats().snapshot();
     let t = Instant::now();
     let reporter = |i: u8| {
@@ -330,6 +337,11 @@ pub fn run(out: &mut dyn std::io::Write) -> Result<(), DemoError> {
     // Two FETCH_ADDs and two atomic ACKs per report: a slower pace for the soft-RNIC.
     let ki = lab.send(reporter(2), &ki_spec, 100_000, rate / 3)?;
     phase("Key-Incr N=2", &ki, out)?;
+    for (name, r) in [("Key-Write", &kw), ("Append", &ap), ("Key-Increment", &ki)] {
+        if r.unrecoverable > 0 {
+            failed.push(format!("{name}: the generator counted {} reports unrecoverable", r.unrecoverable));
+        }
+    }
     lab.settle(Duration::from_secs(10))?;
     let secs = t.elapsed().as_secs_f64();
     let c = lab.collector.stats().snapshot();
@@ -362,15 +374,28 @@ pub fn run(out: &mut dyn std::io::Write) -> Result<(), DemoError> {
             }
         }
     }
-    let alpha = 2.0 * f64::from(kw_keys) / cfg.keywrite_slots as f64;
+    let model = wire::dta::independent_copies_model(u64::from(kw_keys), cfg.keywrite_slots, 2);
+    let share = found as f64 / f64::from(kw_keys);
     writeln!(
         out,
-        "Key-Write: {found} of {kw_keys} keys answer ({:.1} %; model (1-e^-a)/a at load a = {alpha:.3}: {:.1} %), \
+        "Key-Write: {found} of {kw_keys} keys answer ({:.1} %; independent-copy model for N=2: {:.1} %), \
          {stale} with an earlier value (their latest report was dropped), {wrong} wrong; {:.0} lookups/s on 2 threads",
-        100.0 * found as f64 / f64::from(kw_keys),
-        100.0 * (1.0 - (-alpha).exp()) / alpha,
+        100.0 * share,
+        100.0 * model,
         f64::from(kw_keys) / qsecs
     )?;
+    if wrong > 0 || stale > 0 {
+        failed.push(format!(
+            "Key-Write: {wrong} keys answered another key's value, {stale} an earlier value (a latest report lost)"
+        ));
+    }
+    if (share - model).abs() >= 0.01 {
+        failed.push(format!(
+            "Key-Write: {:.2} % of keys answer, not within a point of the model's {:.2} %",
+            100.0 * share,
+            100.0 * model
+        ));
+    }
     let sample: Vec<String> = answers
         .iter()
         .take(3)
@@ -399,8 +424,28 @@ pub fn run(out: &mut dyn std::io::Write) -> Result<(), DemoError> {
         }
     }
     writeln!(out, "Append: {total} entries in {} lists, each in report order: {ordered}", cfg.lists)?;
-    let k0 = keys_of(&ki_spec)[0];
+    if total as u64 != ap.sent || !ordered {
+        failed.push(format!(
+            "Append: {total} entries stored of {} sent ({} missing), in report order: {ordered}",
+            ap.sent,
+            ap.sent.saturating_sub(total as u64)
+        ));
+    }
+    let ki_keys = keys_of(&ki_spec);
+    let k0 = ki_keys[0];
     writeln!(out, "Key-Increment: key {k0:#010x} counts {} (sent 100 x 3 = 300)", s.keyincrement(k0)?)?;
+    // Count-Min never counts low; a key counts more only where both its copies collide.
+    let per_key = ki.sent / u64::from(ki_spec.keys) * 3;
+    let mut low = 0;
+    for &k in &ki_keys {
+        low += u32::from(s.keyincrement(k)? < per_key);
+    }
+    if low > 0 {
+        failed.push(format!(
+            "Key-Increment: {low} of {} keys count less than the {per_key} sent",
+            ki_keys.len()
+        ));
+    }
 
     let st = lab.translator_stats()?;
     let summary = lab.stop();
@@ -433,5 +478,5 @@ pub fn run(out: &mut dyn std::io::Write) -> Result<(), DemoError> {
         c.access_errors, c.out_of_sequence, c.bad_icrc, c.malformed, c.unknown_qp, c.duplicates
     )?;
     writeln!(out, "done in {:.1} s", t0.elapsed().as_secs_f64())?;
-    Ok(())
+    if failed.is_empty() { Ok(()) } else { Err(DemoError::Check(failed)) }
 }

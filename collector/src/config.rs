@@ -16,6 +16,9 @@
 //! slots = 1048576          # a power of two
 //! data = 4                 # bytes of data per slot: 4, 12 or 28
 //! redundancy = 2           # N: copies a query checks
+//! hash = "independent"     # how copies choose slots: "independent" (each copy its own CRC
+//!                          # polynomial) or "reference" (the reference's CRC(key ‖ n)); the
+//!                          # translator's [dta] key_hash must say the same
 //!
 //! [[append]]
 //! list = 0
@@ -30,7 +33,7 @@ use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use wire::dta::layout;
+use wire::dta::{KeyHashMode, layout};
 
 /// A configuration error: file, key, reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -77,6 +80,8 @@ pub enum StoreKind {
         data_len: usize,
         /// N.
         redundancy: u8,
+        /// How copies choose their slots.
+        hash: KeyHashMode,
     },
     /// Key-Increment: `slots` 64-bit counters; a query takes the minimum of `redundancy`.
     KeyIncrement {
@@ -84,6 +89,8 @@ pub enum StoreKind {
         slots: u64,
         /// N.
         redundancy: u8,
+        /// How copies choose their slots.
+        hash: KeyHashMode,
     },
     /// Postcarder: `slots` 32-byte paths.
     Postcarder {
@@ -217,6 +224,7 @@ struct RawKeyed {
     slots: Option<u64>,
     data: Option<usize>,
     redundancy: Option<u8>,
+    hash: Option<String>,
     va: Option<u64>,
 }
 
@@ -341,6 +349,13 @@ impl CollectorConfig {
                 n => Err(err(key, format!("{n}: expected 1 to 8 copies"))),
             }
         };
+        let hash = |key: &str, v: &Option<String>| -> Result<KeyHashMode, ConfigError> {
+            match v.as_deref() {
+                None => Ok(KeyHashMode::default()),
+                Some(s) => KeyHashMode::parse(s)
+                    .ok_or_else(|| err(key, format!("{s:?}: expected \"independent\" or \"reference\""))),
+            }
+        };
         if let Some(k) = &raw.keywrite {
             let data_len = k.data.unwrap_or(4);
             if ![4, 12, 28].contains(&data_len) {
@@ -350,6 +365,7 @@ impl CollectorConfig {
                 slots: pow2("keywrite.slots", k.slots)?,
                 data_len,
                 redundancy: redundancy("keywrite.redundancy", k.redundancy)?,
+                hash: hash("keywrite.hash", &k.hash)?,
             };
             stores.push(("keywrite".to_string(), StoreConfig { kind, port: k.port, va: k.va }));
         }
@@ -360,11 +376,12 @@ impl CollectorConfig {
             let kind = StoreKind::KeyIncrement {
                 slots: pow2("keyincrement.slots", k.slots)?,
                 redundancy: redundancy("keyincrement.redundancy", k.redundancy)?,
+                hash: hash("keyincrement.hash", &k.hash)?,
             };
             stores.push(("keyincrement".to_string(), StoreConfig { kind, port: k.port, va: k.va }));
         }
         if let Some(k) = &raw.postcarder {
-            if k.data.is_some() || k.redundancy.is_some() {
+            if k.data.is_some() || k.redundancy.is_some() || k.hash.is_some() {
                 return Err(err("postcarder", "only port, slots and va apply".into()));
             }
             let kind = StoreKind::Postcarder { slots: pow2("postcarder.slots", k.slots)? };
@@ -508,9 +525,15 @@ mod tests {
             (4791, true, MemoryKind::Auto, Backend::SoftRnic)
         );
         assert_eq!(c.stores.len(), 5);
-        assert_eq!(c.stores[0].kind, StoreKind::KeyWrite { slots: 1024, data_len: 4, redundancy: 2 });
+        assert_eq!(
+            c.stores[0].kind,
+            StoreKind::KeyWrite { slots: 1024, data_len: 4, redundancy: 2, hash: KeyHashMode::Independent }
+        );
         assert_eq!(c.stores[0].kind.bytes(), 8192);
-        assert_eq!(c.stores[1].kind, StoreKind::KeyIncrement { slots: 64, redundancy: 3 });
+        assert_eq!(
+            c.stores[1].kind,
+            StoreKind::KeyIncrement { slots: 64, redundancy: 3, hash: KeyHashMode::Independent }
+        );
         assert_eq!(c.stores[3].kind.bytes(), 400);
         assert_eq!(c.stores[4].kind.bytes(), 64);
     }

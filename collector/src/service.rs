@@ -125,10 +125,12 @@ impl Collector {
         );
         for (st, r) in self.regions() {
             let shape = match st.kind {
-                StoreKind::KeyWrite { slots, data_len, redundancy } => {
-                    format!("{slots} slots of {data_len} B, N={redundancy}")
+                StoreKind::KeyWrite { slots, data_len, redundancy, hash } => {
+                    format!("{slots} slots of {data_len} B, N={redundancy}, {} hash", hash.name())
                 }
-                StoreKind::KeyIncrement { slots, redundancy } => format!("{slots} counters, N={redundancy}"),
+                StoreKind::KeyIncrement { slots, redundancy, hash } => {
+                    format!("{slots} counters, N={redundancy}, {} hash", hash.name())
+                }
                 StoreKind::Postcarder { slots } => format!("{slots} paths"),
                 StoreKind::Append { entries, .. } => format!("{entries} entries"),
                 StoreKind::Sketch { rows, columns, .. } => format!("{columns} columns x {rows} rows"),

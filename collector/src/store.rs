@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
-use wire::dta::{KeyHash, layout};
+use wire::dta::{KeyHash, KeyHashMode, layout};
 
 use crate::config::{CollectorConfig, StoreKind};
 use crate::memory::{MemoryError, RegionSpec, RegionView, Registered};
@@ -83,6 +83,7 @@ struct KeyWriteStore<'a> {
     data_len: usize,
     redundancy: u8,
     slot_len: u64,
+    hash: KeyHashMode,
 }
 
 impl KeyWriteStore<'_> {
@@ -196,13 +197,14 @@ impl Stores {
     fn keywrite_store(&self) -> Result<KeyWriteStore<'_>, QueryError> {
         let s =
             self.find(|k| matches!(k, StoreKind::KeyWrite { .. })).ok_or(QueryError::NoStore("keywrite"))?;
-        let StoreKind::KeyWrite { slots, data_len, redundancy } = s.kind else { unreachable!() };
+        let StoreKind::KeyWrite { slots, data_len, redundancy, hash } = s.kind else { unreachable!() };
         Ok(KeyWriteStore {
             view: self.mem.view(s.region),
             slots,
             data_len,
             redundancy,
             slot_len: layout::keywrite_slot_len(data_len) as u64,
+            hash,
         })
     }
 
@@ -212,7 +214,7 @@ impl Stores {
     /// answered from untouched memory.
     pub fn keywrite(&self, key: u32, consensus: Option<u8>) -> Result<KeyWriteAnswer, QueryError> {
         let kw = self.keywrite_store()?;
-        let hit = kw.resolve(&KeyHash::new(key), consensus);
+        let hit = kw.resolve(&KeyHash::with_mode(key, kw.hash), consensus);
         Ok(KeyWriteAnswer {
             key,
             value: hit.value().map(<[u8]>::to_vec),
@@ -234,10 +236,10 @@ impl Stores {
     ) -> Result<(), QueryError> {
         let kw = self.keywrite_store()?;
         out.reserve(keys.len());
-        let mut hashes = [KeyHash::new(0); LOOKUP_BATCH];
+        let mut hashes = [KeyHash::with_mode(0, kw.hash); LOOKUP_BATCH];
         for group in keys.chunks(LOOKUP_BATCH) {
             for (h, &k) in hashes.iter_mut().zip(group) {
-                *h = KeyHash::new(k);
+                *h = KeyHash::with_mode(k, kw.hash);
                 for n in 0..kw.redundancy {
                     kw.view.prefetch(kw.offset(h, n));
                 }
@@ -288,9 +290,9 @@ impl Stores {
         let s = self
             .find(|k| matches!(k, StoreKind::KeyIncrement { .. }))
             .ok_or(QueryError::NoStore("keyincrement"))?;
-        let StoreKind::KeyIncrement { slots, redundancy } = s.kind else { unreachable!() };
+        let StoreKind::KeyIncrement { slots, redundancy, hash } = s.kind else { unreachable!() };
         let view = self.mem.view(s.region);
-        let hash = KeyHash::new(key);
+        let hash = KeyHash::with_mode(key, hash);
         Ok((0..redundancy)
             .map(|n| {
                 view.word(layout::key_slot_index(&hash, n, slots) * layout::KEYINCREMENT_SLOT_LEN as u64)

@@ -37,11 +37,11 @@ fn connects_with_cm_and_learns_every_region() {
     assert_eq!(lab.sw.program().stats().connects, 8);
 }
 
-/// Copy n of a Key-Write lands at `CRC32(key ‖ n) & 255` (the design's test vectors), holding
-/// the key's checksum and the data, for N = 1..4 interleaved.
+/// With `key_hash = "reference"`, copy n of a Key-Write lands at `CRC32(key ‖ n) & 255` (the
+/// design's test vectors), holding the key's checksum and the data, for N = 1..4 interleaved.
 #[test]
 fn keywrite_copies_land_at_the_test_vector_slots() {
-    let mut lab = standard_lab("");
+    let mut lab = standard_lab("key_hash = \"reference\"");
     let vectors: [(u32, u32, [u32; 4]); 3] = [
         (0, 0x2144df1c, [0xc622f71d, 0xb125c78b, 0x282c9631, 0x5f2ba6a7]),
         (1, 0x99f8b879, [0xfb42dead, 0x8c45ee3b, 0x154cbf81, 0x624b8f17]),
@@ -70,12 +70,87 @@ fn keywrite_copies_land_at_the_test_vector_slots() {
         }
     }
     // Copies beyond N were never written by smaller N: check the N = 1 round alone.
-    let mut lab = standard_lab("");
+    let mut lab = standard_lab("key_hash = \"reference\"");
     lab.report(REPORTER, C0, &kw(123456, 1, &[9, 9, 9, 9], None.or(long(0, false, Priority::Low))));
     lab.run(20);
     let mem = lab.collectors[0].region(1337);
     let used: Vec<usize> = (0..256).filter(|s| mem[s * 8..s * 8 + 8] != [0; 8]).collect();
     assert_eq!(used, [(0xe3654cd0u32 & 255) as usize]);
+}
+
+/// By default each copy hashes with its own polynomial: copy n lands at
+/// `keywrite_slot_hash(key, n, Independent) & 255`, and the copies of a key are not the
+/// reference's (whose copies differ by a constant XOR).
+#[test]
+fn keywrite_copies_hash_independently_by_default() {
+    let mut lab = standard_lab("");
+    let keys = [0u32, 1, 123_456, 0xdead_beef];
+    for (i, &key) in keys.iter().enumerate() {
+        lab.report(REPORTER, C0, &kw(key, 4, &[i as u8, 1, 2, 3], long(i as u8, false, Priority::Low)));
+    }
+    lab.run(50);
+    let mem = lab.collectors[0].region(1337);
+    let mut written = std::collections::HashSet::new();
+    for (i, &key) in keys.iter().enumerate() {
+        for n in 0..4u8 {
+            let s = (dta::keywrite_slot_hash(key, n, dta::KeyHashMode::Independent) & 255) as usize;
+            written.insert(s);
+            let slot = &mem[s * 8..s * 8 + 8];
+            // A later key may have taken the slot; then it holds that key's checksum.
+            let owner = keys[i..]
+                .iter()
+                .rev()
+                .find(|&&k| {
+                    (0..4u8).any(|m| {
+                        (dta::keywrite_slot_hash(k, m, dta::KeyHashMode::Independent) & 255) as usize == s
+                    })
+                })
+                .copied()
+                .unwrap();
+            assert_eq!(&slot[..4], &dta::keywrite_checksum(owner).to_le_bytes(), "key {key} copy {n}");
+        }
+        let reference: Vec<u32> =
+            (0..4u8).map(|n| dta::keywrite_slot_hash(key, n, dta::KeyHashMode::Reference) & 255).collect();
+        let ours: Vec<u32> =
+            (0..4u8).map(|n| dta::keywrite_slot_hash(key, n, dta::KeyHashMode::Independent) & 255).collect();
+        assert_ne!(reference, ours);
+    }
+    let used = (0..256).filter(|s| mem[s * 8..s * 8 + 8] != [0; 8]).count();
+    assert_eq!(used, written.len(), "exactly the copies' slots are written");
+}
+
+/// A Key-Increment report whose N is not the store's is refused under its own reason: the
+/// store's queries take the minimum over its N copies, and a copy the report did not write
+/// would read 0.
+#[test]
+fn keyincrement_with_another_n_than_the_stores_is_refused() {
+    let collectors = r#"
+[[dta.collector]]
+name = "c0"
+ip = "10.0.0.51"
+keyincrement = 1339
+keyincrement_redundancy = 2
+"#;
+    let c = Collector::new(C0, C0_MAC, &[(1339, 4096 * 8)], 7);
+    let mut lab = Lab::new(&config("", collectors, &[(C0, C0_MAC)]), vec![c]);
+    lab.connect(200_000);
+    for n in [1u8, 2, 3] {
+        let r = DtaRepr {
+            immediate: false,
+            seq: long(0, false, Priority::Low),
+            primitive: Primitive::KeyIncrement { redundancy: n, key: 5, counter: 10 },
+        };
+        lab.report(REPORTER, C0, &r);
+    }
+    lab.run(50);
+    assert_eq!(lab.drops("dta_redundancy_mismatch"), 2);
+    let mem = lab.collectors[0].region(1339);
+    let h = dta::KeyHash::new(5);
+    for n in 0..3u8 {
+        let s = (h.slot(n) & 4095) as usize * 8;
+        let v = u64::from_le_bytes(mem[s..s + 8].try_into().unwrap());
+        assert_eq!(v, if n < 2 { 10 } else { 0 }, "copy {n}: only the N=2 report was applied");
+    }
 }
 
 #[test]
@@ -86,7 +161,8 @@ fn keyincrement_counters_equal_the_sums() {
     let mut used = std::collections::HashSet::new();
     let mut k = 0u32;
     while keys.len() < 100 {
-        let s: Vec<u32> = (0..2).map(|n| dta::keywrite_slot_hash(k, n) & 4095).collect();
+        let s: Vec<u32> =
+            (0..2).map(|n| dta::keywrite_slot_hash(k, n, dta::KeyHashMode::Independent) & 4095).collect();
         if s[0] != s[1] && !used.contains(&s[0]) && !used.contains(&s[1]) {
             used.extend(s);
             keys.push(k);
@@ -111,7 +187,7 @@ fn keyincrement_counters_equal_the_sums() {
     let mem = lab.collectors[0].region(1339);
     for (i, &key) in keys.iter().enumerate() {
         for n in 0..2 {
-            let s = (dta::keywrite_slot_hash(key, n) & 4095) as usize * 8;
+            let s = (dta::keywrite_slot_hash(key, n, dta::KeyHashMode::Independent) & 4095) as usize * 8;
             let v = u64::from_le_bytes(mem[s..s + 8].try_into().unwrap());
             assert_eq!(v, sums[i], "key {key} copy {n}");
         }
@@ -182,7 +258,7 @@ fn loss_to_the_collector_is_recovered() {
     let mem = lab.collectors[0].region(1337);
     for (key, data) in kw_last {
         for n in 0..2 {
-            let s = (dta::keywrite_slot_hash(key, n) & 255) as usize * 8;
+            let s = (dta::keywrite_slot_hash(key, n, dta::KeyHashMode::Independent) & 255) as usize * 8;
             // A key's slot may be shared with another key's copy: the checksum says whose it is.
             if mem[s..s + 4] == dta::keywrite_checksum(key).to_le_bytes() {
                 assert_eq!(&mem[s + 4..s + 8], &data, "key {key} copy {n}");

@@ -48,7 +48,8 @@ fn the_translator_prints_its_typed_declarations() {
         "  exact dta_lists [1024]: key (dta_append.list_id 32 exact); actions set_qp(dta_qp 16); default dta_no_list",
         "  exact dta_reporter_seq [65536]: key (ipv4.src_addr 32 exact); actions track(last_seq 8, last_notice_ns 64)",
         "  meter dta_collector_meters [1]: trTCM, packets",
-        "  hash dta_slot_hash [1]: Crc32IsoHdlc (poly 0x04c11db7, init 0xffffffff, reflected, xorout 0xffffffff), 32 bits of (dta_keywrite.key, meta.dta_copy)",
+        "  hash dta_slot_hash_0 [1]: Crc32Poly(0x741b8cd7) (poly 0x741b8cd7, init 0xffffffff, reflected, xorout 0xffffffff), 32 bits of (dta_keywrite.key)",
+        "  hash dta_slot_hash_3 [1]: Crc32Poly(0xf4acfb13) (poly 0xf4acfb13, init 0xffffffff, reflected, xorout 0xffffffff), 32 bits of (dta_keywrite.key)",
         "  register dta_qps [6]: cell (next_psn 24, oldest_unacked_psn 24, outstanding 32); index meta.dta_qp",
     ] {
         assert!(s.contains(want), "missing {want:?} in\n{s}");

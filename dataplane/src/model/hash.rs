@@ -11,7 +11,7 @@ static CRC16_XMODEM: Crc<u16> = Crc::<u16>::new(&crc::CRC_16_XMODEM);
 static CRC16_IBM_3740: Crc<u16> = Crc::<u16>::new(&crc::CRC_16_IBM_3740);
 
 /// Hash algorithms.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HashAlgo {
     /// CRC-32/ISO-HDLC (zlib's CRC-32; Tofino's `HashAlgorithm_t.CRC32`).
     Crc32IsoHdlc,
@@ -25,6 +25,23 @@ pub enum HashAlgo {
     Crc16Ccitt,
     /// The first four bytes, big-endian (P4's identity hash).
     Identity,
+    /// A 32-bit CRC of another polynomial (normal form), reflected, init and xor-out all ones:
+    /// what Tofino's `CRCPolynomial` extern declares (the DTA translator's per-copy slot hashes).
+    Crc32Poly(u32),
+}
+
+impl std::fmt::Debug for HashAlgo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Crc32IsoHdlc => f.write_str("Crc32IsoHdlc"),
+            Self::Crc32c => f.write_str("Crc32c"),
+            Self::Crc16Arc => f.write_str("Crc16Arc"),
+            Self::Crc16Xmodem => f.write_str("Crc16Xmodem"),
+            Self::Crc16Ccitt => f.write_str("Crc16Ccitt"),
+            Self::Identity => f.write_str("Identity"),
+            Self::Crc32Poly(p) => write!(f, "Crc32Poly({p:#010x})"),
+        }
+    }
 }
 
 impl HashAlgo {
@@ -42,14 +59,15 @@ impl HashAlgo {
     }
 
     /// Its parameters, as a P4 target's CRC polynomial declaration needs them.
-    pub const fn polynomial(self) -> &'static str {
+    pub fn polynomial(self) -> String {
         match self {
-            Self::Crc32IsoHdlc => "poly 0x04c11db7, init 0xffffffff, reflected, xorout 0xffffffff",
-            Self::Crc32c => "poly 0x1edc6f41, init 0xffffffff, reflected, xorout 0xffffffff",
-            Self::Crc16Arc => "poly 0x8005, init 0x0000, reflected, xorout 0x0000",
-            Self::Crc16Xmodem => "poly 0x1021, init 0x0000, not reflected, xorout 0x0000",
-            Self::Crc16Ccitt => "poly 0x1021, init 0xffff, not reflected, xorout 0x0000",
-            Self::Identity => "identity",
+            Self::Crc32IsoHdlc => "poly 0x04c11db7, init 0xffffffff, reflected, xorout 0xffffffff".into(),
+            Self::Crc32c => "poly 0x1edc6f41, init 0xffffffff, reflected, xorout 0xffffffff".into(),
+            Self::Crc16Arc => "poly 0x8005, init 0x0000, reflected, xorout 0x0000".into(),
+            Self::Crc16Xmodem => "poly 0x1021, init 0x0000, not reflected, xorout 0x0000".into(),
+            Self::Crc16Ccitt => "poly 0x1021, init 0xffff, not reflected, xorout 0x0000".into(),
+            Self::Identity => "identity".into(),
+            Self::Crc32Poly(p) => format!("poly {p:#010x}, init 0xffffffff, reflected, xorout 0xffffffff"),
         }
     }
 
@@ -67,6 +85,19 @@ impl HashAlgo {
                 let n = data.len().min(4);
                 b[..n].copy_from_slice(&data[..n]);
                 u32::from_be_bytes(b)
+            }
+            Self::Crc32Poly(p) => {
+                // Bitwise: a declaration's reference value, not a per-packet path (the
+                // translator's fast path uses wire's tables for the same polynomials).
+                let r = p.reverse_bits();
+                let mut crc = !0u32;
+                for &b in data {
+                    crc ^= u32::from(b);
+                    for _ in 0..8 {
+                        crc = if crc & 1 != 0 { (crc >> 1) ^ r } else { crc >> 1 };
+                    }
+                }
+                !crc
             }
         }
     }
@@ -116,6 +147,14 @@ mod tests {
         let d = b"123456789";
         assert_eq!(HashAlgo::Crc32IsoHdlc.hash(d), 0xcbf4_3926);
         assert_eq!(HashAlgo::Crc32c.hash(d), 0xe306_9283);
+        assert_eq!(HashAlgo::Crc32Poly(0x04c1_1db7).hash(d), 0xcbf4_3926);
+        assert_eq!(HashAlgo::Crc32Poly(0x1edc_6f41).hash(d), 0xe306_9283);
+        // The DTA translator's per-copy units agree with wire's tables.
+        for (n, &p) in wire::dta::COPY_POLYNOMIALS.iter().enumerate() {
+            let key = 0x1234_5678u32;
+            let want = wire::dta::keywrite_slot_hash(key, n as u8, wire::dta::KeyHashMode::Independent);
+            assert_eq!(HashAlgo::Crc32Poly(p).hash(&key.to_le_bytes()), want, "copy {n}");
+        }
         assert_eq!(HashAlgo::Crc16Arc.hash(d), 0xbb3d);
         assert_eq!(HashAlgo::Crc16Xmodem.hash(d), 0x31c3);
         assert_eq!(HashAlgo::Crc16Ccitt.hash(d), 0x29b1);

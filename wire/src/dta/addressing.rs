@@ -1,4 +1,4 @@
-//! Collector addressing: the Key-Write checksum and slot hash, key scrambling, the collector a
+//! Collector addressing: the Key-Write checksum and slot hashes (two modes), key scrambling, the collector a
 //! key goes to, and the memory layouts both the translator and the collector compute.
 
 /// The Key-Write checksum stored with each slot: CRC-32/ISO-HDLC over the key's four
@@ -8,29 +8,98 @@ pub fn keywrite_checksum(key: u32) -> u32 {
     KeyHash::new(key).checksum()
 }
 
-/// The slot hash of copy `n` of `key`: CRC-32/ISO-HDLC over the key's little-endian bytes and
-/// the byte `n`. Mask it with the (power-of-two) slot count to get the slot index.
+/// The slot hash of copy `n` of `key` in `mode`. Mask it with the (power-of-two) slot count to
+/// get the slot index.
 #[inline]
-pub fn keywrite_slot_hash(key: u32, n: u8) -> u32 {
-    KeyHash::new(key).slot(n)
+pub fn keywrite_slot_hash(key: u32, n: u8, mode: KeyHashMode) -> u32 {
+    KeyHash::with_mode(key, mode).slot(n)
 }
 
-/// A key's Key-Write hashes, sharing the CRC over its four bytes: the checksum is the CRC of
-/// the key, and copy `n`'s slot hash continues it with one more byte.
+/// How the N copies of a Key-Write or Key-Increment key choose their slots. Translator and
+/// collector must agree (both take it from their configuration; the default is
+/// [`Independent`](Self::Independent) on both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum KeyHashMode {
+    /// Copy `n` hashes the key's little-endian bytes with its own CRC-32 polynomial
+    /// ([`COPY_POLYNOMIALS`]`[n]`, reflected, init and xor-out all ones), as a Tofino switch
+    /// would give each copy its own CRC hash unit. Different polynomials are different linear
+    /// maps, so a key that collides with another in one copy does not collide with it in the
+    /// others: the copies are as independent as the paper's collision analysis (§3.1, Fig. 11–12)
+    /// assumes. None of the polynomials is the checksum's (CRC-32/ISO-HDLC) or the collector
+    /// mapping's (CRC-32C), so a slot says nothing about the checksum it holds and every
+    /// collector's keys still spread over all its slots.
+    #[default]
+    Independent,
+    /// The reference implementation's: CRC-32/ISO-HDLC over the key's little-endian bytes and
+    /// the byte `n`. CRC is linear, so copy `n`'s slot is copy 0's XOR a constant and keys
+    /// collide in every copy at once (measured at 2^20 slots and 400 k keys: N = 2 finds fewer
+    /// keys than N = 1). Kept to share a collector with a reference translator or collector.
+    Reference,
+}
+
+impl KeyHashMode {
+    /// The configuration name: `"independent"` or `"reference"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Independent => "independent",
+            Self::Reference => "reference",
+        }
+    }
+
+    /// Parse a configuration name.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "independent" => Some(Self::Independent),
+            "reference" => Some(Self::Reference),
+            _ => None,
+        }
+    }
+}
+
+/// The CRC-32 polynomials (normal form) of copies 0..8 in [`KeyHashMode::Independent`]: CRC-32K
+/// (Koopman), CRC-32Q, CRC-32D, CRC-32/AUTOSAR, CRC-32K2 (Koopman), CRC-32/CD-ROM-EDC and two
+/// of the reference translator's own Postcarder polynomials (odd, so each is a bijection of
+/// the key). Copy `n >= 8` uses polynomial `n % 8` and continues with the byte `n`.
+pub const COPY_POLYNOMIALS: [u32; 8] =
+    [0x741b_8cd7, 0x8141_41ab, 0xa833_982b, 0xf4ac_fb13, 0x3258_3499, 0x8001_801b, 0x65b9_6595, 0x49cf_878b];
+
+/// Slice-by-4 tables of [`COPY_POLYNOMIALS`], built at compile time (32 KiB; a report of
+/// redundancy N touches N of them).
+static COPY_TABLES: [[[u32; 256]; 4]; 8] = {
+    let mut t = [[[0u32; 256]; 4]; 8];
+    let mut i = 0;
+    while i < 8 {
+        t[i] = crate::crc32::slice4_for(COPY_POLYNOMIALS[i]);
+        i += 1;
+    }
+    t
+};
+
+/// A key's Key-Write hashes: the checksum (the CRC-32/ISO-HDLC of the key, shared by both
+/// modes) and each copy's slot hash in the chosen [`KeyHashMode`].
 ///
 /// Hand-written rather than `crc32fast::hash`: these inputs are 4 and 5 bytes, where one
 /// slice-by-4 step (four independent table lookups) and one byte step cost a handful of
 /// instructions and crc32fast's per-call setup dominates (the translator hashes every report).
+/// crc32fast also offers only the zlib polynomial.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeyHash {
+    key: u32,
     state: u32,
+    mode: KeyHashMode,
 }
 
 impl KeyHash {
-    /// The CRC state after the key's little-endian bytes.
+    /// A key's hashes in the default mode ([`KeyHashMode::Independent`]).
     #[inline]
     pub fn new(key: u32) -> Self {
-        Self { state: crate::crc32::step4(!0, key) }
+        Self::with_mode(key, KeyHashMode::Independent)
+    }
+
+    /// A key's hashes in `mode`.
+    #[inline]
+    pub fn with_mode(key: u32, mode: KeyHashMode) -> Self {
+        Self { key, state: crate::crc32::step4(!0, key), mode }
     }
 
     /// The key's checksum.
@@ -42,8 +111,39 @@ impl KeyHash {
     /// The slot hash of copy `n`.
     #[inline]
     pub fn slot(&self, n: u8) -> u32 {
-        !crate::crc32::step(self.state, n)
+        match self.mode {
+            KeyHashMode::Reference => !crate::crc32::step(self.state, n),
+            KeyHashMode::Independent => {
+                let i = usize::from(n) % COPY_POLYNOMIALS.len();
+                let t = &COPY_TABLES[i];
+                let s = crate::crc32::step4_with(t, !0, self.key);
+                !(if usize::from(n) < COPY_POLYNOMIALS.len() { s } else { crate::crc32::step_with(t, s, n) })
+            }
+        }
     }
+}
+
+/// The share of `keys` distinct keys, written once each in turn with `copies` copies into
+/// `slots` slots, that a query still finds at the end, if every copy's slot were an independent
+/// uniform choice (the model behind the seed's Fig. 11–12): a key `v` of the way from the end
+/// survives in one copy with probability `e^(-x v)`, `x = copies · keys / slots`, and is found if
+/// any copy survives; averaged over `v`,
+/// `Σ_{j=1..N} (-1)^(j+1) C(N, j) (1 - e^(-j x)) / (j x)`.
+pub fn independent_copies_model(keys: u64, slots: u64, copies: u8) -> f64 {
+    let n = i32::from(copies.max(1));
+    let x = f64::from(n) * keys as f64 / slots.max(1) as f64;
+    if x == 0.0 {
+        return 1.0;
+    }
+    let mut binom = 1.0;
+    let mut p = 0.0;
+    for j in 1..=n {
+        binom = binom * f64::from(n - j + 1) / f64::from(j);
+        let jx = f64::from(j) * x;
+        let sign = if j % 2 == 1 { 1.0 } else { -1.0 };
+        p += sign * binom * (1.0 - (-jx).exp()) / jx;
+    }
+    p
 }
 
 /// Spread keys that differ in a few bits over the slot hash's range: murmur3's 32-bit

@@ -20,7 +20,10 @@
 //! maximum, a hop number within the path length, a list that exists — are the translator's.
 //!
 //! [`keywrite_checksum`] and [`keywrite_slot_hash`] give the collector memory addressing both the
-//! translator and the collector need (CRC-32/ISO-HDLC over the key's little-endian bytes).
+//! translator and the collector need: the checksum is CRC-32/ISO-HDLC over the key's
+//! little-endian bytes; each copy's slot comes from its own CRC polynomial by default
+//! ([`KeyHashMode::Independent`]) or, for compatibility, from the reference's hash
+//! ([`KeyHashMode::Reference`]).
 
 use crate::error::{Error, Result, need, space};
 use crate::field::{set_u16, set_u32, set_u64};

@@ -23,6 +23,12 @@ impl DtaTranslator {
         if !(1..=8).contains(&max_redundancy) {
             return Err(c.err("dta.max_redundancy", format!("{max_redundancy} out of range 1..=8")));
         }
+        let key_hash = match &d.key_hash {
+            None => dta::KeyHashMode::default(),
+            Some(h) => dta::KeyHashMode::parse(h).ok_or_else(|| {
+                c.err("dta.key_hash", format!("{h:?}; expected \"independent\" or \"reference\""))
+            })?,
+        };
         let default_priority = match &d.default_priority {
             None => Priority::Low,
             Some(p) => parse_priority(p).ok_or_else(|| {
@@ -52,6 +58,7 @@ impl DtaTranslator {
         let s = Settings {
             format: Format { base, keywrite_data_len: kw_len },
             max_redundancy,
+            key_hash,
             default_priority,
             udp_port: d.udp_port.unwrap_or(wire::udp::port::DTA),
             source_ip,
@@ -158,11 +165,26 @@ impl DtaTranslator {
                     true
                 }
             };
+            if let Some(n) = col.keyincrement_redundancy
+                && !(1..=max_redundancy).contains(&n)
+            {
+                return Err(c.err(
+                    format!("{key}.keyincrement_redundancy"),
+                    format!("{n} out of range 1..={max_redundancy} (dta.max_redundancy)"),
+                ));
+            }
+            if col.keyincrement_redundancy.is_some() && col.keyincrement.is_none() {
+                return Err(c.err(
+                    format!("{key}.keyincrement_redundancy"),
+                    "set, but the collector has no keyincrement store",
+                ));
+            }
             let mut st = CollectorState {
                 name: name.clone(),
                 ip,
                 keywrite: None,
                 keyincrement: None,
+                keyincrement_redundancy: col.keyincrement_redundancy,
                 postcarder: None,
                 metered,
             };
@@ -260,20 +282,13 @@ impl DtaTranslator {
             .map(|q| (s.requester.window as usize) * (q.store.requester_config(s.requester).max_payload + 40))
             .sum::<usize>()
             + state_bytes;
-        decl::declare(
-            res,
-            decl::parser(s.format.base, s.format.keywrite_data_len, s.udp_port),
-            collectors.len(),
-            qps.len(),
-            qp_bytes,
-            s.requester.window,
-            park_cap,
-        );
+        decl::declare(res, &s, collectors.len(), qps.len(), qp_bytes, park_cap);
         let dr = &mut ctx.drops;
         let drops = Drops {
             malformed: dr.declare("dta_malformed"),
             unknown_opcode: dr.declare("dta_unknown_opcode"),
             bad_redundancy: dr.declare("dta_bad_redundancy"),
+            redundancy_mismatch: dr.declare("dta_redundancy_mismatch"),
             no_list: dr.declare("dta_no_list"),
             no_sketch: dr.declare("dta_no_sketch"),
             no_store: dr.declare("dta_no_store"),

@@ -13,6 +13,10 @@ pub struct DtaSection {
     pub keywrite_data_len: Option<usize>,
     /// Largest Key-Write / Key-Increment redundancy accepted (1..=8).
     pub max_redundancy: Option<u8>,
+    /// How the N copies of a key choose their slots: `"independent"` (default: each copy its
+    /// own CRC polynomial) or `"reference"` (the reference's `CRC(key ‖ n)`, whose copies
+    /// collide together). The collector's stores must say the same (`hash`).
+    pub key_hash: Option<String>,
     /// Priority of short-form reports: `"low"`, `"medium"` or `"high"`.
     pub default_priority: Option<String>,
     /// UDP port reports arrive on.
@@ -73,6 +77,10 @@ pub struct DtaCollector {
     pub keywrite: Option<u16>,
     /// librdmacm port of its Key-Increment store.
     pub keyincrement: Option<u16>,
+    /// The N its Key-Increment store's queries take the minimum over: a Key-Increment report
+    /// with another N is refused (`dta_redundancy_mismatch`), since copies it did not write
+    /// would read 0. Unset: any N up to `max_redundancy` passes.
+    pub keyincrement_redundancy: Option<u8>,
     /// Its Postcarder store.
     pub postcarder: Option<DtaPostcarder>,
     /// Its Append lists.

@@ -133,15 +133,15 @@ pub fn reporter_seq(size: usize) -> TableDecl {
 /// collector table, the slot hash, the queue pairs and the parked reports.
 pub fn declare(
     res: &mut Resources,
-    parser: ParserDecl,
+    s: &super::Settings,
     collectors: usize,
     qps: usize,
     qp_bytes: usize,
-    window: u32,
     park: usize,
 ) {
+    let (window, key_hash, copies) = (s.requester.window, s.key_hash, s.max_redundancy);
     res.declare_metadata(&[COLLECTOR, QP]);
-    res.set_parser(parser);
+    res.set_parser(parser(s.format.base, s.format.keywrite_data_len, s.udp_port));
     res.declare(Decl {
         name: "dta_collectors",
         size: collectors,
@@ -155,19 +155,36 @@ pub fn declare(
         bytes: collectors * 64,
         detail: "a report to the translator itself goes to keywrite_collector(key, n)".into(),
     });
-    res.declare(Decl {
-        name: "dta_slot_hash",
-        size: 1,
-        kind: DeclKind::Hash {
-            algo: HashAlgo::Crc32IsoHdlc,
-            width: 32,
-            inputs: vec![at::KEYWRITE_KEY, FieldRef::meta("dta_copy", 8)],
-        },
-        bytes: 0,
-        detail: "CRC-32 of the key's little-endian bytes and the copy number (wire::dta::KeyHash), \
-                 the reference's slot hash"
-            .into(),
-    });
+    match key_hash {
+        dta::KeyHashMode::Reference => res.declare(Decl {
+            name: "dta_slot_hash",
+            size: 1,
+            kind: DeclKind::Hash {
+                algo: HashAlgo::Crc32IsoHdlc,
+                width: 32,
+                inputs: vec![at::KEYWRITE_KEY, FieldRef::meta("dta_copy", 8)],
+            },
+            bytes: 0,
+            detail: "CRC-32 of the key's little-endian bytes and the copy number (wire::dta::KeyHash), \
+                     the reference's slot hash (key_hash = \"reference\")"
+                .into(),
+        }),
+        dta::KeyHashMode::Independent => {
+            for n in 0..copies {
+                res.declare(Decl {
+                    name: COPY_HASH_NAMES[usize::from(n) % COPY_HASH_NAMES.len()],
+                    size: 1,
+                    kind: DeclKind::Hash {
+                        algo: HashAlgo::Crc32Poly(dta::COPY_POLYNOMIALS[usize::from(n) % 8]),
+                        width: 32,
+                        inputs: vec![at::KEYWRITE_KEY],
+                    },
+                    bytes: 0,
+                    detail: format!("the slot of Key-Write / Key-Increment copy {n}: its own polynomial"),
+                });
+            }
+        }
+    }
     res.declare(Decl {
         name: "dta_qps",
         size: qps,
@@ -189,6 +206,18 @@ pub fn declare(
         detail: "high-priority reports waiting for the rate (a CPU queue on a hardware switch)".into(),
     });
 }
+
+/// The per-copy slot hash units' names (copies 0..8).
+const COPY_HASH_NAMES: [&str; 8] = [
+    "dta_slot_hash_0",
+    "dta_slot_hash_1",
+    "dta_slot_hash_2",
+    "dta_slot_hash_3",
+    "dta_slot_hash_4",
+    "dta_slot_hash_5",
+    "dta_slot_hash_6",
+    "dta_slot_hash_7",
+];
 
 /// A state's transitions, for tests.
 pub fn transitions<'a>(p: &'a ParserDecl, state: &str) -> &'a [Transition] {

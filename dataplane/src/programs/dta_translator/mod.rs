@@ -5,9 +5,11 @@
 //! * **Reports** (UDP port 40040) addressed to a collector (or to the translator) are parsed in
 //!   the configured base form and translated:
 //!   * Key-Write with redundancy N → N RDMA WRITEs, copy n of *this* report at slot
-//!     `CRC32(key ‖ n) & (slots − 1)`; the slot is the key's checksum (little-endian) and the
-//!     data;
-//!   * Key-Increment → N FETCH_ADDs on 64-bit counters at the same slots;
+//!     `hash_n(key) & (slots − 1)`, each copy with its own CRC polynomial by default
+//!     (`key_hash = "reference"`: the reference's `CRC32(key ‖ n)`); the slot is the key's
+//!     checksum (little-endian) and the data;
+//!   * Key-Increment → N FETCH_ADDs on 64-bit counters at the same slots (a report whose N is
+//!     not the store's `keyincrement_redundancy` is refused);
 //!   * Append → per-list batches of B entries written at the list's ring head (two WRITEs at
 //!     the wrap), partial batches flushed after `append_flush_us`;
 //!   * Postcarder → paths assembled in a cache and written (24 bytes in a 32-byte slot) when
@@ -117,6 +119,8 @@ pub struct Settings {
     pub format: Format,
     /// Largest redundancy accepted.
     pub max_redundancy: u8,
+    /// How copies choose their slots.
+    pub key_hash: dta::KeyHashMode,
     /// Priority of reports without one.
     pub default_priority: Priority,
     /// UDP port of reports.
@@ -192,6 +196,7 @@ struct Drops {
     malformed: DropReason,
     unknown_opcode: DropReason,
     bad_redundancy: DropReason,
+    redundancy_mismatch: DropReason,
     no_list: DropReason,
     no_sketch: DropReason,
     no_store: DropReason,
@@ -217,6 +222,8 @@ struct CollectorState {
     /// Its QPs by store.
     keywrite: Option<usize>,
     keyincrement: Option<usize>,
+    /// The N its Key-Increment queries read, if configured.
+    keyincrement_redundancy: Option<u8>,
     postcarder: Option<usize>,
     metered: bool,
 }

@@ -121,7 +121,7 @@ impl DtaTranslator {
                     }
                     self.admit(c, UNITS * u32::from(redundancy), prio, now)?;
                     let Store::KeyWrite { slot_len } = self.qps[qi].store else { unreachable!() };
-                    let hash = dta::KeyHash::new(key);
+                    let hash = dta::KeyHash::with_mode(key, self.s.key_hash);
                     let mut slot = [0u8; 32];
                     dta::layout::keywrite_slot(&hash, data, &mut slot[..slot_len]);
                     let (meta, slots) = (self.qps[qi].meta, self.qps[qi].slots);
@@ -143,6 +143,9 @@ impl DtaTranslator {
                         return Err(Reject::Drop(self.drops.bad_redundancy));
                     }
                     let c = self.key_collector(dst, key, true).ok_or(Reject::Drop(self.drops.no_store))?;
+                    if self.collectors[c].keyincrement_redundancy.is_some_and(|n| n != redundancy) {
+                        return Err(Reject::Drop(self.drops.redundancy_mismatch));
+                    }
                     let qi = self.ready_qp(self.collectors[c].keyincrement, self.drops.no_store)?;
                     let ops = u32::from(redundancy) + u32::from(imm);
                     if self.qps[qi].req.outstanding() + ops > self.s.requester.window {
@@ -150,7 +153,7 @@ impl DtaTranslator {
                     }
                     self.admit(c, UNITS * ops, prio, now)?;
                     let (meta, slots) = (self.qps[qi].meta, self.qps[qi].slots);
-                    let hash = dta::KeyHash::new(key);
+                    let hash = dta::KeyHash::with_mode(key, self.s.key_hash);
                     let mut port = None;
                     for n in 0..redundancy {
                         let s = dta::layout::key_slot_index(&hash, n, slots);
