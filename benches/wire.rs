@@ -34,7 +34,7 @@ fn flow(dst_port: u16) -> UdpFlow {
 fn keywrite_frame() -> Vec<u8> {
     let repr = DtaRepr {
         immediate: false,
-        seq: Some(Sequence { seqnum: 1, retransmittable: false, priority: Priority::Low }),
+        seq: Some(Sequence { seqnum: 1, retransmittable: false, priority: Priority::Low, epoch: 0 }),
         primitive: Primitive::KeyWrite { redundancy: 2, key: 0x1234_5678, data: &[0, 0, 0, 42] },
     };
     let mut buf = vec![0u8; 64];

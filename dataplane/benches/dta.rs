@@ -140,7 +140,7 @@ append = [{ list = 0, port = 1340, batch = 16 }]
 }
 
 fn seq() -> Option<Sequence> {
-    Some(Sequence { seqnum: 0, retransmittable: false, priority: Priority::Low })
+    Some(Sequence { seqnum: 0, retransmittable: false, priority: Priority::Low, epoch: 0 })
 }
 
 fn bench(c: &mut Criterion) {

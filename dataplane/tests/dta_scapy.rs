@@ -27,7 +27,7 @@ use wire::dta::{DtaRepr, MergeOp, Primitive, Priority, Sequence};
 use wire::roce::{Opcode, RoceRepr};
 
 fn seq(seqnum: u8) -> Option<Sequence> {
-    Some(Sequence { seqnum, retransmittable: false, priority: Priority::Low })
+    Some(Sequence { seqnum, retransmittable: false, priority: Priority::Low, epoch: 0 })
 }
 
 /// Reports of every primitive, with and without the immediate flag, Key-Write and

@@ -74,7 +74,7 @@ fn udp_reports_and_a_nack_brings_back_what_followed() {
         if !nacked && seen.len() == 20 {
             // Lost after 10: NACK it (to the reporter's address, port 40044).
             let mut m = [0u8; 2];
-            NackRepr { seqnum: 10, nack: true, slow_down: false }.emit(&mut m).unwrap();
+            NackRepr::plain(10, true, false).emit(&mut m).unwrap();
             sock.send_to(&m, (from.ip(), 40044)).unwrap();
             nacked = true;
         }

@@ -42,11 +42,11 @@ fn l2l3_prints_its_typed_declarations() {
 fn the_translator_prints_its_typed_declarations() {
     let s = resources("dta-translator.toml");
     for want in [
-        "  dta_base (3 B): opcode 8, seqnum 8, immediate 1, retransmittable 1, priority 2, reserved 4",
+        "  dta_base (3 B): opcode 8, seqnum 8, immediate 1, retransmittable 1, priority 2, epoch 4",
         "  state udp: extract udp; meta.l4_src_port = udp.src_port; meta.l4_dst_port = udp.dst_port; select (udp.dst_port) { 0x9c68: dta, 0x12b7: roce,",
         "  state dta: extract dta_base; select (dta_base.opcode) { 0x1: dta_keywrite, 0x2: dta_append, 0x3: dta_keyincrement, 0x4: dta_postcarder, 0x5: dta_sketch_merge, default: accept }",
         "  exact dta_lists [1024]: key (dta_append.list_id 32 exact); actions set_qp(dta_qp 16); default dta_no_list",
-        "  exact dta_reporter_seq [65536]: key (ipv4.src_addr 32 exact); actions track(last_seq 8, last_notice_ns 64)",
+        "  exact dta_reporter_seq [65536]: key (ipv4.src_addr 32 exact, udp.src_port 16 exact); actions track(epoch 4, next_seq 8, seen 128, last_notice_ns 64)",
         "  meter dta_collector_meters [1]: trTCM, packets",
         "  hash dta_slot_hash_0 [1]: Crc32Poly(0x741b8cd7) (poly 0x741b8cd7, init 0xffffffff, reflected, xorout 0xffffffff), 32 bits of (dta_keywrite.key)",
         "  hash dta_slot_hash_3 [1]: Crc32Poly(0xf4acfb13) (poly 0xf4acfb13, init 0xffffffff, reflected, xorout 0xffffffff), 32 bits of (dta_keywrite.key)",

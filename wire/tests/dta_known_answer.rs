@@ -61,7 +61,7 @@ fn generator_flow() -> UdpFlow {
 }
 
 fn long(seqnum: u8) -> Option<Sequence> {
-    Some(Sequence { seqnum, retransmittable: false, priority: Priority::Low })
+    Some(Sequence { seqnum, retransmittable: false, priority: Priority::Low, epoch: 0 })
 }
 
 fn build(flow: &UdpFlow, repr: &DtaRepr<'_>, udp_checksum: bool) -> Vec<u8> {

@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 use proptest::prelude::*;
 use wire::arp::{ArpPacket, ArpRepr};
 use wire::daiet::{DaietEntry, DaietRepr, Entries};
-use wire::dta::{self, BaseForm, DtaRepr, Format, MergeOp, NackRepr, Primitive, Priority, Sequence};
+use wire::dta::{self, BaseForm, DtaRepr, Format, MergeOp, NackExt, NackRepr, Primitive, Priority, Sequence};
 use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr, VlanRepr};
 use wire::hawkeye::{FiveTuple, PollingFlag, PollingPacket, PollingRepr};
 use wire::hpcc_int::{IntHeader, IntHopRepr, IntRepr};
@@ -372,12 +372,9 @@ impl DtaCase {
 }
 
 fn dta_case() -> impl Strategy<Value = DtaCase> {
-    let seq =
-        proptest::option::of(
-            (any::<u8>(), any::<bool>(), priority()).prop_map(|(seqnum, retransmittable, priority)| {
-                Sequence { seqnum, retransmittable, priority }
-            }),
-        );
+    let seq = proptest::option::of((any::<u8>(), any::<bool>(), priority(), 0u8..16).prop_map(
+        |(seqnum, retransmittable, priority, epoch)| Sequence { seqnum, retransmittable, priority, epoch },
+    ));
     (
         any::<bool>(),
         seq,
@@ -637,8 +634,25 @@ proptest! {
 
     #[test]
     fn dta_nack_roundtrip(seqnum in any::<u8>(), nack in any::<bool>(), slow_down in any::<bool>()) {
-        let r = NackRepr { seqnum, nack, slow_down };
+        let r = NackRepr::plain(seqnum, nack, slow_down);
         prop_assert_eq!(NackRepr::parse(&emitted(2, |b| r.emit(b)))?, r);
+    }
+
+    #[test]
+    fn dta_nack_ext_roundtrip(
+        seqnum in any::<u8>(), sketch in any::<bool>(), a in any::<u16>(), b in any::<u16>(), c in any::<u32>()
+    ) {
+        let ext = if sketch {
+            NackExt::Sketch { sketch_id: a, reporter_id: b, column: c }
+        } else {
+            NackExt::Reports { count: a as u8, epoch: b as u8 }
+        };
+        let r = NackRepr { seqnum, nack: true, slow_down: false, ext: Some(ext) };
+        let bytes = emitted(r.buffer_len(), |buf| r.emit(buf));
+        prop_assert_eq!(bytes.len(), 14);
+        prop_assert_eq!(NackRepr::parse(&bytes)?, r);
+        // Cut short, it is an error, never a panic or a plain NACK.
+        prop_assert!(NackRepr::parse(&bytes[..13]).is_err());
     }
 
     #[test]

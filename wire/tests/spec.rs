@@ -193,7 +193,7 @@ fn headers() -> Vec<(&'static Header, Reader)> {
         }),
         (&wire::dta::NACK, |b| {
             let h = wire::dta::NackHeader::new_unchecked(b);
-            vec![u(h.seqnum()), u(h.nack()), u(h.slow_down()), None]
+            vec![u(h.seqnum()), u(h.nack()), u(h.slow_down()), u(h.extended()), None]
         }),
         (&wire::hpcc_int::SHIM, |b| {
             let h = wire::hpcc_int::IntHeader::new_unchecked(b);
@@ -370,10 +370,42 @@ fn writers() -> Vec<(&'static Header, Writer)> {
             (b[..2].to_vec(), vec![Some(2), Some(v[0] & 1), Some(0)])
         }),
         (&wire::dta::NACK, |v| {
-            let r = wire::dta::NackRepr { seqnum: v[0] as u8, nack: v[1] & 1 == 1, slow_down: v[2] & 1 == 1 };
+            let r = wire::dta::NackRepr::plain(v[0] as u8, v[1] & 1 == 1, v[2] & 1 == 1);
             let mut b = vec![0; 2];
             r.emit(&mut b).unwrap();
-            (b, vec![Some(m(v[0], 8)), Some(v[1] & 1), Some(v[2] & 1), Some(0)])
+            (b, vec![Some(m(v[0], 8)), Some(v[1] & 1), Some(v[2] & 1), Some(0), Some(0)])
+        }),
+        (&wire::dta::NACK_EXT, |v| {
+            // Both kinds, by the low bit of the first value; the bytes after the 2-byte NACK.
+            let ext = if v[0] & 1 == 0 {
+                wire::dta::NackExt::Reports { count: v[1] as u8, epoch: v[2] as u8 }
+            } else {
+                wire::dta::NackExt::Sketch {
+                    sketch_id: v[4] as u16,
+                    reporter_id: v[5] as u16,
+                    column: v[6] as u32,
+                }
+            };
+            let r = wire::dta::NackRepr { seqnum: 1, nack: true, slow_down: false, ext: Some(ext) };
+            let mut b = vec![0; 14];
+            r.emit(&mut b).unwrap();
+            let want = match ext {
+                wire::dta::NackExt::Reports { .. } => {
+                    vec![Some(0), Some(m(v[1], 8)), Some(m(v[2], 8)), Some(0), Some(0), Some(0), Some(0)]
+                }
+                wire::dta::NackExt::Sketch { .. } => {
+                    vec![
+                        Some(1),
+                        Some(0),
+                        Some(0),
+                        Some(0),
+                        Some(m(v[4], 16)),
+                        Some(m(v[5], 16)),
+                        Some(m(v[6], 32)),
+                    ]
+                }
+            };
+            (b[2..].to_vec(), want)
         }),
         (&wire::dta::SKETCH_MERGE, |v| {
             let counters = [0u8; 8];
@@ -597,6 +629,7 @@ fn reprs_write_what_the_specification_reads() {
             seqnum: 7,
             retransmittable: true,
             priority: wire::dta::Priority::High,
+            epoch: 5,
         }),
         primitive: wire::dta::Primitive::KeyIncrement {
             redundancy: 2,

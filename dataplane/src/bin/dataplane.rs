@@ -174,6 +174,7 @@ fn report(a: ReportArgs) -> anyhow::Result<runtime::report::ReportSummary> {
         rate: a.rate,
         count: a.count,
         keep: a.keep,
+        epoch: runtime::report::fresh_epoch(),
         sink,
         linger: std::time::Duration::from_millis(a.linger_ms),
     };

@@ -82,6 +82,8 @@ pub struct ReportRun {
     pub count: u64,
     /// Retransmittable reports kept for NACKs.
     pub keep: usize,
+    /// The reporter epoch (1..=15): a new one at each start ([`fresh_epoch`]).
+    pub epoch: u8,
     /// Where.
     pub sink: Sink,
     /// After the last report, keep answering NACKs this long.
@@ -118,6 +120,14 @@ impl std::fmt::Display for ReportSummary {
     }
 }
 
+/// An epoch for a reporter starting now: from the wall clock and the process, so a restarted
+/// reporter almost surely (14 in 15) has another epoch than the run before it.
+pub fn fresh_epoch() -> u8 {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let x = (t as u64) ^ (u64::from(std::process::id()) << 17);
+    roce::dta::epoch_of((x ^ (x >> 8) ^ (x >> 24) ^ (x >> 40)) as u8)
+}
+
 /// Run the load generator: a [`ReporterAgent`] on the host runtime, over a UDP port (reports as
 /// datagrams from `bind`, NACKs on port 40044) or a pcap port (frames into a capture).
 pub fn run(r: &ReportRun) -> Result<ReportSummary, ReportError> {
@@ -142,6 +152,7 @@ pub fn run(r: &ReportRun) -> Result<ReportSummary, ReportError> {
         rate: r.rate,
         start_ns: 0,
         keep: r.keep,
+        epoch: r.epoch,
     });
     let pool = HeapPool::new(4 * BURST, 512);
     let linger_ns = linger.as_nanos() as u64;

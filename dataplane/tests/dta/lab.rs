@@ -328,7 +328,7 @@ impl Lab {
             .drain(..)
             .filter_map(|f| {
                 let (_, dst, port, l4, _) = udp_of(&f)?;
-                (port == 40044).then(|| NackRepr::parse(&f[l4..l4 + 2]).ok().map(|n| (dst, n))).flatten()
+                (port == 40044).then(|| NackRepr::parse(&f[l4..]).ok().map(|n| (dst, n))).flatten()
             })
             .collect()
     }

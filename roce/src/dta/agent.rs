@@ -41,6 +41,9 @@ pub struct ReporterConfig {
     pub start_ns: u64,
     /// Retransmittable reports kept for NACKs.
     pub keep: usize,
+    /// This run's reporter epoch (1..=15; pick a new one at each start, so the translator sees
+    /// a restart).
+    pub epoch: u8,
 }
 
 /// What a reporter did.
@@ -86,7 +89,7 @@ pub struct ReporterAgent {
 impl ReporterAgent {
     /// A reporter sending `cfg`'s stream from `cfg.start_ns`.
     pub fn new(cfg: ReporterConfig) -> Self {
-        let gen_ = LoadGen::new(cfg.spec, cfg.keep);
+        let gen_ = LoadGen::new(cfg.spec, cfg.keep, cfg.epoch);
         Self {
             burst: pace_burst(cfg.rate),
             due: cfg.start_ns,

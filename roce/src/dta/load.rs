@@ -65,9 +65,10 @@ pub struct LoadGen {
 }
 
 impl LoadGen {
-    /// A generator for `spec`, keeping the last `keep` retransmittable reports.
-    pub fn new(spec: LoadSpec, keep: usize) -> Self {
-        Self { spec, produced: 0, sender: ReportSender::new(keep) }
+    /// A generator for `spec` in reporter epoch `epoch`, keeping the last `keep`
+    /// retransmittable reports.
+    pub fn new(spec: LoadSpec, keep: usize, epoch: u8) -> Self {
+        Self { spec, produced: 0, sender: ReportSender::new(keep, epoch) }
     }
 
     /// Key number `k` as sent.
@@ -146,7 +147,7 @@ mod tests {
             LoadKind::Postcarder { hops: 5 },
         ];
         for kind in kinds {
-            let mut g = LoadGen::new(spec(kind), 8);
+            let mut g = LoadGen::new(spec(kind), 8, 1);
             let mut buf = [0u8; 64];
             for i in 0..20u64 {
                 let (n, c) = g.next_report(&mut buf, 3).unwrap();
@@ -175,7 +176,7 @@ mod tests {
             assert_eq!(g.produced, 20);
             // A NACK of 15 brings back 16..=19, all kept.
             let mut back = Vec::new();
-            g.sender.on_nack(&NackRepr { seqnum: 15, nack: true, slow_down: false }, |b| back.push(b[1]));
+            g.sender.on_nack(&NackRepr::plain(15, true, false), |b| back.push(b[1]));
             assert_eq!(back, [16, 17, 18, 19]);
         }
     }

@@ -20,7 +20,7 @@ pub use load::{LoadGen, LoadKind, LoadSpec};
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
-use wire::dta::{self, DtaRepr, NackRepr, Primitive, Priority, Sequence};
+use wire::dta::{self, DtaRepr, NackExt, NackRepr, Primitive, Priority, Sequence};
 use wire::stack::UdpFlow;
 
 /// Longest report handled: a Sketch-Merge of up to 61 rows.
@@ -41,44 +41,65 @@ pub fn parse_priority(s: &str) -> Option<Priority> {
 pub const MAX_KEEP: usize = 128;
 
 /// Numbers, keeps and resends reports for one reporter.
+///
+/// Each start of a reporter is an epoch (1..=15, carried in every retransmittable report), so
+/// the translator tells a restart from a gap. Numbers start at 0 in each epoch. A NACK naming a
+/// range (our extension) brings back exactly those reports; a plain NACK (the reference's)
+/// everything after its number. A NACKed report no longer kept is counted unrecoverable once,
+/// however often the translator asks for it again.
 #[derive(Debug, Clone)]
 pub struct ReportSender {
     next: u8,
+    epoch: u8,
     keep: usize,
     kept: VecDeque<(u8, [u8; MAX_REPORT], u16)>,
+    /// Numbers already counted unrecoverable, until they are used again.
+    counted: [u64; 4],
     /// Reports resent after NACKs.
     pub resent: u64,
     /// NACKed reports no longer kept (lost for good).
     pub unrecoverable: u64,
     /// Slow-down messages received.
     pub slow_downs: u64,
+    /// NACKs for another epoch of this reporter (a previous run's), ignored.
+    pub foreign_nacks: u64,
     rate_scale: f64,
 }
 
 impl ReportSender {
-    /// A sender keeping the last `keep` retransmittable reports (at most [`MAX_KEEP`]).
-    pub fn new(keep: usize) -> Self {
+    /// A sender of epoch `epoch` (taken into 1..=15) keeping the last `keep` retransmittable
+    /// reports (at most [`MAX_KEEP`]).
+    pub fn new(keep: usize, epoch: u8) -> Self {
         let keep = keep.clamp(1, MAX_KEEP);
         Self {
             next: 0,
+            epoch: epoch_of(epoch),
             keep,
             kept: VecDeque::with_capacity(keep),
+            counted: [0; 4],
             resent: 0,
             unrecoverable: 0,
             slow_downs: 0,
+            foreign_nacks: 0,
             rate_scale: 1.0,
         }
+    }
+
+    /// The epoch.
+    pub fn epoch(&self) -> u8 {
+        self.epoch
     }
 
     /// The sequence fields of the next report: retransmittable ones (high priority by default)
     /// take the next number; the others carry 0 and are not tracked.
     pub fn sequence(&mut self, retransmittable: bool, priority: Priority) -> Sequence {
         if !retransmittable {
-            return Sequence { seqnum: 0, retransmittable: false, priority };
+            return Sequence { seqnum: 0, retransmittable: false, priority, epoch: 0 };
         }
         let s = self.next;
         self.next = s.wrapping_add(1);
-        Sequence { seqnum: s, retransmittable: true, priority }
+        self.counted[usize::from(s / 64)] &= !(1 << (s % 64));
+        Sequence { seqnum: s, retransmittable: true, priority, epoch: self.epoch }
     }
 
     /// Emit `r` into `buf` and, if it is retransmittable, keep a copy. Returns its length.
@@ -107,22 +128,42 @@ impl ReportSender {
         if !n.nack {
             return;
         }
-        // Everything kept that is newer than the NACKed number (in the 128-wide window ahead).
         let from = n.seqnum.wrapping_add(1);
-        let newest = self.next.wrapping_sub(1);
-        let wanted = newest.wrapping_sub(n.seqnum);
-        if wanted == 0 || wanted >= 128 {
+        // How many numbers after the NACKed one, within what was sent (the 128 before `next`).
+        let sent_after = self.next.wrapping_sub(from);
+        let count = match n.ext {
+            Some(NackExt::Reports { count, epoch }) => {
+                if epoch != self.epoch {
+                    self.foreign_nacks += 1;
+                    return;
+                }
+                count
+            }
+            // A sketch column's NACK is the sketch sender's business.
+            Some(NackExt::Sketch { .. }) => return,
+            // A plain NACK: everything after its number.
+            None => sent_after,
+        };
+        if sent_after == 0 || sent_after > 128 {
             return;
         }
-        let mut found = 0u8;
-        for (s, b, len) in &self.kept {
-            if s.wrapping_sub(from) < wanted {
-                resend(&b[..usize::from(*len)]);
-                found += 1;
+        let count = count.min(sent_after);
+        for k in 0..count {
+            let s = from.wrapping_add(k);
+            match self.kept.iter().find(|(x, _, _)| *x == s) {
+                Some((_, b, len)) => {
+                    resend(&b[..usize::from(*len)]);
+                    self.resent += 1;
+                }
+                None => {
+                    let (w, bit) = (usize::from(s / 64), 1u64 << (s % 64));
+                    if self.counted[w] & bit == 0 {
+                        self.counted[w] |= bit;
+                        self.unrecoverable += 1;
+                    }
+                }
             }
         }
-        self.resent += u64::from(found);
-        self.unrecoverable += u64::from(wanted - found);
     }
 
     /// The share (0, 1] of its nominal rate the reporter should use now; each call recovers a
@@ -131,6 +172,14 @@ impl ReportSender {
         let s = self.rate_scale;
         self.rate_scale = (s + 1.0 / 4096.0).min(1.0);
         s
+    }
+}
+
+/// A reporter epoch in 1..=15 from any byte (0 would read as a reference reporter's "none").
+pub const fn epoch_of(x: u8) -> u8 {
+    match x % 15 {
+        0 => 15,
+        e => e,
     }
 }
 
@@ -178,7 +227,7 @@ mod tests {
 
     #[test]
     fn nack_resends_what_follows_in_order() {
-        let mut s = ReportSender::new(4);
+        let mut s = ReportSender::new(4, 1);
         let mut buf = [0u8; 64];
         for i in 0..6u32 {
             let seq = s.sequence(true, Priority::High);
@@ -190,22 +239,63 @@ mod tests {
             s.emit(&r, &mut buf).unwrap();
         }
         let mut got = Vec::new();
-        s.on_nack(&NackRepr { seqnum: 2, nack: true, slow_down: false }, |b| {
+        s.on_nack(&NackRepr::plain(2, true, false), |b| {
             let r = DtaRepr::parse(b, Format::default()).unwrap();
             got.push(r.seq.unwrap().seqnum);
         });
         assert_eq!(got, [3, 4, 5]);
         // Too old: 0 and 1 are no longer kept.
         got.clear();
-        s.on_nack(&NackRepr { seqnum: 255, nack: true, slow_down: false }, |b| got.push(b[1]));
+        s.on_nack(&NackRepr::plain(255, true, false), |b| got.push(b[1]));
         assert_eq!(got, [2, 3, 4, 5]);
         assert_eq!(s.unrecoverable, 2);
+        // Asked again, the same two are not counted twice.
+        s.on_nack(&NackRepr::plain(255, true, false), |_| {});
+        assert_eq!(s.unrecoverable, 2);
         // Slow down halves, then recovers.
-        s.on_nack(&NackRepr { seqnum: 0, nack: false, slow_down: true }, |_| unreachable!());
+        s.on_nack(&NackRepr::plain(0, false, true), |_| unreachable!());
         assert_eq!(s.rate_scale(), 0.5);
         assert!(s.rate_scale() > 0.5);
         // Untracked reports carry 0 and do not advance.
         assert_eq!(s.sequence(false, Priority::Low).seqnum, 0);
         assert_eq!(s.sequence(true, Priority::High).seqnum, 6);
+    }
+
+    #[test]
+    fn a_range_nack_brings_back_exactly_the_range_of_its_epoch() {
+        let mut s = ReportSender::new(8, 7);
+        let mut buf = [0u8; 64];
+        for i in 0..10u32 {
+            let seq = s.sequence(true, Priority::High);
+            assert_eq!(seq.epoch, 7);
+            let r = DtaRepr {
+                immediate: false,
+                seq: Some(seq),
+                primitive: Primitive::Append { list_id: 1, data: i },
+            };
+            s.emit(&r, &mut buf).unwrap();
+        }
+        let range = |first: u8, count: u8, epoch: u8| NackRepr {
+            seqnum: first.wrapping_sub(1),
+            nack: true,
+            slow_down: false,
+            ext: Some(NackExt::Reports { count, epoch }),
+        };
+        let mut got = Vec::new();
+        s.on_nack(&range(4, 2, 7), |b| got.push(b[1]));
+        assert_eq!(got, [4, 5]);
+        // Another epoch's NACK (a previous run of this reporter) is not ours.
+        s.on_nack(&range(4, 2, 3), |_| unreachable!());
+        assert_eq!(s.foreign_nacks, 1);
+        // 0 and 1 are no longer kept (8 kept): lost, counted once; 2 comes back.
+        got.clear();
+        s.on_nack(&range(0, 3, 7), |b| got.push(b[1]));
+        s.on_nack(&range(0, 3, 7), |_| {});
+        assert_eq!((got.as_slice(), s.unrecoverable), (&[2u8][..], 2));
+        // Numbers not sent yet are never asked for.
+        s.on_nack(&range(10, 5, 7), |_| unreachable!());
+        assert_eq!(s.unrecoverable, 2);
+        assert_eq!(epoch_of(0), 15);
+        assert_eq!(epoch_of(16), 1);
     }
 }

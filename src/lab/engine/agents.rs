@@ -78,6 +78,8 @@ pub(super) fn reporter(h: usize, gateway: (usize, u16), r: &ReporterSpec) -> Rep
         start_ns: r.start_ns,
         // As many retransmittable reports kept as a reporter may.
         keep: roce::dta::MAX_KEEP,
+        // Deterministic: one epoch per host.
+        epoch: roce::dta::epoch_of(h as u8),
     })
 }
 

@@ -123,29 +123,6 @@ impl KeyHash {
     }
 }
 
-/// The share of `keys` distinct keys, written once each in turn with `copies` copies into
-/// `slots` slots, that a query still finds at the end, if every copy's slot were an independent
-/// uniform choice (the model behind the seed's Fig. 11–12): a key `v` of the way from the end
-/// survives in one copy with probability `e^(-x v)`, `x = copies · keys / slots`, and is found if
-/// any copy survives; averaged over `v`,
-/// `Σ_{j=1..N} (-1)^(j+1) C(N, j) (1 - e^(-j x)) / (j x)`.
-pub fn independent_copies_model(keys: u64, slots: u64, copies: u8) -> f64 {
-    let n = i32::from(copies.max(1));
-    let x = f64::from(n) * keys as f64 / slots.max(1) as f64;
-    if x == 0.0 {
-        return 1.0;
-    }
-    let mut binom = 1.0;
-    let mut p = 0.0;
-    for j in 1..=n {
-        binom = binom * f64::from(n - j + 1) / f64::from(j);
-        let jx = f64::from(j) * x;
-        let sign = if j % 2 == 1 { 1.0 } else { -1.0 };
-        p += sign * binom * (1.0 - (-jx).exp()) / jx;
-    }
-    p
-}
-
 /// Spread keys that differ in a few bits over the slot hash's range: murmur3's 32-bit
 /// finaliser, a bijection on `u32`.
 ///

@@ -26,8 +26,10 @@ pub mod base_long {
     pub const RETRANSMITTABLE: Field = Field::new("retransmittable", 17, 1);
     /// Priority (our extension, the two high reserved bits).
     pub const PRIORITY: Field = Field::new("priority", 18, 2);
-    /// Reserved.
-    pub const RESERVED: Field = Field::new("reserved", 20, 4);
+    /// The reporter's epoch (our extension, the four low reserved bits): a reporter picks a
+    /// nonzero epoch when it starts, so the translator sees a restart; 0 (a reference
+    /// reporter) means none.
+    pub const EPOCH: Field = Field::new("epoch", 20, 4);
 }
 
 /// Key-Write.
@@ -104,6 +106,28 @@ pub mod nack {
     pub const NACK: Field = Field::new("nack", 8, 1);
     /// Slow-down flag (our extension).
     pub const SLOW_DOWN: Field = Field::new("slow_down", 9, 1);
+    /// Extended flag (our extension): a [`nack_ext`](super::nack_ext) header follows.
+    pub const EXTENDED: Field = Field::new("extended", 10, 1);
     /// Reserved.
-    pub const RESERVED: Field = Field::new("reserved", 10, 6);
+    pub const RESERVED: Field = Field::new("reserved", 11, 5);
+}
+
+/// The NACK extension (ours), after the 2-byte NACK when its extended flag is set.
+pub mod nack_ext {
+    use crate::spec::Field;
+
+    /// What is NACKed: 0 a range of reports, 1 a sketch column.
+    pub const KIND: Field = Field::bytes("kind", 0, 1);
+    /// Reports: how many are missing after the NACK's seqnum (1..=128).
+    pub const COUNT: Field = Field::bytes("count", 1, 1);
+    /// Reports: the reporter epoch the NACK is about.
+    pub const EPOCH: Field = Field::bytes("epoch", 2, 1);
+    /// Reserved.
+    pub const RESERVED: Field = Field::bytes("reserved", 3, 1);
+    /// Sketch: the sketch.
+    pub const SKETCH_ID: Field = Field::bytes("sketch_id", 4, 2);
+    /// Sketch: the reporter whose column is out of order.
+    pub const REPORTER_ID: Field = Field::bytes("reporter_id", 6, 2);
+    /// Sketch: the last column merged in order from it (`0xffffffff`: none this round).
+    pub const COLUMN: Field = Field::bytes("column", 8, 4);
 }

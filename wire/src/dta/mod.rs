@@ -7,9 +7,16 @@
 //! configured with one ([`BaseForm`]):
 //!
 //! * short, 2 bytes: opcode 8, immediate 1, reserved 7 (the reference reporter);
-//! * long, 3 bytes: opcode 8, seqnum 8, immediate 1, retransmittable 1, **priority 2**, reserved 4
-//!   (the reference generators and `-DDO_NACK_TRACKING` translator; priority is ours and sits in
-//!   the two high reserved bits, so reference reports read as low priority).
+//! * long, 3 bytes: opcode 8, seqnum 8, immediate 1, retransmittable 1, **priority 2**,
+//!   **epoch 4** (the reference generators and `-DDO_NACK_TRACKING` translator have 6 reserved
+//!   bits there; priority and the reporter epoch are ours, so reference reports read as low
+//!   priority with no epoch).
+//!
+//! A NACK (2 bytes: last seqnum held, nack 1, slow-down 1 (ours), extended 1 (ours), reserved
+//! 5) may carry our 12-byte extension ([`NackExt`]) when the extended flag is set: a range of
+//! missing reports (count, reporter epoch) or an out-of-order sketch column (sketch, reporter,
+//! 32-bit column). A reference reporter reads the first two bytes only and resends everything
+//! after the seqnum, a superset of the range.
 //!
 //! Sub-headers follow directly: Key-Write (redundancy 8, key 32, data 4/12/28 bytes),
 //! Key-Increment (redundancy 8, key 32, counter 64), Append (list 32, data 32), Postcarder
@@ -56,7 +63,7 @@ pub const BASE_LONG: Header = Header {
         field::base_long::IMMEDIATE,
         field::base_long::RETRANSMITTABLE,
         field::base_long::PRIORITY,
-        field::base_long::RESERVED,
+        field::base_long::EPOCH,
     ],
     len: LONG_BASE_LEN,
 };
@@ -125,8 +132,29 @@ pub const SKETCH_MERGE: Header = Header {
 /// NACK.
 pub const NACK: Header = Header {
     name: "dta_nack",
-    fields: &[field::nack::SEQNUM, field::nack::NACK, field::nack::SLOW_DOWN, field::nack::RESERVED],
+    fields: &[
+        field::nack::SEQNUM,
+        field::nack::NACK,
+        field::nack::SLOW_DOWN,
+        field::nack::EXTENDED,
+        field::nack::RESERVED,
+    ],
     len: NACK_LEN,
+};
+
+/// The NACK extension (ours), after the NACK when its extended flag is set.
+pub const NACK_EXT: Header = Header {
+    name: "dta_nack_ext",
+    fields: &[
+        field::nack_ext::KIND,
+        field::nack_ext::COUNT,
+        field::nack_ext::EPOCH,
+        field::nack_ext::RESERVED,
+        field::nack_ext::SKETCH_ID,
+        field::nack_ext::REPORTER_ID,
+        field::nack_ext::COLUMN,
+    ],
+    len: NACK_EXT_LEN,
 };
 
 /// Length of the short base header.
@@ -135,6 +163,8 @@ pub const SHORT_BASE_LEN: usize = 2;
 pub const LONG_BASE_LEN: usize = 3;
 /// Length of a DTA NACK.
 pub const NACK_LEN: usize = 2;
+/// Length of the NACK extension.
+pub const NACK_EXT_LEN: usize = 12;
 /// Key-Write data length of the reference default build.
 pub const DEFAULT_KEYWRITE_DATA_LEN: usize = 4;
 
@@ -246,6 +276,10 @@ pub struct Sequence {
     pub retransmittable: bool,
     /// Priority.
     pub priority: Priority,
+    /// The reporter's epoch, 0..=15 (our extension): nonzero and new at each start of a
+    /// reporter of ours, so the translator tells a restart from a gap; 0 for reference
+    /// reporters (and for reports whose sequence is not tracked).
+    pub epoch: u8,
 }
 
 #[cfg(test)]

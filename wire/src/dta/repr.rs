@@ -156,6 +156,7 @@ impl<'a> DtaRepr<'a> {
                 seqnum: buf[field::base_long::SEQNUM.byte()],
                 retransmittable: field::base_long::RETRANSMITTABLE.get_bool(&flags),
                 priority: Priority::from_bits(field::base_long::PRIORITY.get_u8(&flags))?,
+                epoch: field::base_long::EPOCH.get_u8(&flags),
             }),
         };
         let body = &buf[base..];
@@ -259,7 +260,8 @@ impl<'a> DtaRepr<'a> {
                 buf[SEQNUM.byte()] = s.seqnum;
                 buf[IMMEDIATE.byte()] = IMMEDIATE.place_u8(u8::from(self.immediate))
                     | RETRANSMITTABLE.place_u8(u8::from(s.retransmittable))
-                    | PRIORITY.place_u8(s.priority as u8);
+                    | PRIORITY.place_u8(s.priority as u8)
+                    | EPOCH.place_u8(s.epoch & 0xf);
                 LONG_BASE_LEN
             }
         };
@@ -305,35 +307,104 @@ impl<'a> DtaRepr<'a> {
 /// A DTA NACK: "I hold everything up to `seqnum`; resend what follows", and (our extension,
 /// in the high reserved bit) "slow down": the translator's path to the collector is over its
 /// rate. The reference translator sends `nack` set and the other bits zero; a reference reporter
-/// ignores the reserved bits. A message with only `slow_down` set asks for no resend.
+/// ignores the reserved bits. A message with only `slow_down` set asks for no resend. Our
+/// translator says more in the extension ([`NackExt`]): which reports are missing, or which
+/// sketch column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct NackRepr {
-    /// Last in-order sequence number.
+    /// Last in-order sequence number (the report before the first missing one).
     pub seqnum: u8,
     /// NACK flag: resend what follows `seqnum`.
     pub nack: bool,
     /// Slow-down flag: reports are being dropped or parked for rate.
     pub slow_down: bool,
+    /// Our extension, if present.
+    pub ext: Option<NackExt>,
+}
+
+/// What an extended NACK names (our extension; 12 bytes after the NACK, layout in
+/// [`field::nack_ext`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NackExt {
+    /// Kind 0: `count` reports after the NACK's seqnum are missing (resend exactly those), from
+    /// the reporter incarnation `epoch`.
+    Reports {
+        /// Reports missing, 1..=128.
+        count: u8,
+        /// The reporter epoch (0..=15).
+        epoch: u8,
+    },
+    /// Kind 1: a sketch column out of order: `reporter_id` should resend `sketch_id`'s columns
+    /// after `column` (the last merged in order; `u32::MAX` when none this round).
+    Sketch {
+        /// The sketch.
+        sketch_id: u16,
+        /// The reporter.
+        reporter_id: u16,
+        /// The last column merged in order from it.
+        column: u32,
+    },
 }
 
 impl NackRepr {
+    /// A plain NACK or slow-down message (no extension), as the reference sends.
+    pub const fn plain(seqnum: u8, nack: bool, slow_down: bool) -> Self {
+        Self { seqnum, nack, slow_down, ext: None }
+    }
+
     /// Parse a NACK (the UDP payload).
     pub fn parse(buf: &[u8]) -> Result<Self> {
         let h = NackHeader::new_checked(buf)?;
-        Ok(Self { seqnum: h.seqnum(), nack: h.nack(), slow_down: h.slow_down() })
+        let ext = if field::nack::EXTENDED.get_bool(buf) {
+            need("dta.nack_ext", NACK_LEN + NACK_EXT_LEN, buf.len())?;
+            let e = &buf[NACK_LEN..NACK_LEN + NACK_EXT_LEN];
+            use field::nack_ext::*;
+            Some(match KIND.get_u8(e) {
+                0 => NackExt::Reports { count: COUNT.get_u8(e), epoch: EPOCH.get_u8(e) },
+                1 => NackExt::Sketch {
+                    sketch_id: SKETCH_ID.get_u16(e),
+                    reporter_id: REPORTER_ID.get_u16(e),
+                    column: COLUMN.get_u32(e),
+                },
+                k => return Err(Error::Unsupported { field: "dta.nack_ext.kind", value: u64::from(k) }),
+            })
+        } else {
+            None
+        };
+        Ok(Self { seqnum: h.seqnum(), nack: h.nack(), slow_down: h.slow_down(), ext })
     }
 
-    /// Length: 2.
+    /// Length: 2, or 14 with the extension.
     pub const fn buffer_len(&self) -> usize {
-        NACK_LEN
+        if self.ext.is_some() { NACK_LEN + NACK_EXT_LEN } else { NACK_LEN }
     }
 
     /// Write the NACK.
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        space("dta.nack", NACK_LEN, buf.len())?;
-        use field::nack::*;
-        buf[SEQNUM.byte()] = self.seqnum;
-        buf[NACK.byte()] = NACK.place_u8(u8::from(self.nack)) | SLOW_DOWN.place_u8(u8::from(self.slow_down));
+        space("dta.nack", self.buffer_len(), buf.len())?;
+        {
+            use field::nack::*;
+            buf[SEQNUM.byte()] = self.seqnum;
+            buf[NACK.byte()] = NACK.place_u8(u8::from(self.nack))
+                | SLOW_DOWN.place_u8(u8::from(self.slow_down))
+                | EXTENDED.place_u8(u8::from(self.ext.is_some()));
+        }
+        let Some(ext) = self.ext else { return Ok(()) };
+        let e = &mut buf[NACK_LEN..NACK_LEN + NACK_EXT_LEN];
+        e.fill(0);
+        use field::nack_ext::*;
+        match ext {
+            NackExt::Reports { count, epoch } => {
+                e[COUNT.byte()] = count;
+                e[EPOCH.byte()] = epoch;
+            }
+            NackExt::Sketch { sketch_id, reporter_id, column } => {
+                e[KIND.byte()] = 1;
+                set_u16(e, SKETCH_ID.byte(), sketch_id);
+                set_u16(e, REPORTER_ID.byte(), reporter_id);
+                set_u32(e, COLUMN.byte(), column);
+            }
+        }
         Ok(())
     }
 }

@@ -17,7 +17,7 @@ fn keys_spread_over_collectors_and_layouts_hold() {
     layout::keywrite_slot(&KeyHash::new(1), &[0xaa, 0xbb, 0xcc, 0xdd], &mut slot);
     assert_eq!(slot, [0x79, 0xb8, 0xf8, 0x99, 0xaa, 0xbb, 0xcc, 0xdd]);
     let mut nack = [0u8; 2];
-    NackRepr { seqnum: 7, nack: false, slow_down: true }.emit(&mut nack).unwrap();
+    NackRepr::plain(7, false, true).emit(&mut nack).unwrap();
     assert_eq!(nack, [7, 0x40]);
 }
 
@@ -54,51 +54,6 @@ fn design_test_vectors() {
     assert_eq!(keywrite_slot_hash(1, 0, KeyHashMode::Reference) & 255, 173);
 }
 
-/// Keys found at the end when `keys` random keys are written in turn, `copies` copies each, into
-/// `slots` slots in `mode`: a key is found if one of its copies' slots still holds its checksum.
-fn simulate_found(keys: u32, slots: u64, copies: u8, mode: KeyHashMode) -> f64 {
-    let mut owner = vec![u32::MAX; slots as usize];
-    let key_of = |i: u32| scramble_key(i.wrapping_mul(2).wrapping_add(1));
-    for i in 0..keys {
-        let h = KeyHash::with_mode(key_of(i), mode);
-        for n in 0..copies {
-            owner[layout::key_slot_index(&h, n, slots) as usize] = i;
-        }
-    }
-    let found = (0..keys)
-        .filter(|&i| {
-            let h = KeyHash::with_mode(key_of(i), mode);
-            (0..copies).any(|n| owner[layout::key_slot_index(&h, n, slots) as usize] == i)
-        })
-        .count();
-    found as f64 / f64::from(keys)
-}
-
-#[test]
-fn independent_copies_match_the_independent_model() {
-    // The measurement: 2^20 slots, 400 k keys; and a lighter load. Independent copies
-    // are within a point of the model for N = 1, 2, 4, and two copies find more than one.
-    let slots = 1u64 << 20;
-    for keys in [400_000, 100_000] {
-        let mut found = [0.0; 5];
-        for n in [1u8, 2, 4] {
-            let got = simulate_found(keys, slots, n, KeyHashMode::Independent);
-            let model = independent_copies_model(u64::from(keys), slots, n);
-            assert!((got - model).abs() < 0.01, "{keys} keys, N={n}: found {got:.4}, model {model:.4}");
-            found[usize::from(n)] = got;
-        }
-        assert!(found[2] > found[1], "{keys} keys: N=2 {:.4} not above N=1 {:.4}", found[2], found[1]);
-    }
-    // The model at the load: N = 2 finds 88.62 % (at 400 k keys N = 4 over-fills the
-    // store and finds fewer than N = 2; at 100 k it finds the most).
-    assert!((independent_copies_model(400_000, 1 << 20, 2) - 0.8862).abs() < 5e-4);
-    let keys = 400_000;
-    // The reference hash: copies collide together, N = 2 worse than N = 1 (69.97 % measured).
-    let r1 = simulate_found(keys, slots, 1, KeyHashMode::Reference);
-    let r2 = simulate_found(keys, slots, 2, KeyHashMode::Reference);
-    assert!(r2 < r1 && (r2 - 0.6997).abs() < 0.01, "reference N=1 {r1:.4}, N=2 {r2:.4}");
-}
-
 #[test]
 fn independent_copies_are_distinct_maps_and_total() {
     let h = KeyHash::new(0x1234_5678);
@@ -123,7 +78,7 @@ fn independent_copies_are_distinct_maps_and_total() {
 fn priority_rides_in_the_reserved_bits() {
     let r = DtaRepr {
         immediate: true,
-        seq: Some(Sequence { seqnum: 9, retransmittable: true, priority: Priority::High }),
+        seq: Some(Sequence { seqnum: 9, retransmittable: true, priority: Priority::High, epoch: 0 }),
         primitive: Primitive::Append { list_id: 1, data: 2 },
     };
     let mut b = [0u8; 11];

@@ -279,6 +279,10 @@ impl<T: AsRef<[u8]>> NackHeader<T> {
     pub fn slow_down(&self) -> bool {
         field::nack::SLOW_DOWN.get_bool(self.buffer.as_ref())
     }
+    /// Extended flag (our extension): the NACK extension follows.
+    pub fn extended(&self) -> bool {
+        field::nack::EXTENDED.get_bool(self.buffer.as_ref())
+    }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> NackHeader<T> {

@@ -39,6 +39,9 @@ pub struct DtaReporterSection {
     pub udp_port: Option<u16>,
     /// UDP source port of reports.
     pub src_port: Option<u16>,
+    /// Reporter epoch, 1..=15, carried in every retransmittable report so the translator tells
+    /// a restart from a gap (default: a new one at each start, from the clock).
+    pub epoch: Option<u8>,
     /// TM queue of reports.
     pub queue: Option<u8>,
 }

@@ -204,6 +204,11 @@ impl DtaReporter {
         if !flows.is_power_of_two() || flows > 1 << 24 {
             return Err(c.err("dta_reporter.flows", format!("{flows}: expected a power of two up to 2^24")));
         }
+        let epoch = match d.epoch {
+            None => crate::runtime::report::fresh_epoch(),
+            Some(e @ 1..=15) => e,
+            Some(e) => return Err(c.err("dta_reporter.epoch", format!("{e}: expected 1..=15"))),
+        };
         let keep = d.keep.unwrap_or(128);
         if keep == 0 || keep > MAX_KEEP {
             return Err(c.err(
@@ -242,7 +247,7 @@ impl DtaReporter {
             udp_port: d.udp_port.unwrap_or(wire::udp::port::DTA),
             src_port: d.src_port.unwrap_or(0xc0de),
             queue,
-            sender: ReportSender::new(keep),
+            sender: ReportSender::new(keep, epoch),
             flows: flow_regs,
             flow_mask: flows - 1,
             flow_hash,

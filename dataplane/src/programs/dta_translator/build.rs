@@ -296,7 +296,6 @@ impl DtaTranslator {
             window_full: dr.declare("dta_window_full"),
             rate_low: dr.declare("dta_rate_limited"),
             park_full: dr.declare("dta_park_full"),
-            seq_gap: dr.declare("dta_seq_gap"),
             seq_duplicate: dr.declare("dta_seq_duplicate"),
             bad_hop: dr.declare("dta_bad_hop"),
             sketch_order: dr.declare("dta_sketch_out_of_order"),

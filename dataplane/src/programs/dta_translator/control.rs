@@ -8,7 +8,8 @@ impl DtaTranslator {
         let ready = self.qps.iter().filter(|q| q.phase == Phase::Ready).count();
         format!(
             "ready={ready}/{} keywrite={} append={} keyincrement={} postcarder={} sketchmerge={} rdma_packets={} \
-             retransmitted={} acks={} nacks={} slow_downs={} parked={} unparked={} connects={} resets={} outstanding={}",
+             retransmitted={} acks={} nacks={} slow_downs={} parked={} unparked={} connects={} resets={} outstanding={} \
+             seq_gaps={} seq_recovered={} seq_unrecoverable={} reporter_restarts={} untracked={}",
             self.qps.len(),
             s.reports[0],
             s.reports[1],
@@ -25,6 +26,11 @@ impl DtaTranslator {
             s.connects,
             s.resets,
             self.qps.iter().map(|q| u64::from(q.req.outstanding())).sum::<u64>(),
+            s.seq_gaps,
+            s.seq_recovered,
+            s.seq_unrecoverable,
+            s.reporter_restarts,
+            s.untracked,
         )
     }
 

@@ -30,6 +30,8 @@ pub mod at {
     pub const SKETCH_ID: FieldRef = FieldRef::hdr("dta_sketch_merge", &field::sketch_merge::SKETCH_ID);
     /// `dta_keywrite.key`.
     pub const KEYWRITE_KEY: FieldRef = FieldRef::hdr("dta_keywrite", &field::keywrite::KEY);
+    /// `udp.src_port` (with the source address, a reporter's identity).
+    pub const UDP_SRC_PORT: FieldRef = FieldRef::hdr("udp", &wire::udp::field::SRC_PORT);
 }
 
 /// The parser: `l2l3`'s, with UDP to the report port going on to the DTA base header of the
@@ -118,13 +120,16 @@ pub fn sketches() -> TableDecl {
     )
 }
 
-/// `dta_reporter_seq`: each reporter's last in-order sequence number and last NACK.
+/// `dta_reporter_seq`: each reporter's (address and port) epoch, sequence window and last NACK.
 pub fn reporter_seq(size: usize) -> TableDecl {
     TableDecl::new(
         "dta_reporter_seq",
         size,
-        &[KeyDecl::exact(l2::at::IPV4_SRC)],
-        vec![action("track", &[param("last_seq", 8), param("last_notice_ns", 64)])],
+        &[KeyDecl::exact(l2::at::IPV4_SRC), KeyDecl::exact(at::UDP_SRC_PORT)],
+        vec![action(
+            "track",
+            &[param("epoch", 4), param("next_seq", 8), param("seen", 128), param("last_notice_ns", 64)],
+        )],
         "first_report",
     )
 }

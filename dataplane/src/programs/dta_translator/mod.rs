@@ -31,9 +31,12 @@
 //!   committed rate medium and high priority pass; over the peak rate low and medium are
 //!   dropped and counted, high priority is parked (a bounded queue) and re-entered when the rate
 //!   allows; the reporter is told to slow down (a NACK with our slow-down bit).
-//! * **Loss from reporters**: retransmittable reports are sequence-checked per reporter; a gap
-//!   drops the report and NACKs the last in-order number (paced per reporter), duplicates are
-//!   dropped.
+//! * **Loss from reporters**: retransmittable reports are sequence-checked per reporter (source
+//!   address, port and epoch) over a 128-number window (`state::ReporterSeq`): a gap is NACKed
+//!   at once as a range (our NACK extension) and the reports after it are translated, a missing
+//!   report resent later is translated when it comes, duplicates are dropped, and a number
+//!   still missing when the window leaves it — or when its reporter restarts — is counted
+//!   unrecoverable (`seq_unrecoverable`).
 //!
 //! Every report not translated is dropped under a named reason.
 
@@ -52,7 +55,7 @@ use roce::cm::{ClientEvent, CmClient, CmConfig, ConnectError, ConnectParams, Met
 use roce::frames;
 use roce::requester::{Op, PostError, Requester, RequesterConfig, Response, Transport};
 use roce::responder::{Delivery, NoMemory, Responder};
-use wire::dta::{self, BaseForm, DtaRepr, Format, NackRepr, Primitive, Priority};
+use wire::dta::{self, BaseForm, DtaRepr, Format, NackExt, NackRepr, Primitive, Priority};
 use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame};
 use wire::ibcm::CmMadRepr;
 use wire::ipv4::{self, Ipv4Packet, protocol};
@@ -63,7 +66,7 @@ use wire::udp::{self, UdpPacket};
 pub use self::config::{DtaCollector, DtaList, DtaPostcarder, DtaSection, DtaSketch};
 use self::qp::{Phase, Qp, Store};
 use self::state::{
-    AppendBatcher, PostcardOutcome, PostcarderCache, ReporterSeq, SeqVerdict, SketchMerger, SketchOutcome,
+    AppendBatcher, PostcardOutcome, PostcarderCache, ReporterSeq, SketchMerger, SketchOutcome,
 };
 use super::l2l3::{L2l3, NoNextHop};
 use super::{BuildCtx, FromConfig};
@@ -189,6 +192,17 @@ pub struct DtaStats {
     pub connects: u64,
     /// Connections lost (fatal NAK, retries exceeded, peer disconnect).
     pub resets: u64,
+    /// Reporters' sequence numbers found missing (each NACKed).
+    pub seq_gaps: u64,
+    /// Missing reports that arrived later (resent) and were translated.
+    pub seq_recovered: u64,
+    /// Missing reports that never came while their number could still be named (128 newer
+    /// reports came after them), or whose reporter restarted: lost before the translator.
+    pub seq_unrecoverable: u64,
+    /// Reporters seen restarting (a new epoch).
+    pub reporter_restarts: u64,
+    /// Retransmittable reports from reporters the full tracking table could not take.
+    pub untracked: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -204,7 +218,6 @@ struct Drops {
     window_full: DropReason,
     rate_low: DropReason,
     park_full: DropReason,
-    seq_gap: DropReason,
     seq_duplicate: DropReason,
     bad_hop: DropReason,
     sketch_order: DropReason,
@@ -262,7 +275,14 @@ enum Reject {
         park: bool,
     },
     /// A sketch column out of order: NACK with the last in-order column.
-    SketchNack(u8),
+    SketchNack {
+        /// The sketch.
+        sketch_id: u16,
+        /// The reporter.
+        reporter_id: u16,
+        /// The last column merged in order from it.
+        last: u32,
+    },
 }
 
 /// `r` without borrowing the packet it was parsed from: Key-Write data copied into `kw`,
@@ -303,7 +323,8 @@ pub struct DtaTranslator {
     /// The QP of list IDs below 1024, without a hash (`u16::MAX`: none); larger IDs use `lists`.
     list_direct: Vec<u16>,
     sketches: ExactTable<u16, usize>,
-    reporters: ExactTable<u32, ReporterSeq>,
+    /// Per reporter, keyed by (source address << 16 | source port).
+    reporters: ExactTable<u64, ReporterSeq>,
     meters: MeterArray,
     parked: std::collections::VecDeque<Parked>,
     park_cap: usize,

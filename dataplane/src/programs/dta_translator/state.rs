@@ -338,64 +338,120 @@ impl SketchMerger {
 // ---------------------------------------------------------------------------------------------
 // Reporter sequence numbers
 
+/// Width of the window of sequence numbers the translator remembers per reporter: half the
+/// 8-bit space, so a number ahead of the newest and one behind it are never confused, and the
+/// most a reporter keeps for resending ([`roce::dta::MAX_KEEP`]).
+pub const SEQ_WINDOW: u32 = 128;
+
 /// What a retransmittable report's sequence number says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SeqVerdict {
-    /// The next expected: translate it.
-    InOrder,
-    /// Already seen (a resend after a NACK that came too late): drop it.
-    Duplicate,
-    /// Reports were lost before it: drop it; NACK with the last in-order number if `nack`.
-    Gap {
-        /// The last in-order sequence number.
-        last: u8,
-        /// Whether to send the NACK now (at most one per interval per reporter).
-        nack: bool,
-    },
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SeqOutcome {
+    /// Translate the report (new, or a missing one resent); `false`: a duplicate, drop it.
+    pub translate: bool,
+    /// It was one of the missing numbers, now recovered.
+    pub recovered: bool,
+    /// Numbers that left the window while still missing: lost for good (counted).
+    pub lost: u32,
+    /// Numbers newly found missing (a gap opened before this report).
+    pub gap: u32,
+    /// NACK now: the first missing number and how many follow it (a range).
+    pub nack: Option<(u8, u8)>,
+    /// The reporter restarted (a new epoch): its tracking began again.
+    pub restarted: bool,
 }
 
-/// The translator's record of one reporter.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// The translator's record of one reporter (source address and port): a window over its 8-bit
+/// sequence numbers, like a selective-repeat receiver's. A report ahead of the newest opens a
+/// gap for the numbers skipped, which are NACKed as a range at once; the report itself is
+/// translated (nothing waits for the gap). A skipped number that arrives later (the reporter's
+/// resend) is translated then; one seen twice is a duplicate. A number still missing when the
+/// window moves 128 past it can no longer be named in 8 bits and is counted lost. Missing
+/// numbers are NACKed again at most every `interval` while reports keep coming. A new epoch is
+/// a restarted reporter: the old epoch's missing numbers are lost (counted) and, since our
+/// reporters number from 0 at each start, numbers before the first one seen are missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReporterSeq {
-    /// The next sequence number expected.
-    pub expected: u8,
+    /// The reporter's epoch (0: a reference reporter, which has none).
+    pub epoch: u8,
+    /// One past the newest number seen.
+    next: u8,
+    /// Bit `i` set: number `next - 1 - i` was seen (or is older than the tracking).
+    seen: u128,
     /// When the last NACK (or slow-down message) went to it.
     pub last_nack: u64,
     /// Whether a NACK was ever sent (so `last_nack` 0 is meaningful).
     pub nacked: bool,
-    /// The expected number the last NACK was about.
-    pub nacked_expected: u8,
 }
 
 impl ReporterSeq {
-    /// A reporter first heard from with sequence number `seq`.
-    pub fn first(seq: u8) -> Self {
-        Self { expected: seq, last_nack: 0, nacked: false, nacked_expected: 0 }
+    /// A reporter first heard from with sequence number `seq` in `epoch`: a reporter with an
+    /// epoch numbers from 0, so its numbers before `seq` are missing; without one, tracking
+    /// starts at `seq`.
+    pub fn first(seq: u8, epoch: u8) -> Self {
+        let next = if epoch == 0 { seq } else { 0 };
+        Self { epoch, next, seen: u128::MAX, last_nack: 0, nacked: false }
     }
 
-    /// Check a retransmittable report's sequence number at `now`. A new gap is NACKed at once;
-    /// the same gap again (its resend was lost too) at most every `interval` ns, so the
-    /// reports that follow a gap do not each draw a NACK.
-    pub fn check(&mut self, seq: u8, now: u64, interval: u64) -> SeqVerdict {
-        let d = seq.wrapping_sub(self.expected);
-        if d == 0 {
-            self.expected = self.expected.wrapping_add(1);
-            return SeqVerdict::InOrder;
+    /// Numbers missing in the window.
+    pub fn missing(&self) -> u32 {
+        (!self.seen).count_ones()
+    }
+
+    /// Check a retransmittable report's number `seq` of `epoch` at `now`.
+    #[inline]
+    pub fn check(&mut self, seq: u8, epoch: u8, now: u64, interval: u64) -> SeqOutcome {
+        let mut o = SeqOutcome::default();
+        if epoch != self.epoch {
+            o.lost = self.missing();
+            o.restarted = true;
+            let (last_nack, nacked) = (self.last_nack, self.nacked);
+            *self = Self { last_nack, nacked, ..Self::first(seq, epoch) };
         }
-        if d >= 128 {
-            return SeqVerdict::Duplicate;
-        }
-        let nack = if !self.nacked || self.nacked_expected != self.expected {
-            self.nacked = true;
-            self.last_nack = now;
-            true
+        let d = u32::from(seq.wrapping_sub(self.next));
+        if d < SEQ_WINDOW {
+            // New: the window moves d + 1; what falls out still missing is lost.
+            let k = d + 1;
+            let out = if k >= 128 { self.seen } else { self.seen >> (128 - k) };
+            let width = k.min(128);
+            o.lost += width - (out & (u128::MAX >> (128 - width))).count_ones();
+            self.seen = if k >= 128 { 1 } else { (self.seen << k) | 1 };
+            let from = self.next;
+            self.next = seq.wrapping_add(1);
+            o.translate = true;
+            if d > 0 {
+                o.gap = d;
+                o.nack = Some((from, d as u8));
+                self.nacked = true;
+                self.last_nack = now;
+                return o;
+            }
         } else {
-            self.may_notify(now, interval)
-        };
-        if nack {
-            self.nacked_expected = self.expected;
+            // Behind the newest: a resend of a missing number, or a duplicate.
+            let age = u32::from(self.next.wrapping_sub(1).wrapping_sub(seq));
+            if self.seen & (1 << age) != 0 {
+                return o;
+            }
+            self.seen |= 1 << age;
+            o.translate = true;
+            o.recovered = true;
         }
-        SeqVerdict::Gap { last: self.expected.wrapping_sub(1), nack }
+        // Numbers still missing: NACK the oldest run again, paced.
+        if self.seen != u128::MAX && self.may_notify(now, interval) {
+            o.nack = self.oldest_missing();
+        }
+        o
+    }
+
+    /// The oldest run of missing numbers: its first number and length.
+    fn oldest_missing(&self) -> Option<(u8, u8)> {
+        let holes = !self.seen;
+        if holes == 0 {
+            return None;
+        }
+        let top = 127 - holes.leading_zeros(); // bit of the oldest missing number
+        let run = (!(holes << (127 - top))).leading_zeros().min(top + 1);
+        let first = self.next.wrapping_sub(1).wrapping_sub(top as u8);
+        Some((first, run as u8))
     }
 
     /// Whether a message to this reporter may go now (and record it if so).
@@ -514,16 +570,57 @@ mod tests {
     }
 
     #[test]
-    fn sequence_gaps_duplicates_and_nack_pacing() {
-        let mut r = ReporterSeq::first(250);
+    fn sequence_gaps_are_nacked_as_ranges_and_reports_after_them_translated() {
+        let mut r = ReporterSeq::first(250, 0);
         for s in 250..=255u8 {
-            assert_eq!(r.check(s, 0, 100), SeqVerdict::InOrder);
+            assert_eq!(r.check(s, 0, 0, 100), SeqOutcome { translate: true, ..Default::default() });
         }
-        assert_eq!(r.check(0, 0, 100), SeqVerdict::InOrder, "wraps");
-        assert_eq!(r.check(3, 10, 100), SeqVerdict::Gap { last: 0, nack: true });
-        assert_eq!(r.check(4, 50, 100), SeqVerdict::Gap { last: 0, nack: false }, "paced");
-        assert_eq!(r.check(5, 110, 100), SeqVerdict::Gap { last: 0, nack: true });
-        assert_eq!(r.check(255, 120, 100), SeqVerdict::Duplicate);
-        assert_eq!(r.check(1, 130, 100), SeqVerdict::InOrder);
+        assert!(r.check(0, 0, 0, 100).translate, "wraps");
+        // 1 and 2 lost: 3 is translated and 1..=2 NACKed as a range.
+        let o = r.check(3, 0, 10, 100);
+        assert_eq!((o.translate, o.gap, o.nack, o.lost), (true, 2, Some((1, 2)), 0));
+        assert_eq!(r.missing(), 2);
+        // More reports: the gap is NACKed again only after the interval.
+        assert_eq!(r.check(4, 0, 50, 100).nack, None, "paced");
+        assert_eq!(r.check(5, 0, 110, 100).nack, Some((1, 2)));
+        // The resends arrive: translated, and then duplicates are dropped.
+        let o = r.check(2, 0, 120, 100);
+        assert!(o.translate && o.recovered);
+        assert_eq!(r.check(2, 0, 121, 100), SeqOutcome::default(), "a duplicate");
+        assert_eq!(r.check(255, 0, 122, 100), SeqOutcome::default(), "an old duplicate");
+        assert!(r.check(1, 0, 300, 100).recovered);
+        assert_eq!(r.missing(), 0);
+    }
+
+    #[test]
+    fn a_gap_never_mistaken_for_a_duplicate_and_old_holes_counted_lost() {
+        let mut r = ReporterSeq::first(0, 0);
+        assert!(r.check(0, 0, 0, 0).translate);
+        // 127 ahead: still new (the old tracker took anything 128 ahead for a duplicate).
+        let o = r.check(127, 0, 1, 0);
+        assert_eq!((o.translate, o.gap, o.nack), (true, 126, Some((1, 126))));
+        // Everything from here moves the window: the 126 holes fall out one by one, lost.
+        let mut lost = 0;
+        for s in 128..=255u8 {
+            lost += r.check(s, 0, 2, 1_000_000).lost;
+        }
+        assert_eq!(lost, 126);
+        assert_eq!(r.missing(), 0);
+        // A jump of exactly 128: 128 missing, the window is all holes but the newest.
+        let o = r.check(127, 0, 3, 0);
+        assert_eq!((o.translate, o.gap), (true, 127));
+    }
+
+    #[test]
+    fn a_new_epoch_is_a_restart_numbered_from_zero() {
+        let mut r = ReporterSeq::first(5, 3);
+        let o = r.check(5, 3, 0, 0);
+        assert_eq!((o.translate, o.nack), (true, Some((0, 5))), "0..=4 of epoch 3 missing");
+        // The reporter restarts (epoch 9) before resending: those 5 are lost; its reports from 0
+        // are new, not duplicates of the old epoch's.
+        let o = r.check(0, 9, 10, 0);
+        assert_eq!((o.translate, o.restarted, o.lost, o.nack), (true, true, 5, None));
+        assert!(r.check(1, 9, 11, 0).translate);
+        assert_eq!(r.missing(), 0);
     }
 }

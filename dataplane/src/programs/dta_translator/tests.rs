@@ -56,7 +56,7 @@ fn report(dst: [u8; 4], port: u16, r: &DtaRepr<'_>) -> Vec<u8> {
 }
 
 fn seq(n: u8) -> Option<Sequence> {
-    Some(Sequence { seqnum: n, retransmittable: true, priority: Priority::High })
+    Some(Sequence { seqnum: n, retransmittable: true, priority: Priority::High, epoch: 0 })
 }
 
 /// Reports and other traffic through a translator whose collector is not connected: every

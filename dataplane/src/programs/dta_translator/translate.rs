@@ -223,7 +223,7 @@ impl DtaTranslator {
                     match merger.merge(reporter_id, column, op, counters) {
                         SketchOutcome::Merged => {}
                         SketchOutcome::OutOfOrder { last } | SketchOutcome::TooEarly { last } => {
-                            return Err(Reject::SketchNack(last as u8));
+                            return Err(Reject::SketchNack { sketch_id, reporter_id, last });
                         }
                         SketchOutcome::UnknownReporter | SketchOutcome::BadShape => {
                             return Err(Reject::Drop(self.drops.sketch_shape));
@@ -308,28 +308,13 @@ impl DtaTranslator {
         }
     }
 
-    /// Turn `pkt` (a report from `reporter`) into a DTA NACK back to it: `nack` asks for the
-    /// reports after `seqnum`, `slow_down` asks for a lower rate.
-    pub(super) fn make_nack<F: Frame>(
-        &mut self,
-        pkt: &mut F,
-        md: &mut IngressMd,
-        seqnum: u8,
-        nack: bool,
-        slow_down: bool,
-    ) {
-        let data = pkt.data();
-        let Ok(eth) = EthernetFrame::new_checked(data) else {
-            return md.dest = Dest::Drop(builtin::MALFORMED);
-        };
-        let l2 = eth.header_len();
-        let Ok(ip) = Ipv4Packet::new_checked(&data[l2..]) else {
-            return md.dest = Dest::Drop(builtin::MALFORMED);
-        };
-        let Ok(udp) = UdpPacket::new_checked(ip.payload()) else {
-            return md.dest = Dest::Drop(builtin::MALFORMED);
-        };
-        let flow = UdpFlow {
+    /// The Ethernet/IPv4/UDP addressing of a DTA NACK answering the report `report` (a frame):
+    /// its addresses swapped, to the reporter's NACK port.
+    fn nack_flow(report: &[u8]) -> Option<UdpFlow> {
+        let eth = EthernetFrame::new_checked(report).ok()?;
+        let ip = Ipv4Packet::new_checked(&report[eth.header_len()..]).ok()?;
+        let udp = UdpPacket::new_checked(ip.payload()).ok()?;
+        Some(UdpFlow {
             vlan: eth.vlan(),
             dscp: ip.dscp(),
             ..UdpFlow::host_udp(
@@ -338,24 +323,54 @@ impl DtaTranslator {
                 SocketAddrV4::new(ip.dst_addr(), udp.dst_port()),
                 SocketAddrV4::new(ip.src_addr(), NACK_PORT),
             )
-        };
-        let r = NackRepr { seqnum, nack, slow_down };
-        pkt.reset();
-        let ok = pkt.append(wire::ethernet::MIN_FRAME_LEN.max(flow.headers_len() + 2)).is_some_and(|b| {
+        })
+    }
+
+    /// Write NACK `r` over `flow` into `f`.
+    fn write_nack<F: Frame>(f: &mut F, flow: &UdpFlow, r: &NackRepr) -> bool {
+        f.reset();
+        let n = r.buffer_len();
+        f.append(wire::ethernet::MIN_FRAME_LEN.max(flow.headers_len() + n)).is_some_and(|b| {
             b.fill(0);
-            flow.emit_with(2, false, b, |p| r.emit(p)).is_ok()
-        });
-        if !ok {
-            return md.dest = Dest::Drop(builtin::MALFORMED);
-        }
-        if nack {
+            flow.emit_with(n, false, b, |p| r.emit(p)).is_ok()
+        })
+    }
+
+    fn count_nack(&mut self, r: &NackRepr) {
+        if r.nack {
             self.stats.nacks += 1;
         }
-        if slow_down {
+        if r.slow_down {
             self.stats.slow_downs += 1;
         }
+    }
+
+    /// Turn `pkt` (a report) into the DTA NACK `r` back to its reporter.
+    pub(super) fn make_nack<F: Frame>(&mut self, pkt: &mut F, md: &mut IngressMd, r: NackRepr) {
+        let Some(flow) = Self::nack_flow(pkt.data()) else {
+            return md.dest = Dest::Drop(builtin::MALFORMED);
+        };
+        if !Self::write_nack(pkt, &flow, &r) {
+            return md.dest = Dest::Drop(builtin::MALFORMED);
+        }
+        self.count_nack(&r);
         md.dest = Dest::Port(md.ingress_port);
         md.qid = 7;
+    }
+
+    /// Send the DTA NACK `r` answering the report `report` (a frame) in a packet of its own,
+    /// out of the port the report came in on.
+    pub(super) fn send_nack<F: Frame>(
+        &mut self,
+        report: &[u8],
+        port: PortId,
+        r: NackRepr,
+        out: &mut Emitter<'_, F>,
+    ) {
+        let Some(flow) = Self::nack_flow(report) else { return };
+        if out.emit(Dest::Port(port), 7, |f| Self::write_nack(f, &flow, &r)) {
+            self.count_nack(&r);
+        }
     }
 
     /// A DTA report arrived in `pkt`; `l4` is the offset of its UDP payload.
@@ -382,50 +397,65 @@ impl DtaTranslator {
         };
         // Only a sketch's counters need the scratch buffer; other reports get an empty Vec
         // (no allocation).
+        let src_port = l4
+            .checked_sub(wire::udp::HEADER_LEN)
+            .and_then(|u| pkt.data().get(u..u + 2))
+            .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
         let sketch = matches!(r.primitive, Primitive::SketchMerge { .. });
         let mut buf = if sketch { std::mem::take(&mut self.scratch) } else { Vec::new() };
         let r = detach(r, &mut kw, &mut buf);
-        self.on_parsed(pkt, md, out, src, dst, &r);
+        self.on_parsed(pkt, md, out, src, src_port, dst, &r);
         if sketch {
             self.scratch = buf;
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn on_parsed<F: Frame>(
         &mut self,
         pkt: &mut F,
         md: &mut IngressMd,
         out: &mut Emitter<'_, F>,
         src: Ipv4Addr,
+        src_port: u16,
         dst: Ipv4Addr,
         r: &DtaRepr<'_>,
     ) {
         let now = md.ingress_ts;
-        // Sequence tracking of retransmittable reports.
+        // Sequence tracking of retransmittable reports, per reporter (address, port, epoch).
+        let mut nack = None;
         if let Some(seq) = r.seq.filter(|s| s.retransmittable) {
-            let key = src.to_bits();
-            let verdict = match self.reporters.lookup_mut(&key) {
-                Some(t) => t.check(seq.seqnum, now, self.s.nack_interval_ns),
+            let key = (u64::from(src.to_bits()) << 16) | u64::from(src_port);
+            let interval = self.s.nack_interval_ns;
+            let o = match self.reporters.lookup_mut(&key) {
+                Some(t) => t.check(seq.seqnum, seq.epoch, now, interval),
                 None => {
-                    let mut t = ReporterSeq::first(seq.seqnum);
-                    let v = t.check(seq.seqnum, now, self.s.nack_interval_ns);
+                    let mut t = ReporterSeq::first(seq.seqnum, seq.epoch);
+                    let o = t.check(seq.seqnum, seq.epoch, now, interval);
                     // A full table tracks no new reporters: their reports pass unchecked.
-                    let _ = self.reporters.insert(key, t);
-                    v
+                    if self.reporters.insert(key, t).is_err() {
+                        self.stats.untracked += 1;
+                    }
+                    o
                 }
             };
-            match verdict {
-                SeqVerdict::InOrder => {}
-                SeqVerdict::Duplicate => return md.dest = Dest::Drop(self.drops.seq_duplicate),
-                SeqVerdict::Gap { last, nack } => {
-                    if nack {
-                        // The report is not translated (counted); its buffer carries the NACK.
-                        out.count_drop(self.drops.seq_gap);
-                        return self.make_nack(pkt, md, last, true, false);
-                    }
-                    return md.dest = Dest::Drop(self.drops.seq_gap);
-                }
+            self.stats.seq_gaps += u64::from(o.gap);
+            self.stats.seq_unrecoverable += u64::from(o.lost);
+            self.stats.seq_recovered += u64::from(o.recovered);
+            self.stats.reporter_restarts += u64::from(o.restarted);
+            if !o.translate {
+                return md.dest = Dest::Drop(self.drops.seq_duplicate);
             }
+            nack = o.nack.map(|(first, count)| NackRepr {
+                seqnum: first.wrapping_sub(1),
+                nack: true,
+                slow_down: false,
+                ext: Some(NackExt::Reports { count, epoch: seq.epoch }),
+            });
+        }
+        if let Some(n) = nack {
+            // The report goes on to be translated; the NACK is a packet of its own.
+            self.send_nack(pkt.data(), md.ingress_port, n, out);
         }
         match self.translate(now, dst, r, First::InPlace(pkt), out) {
             Translated::Sent(port) => {
@@ -434,11 +464,12 @@ impl DtaTranslator {
             }
             Translated::Absorbed => md.dest = Dest::Consume,
             Translated::Rejected(Reject::Drop(reason)) => md.dest = Dest::Drop(reason),
-            Translated::Rejected(Reject::SketchNack(last)) => {
-                let notify = self.notify_ok(src, now);
-                if notify {
+            Translated::Rejected(Reject::SketchNack { sketch_id, reporter_id, last }) => {
+                if self.notify_ok(src, src_port, now) {
                     out.count_drop(self.drops.sketch_order);
-                    self.make_nack(pkt, md, last, true, false);
+                    let ext = NackExt::Sketch { sketch_id, reporter_id, column: last };
+                    let n = NackRepr { seqnum: last as u8, nack: true, slow_down: false, ext: Some(ext) };
+                    self.make_nack(pkt, md, n);
                 } else {
                     md.dest = Dest::Drop(self.drops.sketch_order);
                 }
@@ -452,27 +483,27 @@ impl DtaTranslator {
                 } else {
                     md.dest = Dest::Consume;
                 }
-                if self.notify_ok(src, now) {
+                if self.notify_ok(src, src_port, now) {
                     let seqnum = r.seq.map_or(0, |s| s.seqnum);
                     // The report's buffer (copied already if parked) tells the reporter; a
                     // dropped report is still counted under its reason.
                     if let Dest::Drop(reason) = md.dest {
                         out.count_drop(reason);
                     }
-                    self.make_nack(pkt, md, seqnum, false, true);
+                    self.make_nack(pkt, md, NackRepr::plain(seqnum, false, true));
                 }
             }
         }
     }
 
-    /// Whether a message to reporter `src` may go now (paced per reporter).
-    pub(super) fn notify_ok(&mut self, src: Ipv4Addr, now: u64) -> bool {
-        let key = src.to_bits();
+    /// Whether a message to reporter `src`:`src_port` may go now (paced per reporter).
+    pub(super) fn notify_ok(&mut self, src: Ipv4Addr, src_port: u16, now: u64) -> bool {
+        let key = (u64::from(src.to_bits()) << 16) | u64::from(src_port);
         let interval = self.s.nack_interval_ns;
         match self.reporters.lookup_mut(&key) {
             Some(t) => t.may_notify(now, interval),
             None => {
-                let mut t = ReporterSeq::first(0);
+                let mut t = ReporterSeq::first(0, 0);
                 let ok = t.may_notify(now, interval);
                 let _ = self.reporters.insert(key, t);
                 ok
