@@ -7,10 +7,15 @@
 //! setup.
 
 /// Eight bit steps of the reflected CRC-32 register: one byte's worth.
-pub(crate) const fn shift8(mut crc: u32) -> u32 {
+pub(crate) const fn shift8(crc: u32) -> u32 {
+    shift8_with(crc, 0xedb8_8320)
+}
+
+/// Eight bit steps of a reflected CRC-32 register whose polynomial, reflected, is `r`.
+const fn shift8_with(mut crc: u32, r: u32) -> u32 {
     let mut k = 0;
     while k < 8 {
-        crc = if crc & 1 != 0 { (crc >> 1) ^ 0xedb8_8320 } else { crc >> 1 };
+        crc = if crc & 1 != 0 { (crc >> 1) ^ r } else { crc >> 1 };
         k += 1;
     }
     crc
@@ -19,17 +24,20 @@ pub(crate) const fn shift8(mut crc: u32) -> u32 {
 /// Slice-by-8 tables: `SLICE8[k][v]` is the register after the byte `v` followed by `k` zero
 /// bytes, from a zero register. `SLICE8[0]` is the classic byte table. Built at compile time
 /// (8 KiB).
-pub(crate) static SLICE8: [[u32; 256]; 8] = slice8();
+pub(crate) static SLICE8: [[u32; 256]; 8] = slices(0x04c1_1db7);
 
-const fn slice8() -> [[u32; 256]; 8] {
-    let mut t = [[0u32; 256]; 8];
+/// Slice-by-`N` tables of the reflected CRC-32 with polynomial `poly` (normal form): `t[k][v]`
+/// is the register after the byte `v` followed by `k` zero bytes, from a zero register.
+pub(crate) const fn slices<const N: usize>(poly: u32) -> [[u32; 256]; N] {
+    let r = reflect(poly);
+    let mut t = [[0u32; 256]; N];
     let mut v = 0;
     while v < 256 {
-        t[0][v] = shift8(v as u32);
+        t[0][v] = shift8_with(v as u32, r);
         v += 1;
     }
     let mut k = 1;
-    while k < 8 {
+    while k < N {
         let mut v = 0;
         while v < 256 {
             let prev = t[k - 1][v];
@@ -70,35 +78,6 @@ pub(crate) const fn reflect(mut poly: u32) -> u32 {
     r
 }
 
-/// Slice-by-4 tables of the reflected CRC-32 with polynomial `poly` (normal form): `t[k][v]` is
-/// the register after the byte `v` followed by `k` zero bytes, from a zero register.
-pub(crate) const fn slice4_for(poly: u32) -> [[u32; 256]; 4] {
-    let r = reflect(poly);
-    let mut t = [[0u32; 256]; 4];
-    let mut v = 0;
-    while v < 256 {
-        let mut crc = v as u32;
-        let mut k = 0;
-        while k < 8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ r } else { crc >> 1 };
-            k += 1;
-        }
-        t[0][v] = crc;
-        v += 1;
-    }
-    let mut k = 1;
-    while k < 4 {
-        let mut v = 0;
-        while v < 256 {
-            let prev = t[k - 1][v];
-            t[k][v] = t[0][(prev & 0xff) as usize] ^ (prev >> 8);
-            v += 1;
-        }
-        k += 1;
-    }
-    t
-}
-
 /// Four bytes (`word`'s little-endian bytes) into a register of the CRC whose slice-by-4 tables
 /// are `t`.
 #[inline(always)]
@@ -136,12 +115,12 @@ mod tests {
     #[test]
     fn generic_tables_are_the_named_crcs() {
         // The zlib polynomial through the generic builder is the table above.
-        let t = slice4_for(0x04c1_1db7);
+        let t = slices::<4>(0x04c1_1db7);
         assert_eq!(t[0], SLICE8[0]);
         let crc = |t: &[[u32; 256]; 4], data: &[u8]| !data.iter().fold(!0, |c, &b| step_with(t, c, b));
         // Check values ("123456789") of CRC-32C, CRC-32Q-reflected variants are not standard, so
         // CRC-32C (Castagnoli, reflected) is the one cross-check besides zlib's.
-        assert_eq!(crc(&slice4_for(0x1edc_6f41), b"123456789"), 0xe306_9283);
+        assert_eq!(crc(&slices::<4>(0x1edc_6f41), b"123456789"), 0xe306_9283);
         assert_eq!(crc(&t, b"123456789"), 0xcbf4_3926);
         let w = u32::from_le_bytes(*b"1234");
         assert_eq!(!step4_with(&t, !0, w), crc(&t, b"1234"));

@@ -69,7 +69,7 @@ static COPY_TABLES: [[[u32; 256]; 4]; 8] = {
     let mut t = [[[0u32; 256]; 4]; 8];
     let mut i = 0;
     while i < 8 {
-        t[i] = crate::crc32::slice4_for(COPY_POLYNOMIALS[i]);
+        t[i] = crate::crc32::slices::<4>(COPY_POLYNOMIALS[i]);
         i += 1;
     }
     t
