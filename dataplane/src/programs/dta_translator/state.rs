@@ -381,15 +381,24 @@ pub struct ReporterSeq {
     pub last_nack: u64,
     /// Whether a NACK was ever sent (so `last_nack` 0 is meaningful).
     pub nacked: bool,
+    /// Whether its sequence numbers are tracked yet (an entry made only to pace messages to a
+    /// reporter is not).
+    tracked: bool,
 }
 
 impl ReporterSeq {
+    /// A reporter not heard from with a tracked number yet: only its messages are paced. Its
+    /// first retransmittable report starts the tracking ([`first`](Self::first)).
+    pub fn untracked() -> Self {
+        Self { tracked: false, ..Self::first(0, 0) }
+    }
+
     /// A reporter first heard from with sequence number `seq` in `epoch`: a reporter with an
     /// epoch numbers from 0, so its numbers before `seq` are missing; without one, tracking
     /// starts at `seq`.
     pub fn first(seq: u8, epoch: u8) -> Self {
         let next = if epoch == 0 { seq } else { 0 };
-        Self { epoch, next, seen: u128::MAX, last_nack: 0, nacked: false }
+        Self { epoch, next, seen: u128::MAX, last_nack: 0, nacked: false, tracked: true }
     }
 
     /// Numbers missing in the window.
@@ -401,9 +410,11 @@ impl ReporterSeq {
     #[inline]
     pub fn check(&mut self, seq: u8, epoch: u8, now: u64, interval: u64) -> SeqOutcome {
         let mut o = SeqOutcome::default();
-        if epoch != self.epoch {
-            o.lost = self.missing();
-            o.restarted = true;
+        if !self.tracked || epoch != self.epoch {
+            if self.tracked {
+                o.lost = self.missing();
+                o.restarted = true;
+            }
             let (last_nack, nacked) = (self.last_nack, self.nacked);
             *self = Self { last_nack, nacked, ..Self::first(seq, epoch) };
         }
@@ -609,6 +620,22 @@ mod tests {
         // A jump of exactly 128: 128 missing, the window is all holes but the newest.
         let o = r.check(127, 0, 3, 0);
         assert_eq!((o.translate, o.gap), (true, 127));
+    }
+
+    #[test]
+    fn an_entry_made_to_pace_messages_starts_tracking_at_the_first_report() {
+        for (seq, epoch) in [(57u8, 0u8), (0, 4)] {
+            let mut r = ReporterSeq::untracked();
+            assert!(r.may_notify(0, 100), "a slow-down message went first");
+            let o = r.check(seq, epoch, 10, 100);
+            assert_eq!(
+                (o.translate, o.restarted, o.gap, o.lost, o.nack),
+                (true, false, 0, 0, None),
+                "{seq} {epoch}"
+            );
+            assert!(r.check(seq.wrapping_add(1), epoch, 20, 100).translate);
+            assert_eq!(r.missing(), 0);
+        }
     }
 
     #[test]

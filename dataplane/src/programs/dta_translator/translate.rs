@@ -2,6 +2,12 @@
 
 use super::*;
 
+/// A reporter's key in `dta_reporter_seq`: its address and UDP source port, as declared.
+#[inline(always)]
+fn reporter_key(src: Ipv4Addr, src_port: u16) -> u64 {
+    (u64::from(src.to_bits()) << 16) | u64::from(src_port)
+}
+
 impl DtaTranslator {
     /// Charge `units` to collector `c`'s meter for a report of `prio`.
     #[inline(always)]
@@ -425,12 +431,12 @@ impl DtaTranslator {
         // Sequence tracking of retransmittable reports, per reporter (address, port, epoch).
         let mut nack = None;
         if let Some(seq) = r.seq.filter(|s| s.retransmittable) {
-            let key = (u64::from(src.to_bits()) << 16) | u64::from(src_port);
+            let key = reporter_key(src, src_port);
             let interval = self.s.nack_interval_ns;
             let o = match self.reporters.lookup_mut(&key) {
                 Some(t) => t.check(seq.seqnum, seq.epoch, now, interval),
                 None => {
-                    let mut t = ReporterSeq::first(seq.seqnum, seq.epoch);
+                    let mut t = ReporterSeq::untracked();
                     let o = t.check(seq.seqnum, seq.epoch, now, interval);
                     // A full table tracks no new reporters: their reports pass unchecked.
                     if self.reporters.insert(key, t).is_err() {
@@ -498,12 +504,12 @@ impl DtaTranslator {
 
     /// Whether a message to reporter `src`:`src_port` may go now (paced per reporter).
     pub(super) fn notify_ok(&mut self, src: Ipv4Addr, src_port: u16, now: u64) -> bool {
-        let key = (u64::from(src.to_bits()) << 16) | u64::from(src_port);
+        let key = reporter_key(src, src_port);
         let interval = self.s.nack_interval_ns;
         match self.reporters.lookup_mut(&key) {
             Some(t) => t.may_notify(now, interval),
             None => {
-                let mut t = ReporterSeq::first(0, 0);
+                let mut t = ReporterSeq::untracked();
                 let ok = t.may_notify(now, interval);
                 let _ = self.reporters.insert(key, t);
                 ok
