@@ -225,12 +225,13 @@ mod tests {
     use super::*;
     use wire::dta::Format;
 
-    #[test]
-    fn nack_resends_what_follows_in_order() {
-        let mut s = ReportSender::new(4, 1);
+    /// A sender of `epoch` keeping `keep`, after sending `n` retransmittable Append reports.
+    fn sender_after(keep: usize, epoch: u8, n: u32) -> ReportSender {
+        let mut s = ReportSender::new(keep, epoch);
         let mut buf = [0u8; 64];
-        for i in 0..6u32 {
+        for i in 0..n {
             let seq = s.sequence(true, Priority::High);
+            assert_eq!(seq.epoch, epoch);
             let r = DtaRepr {
                 immediate: false,
                 seq: Some(seq),
@@ -238,6 +239,12 @@ mod tests {
             };
             s.emit(&r, &mut buf).unwrap();
         }
+        s
+    }
+
+    #[test]
+    fn nack_resends_what_follows_in_order() {
+        let mut s = sender_after(4, 1, 6);
         let mut got = Vec::new();
         s.on_nack(&NackRepr::plain(2, true, false), |b| {
             let r = DtaRepr::parse(b, Format::default()).unwrap();
@@ -263,18 +270,7 @@ mod tests {
 
     #[test]
     fn a_range_nack_brings_back_exactly_the_range_of_its_epoch() {
-        let mut s = ReportSender::new(8, 7);
-        let mut buf = [0u8; 64];
-        for i in 0..10u32 {
-            let seq = s.sequence(true, Priority::High);
-            assert_eq!(seq.epoch, 7);
-            let r = DtaRepr {
-                immediate: false,
-                seq: Some(seq),
-                primitive: Primitive::Append { list_id: 1, data: i },
-            };
-            s.emit(&r, &mut buf).unwrap();
-        }
+        let mut s = sender_after(8, 7, 10);
         let range = |first: u8, count: u8, epoch: u8| NackRepr {
             seqnum: first.wrapping_sub(1),
             nack: true,
