@@ -55,7 +55,7 @@ use roce::cm::{ClientEvent, CmClient, CmConfig, ConnectError, ConnectParams, Met
 use roce::frames;
 use roce::requester::{Op, PostError, Requester, RequesterConfig, Response, Transport};
 use roce::responder::{Delivery, NoMemory, Responder};
-use wire::dta::{self, BaseForm, DtaRepr, Format, NackExt, NackRepr, Primitive, Priority};
+use wire::dta::{self, BaseForm, DtaRepr, Format, NackExt, NackRepr, Primitive, Priority, Sequence};
 use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame};
 use wire::ibcm::CmMadRepr;
 use wire::ipv4::{self, Ipv4Packet, protocol};

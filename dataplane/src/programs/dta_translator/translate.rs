@@ -366,6 +366,7 @@ impl DtaTranslator {
 
     /// Send the DTA NACK `r` answering the report `report` (a frame) in a packet of its own,
     /// out of the port the report came in on.
+    #[cold]
     pub(super) fn send_nack<F: Frame>(
         &mut self,
         report: &[u8],
@@ -403,19 +404,58 @@ impl DtaTranslator {
         };
         // Only a sketch's counters need the scratch buffer; other reports get an empty Vec
         // (no allocation).
-        let src_port = l4
-            .checked_sub(wire::udp::HEADER_LEN)
-            .and_then(|u| pkt.data().get(u..u + 2))
-            .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
         let sketch = matches!(r.primitive, Primitive::SketchMerge { .. });
         let mut buf = if sketch { std::mem::take(&mut self.scratch) } else { Vec::new() };
         let r = detach(r, &mut kw, &mut buf);
-        self.on_parsed(pkt, md, out, src, src_port, dst, &r);
+        self.on_parsed(pkt, md, out, src, l4, dst, &r);
         if sketch {
             self.scratch = buf;
         }
     }
 
+    /// Sequence tracking of a retransmittable report of `seq` from `src`:`src_port`: the
+    /// report is a duplicate (`Err`), or is translated, with the NACK to send first if a gap
+    /// opened or missing reports are due to be asked for again. Out of line: the fast path of
+    /// untracked reports stays small.
+    #[inline(never)]
+    fn track(
+        &mut self,
+        src: Ipv4Addr,
+        src_port: u16,
+        seq: Sequence,
+        now: u64,
+    ) -> Result<Option<NackRepr>, ()> {
+        let key = reporter_key(src, src_port);
+        let interval = self.s.nack_interval_ns;
+        let o = match self.reporters.lookup_mut(&key) {
+            Some(t) => t.check(seq.seqnum, seq.epoch, now, interval),
+            None => {
+                let mut t = ReporterSeq::untracked();
+                let o = t.check(seq.seqnum, seq.epoch, now, interval);
+                // A full table tracks no new reporters: their reports pass unchecked.
+                if self.reporters.insert(key, t).is_err() {
+                    self.stats.untracked += 1;
+                }
+                o
+            }
+        };
+        self.stats.seq_gaps += u64::from(o.gap);
+        self.stats.seq_unrecoverable += u64::from(o.lost);
+        self.stats.seq_recovered += u64::from(o.recovered);
+        self.stats.reporter_restarts += u64::from(o.restarted);
+        if !o.translate {
+            return Err(());
+        }
+        Ok(o.nack.map(|(first, count)| NackRepr {
+            seqnum: first.wrapping_sub(1),
+            nack: true,
+            slow_down: false,
+            ext: Some(NackExt::Reports { count, epoch: seq.epoch }),
+        }))
+    }
+
+    /// `r`, parsed from `pkt` (its UDP payload at `l4`), from `src` to `dst`: sequence
+    /// tracking, translation, and what a rejection sends back.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn on_parsed<F: Frame>(
         &mut self,
@@ -423,45 +463,25 @@ impl DtaTranslator {
         md: &mut IngressMd,
         out: &mut Emitter<'_, F>,
         src: Ipv4Addr,
-        src_port: u16,
+        l4: usize,
         dst: Ipv4Addr,
         r: &DtaRepr<'_>,
     ) {
         let now = md.ingress_ts;
-        // Sequence tracking of retransmittable reports, per reporter (address, port, epoch).
-        let mut nack = None;
+        // The reporter's UDP source port: read only where it is needed (tracking, NACKs), from
+        // the report, which a rejected translation leaves as it came.
+        let src_port = |pkt: &F| {
+            l4.checked_sub(wire::udp::HEADER_LEN)
+                .and_then(|u| pkt.data().get(u..u + 2))
+                .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]))
+        };
         if let Some(seq) = r.seq.filter(|s| s.retransmittable) {
-            let key = reporter_key(src, src_port);
-            let interval = self.s.nack_interval_ns;
-            let o = match self.reporters.lookup_mut(&key) {
-                Some(t) => t.check(seq.seqnum, seq.epoch, now, interval),
-                None => {
-                    let mut t = ReporterSeq::untracked();
-                    let o = t.check(seq.seqnum, seq.epoch, now, interval);
-                    // A full table tracks no new reporters: their reports pass unchecked.
-                    if self.reporters.insert(key, t).is_err() {
-                        self.stats.untracked += 1;
-                    }
-                    o
-                }
-            };
-            self.stats.seq_gaps += u64::from(o.gap);
-            self.stats.seq_unrecoverable += u64::from(o.lost);
-            self.stats.seq_recovered += u64::from(o.recovered);
-            self.stats.reporter_restarts += u64::from(o.restarted);
-            if !o.translate {
-                return md.dest = Dest::Drop(self.drops.seq_duplicate);
+            match self.track(src, src_port(pkt), seq, now) {
+                Err(()) => return md.dest = Dest::Drop(self.drops.seq_duplicate),
+                // The report goes on to be translated; the NACK is a packet of its own.
+                Ok(Some(n)) => self.send_nack(pkt.data(), md.ingress_port, n, out),
+                Ok(None) => {}
             }
-            nack = o.nack.map(|(first, count)| NackRepr {
-                seqnum: first.wrapping_sub(1),
-                nack: true,
-                slow_down: false,
-                ext: Some(NackExt::Reports { count, epoch: seq.epoch }),
-            });
-        }
-        if let Some(n) = nack {
-            // The report goes on to be translated; the NACK is a packet of its own.
-            self.send_nack(pkt.data(), md.ingress_port, n, out);
         }
         match self.translate(now, dst, r, First::InPlace(pkt), out) {
             Translated::Sent(port) => {
@@ -471,7 +491,7 @@ impl DtaTranslator {
             Translated::Absorbed => md.dest = Dest::Consume,
             Translated::Rejected(Reject::Drop(reason)) => md.dest = Dest::Drop(reason),
             Translated::Rejected(Reject::SketchNack { sketch_id, reporter_id, last }) => {
-                if self.notify_ok(src, src_port, now) {
+                if self.notify_ok(src, src_port(pkt), now) {
                     out.count_drop(self.drops.sketch_order);
                     let ext = NackExt::Sketch { sketch_id, reporter_id, column: last };
                     let n = NackRepr { seqnum: last as u8, nack: true, slow_down: false, ext: Some(ext) };
@@ -489,7 +509,7 @@ impl DtaTranslator {
                 } else {
                     md.dest = Dest::Consume;
                 }
-                if self.notify_ok(src, src_port, now) {
+                if self.notify_ok(src, src_port(pkt), now) {
                     let seqnum = r.seq.map_or(0, |s| s.seqnum);
                     // The report's buffer (copied already if parked) tells the reporter; a
                     // dropped report is still counted under its reason.
