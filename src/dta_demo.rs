@@ -168,6 +168,13 @@ pub fn load(kind: LoadKind, keys: u32) -> LoadSpec {
     }
 }
 
+/// The events Append list `list` holds, in report order, after `sent` reports of the load
+/// generator's Append stream over `lists` lists (report `i` carries datum `i` to list
+/// `i % lists`).
+pub fn append_events(sent: u64, lists: u32, list: u32) -> impl Iterator<Item = u32> {
+    (u64::from(list)..sent).step_by(lists.max(1) as usize).map(|i| i as u32)
+}
+
 /// The keys `spec` sends, in key-number order (report `i` carries key number `i % keys`).
 pub fn keys_of(spec: &LoadSpec) -> Vec<u32> {
     (0..spec.keys).map(|k| LoadGen::key(spec, spec.key_base.wrapping_add(k))).collect()
@@ -419,12 +426,7 @@ pub fn run(out: &mut dyn std::io::Write) -> Result<(), DemoError> {
         ordered &= p.entries.windows(2).all(|w| w[1] == w[0] + cfg.lists);
         let mut sorted = p.entries.clone();
         sorted.sort_unstable();
-        let n = (ap.sent + u64::from(cfg.lists - 1 - l)) / u64::from(cfg.lists);
-        exact &= sorted.len() as u64 == n
-            && sorted
-                .iter()
-                .enumerate()
-                .all(|(j, &v)| u64::from(v) == j as u64 * u64::from(cfg.lists) + u64::from(l));
+        exact &= sorted.iter().copied().eq(append_events(ap.sent, cfg.lists, l));
         if l == 0 {
             writeln!(
                 out,

@@ -27,7 +27,7 @@ use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::time::Duration;
 
 use roce::dta::LoadKind;
-use softfabric::dta_demo::{Lab, LabConfig, keys_of, load};
+use softfabric::dta_demo::{Lab, LabConfig, append_events, keys_of, load};
 use wire::dta::{DtaRepr, KeyHash, MergeOp, Primitive, Priority, Sequence, layout};
 
 const KEYS: u32 = 100_000;
@@ -162,8 +162,7 @@ fn reports_land_in_collector_memory_and_queries_read_them_back() {
     for l in 0..LISTS {
         let p = s.append_poll(l, "test", usize::MAX).unwrap();
         assert_eq!(p.lost, 0);
-        let expect: Vec<u32> =
-            (0..APPENDS / u64::from(LISTS)).map(|j| (j * u64::from(LISTS) + u64::from(l)) as u32).collect();
+        let expect: Vec<u32> = append_events(APPENDS, LISTS, l).collect();
         assert_eq!(p.entries.len(), expect.len(), "list {l}");
         // In report order when nothing was lost; a resent entry lands after those that
         // followed it.
