@@ -289,17 +289,14 @@ impl Registered {
         self.heads[i].load(Ordering::Acquire)
     }
 
-    /// Advance ring `i`'s head past a write ending at byte `end` of the region: the ring is
-    /// written in order, so a write ending at or before the current position wrapped around.
+    /// Advance ring `i`'s head past a write of `len` bytes at byte `off` of the region
+    /// (`wire::dta::layout::append_head_after`: replays leave it).
     #[inline]
-    fn advance(&self, i: usize, entry: u32, end: u64) {
+    fn advance(&self, i: usize, entry: u32, off: u64, len: u64) {
         let entries = (self.regions[i].len / u64::from(entry)).max(1);
-        let e = end / u64::from(entry);
         let h = self.heads[i].load(Ordering::Relaxed);
-        let mut next = h - h % entries + e;
-        if next <= h {
-            next += entries;
-        }
+        let e = u64::from(entry);
+        let next = wire::dta::layout::append_head_after(h, entries, off / e, len.div_ceil(e));
         self.heads[i].store(next, Ordering::Release);
     }
 }
@@ -316,6 +313,11 @@ fn rkey(seed: u32, i: u32) -> u32 {
 }
 
 impl Memory for Registered {
+    fn ring_head(&self, rkey: u32) -> Option<u64> {
+        let i = self.regions.iter().position(|r| r.rkey == rkey)?;
+        self.regions[i].ring_entry.map(|_| self.ring_head(i))
+    }
+
     #[inline]
     fn write(&mut self, rkey: u32, va: u64, data: &[u8]) -> Result<(), AccessError> {
         let (start, i) = self.locate(rkey, va, data.len())?;
@@ -340,7 +342,7 @@ impl Memory for Registered {
             d = &d[n..];
         }
         if let Some(entry) = self.regions[i].ring_entry {
-            self.advance(i, entry, at - self.regions[i].offset);
+            self.advance(i, entry, start - self.regions[i].offset, data.len() as u64);
         }
         Ok(())
     }
@@ -391,6 +393,11 @@ mod tests {
         assert_eq!(m.ring_head(0), 8);
         m.write(r.rkey, r.va, &[4; 16]).unwrap();
         assert_eq!(m.ring_head(0), 12);
+        // A replay of the last write (applied, its ACK lost, posted again on a new
+        // connection) leaves the head where it was, where a lap was counted before.
+        m.write(r.rkey, r.va + 8, &[4; 8]).unwrap();
+        assert_eq!(m.ring_head(0), 12);
+        assert_eq!(Memory::ring_head(&m, r.rkey), Some(12));
     }
 
     #[test]

@@ -119,6 +119,7 @@ impl RcSender {
             window: cfg.window_packets,
             ack_req_every: cfg.ack_every,
             timeout_ns: cfg.timeout_ns,
+            max_timeout_ns: 0,
             retry_limit: cfg.retry_limit,
             rnr_retry_limit: 7,
             max_payload: 0,

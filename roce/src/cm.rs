@@ -602,6 +602,9 @@ impl CmServer {
 /// Length of the metadata message.
 pub const METADATA_LEN: usize = 16;
 
+/// Length of the metadata message with a ring head (our extension).
+pub const METADATA_HEAD_LEN: usize = 24;
+
 /// What a DTA collector tells the translator about a registered region, in a 16-byte SEND:
 /// four little-endian `u32`s — VA low, VA high, length, key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -623,6 +626,29 @@ impl Metadata {
         b[8..12].copy_from_slice(&self.len.to_le_bytes());
         b[12..16].copy_from_slice(&self.rkey.to_le_bytes());
         b
+    }
+
+    /// The 24 bytes of our extension: the 16, then the region's Append ring head (entries
+    /// written since the collector started, a little-endian `u64`), so a translator that
+    /// (re)connects to a collector that kept its memory continues the list where it stands.
+    /// The reference collector sends 16 bytes; a translator then starts its lists at 0.
+    pub fn encode_with_head(&self, head: u64) -> [u8; METADATA_HEAD_LEN] {
+        let mut b = [0u8; METADATA_HEAD_LEN];
+        b[..METADATA_LEN].copy_from_slice(&self.encode());
+        b[METADATA_LEN..].copy_from_slice(&head.to_le_bytes());
+        b
+    }
+
+    /// Read a SEND's payload of 16 bytes, or 24 with a ring head; anything else is refused.
+    pub fn decode_with_head(b: &[u8]) -> Option<(Self, Option<u64>)> {
+        match b.len() {
+            METADATA_LEN => Some((Self::decode(b)?, None)),
+            METADATA_HEAD_LEN => {
+                let head = u64::from_le_bytes(b[METADATA_LEN..].try_into().ok()?);
+                Some((Self::decode(&b[..METADATA_LEN])?, Some(head)))
+            }
+            _ => None,
+        }
     }
 
     /// Read a SEND's payload; anything but 16 bytes is refused.

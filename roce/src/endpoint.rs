@@ -274,13 +274,32 @@ impl<M: Memory> Endpoint<M> {
                 self.stats.connections += 1;
                 if let Some(meta) = self.listens.iter().find(|l| l.port == conn.port).and_then(|l| l.metadata)
                 {
-                    let b = meta.encode();
+                    // With the ring head when the memory keeps one (24 bytes), else the 16.
+                    let with_head;
+                    let plain;
+                    let b: &[u8] = match self.mem.ring_head(meta.rkey) {
+                        Some(h) => {
+                            with_head = meta.encode_with_head(h);
+                            &with_head
+                        }
+                        None => {
+                            plain = meta.encode();
+                            &plain
+                        }
+                    };
                     let op = Op::Send { imm: None };
-                    if let Ok(p) = q.req.post(now, op, &b, true) {
-                        out(src, frames::request(Transport::Rc, conn.remote_qpn, p.psn, p.ack_req, &op, &b));
+                    if let Ok(p) = q.req.post(now, op, b, true) {
+                        out(src, frames::request(Transport::Rc, conn.remote_qpn, p.psn, p.ack_req, &op, b));
                     }
                 }
-                self.qps.retain(|x| !(x.peer == src && x.conn.remote_qpn == conn.remote_qpn));
+                // A peer that connects its QP again (it restarted, or reset the connection)
+                // replaces the old one, in the CM too.
+                while let Some(i) =
+                    self.qps.iter().position(|x| x.peer == src && x.conn.remote_qpn == conn.remote_qpn)
+                {
+                    let old = self.qps.swap_remove(i);
+                    self.cm.remove(old.conn.local_qpn);
+                }
                 self.qps.push(q);
                 Some(Event::Connected { qpn: conn.local_qpn, port: conn.port, peer: src })
             }

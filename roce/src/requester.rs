@@ -10,7 +10,14 @@
 //! | NAK PSN sequence error for PSN p | everything before p is complete; go back N: resend from p |
 //! | RNR NAK for PSN p | everything before p is complete; wait the RNR timer, then resend from p |
 //! | NAK remote access / invalid request / remote operational error | fatal: the QP goes to error |
-//! | nothing for `timeout_ns` while requests are outstanding | resend from the oldest (retry count) |
+//! | nothing for the retransmission timeout while requests are outstanding | resend from the oldest (retry count) |
+//!
+//! The retransmission timeout is `timeout_ns`, fixed, unless `max_timeout_ns` is above it: then
+//! it adapts to the measured round trip (RFC 6298's estimator over acknowledged AckReq packets,
+//! Karn's rule: none from resent ones) within `[timeout_ns, max_timeout_ns]`, and doubles on
+//! each consecutive timeout up to `max_timeout_ns` — where a NIC's local ACK timeout is one
+//! fixed IBTA value (4.096 µs × 2^n), a software requester whose peer's latency moves with its
+//! load needs the estimate, or a loaded peer turns every burst into a go-back-N storm.
 //!
 //! Resending is a cursor the caller drains with [`Requester::poll_transmit`]; requests posted
 //! while it runs are not sent at once ([`Post::send_now`] is false) but by the cursor, in PSN
@@ -43,8 +50,11 @@ pub struct RequesterConfig {
     pub window: u32,
     /// Ask for an acknowledgement at least every this many packets.
     pub ack_req_every: u32,
-    /// Resend from the oldest outstanding request after this long without progress.
+    /// Resend from the oldest outstanding request after this long without progress (the
+    /// smallest, and the first, timeout when it adapts).
     pub timeout_ns: u64,
+    /// Largest adaptive timeout; at or below `timeout_ns` the timeout is fixed.
+    pub max_timeout_ns: u64,
     /// Timeouts and sequence-error rounds without progress before the QP gives up (IB: 0..=7).
     pub retry_limit: u8,
     /// RNR NAKs without progress before the QP gives up; 7 means never (as in IB).
@@ -62,6 +72,7 @@ impl Default for RequesterConfig {
             window: 4096,
             ack_req_every: 32,
             timeout_ns: 1_000_000,
+            max_timeout_ns: 0,
             retry_limit: 7,
             rnr_retry_limit: 7,
             max_payload: MAX_INLINE,
@@ -247,6 +258,8 @@ pub struct RequesterStats {
     pub rnr_naks: u64,
     /// Timeouts.
     pub timeouts: u64,
+    /// Round-trip samples taken (adaptive timeout).
+    pub rtt_samples: u64,
     /// Responses ignored (stale, beyond the window, or while in error).
     pub ignored: u64,
 }
@@ -277,6 +290,12 @@ pub struct Requester {
     retries: u8,
     rnr_retries: u8,
     error: Option<QpError>,
+    /// An AckReq packet being timed: (PSN, sent at); cleared by a resend (Karn).
+    rtt_probe: Option<(u32, u64)>,
+    /// Smoothed round trip and its variation (ns), once sampled.
+    srtt: Option<(u64, u64)>,
+    /// The retransmission timeout in force (ns).
+    rto: u64,
     stats: RequesterStats,
 }
 
@@ -308,6 +327,9 @@ impl Requester {
             retries: 0,
             rnr_retries: 0,
             error: None,
+            rtt_probe: None,
+            srtt: None,
+            rto: cfg.timeout_ns,
             stats: RequesterStats::default(),
         }
     }
@@ -397,6 +419,9 @@ impl Requester {
         if ack_req {
             self.last_ack_req = psn;
             self.unrequested_since = None;
+            if self.rtt_probe.is_none() && self.adaptive() {
+                self.rtt_probe = Some((psn, now));
+            }
         } else if send_now && self.unrequested_since.is_none() {
             self.unrequested_since = Some(now);
         }
@@ -486,6 +511,12 @@ impl Requester {
             let psn = psn_add(self.una, i);
             atomics += u32::from(self.ring[(psn & (self.cfg.window - 1)) as usize].op.is_atomic());
         }
+        if let Some((p, sent)) = self.rtt_probe
+            && psn_diff(end, p) > 0
+        {
+            self.rtt_probe = None;
+            self.sample_rtt(now.saturating_sub(sent));
+        }
         self.una = end;
         if let Some(c) = self.rtx
             && psn_diff(c, end) < 0
@@ -499,6 +530,7 @@ impl Requester {
         self.last_progress = now;
         self.retries = 0;
         self.rnr_retries = 0;
+        self.rto = self.base_rto();
         self.stats.completed += u64::from(n);
         (n, atomics)
     }
@@ -514,10 +546,68 @@ impl Requester {
         e
     }
 
+    fn adaptive(&self) -> bool {
+        self.cfg.max_timeout_ns > self.cfg.timeout_ns
+    }
+
+    /// RFC 6298 §2: SRTT, RTTVAR and RTO = SRTT + 4·RTTVAR, within the configured bounds.
+    fn sample_rtt(&mut self, r: u64) {
+        self.stats.rtt_samples += 1;
+        self.srtt = Some(match self.srtt {
+            None => (r, r / 2),
+            Some((srtt, var)) => ((7 * srtt + r) / 8, (3 * var + srtt.abs_diff(r)) / 4),
+        });
+        self.rto = self.base_rto();
+    }
+
+    /// The timeout the estimate gives, before any doubling.
+    fn base_rto(&self) -> u64 {
+        match self.srtt {
+            Some((srtt, var)) if self.adaptive() => {
+                (srtt + 4 * var).clamp(self.cfg.timeout_ns, self.cfg.max_timeout_ns)
+            }
+            _ => self.cfg.timeout_ns,
+        }
+    }
+
+    /// The retransmission timeout in force (ns).
+    pub fn timeout_ns(&self) -> u64 {
+        self.rto
+    }
+
+    /// The smoothed round trip (ns), once measured (adaptive timeout only).
+    pub fn srtt_ns(&self) -> Option<u64> {
+        self.srtt.map(|(s, _)| s)
+    }
+
     fn start_rtx(&mut self, at: u64, from: u32) {
+        self.rtt_probe = None;
         self.rtx = Some(from);
         self.rtx_at = at;
         self.last_progress = at;
+    }
+
+    /// The outstanding requests, oldest first (RC): what a reset would throw away, for the owner
+    /// to post again on a new connection or count as lost.
+    pub fn outstanding_requests(&self) -> impl Iterator<Item = (Op, &[u8])> + '_ {
+        let n = match self.cfg.transport {
+            Transport::Rc => self.outstanding(),
+            Transport::Uc => 0,
+        };
+        (0..n).map(move |k| {
+            let i = (psn_add(self.una, k) & (self.cfg.window - 1)) as usize;
+            let slot = self.ring[i];
+            (slot.op, &self.data[i * self.stride..][..usize::from(slot.len)])
+        })
+    }
+
+    /// Send every outstanding request again from the oldest, at `now`, through the cursor
+    /// (requests posted to a new connection and not yet sent: a replay). Not a retry: the retry
+    /// count is unchanged.
+    pub fn rewind(&mut self, now: u64) {
+        if self.error.is_none() && self.outstanding() > 0 {
+            self.start_rtx(now, self.una);
+        }
     }
 
     /// Check the timeout at `now`: with requests outstanding and no progress for
@@ -530,12 +620,16 @@ impl Requester {
         if self.cfg.transport == Transport::Uc || self.outstanding() == 0 || self.rtx.is_some() {
             return Ok(false);
         }
-        if now.saturating_sub(self.last_progress) < self.cfg.timeout_ns {
+        if now.saturating_sub(self.last_progress) < self.rto {
             return Ok(false);
         }
         self.stats.timeouts += 1;
         if let Some(e) = self.count_retry() {
             return Err(e);
+        }
+        if self.adaptive() {
+            // Back off: each consecutive timeout doubles the next (RFC 6298 §5.5).
+            self.rto = (self.rto * 2).min(self.cfg.max_timeout_ns);
         }
         self.start_rtx(now, self.una);
         Ok(true)
@@ -549,7 +643,7 @@ impl Requester {
         if self.rtx.is_some() {
             return Some(self.rtx_at);
         }
-        (self.outstanding() > 0).then_some(self.last_progress + self.cfg.timeout_ns)
+        (self.outstanding() > 0).then_some(self.last_progress + self.rto)
     }
 
     /// The PSN [`poll_transmit`](Self::poll_transmit) would resend at `now`, without

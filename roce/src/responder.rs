@@ -48,6 +48,11 @@ pub trait Memory {
     /// Replace the 64-bit word at `va` by `swap` if it equals `compare`; returns its previous
     /// value.
     fn cmp_swap(&mut self, rkey: u32, va: u64, compare: u64, swap: u64) -> Result<u64, AccessError>;
+    /// If the region of `rkey` is an Append ring whose head this memory keeps: the entries
+    /// written to it so far (sent to a (re)connecting writer with the region's metadata).
+    fn ring_head(&self, _rkey: u32) -> Option<u64> {
+        None
+    }
 }
 
 /// A responder with no registered memory (a DTA translator, an agent that only takes SENDs):
@@ -423,6 +428,18 @@ pub struct Region<B> {
     pub atomic: bool,
     /// The bytes.
     pub buf: B,
+    /// An Append ring of entries this long: the memory keeps its head
+    /// ([`Memory::ring_head`], `wire::dta::layout::append_head_after`).
+    pub ring: Option<RingHead>,
+}
+
+/// The head of an Append ring kept by [`Regions`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RingHead {
+    /// Entry length, bytes.
+    pub entry: u32,
+    /// Entries written so far.
+    pub head: u64,
 }
 
 /// A [`Memory`] over a set of regions, each backed by any byte buffer (a `Vec`, a slice of a
@@ -481,8 +498,23 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> Regions<B> {
 impl<B: AsRef<[u8]> + AsMut<[u8]>> Memory for Regions<B> {
     fn write(&mut self, rkey: u32, va: u64, data: &[u8]) -> Result<(), AccessError> {
         let (i, off) = self.locate(rkey, va, data.len(), false)?;
-        self.regions[i].buf.as_mut()[off..off + data.len()].copy_from_slice(data);
+        let r = &mut self.regions[i];
+        r.buf.as_mut()[off..off + data.len()].copy_from_slice(data);
+        if let Some(ring) = &mut r.ring {
+            let e = u64::from(ring.entry.max(1));
+            let entries = r.buf.as_ref().len() as u64 / e;
+            ring.head = wire::dta::layout::append_head_after(
+                ring.head,
+                entries,
+                off as u64 / e,
+                (data.len() as u64).div_ceil(e),
+            );
+        }
         Ok(())
+    }
+
+    fn ring_head(&self, rkey: u32) -> Option<u64> {
+        self.get(rkey)?.ring.map(|r| r.head)
     }
 
     fn fetch_add(&mut self, rkey: u32, va: u64, add: u64) -> Result<u64, AccessError> {

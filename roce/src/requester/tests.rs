@@ -185,3 +185,63 @@ fn ring_keeps_each_payload_up_to_max_payload() {
     let big = Requester::new(RequesterConfig { max_payload: 10_000, ..cfg(4, 100) }, 1, 0);
     assert_eq!(big.config().max_payload, MAX_INLINE);
 }
+
+#[test]
+fn the_timeout_adapts_to_the_round_trip_and_backs_off() {
+    let c = RequesterConfig { timeout_ns: 1000, max_timeout_ns: 1_000_000, ..cfg(64, 1) };
+    let mut r = Requester::new(c, 1, 0);
+    assert_eq!(r.timeout_ns(), 1000, "the configured timeout until a round trip is measured");
+    // Round trips of 100 µs, each request acknowledged: the timeout follows them.
+    let mut t = 0;
+    for i in 0..20 {
+        let p = r.post(t, write(i), &[], false).unwrap();
+        assert!(p.ack_req);
+        t += 100_000;
+        let (b, a) = ack(p.psn);
+        assert_eq!(r.handle_packet(t, &b, &a), Response::Acked { completed: 1, atomics: 0 });
+    }
+    assert_eq!(r.stats().rtt_samples, 20);
+    assert_eq!(r.srtt_ns(), Some(100_000));
+    let rto = r.timeout_ns();
+    assert!((100_000..=150_000).contains(&rto), "SRTT + 4 RTTVAR, RTTVAR decaying: {rto}");
+    // A request 100 µs old is not timed out (the fixed 1 µs would have resent it 100 times).
+    r.post(t, write(99), &[], false).unwrap();
+    assert_eq!(r.handle_timeout(t + 100_000), Ok(false));
+    // Consecutive timeouts double it, up to the bound; progress brings it back.
+    assert_eq!(r.handle_timeout(t + rto), Ok(true));
+    assert_eq!(r.timeout_ns(), 2 * rto);
+    while r.poll_transmit(t + rto).is_some() {}
+    assert_eq!(r.handle_timeout(t + rto + 2 * rto - 1), Ok(false));
+    assert_eq!(r.handle_timeout(t + 3 * rto), Ok(true));
+    assert_eq!(r.timeout_ns(), 4 * rto);
+    let (b, a) = ack(r.next_psn().wrapping_sub(1));
+    r.handle_packet(t + 3 * rto + 10, &b, &a);
+    assert_eq!(r.timeout_ns(), rto, "Karn: no sample from the resent request; the estimate stays");
+    // Fixed when max_timeout_ns is not above timeout_ns.
+    let mut f = Requester::new(cfg(64, 1), 1, 0);
+    let p = f.post(0, write(0), &[], false).unwrap();
+    let (b, a) = ack(p.psn);
+    f.handle_packet(500_000, &b, &a);
+    assert_eq!((f.timeout_ns(), f.stats().rtt_samples), (1000, 0));
+}
+
+#[test]
+fn outstanding_requests_can_be_replayed_on_a_new_requester() {
+    let mut old = Requester::new(cfg(16, 4), 1, 100);
+    for i in 0..6 {
+        old.post(0, write(i), &[i as u8; 3], false).unwrap();
+    }
+    let (b, a) = ack(101);
+    old.handle_packet(1, &b, &a);
+    let left: Vec<(Op, Vec<u8>)> = old.outstanding_requests().map(|(o, p)| (o, p.to_vec())).collect();
+    assert_eq!(left.len(), 4);
+    assert_eq!(left[0], (write(2), vec![2; 3]));
+    let mut new = Requester::new(cfg(16, 4), 2, 7000);
+    for (op, p) in &left {
+        new.post(5, *op, p, false).unwrap();
+    }
+    new.rewind(5);
+    let resent: Vec<(u32, Op)> = std::iter::from_fn(|| new.poll_transmit(5).map(|x| (x.psn, x.op))).collect();
+    assert_eq!(resent, (0..4).map(|i| (7000 + i, write(u64::from(i) + 2))).collect::<Vec<_>>());
+    assert_eq!(new.stats().timeouts, 0);
+}

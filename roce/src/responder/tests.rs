@@ -4,8 +4,8 @@ use wire::roce::{AethRepr, AtomicEthRepr, BthRepr, ImmDtRepr, Opcode, RethRepr, 
 
 fn mem() -> Regions<Vec<u8>> {
     let mut m = Regions::new();
-    m.add(Region { rkey: 0x42, va: 0x10_0000, write: true, atomic: true, buf: vec![0u8; 4096] });
-    m.add(Region { rkey: 0x43, va: 0x20_0000, write: false, atomic: false, buf: vec![0u8; 64] });
+    m.add(Region { rkey: 0x42, va: 0x10_0000, write: true, atomic: true, buf: vec![0u8; 4096], ring: None });
+    m.add(Region { rkey: 0x43, va: 0x20_0000, write: false, atomic: false, buf: vec![0u8; 64], ring: None });
     m
 }
 

@@ -195,6 +195,29 @@ pub mod layout {
     /// An Append entry: a 32-bit datum, little-endian (the reference byte-swaps Append data).
     pub const APPEND_ENTRY_LEN: usize = 4;
 
+    /// The head of an Append ring of `entries` entries (entries written since it was empty)
+    /// after a write of `len` entries at entry `start`, `head` before it. A writer fills the
+    /// ring in order, so a write that starts at the head extends it. One that starts up to half
+    /// a ring behind it rewrites entries already counted — a request replayed on a new
+    /// connection, applied before its acknowledgement was lost — and leaves it. Any other
+    /// moves the head to the write's end: a writer that started over elsewhere (a translator
+    /// without the head, which starts at 0).
+    pub const fn append_head_after(head: u64, entries: u64, start: u64, len: u64) -> u64 {
+        if entries == 0 {
+            return head;
+        }
+        let pos = head % entries;
+        let start = start % entries;
+        if start == pos {
+            return head + len;
+        }
+        let behind = (pos + entries - start) % entries;
+        if behind <= entries / 2 {
+            return head;
+        }
+        head + (start + entries - pos) % entries + len
+    }
+
     /// A Postcarder slot: 32 bytes, of which 5 hop values (4 bytes each, network order) and,
     /// our extension in the reference's padding, the key's Key-Write checksum (little-endian)
     /// at offset 20, so a query can tell whose path a slot holds.
