@@ -83,6 +83,24 @@ impl MeterArray {
         }
     }
 
+    /// Change meter `i`'s parameters at `now` keeping its tokens (refilled to `now` at the old
+    /// rates, then capped by the new bursts): a rate change, where
+    /// [`configure`](Self::configure) starts over. `false` if out of range.
+    pub fn set_rates(&mut self, i: usize, cfg: MeterConfig, now: u64) -> bool {
+        let Some(m) = self.meters.get_mut(i) else { return false };
+        let elapsed = now.saturating_sub(m.last_ns);
+        m.last_ns = m.last_ns.max(now);
+        m.tc = m.tc.saturating_add(elapsed.saturating_mul(m.cfg.cir)).min(cfg.cbs.saturating_mul(SCALE));
+        m.tp = m.tp.saturating_add(elapsed.saturating_mul(m.cfg.pir)).min(cfg.pbs.saturating_mul(SCALE));
+        m.cfg = cfg;
+        true
+    }
+
+    /// Meter `i`'s parameters (out of range: all zero).
+    pub fn config(&self, i: usize) -> MeterConfig {
+        self.meters.get(i).map(|m| m.cfg).unwrap_or_default()
+    }
+
     /// Meter a packet of `bytes` at `now` in colour-blind mode.
     #[inline]
     pub fn execute(&mut self, i: usize, now: u64, bytes: u32) -> Color {
@@ -115,6 +133,21 @@ impl MeterArray {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rate_change_keeps_the_tokens_and_applies_from_then_on() {
+        let mut res = Resources::default();
+        let mut m = MeterArray::new(&mut res, "m", 1, MeterUnit::Bytes);
+        let full = MeterConfig { cir: 1000, cbs: 100, pir: 2000, pbs: 100 };
+        m.configure(0, full, 0);
+        // Empty both buckets, then halve the rates: 50 ms refills 25 bytes at the new CIR.
+        assert_eq!(m.execute(0, 0, 100), Color::Green);
+        assert!(m.set_rates(0, MeterConfig { cir: 500, pir: 1000, ..full }, 0));
+        assert_eq!(m.config(0).cir, 500);
+        assert_eq!(m.execute(0, 50_000_000, 25), Color::Green);
+        assert_eq!(m.execute(0, 50_000_000, 1), Color::Yellow);
+        assert!(!m.set_rates(1, full, 0));
+    }
 
     /// RFC 2698 §3 written out with real numbers, token buckets refilled continuously.
     struct Reference {

@@ -13,7 +13,10 @@ use crate::buf::{Frame, Pool};
 use crate::config::ClockSource;
 use crate::model::builtin;
 use crate::port::{PortIo, PortStats};
-use crate::switch::DynSwitch;
+use crate::switch::{CpuPacket, DynSwitch};
+
+/// Longest a stopping pipeline waits for its program to finish (acknowledgements, DREQs).
+pub const STOP_GRACE_NS: u64 = 500_000_000;
 
 /// A frame for the switch CPU.
 #[derive(Debug, Clone)]
@@ -62,6 +65,9 @@ impl<F: Frame + Send + 'static, Pl: Pool<F> + Send + 'static> Pipeline<F, Pl> {
         let mut to_cpu = Vec::new();
         loop {
             if self.stop.load(Ordering::Relaxed) {
+                if self.clock == ClockSource::Realtime {
+                    self.wind_down(start, &mut rx, &mut tx, &mut to_cpu);
+                }
                 break;
             }
             match self.clock {
@@ -111,6 +117,47 @@ impl<F: Frame + Send + 'static, Pl: Pool<F> + Send + 'static> Pipeline<F, Pl> {
             }
         }
         self.finish()
+    }
+
+    /// Stopping on the real clock: keep polling — receiving, ticking, sending — while the
+    /// program finishes ([`Program::stop`](crate::switch::Program::stop): the DTA translator's
+    /// writes acknowledged, its connections closed with DREQs), for at most [`STOP_GRACE_NS`];
+    /// then it is told to finish at once, and what that sends goes out.
+    fn wind_down(
+        &mut self,
+        start: Instant,
+        rx: &mut Vec<F>,
+        tx: &mut Vec<F>,
+        to_cpu: &mut Vec<CpuPacket<F>>,
+    ) {
+        let t0 = start.elapsed().as_nanos() as u64;
+        let mut last_tick = 0;
+        loop {
+            let now = start.elapsed().as_nanos() as u64;
+            let force = now.saturating_sub(t0) >= STOP_GRACE_NS;
+            let done = self.switch.stop(now, force, &mut self.pool);
+            let tick = now.saturating_sub(last_tick) >= 50_000;
+            if tick {
+                last_tick = now;
+            }
+            self.switch.poll(
+                now,
+                &mut self.ports,
+                &mut self.pool,
+                rx,
+                tx,
+                self.burst,
+                self.burst,
+                tick,
+                to_cpu,
+            );
+            for c in to_cpu.drain(..) {
+                self.pool.free(c.pkt);
+            }
+            if done || force {
+                return;
+            }
+        }
     }
 
     /// On a replay clock: the time of the next thing to do, or `None` when all is done.

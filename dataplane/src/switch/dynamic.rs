@@ -49,6 +49,8 @@ pub trait DynSwitch<F>: Send {
     ) -> usize;
     /// [`Switch::tick`].
     fn tick(&mut self, now: u64, pool: &mut dyn Pool<F>);
+    /// [`Switch::stop`].
+    fn stop(&mut self, now: u64, force: bool, pool: &mut dyn Pool<F>) -> bool;
     /// [`Program::tick_interval`].
     fn tick_interval(&self) -> Option<u64>;
     /// [`Switch::next_ready`].
@@ -121,6 +123,10 @@ impl<P: Program, F: Frame + Send + 'static> DynSwitch<F> for Switch<P, F> {
 
     fn tick(&mut self, now: u64, pool: &mut dyn Pool<F>) {
         Switch::tick(self, now, pool)
+    }
+
+    fn stop(&mut self, now: u64, force: bool, pool: &mut dyn Pool<F>) -> bool {
+        Switch::stop(self, now, force, pool)
     }
 
     fn tick_interval(&self) -> Option<u64> {

@@ -129,6 +129,14 @@ pub trait Program: Send + 'static {
     /// Timers: called by the runtime regularly with the time.
     fn tick<F: Frame>(&mut self, _now: u64, _out: &mut Emitter<'_, F>) {}
 
+    /// The runtime is stopping: called every tick until it returns `true` (nothing left to
+    /// finish: writes acknowledged, connections closed), at most for the runtime's grace period;
+    /// with `force` (the grace period is over, or there is none) the program must finish now,
+    /// counting what it gives up on. Packets emitted are still sent.
+    fn stop<F: Frame>(&mut self, _now: u64, _force: bool, _out: &mut Emitter<'_, F>) -> bool {
+        true
+    }
+
     /// How often [`tick`](Self::tick) has work, at most: the poll-mode runtime ticks every
     /// 50 µs whatever this says; a runtime on a virtual clock (the lab) ticks at this period,
     /// and not at all for `None`.
@@ -771,6 +779,16 @@ impl<P: Program, F: Frame> Switch<P, F> {
         let failed = emitter.failed;
         self.count_drop(builtin::NO_BUFFER, failed);
         self.flush_emitted(now, pool);
+    }
+
+    /// Ask the program to stop ([`Program::stop`]); whether it is done.
+    pub fn stop(&mut self, now: u64, force: bool, pool: &mut dyn Pool<F>) -> bool {
+        let mut emitter = Emitter::new(pool, &mut self.spare, &mut self.emitted, &mut self.counters.drops);
+        let done = self.program.stop(now, force, &mut emitter);
+        let failed = emitter.failed;
+        self.count_drop(builtin::NO_BUFFER, failed);
+        self.flush_emitted(now, pool);
+        done
     }
 
     /// Take the packets waiting for the CPU.

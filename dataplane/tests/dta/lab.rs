@@ -15,7 +15,7 @@ use dataplane::switch::Switch;
 use roce::cm::{CmConfig, Metadata};
 use roce::dta::{report_frame_len, write_report_frame};
 use roce::endpoint::{Endpoint, Event, Listen};
-use roce::responder::{Region, Regions};
+use roce::responder::{Region, Regions, RingHead};
 use wire::dta::{DtaRepr, NackRepr};
 use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame};
 use wire::ipv4::Ipv4Packet;
@@ -127,7 +127,10 @@ impl Collector {
         for (i, &(port, len)) in ports.iter().enumerate() {
             let rkey = 0x1000 + u32::from(port) + seed;
             let va = 0x7f00_0000_0000u64 + ((i as u64) << 32);
-            mem.add(Region { rkey, va, write: true, atomic: true, buf: vec![0u8; len as usize] });
+            // The lab's convention: ports 1340..=1349 are Append lists, whose heads the memory
+            // keeps (and sends with the metadata), as the collector's does.
+            let ring = (1340..=1349).contains(&port).then_some(RingHead { entry: 4, head: 0 });
+            mem.add(Region { rkey, va, write: true, atomic: true, buf: vec![0u8; len as usize], ring });
             listens.push(Listen { port, metadata: Some(Metadata { va, len, rkey }) });
             regions.push((port, rkey, va));
         }
@@ -193,6 +196,12 @@ pub struct Lab {
     /// Frames the translator sent back to reporters (NACKs).
     pub to_reporters: Vec<Vec<u8>>,
     pub capture: bool,
+    /// The configuration the translator was built from (a restart builds it again).
+    pub cfg_text: String,
+    /// Whether a translator runs: while not, reports to it are lost (counted in `outage`).
+    pub translator_up: bool,
+    /// Reports sent while no translator ran.
+    pub outage: u64,
 }
 
 /// Ethernet, IPv4, UDP of a frame: (src, dst, dst port, UDP payload offset, IP offset).
@@ -222,13 +231,43 @@ impl Lab {
             captured: Vec::new(),
             to_reporters: Vec::new(),
             capture: false,
+            cfg_text: cfg_text.to_string(),
+            translator_up: true,
+            outage: 0,
         }
+    }
+
+    /// Stop the translator as SIGTERM does: it writes out what it holds, waits (at most
+    /// `grace` steps) for its writes' acknowledgements, and disconnects; then it is gone.
+    pub fn stop_translator(&mut self, grace: usize) {
+        for k in 0..=grace {
+            let done = self.sw.stop(self.now, k == grace, &mut self.pool);
+            self.step();
+            if done {
+                break;
+            }
+        }
+        self.translator_up = false;
+    }
+
+    /// Start a new translator from the same configuration (with a fresh CM seed, as a new
+    /// process gets).
+    pub fn start_translator(&mut self) {
+        let cfg = Config::parse(Path::new("dta-lab.toml"), &self.cfg_text).unwrap_or_else(|e| panic!("{e}"));
+        self.sw = build_switch::<DtaTranslator, PktBuf>(&cfg).unwrap_or_else(|e| panic!("{e}"));
+        self.translator_up = true;
     }
 
     /// One microsecond: timers, what the translator sends, what collectors answer.
     pub fn step(&mut self) {
         self.now += 1000;
         let now = self.now;
+        if !self.translator_up {
+            for c in self.collectors.iter_mut().filter(|c| c.up) {
+                c.ep.handle_timeout(now, &mut |_, _| {});
+            }
+            return;
+        }
         self.sw.tick(now, &mut self.pool);
         let mut frames = Vec::new();
         let mut v = Vec::new();
@@ -315,6 +354,10 @@ impl Lab {
     }
 
     pub fn report_bytes(&mut self, src: Ipv4Addr, dst: Ipv4Addr, payload: &[u8]) {
+        if !self.translator_up {
+            self.outage += 1;
+            return;
+        }
         if self.to_translator.lose() {
             return;
         }

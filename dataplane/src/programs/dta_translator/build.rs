@@ -70,6 +70,7 @@ impl DtaTranslator {
                 window,
                 ack_req_every: d.ack_every.unwrap_or(32).clamp(1, window),
                 timeout_ns: us(d.timeout_us, 1000).max(1000),
+                max_timeout_ns: us(d.max_timeout_us, 134_218).max(us(d.timeout_us, 1000).max(1000)),
                 retry_limit: d.retry_limit.unwrap_or(7),
                 rnr_retry_limit: 7,
                 max_payload: roce::requester::MAX_INLINE,
@@ -77,6 +78,8 @@ impl DtaTranslator {
             ack_probe_ns: us(d.ack_probe_us, 50),
             append_flush_ns: us(d.append_flush_us, 100),
             nack_interval_ns: us(d.nack_interval_us, 20),
+            region_timeout_ns: d.region_timeout_ms.unwrap_or(2000).max(1) * 1_000_000,
+            seed: d.seed.unwrap_or_else(fresh_seed),
             cm: CmConfig {
                 response_timeout_ns: d.cm_timeout_ms.unwrap_or(200).max(1) * 1_000_000,
                 max_req_tries: 4,
@@ -112,13 +115,14 @@ impl DtaTranslator {
                     src_port: 0xd000 | (local_qpn as u16 & 0x0fff),
                 };
                 let req = Requester::new(store.requester_config(s.requester), 0, 0);
+                let entry_len = store.entry_len();
                 Qp {
                     name,
                     collector,
                     peer,
                     store,
                     local_qpn,
-                    cm: CmClient::new(s.cm, params, local_qpn << 8),
+                    cm: CmClient::new(s.cm, params, comm_id_base(s.seed, local_qpn)),
                     phase: Phase::Connecting,
                     req,
                     resp: Responder::new(Transport::Rc, 0),
@@ -136,6 +140,11 @@ impl DtaTranslator {
                     tmpl: None,
                     ud_psn: 0,
                     attempts: 0,
+                    since: 0,
+                    region_entries: 0,
+                    entry_len,
+                    orphans: None,
+                    poisoned: false,
                 }
             };
         for (i, col) in d.collector.iter().enumerate() {
@@ -148,6 +157,7 @@ impl DtaTranslator {
                 return Err(c.err(format!("{key}.ip"), format!("{ip} is listed twice")));
             }
             let name = if col.name.is_empty() { format!("c{i}") } else { col.name.clone() };
+            let mut configured = MeterConfig::default();
             let metered = match col.rate {
                 None | Some(0) => false,
                 Some(rate) => {
@@ -157,11 +167,9 @@ impl DtaTranslator {
                     }
                     let burst = col.burst.unwrap_or(256).max(1);
                     let u = u64::from(UNITS);
-                    meters.configure(
-                        i,
-                        MeterConfig { cir: rate * u, cbs: burst * u, pir: peak * u, pbs: burst * u },
-                        0,
-                    );
+                    let cfg = MeterConfig { cir: rate * u, cbs: burst * u, pir: peak * u, pbs: burst * u };
+                    meters.configure(i, cfg, 0);
+                    configured = cfg;
                     true
                 }
             };
@@ -187,6 +195,10 @@ impl DtaTranslator {
                 keyincrement_redundancy: col.keyincrement_redundancy,
                 postcarder: None,
                 metered,
+                rate: configured,
+                share: 16,
+                last_cut: 0,
+                last_step: 0,
             };
             if let Some(port) = col.keywrite {
                 st.keywrite = Some(qps.len());
@@ -331,6 +343,27 @@ impl DtaTranslator {
             sketch_buf: Vec::with_capacity(roce::requester::MAX_INLINE),
             scratch: Vec::with_capacity(MAX_REPORT),
             last_tick: 0,
+            started_at: None,
         })
     }
+}
+
+/// A seed that differs between starts: the time and the process ID (as the collector seeds its
+/// QPNs and R_Keys). Not a secret — IB CM has no authentication — only different each start.
+fn fresh_seed() -> u32 {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    (t.as_nanos() as u32)
+        ^ (t.as_secs() as u32).rotate_left(16)
+        ^ std::process::id().wrapping_mul(0x9e37_79b1)
+}
+
+/// The first CM communication ID of QP `local_qpn` under `seed`: spread over the 32-bit space
+/// (murmur3's finaliser), so two starts, or two QPs, do not share IDs.
+fn comm_id_base(seed: u32, local_qpn: u32) -> u32 {
+    let mut x = seed ^ local_qpn.wrapping_mul(0x85eb_ca6b);
+    x ^= x >> 16;
+    x = x.wrapping_mul(0x7feb_352d);
+    x ^= x >> 15;
+    x = x.wrapping_mul(0x846c_a68b);
+    x ^ (x >> 16)
 }

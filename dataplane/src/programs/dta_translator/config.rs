@@ -34,8 +34,12 @@ pub struct DtaSection {
     pub ack_every: Option<u32>,
     /// Outstanding RDMA packets per QP.
     pub window: Option<u32>,
-    /// Retransmission timeout, µs.
+    /// Smallest (and first) retransmission timeout, µs (default 1000); the timeout adapts to
+    /// the measured round trip above it.
     pub timeout_us: Option<u64>,
+    /// Largest retransmission timeout, µs (default 134218, IBTA's 4.096 µs × 2^15); equal to
+    /// `timeout_us`: a fixed timeout.
+    pub max_timeout_us: Option<u64>,
     /// Timeouts without progress before a QP is reset and reconnected.
     pub retry_limit: Option<u8>,
     /// An unacknowledged tail older than this (µs) gets a zero-length WRITE asking for an ACK.
@@ -54,6 +58,12 @@ pub struct DtaSection {
     pub cm_timeout_ms: Option<u64>,
     /// First CM retry backoff, ms (doubles up to 10 s).
     pub cm_backoff_ms: Option<u64>,
+    /// How long a connected QP waits for the collector's metadata SEND before it disconnects
+    /// and connects again, ms (default 2000).
+    pub region_timeout_ms: Option<u64>,
+    /// Seed of the CM communication IDs and starting PSNs (default: a fresh one per start,
+    /// so a restarted translator is never taken for its former self's duplicate).
+    pub seed: Option<u32>,
     /// The collectors.
     #[serde(default)]
     pub collector: Vec<DtaCollector>,

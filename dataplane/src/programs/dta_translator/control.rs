@@ -9,7 +9,8 @@ impl DtaTranslator {
         format!(
             "ready={ready}/{} keywrite={} append={} keyincrement={} postcarder={} sketchmerge={} rdma_packets={} \
              retransmitted={} acks={} nacks={} slow_downs={} parked={} unparked={} connects={} resets={} outstanding={} \
-             seq_gaps={} seq_recovered={} seq_unrecoverable={} reporter_restarts={} untracked={}",
+             seq_gaps={} seq_recovered={} seq_unrecoverable={} reporter_restarts={} untracked={} \
+             replayed={} lost_requests={} lost_entries={} region_lost_entries={} rate_cuts={} ack_probes={}",
             self.qps.len(),
             s.reports[0],
             s.reports[1],
@@ -31,6 +32,12 @@ impl DtaTranslator {
             s.seq_unrecoverable,
             s.reporter_restarts,
             s.untracked,
+            s.replayed,
+            s.lost_requests,
+            s.lost_entries,
+            s.region_lost_entries,
+            s.rate_cuts,
+            s.ack_probes,
         )
     }
 

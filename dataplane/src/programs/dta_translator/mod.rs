@@ -144,6 +144,10 @@ pub struct Settings {
     pub append_flush_ns: u64,
     /// NACK pacing per reporter, ns.
     pub nack_interval_ns: u64,
+    /// Longest wait for a collector's metadata once connected, ns.
+    pub region_timeout_ns: u64,
+    /// Seed of CM communication IDs and starting PSNs.
+    pub seed: u32,
     /// The CM's timers.
     pub cm: CmConfig,
 }
@@ -203,6 +207,24 @@ pub struct DtaStats {
     pub reporter_restarts: u64,
     /// Retransmittable reports from reporters the full tracking table could not take.
     pub untracked: u64,
+    /// Requests a lost connection left unacknowledged, posted again on the next connection to
+    /// the same region (WRITEs only: they are idempotent).
+    pub replayed: u64,
+    /// Requests given up unacknowledged: their connection was lost and the next one named
+    /// another region (a restarted collector), they were atomics (a FETCH_ADD the collector
+    /// may have applied is never sent twice), or the translator stopped before their ACK.
+    pub lost_requests: u64,
+    /// The data items those requests carried (Append entries, Key-Write / Key-Increment
+    /// copies, postcards, sketch columns), when not counted in `region_lost_entries`.
+    pub lost_entries: u64,
+    /// Data items written (or being written) to a region the collector no longer offers: a
+    /// reconnection named another region, so the collector restarted and its memory, with
+    /// these items, is gone.
+    pub region_lost_entries: u64,
+    /// Times a collector's rate was cut after a NAK or timeout (back-off).
+    pub rate_cuts: u64,
+    /// Zero-length WRITEs sent to have an unacknowledged tail acknowledged (in `rdma_packets`).
+    pub ack_probes: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -239,6 +261,13 @@ struct CollectorState {
     keyincrement_redundancy: Option<u8>,
     postcarder: Option<usize>,
     metered: bool,
+    /// The configured rates (metered collectors).
+    rate: MeterConfig,
+    /// Back-off: the share of `rate` in force, in sixteenths (16: all of it).
+    share: u32,
+    /// When the rate was last cut, and last restored a step.
+    last_cut: u64,
+    last_step: u64,
 }
 
 /// A report waiting for the rate to allow it.
@@ -333,6 +362,8 @@ pub struct DtaTranslator {
     sketch_buf: Vec<u8>,
     scratch: Vec<u8>,
     last_tick: u64,
+    /// The first tick's time.
+    started_at: Option<u64>,
 }
 
 impl DtaTranslator {
@@ -520,12 +551,17 @@ impl Program for DtaTranslator {
     }
 
     fn tick<F: Frame>(&mut self, now: u64, out: &mut Emitter<'_, F>) {
+        self.started_at.get_or_insert(now);
         self.l2l3.tick(now, out);
         for qi in 0..self.qps.len() {
             self.tick_qp(qi, now, out);
         }
         self.unpark(now, out);
         self.last_tick = now;
+    }
+
+    fn stop<F: Frame>(&mut self, now: u64, force: bool, out: &mut Emitter<'_, F>) -> bool {
+        self.stop_qps(now, force, out)
     }
 
     fn control(&mut self, cmd: Command, now: u64) -> Result<String, String> {

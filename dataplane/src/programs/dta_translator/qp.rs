@@ -57,6 +57,15 @@ impl Store {
         }
     }
 
+    /// [`Qp::entry_len`] for this store.
+    pub fn entry_len(&self) -> usize {
+        match self {
+            Self::Append { .. } => wire::dta::layout::APPEND_ENTRY_LEN,
+            Self::Sketch { merger, .. } => merger.rows() * 4,
+            _ => 0,
+        }
+    }
+
     /// `base` with the retransmit ring sized for this store's largest payload.
     pub fn requester_config(&self, base: RequesterConfig) -> RequesterConfig {
         let max_payload = self.template_shape().map_or(roce::requester::MAX_INLINE, |(_, n)| n);
@@ -126,13 +135,36 @@ pub struct Qp {
     pub ud_psn: u32,
     /// Connections made (for the starting PSN of the next).
     pub attempts: u32,
+    /// When the phase last changed (the wait for the region is bounded).
+    pub since: u64,
+    /// The requests a lost connection left unacknowledged, with the region they were for:
+    /// posted again on the next connection if it names the same region, else counted lost.
+    pub orphans: Option<(Requester, Metadata)>,
+    /// Data items posted to the current region (what a collector restart takes with it).
+    pub region_entries: u64,
+    /// Bytes of one data item in a request's payload (Append entries, sketch columns); 0: one
+    /// item per request that has a payload or is an atomic.
+    pub entry_len: usize,
+    /// The connection failed on a fatal NAK: its requests are not replayed (they would fail
+    /// again) but counted lost.
+    pub poisoned: bool,
 }
 
 impl Qp {
+    /// How many data items one request of this store carries (Append entries, Key-Write and
+    /// Key-Increment copies, postcards, sketch columns); 0 for a zero-length WRITE (an ack
+    /// probe, a Key-Increment's immediate).
+    pub fn entries_in(&self, op: &Op, payload_len: usize) -> u64 {
+        match self.entry_len {
+            0 => u64::from(payload_len > 0 || op.is_atomic()),
+            l => (payload_len / l) as u64,
+        }
+    }
+
     /// Number of the next starting PSN: spread over the PSN space per QP and attempt.
-    pub fn next_start_psn(&mut self) -> u32 {
+    pub fn next_start_psn(&mut self, seed: u32) -> u32 {
         self.attempts += 1;
-        (self.local_qpn.wrapping_mul(0x9e37_79b1) ^ self.attempts.wrapping_mul(0x85eb_ca6b))
+        (self.local_qpn.wrapping_mul(0x9e37_79b1) ^ self.attempts.wrapping_mul(0x85eb_ca6b) ^ seed)
             & wire::roce::PSN_MASK
     }
 

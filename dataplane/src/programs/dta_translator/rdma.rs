@@ -44,9 +44,13 @@ impl DtaTranslator {
                 self.stats.acks += 1;
                 match self.qps[qi].req.handle_packet(now, &r.bth, &aeth) {
                     Response::Fatal(e) => {
+                        self.qps[qi].poisoned = true;
                         self.reset(qi, now, ConnectError::Disconnected, &format!("{e}"), out)
                     }
-                    Response::Retransmit { .. } | Response::RnrWait { .. } => self.resend(qi, now, out),
+                    Response::Retransmit { .. } | Response::RnrWait { .. } => {
+                        self.back_off(self.qps[qi].collector, now);
+                        self.resend(qi, now, out)
+                    }
                     Response::Acked { .. } | Response::Ignored => {}
                 }
             }
@@ -67,7 +71,7 @@ impl DtaTranslator {
                     }
                 }
                 if let Delivery::Send { data, .. } = o.delivery {
-                    self.on_metadata(qi, data);
+                    self.on_metadata(qi, now, data);
                 }
             }
             _ => md.dest = Dest::Drop(self.drops.roce_malformed),
@@ -75,30 +79,117 @@ impl DtaTranslator {
     }
 
     /// The collector's metadata SEND on QP `qi`.
-    pub(super) fn on_metadata(&mut self, qi: usize, data: &[u8]) {
+    ///
+    /// The same region as before (a reconnection to a collector that kept its memory): the
+    /// Append head stays where it was (a first connection — this translator restarted — takes
+    /// the collector's head from a 24-byte metadata), and the requests the lost connection left unacknowledged
+    /// are posted again (WRITEs; atomics are counted lost). Another region (a restarted
+    /// collector): lists start at 0 in it, and those requests are counted lost.
+    pub(super) fn on_metadata(&mut self, qi: usize, now: u64, data: &[u8]) {
         let q = &mut self.qps[qi];
-        let Some(meta) = Metadata::decode(data) else {
-            tracing::warn!(qp = %q.name, len = data.len(), "a SEND that is not the 16-byte metadata");
+        let Some((meta, head)) = Metadata::decode_with_head(data) else {
+            tracing::warn!(qp = %q.name, len = data.len(), "a SEND that is not the 16- or 24-byte metadata");
             return;
         };
         if q.phase == Phase::Ready && meta == q.meta {
             return;
         }
+        let same_region = meta == q.meta;
+        if !same_region {
+            // A new region: what was written to the old one is gone with it (the collector
+            // restarted), the unacknowledged requests included.
+            if q.region_entries > 0 {
+                tracing::warn!(qp = %q.name, entries = q.region_entries, "the collector offers a new region: the old one's data is counted lost");
+            }
+            self.stats.region_lost_entries += q.region_entries;
+            q.region_entries = 0;
+        }
         q.meta = meta;
         q.slots = q.slots_for(meta.len);
         let slots = q.slots;
-        match &mut q.store {
-            Store::Append { batcher, .. } => batcher.set_slots(slots),
-            Store::Sketch { merger, .. } if slots * (merger.rows() as u64 * 4) < u64::from(meta.len) / 2 => {}
-            _ => {}
+        if !same_region && let Store::Append { batcher, .. } = &mut q.store {
+            batcher.set_region(slots, head.unwrap_or(0));
         }
         if slots == 0 {
             tracing::warn!(qp = %q.name, len = meta.len, "the collector's region holds no slot");
             return;
         }
         q.phase = Phase::Ready;
+        q.since = now;
         q.build_templates();
-        tracing::info!(qp = %q.name, va = meta.va, len = meta.len, rkey = meta.rkey, slots, "collector region ready");
+        tracing::info!(qp = %q.name, va = meta.va, len = meta.len, rkey = meta.rkey, slots, same_region, "collector region ready");
+        self.adopt_orphans(qi, now);
+    }
+
+    /// Replay or count what QP `qi`'s previous connection left unacknowledged.
+    fn adopt_orphans(&mut self, qi: usize, now: u64) {
+        let q = &mut self.qps[qi];
+        let Some((old, region)) = q.orphans.take() else { return };
+        let replay = region == q.meta && !q.poisoned;
+        q.poisoned = false;
+        let (mut replayed, mut lost, mut entries) = (0u64, 0u64, 0u64);
+        for (op, payload) in old.outstanding_requests() {
+            if replay && !op.is_atomic() && q.req.post(now, op, payload, false).is_ok() {
+                replayed += 1;
+            } else {
+                lost += 1;
+                // In another region, counted with that region's data already.
+                if replay {
+                    entries += q.entries_in(&op, payload.len());
+                }
+            }
+        }
+        q.req.rewind(now);
+        if lost > 0 {
+            tracing::warn!(qp = %q.name, lost, entries, "requests of the lost connection given up (counted lost)");
+        }
+        self.stats.replayed += replayed;
+        self.stats.lost_requests += lost;
+        self.stats.lost_entries += entries;
+    }
+
+    /// Count QP `qi`'s unacknowledged requests lost and forget them (the translator stops).
+    fn abandon(&mut self, qi: usize) {
+        let q = &mut self.qps[qi];
+        let (mut lost, mut entries) = (0u64, 0u64);
+        let olds = q.orphans.take().map(|(r, _)| r);
+        for r in [Some(&q.req), olds.as_ref()].into_iter().flatten() {
+            for (op, payload) in r.outstanding_requests() {
+                lost += 1;
+                entries += q.entries_in(&op, payload.len());
+            }
+        }
+        self.stats.lost_requests += lost;
+        self.stats.lost_entries += entries;
+    }
+
+    /// A NAK or timeout from collector `c`: halve its rate (at most once per millisecond, down
+    /// to 1/16 of the configured), so the translator stops feeding the loss it caused; it is
+    /// restored 1/16 per millisecond without another (`restore_rate`). Unmetered collectors
+    /// have no rate to cut.
+    fn back_off(&mut self, c: usize, now: u64) {
+        let col = &mut self.collectors[c];
+        if !col.metered || col.share <= 1 || now.saturating_sub(col.last_cut) < 1_000_000 {
+            return;
+        }
+        col.share = (col.share / 2).max(1);
+        col.last_cut = now;
+        col.last_step = now;
+        self.stats.rate_cuts += 1;
+        let r = scaled(col.rate, col.share);
+        self.meters.set_rates(c, r, now);
+    }
+
+    /// Give collector `c` back 1/16 of its rate per millisecond since the last cut or step.
+    fn restore_rate(&mut self, c: usize, now: u64) {
+        let col = &mut self.collectors[c];
+        if !col.metered || col.share >= 16 || now.saturating_sub(col.last_step) < 1_000_000 {
+            return;
+        }
+        col.share += 1;
+        col.last_step = now;
+        let r = scaled(col.rate, col.share);
+        self.meters.set_rates(c, r, now);
     }
 
     /// A CM MAD from `src`.
@@ -123,13 +214,22 @@ impl DtaTranslator {
             match o.event {
                 Some(ClientEvent::Established(conn)) => {
                     let q = &mut self.qps[qi];
-                    q.req = Requester::new(
-                        q.store.requester_config(self.s.requester),
-                        conn.remote_qpn,
-                        conn.local_psn,
+                    let old = std::mem::replace(
+                        &mut q.req,
+                        Requester::new(
+                            q.store.requester_config(self.s.requester),
+                            conn.remote_qpn,
+                            conn.local_psn,
+                        ),
                     );
+                    // What the lost connection left unacknowledged waits for the region.
+                    if old.outstanding() > 0 {
+                        let older = q.orphans.replace((old, q.meta));
+                        debug_assert!(older.is_none(), "nothing is posted between a reset and the region");
+                    }
                     q.resp = Responder::new(Transport::Rc, conn.remote_psn);
                     q.phase = Phase::Metadata;
+                    q.since = now;
                     self.stats.connects += 1;
                     tracing::info!(qp = %q.name, collector = %q.peer, remote_qpn = conn.remote_qpn, "connected; waiting for the region");
                 }
@@ -174,6 +274,7 @@ impl DtaTranslator {
         tracing::warn!(qp = %q.name, collector = %q.peer, "queue pair failed ({detail}); reconnecting");
         let dreq = q.cm.reset(now, why);
         q.phase = Phase::Connecting;
+        q.since = now;
         q.tmpl = None;
         self.stats.resets += 1;
         if let Some(m) = dreq {
@@ -237,14 +338,14 @@ impl DtaTranslator {
         }
         // The CM.
         if self.qps[qi].cm.state() == roce::cm::ClientState::Idle {
-            let psn = self.qps[qi].next_start_psn();
+            let psn = self.qps[qi].next_start_psn(self.s.seed);
             self.qps[qi].cm.params_mut().start_psn = psn;
             let req = self.qps[qi].cm.connect(now);
             self.send_mad(qi, &req, out);
             return;
         }
         if matches!(self.qps[qi].cm.state(), roce::cm::ClientState::Backoff { until, .. } if now >= until) {
-            let psn = self.qps[qi].next_start_psn();
+            let psn = self.qps[qi].next_start_psn(self.s.seed);
             self.qps[qi].cm.params_mut().start_psn = psn;
         }
         let o = self.qps[qi].cm.handle_timeout(now);
@@ -257,12 +358,20 @@ impl DtaTranslator {
             q.tmpl = None;
             tracing::warn!(qp = %q.name, collector = %q.peer, "connection: {why}; retrying with backoff");
         }
+        // The region is waited for a bounded time, then the connection is made again.
+        if self.qps[qi].phase == Phase::Metadata
+            && now.saturating_sub(self.qps[qi].since) >= self.s.region_timeout_ns
+        {
+            return self.reset(qi, now, ConnectError::Timeout, "no region from the collector", out);
+        }
         if self.qps[qi].phase != Phase::Ready {
             return;
         }
         // Timeouts and resends.
-        if let Err(e) = self.qps[qi].req.handle_timeout(now) {
-            return self.reset(qi, now, ConnectError::Timeout, &format!("{e}"), out);
+        match self.qps[qi].req.handle_timeout(now) {
+            Err(e) => return self.reset(qi, now, ConnectError::Timeout, &format!("{e}"), out),
+            Ok(true) => self.back_off(self.qps[qi].collector, now),
+            Ok(false) => self.restore_rate(self.qps[qi].collector, now),
         }
         self.resend(qi, now, out);
         // A partial Append batch waits at most append_flush.
@@ -271,17 +380,60 @@ impl DtaTranslator {
         {
             let _ = self.flush_append(qi, now, &mut First::None, out);
         }
-        // An unacknowledged tail gets a zero-length WRITE asking for an ACK.
+        // An unacknowledged tail gets a zero-length WRITE asking for an ACK: an RDMA packet
+        // like any other, metered (a red one waits for the next tick) and counted.
         if self.qps[qi].req.ack_probe_due(now, self.s.ack_probe_ns) {
+            let c = self.qps[qi].collector;
+            if self.collectors[c].metered && self.meters.execute(c, now, UNITS) == Color::Red {
+                return;
+            }
             let q = &mut self.qps[qi];
             let op = Op::Write { va: q.meta.va, rkey: q.meta.rkey, imm: None };
             if let Ok(p) = q.req.post(now, op, &[], true)
                 && p.send_now
                 && let Some(h) = q.hop
             {
+                self.stats.rdma_packets += 1;
+                self.stats.ack_probes += 1;
                 let q = &self.qps[qi];
                 out.emit(Dest::Port(h.port), self.s.queue, |f| q.build(f, p.psn, p.ack_req, &op, &[]));
             }
         }
     }
+
+    /// Stopping: write out partial Append batches, wait for every outstanding request's ACK,
+    /// then disconnect each QP (DREQ) so the collector frees it at once. With `force`, what is
+    /// still unacknowledged is counted lost. Whether it is done.
+    pub(super) fn stop_qps<F: Frame>(&mut self, now: u64, force: bool, out: &mut Emitter<'_, F>) -> bool {
+        for qi in 0..self.qps.len() {
+            if self.qps[qi].phase == Phase::Ready
+                && let Store::Append { batcher, .. } = &self.qps[qi].store
+                && batcher.due(now, 0)
+            {
+                let _ = self.flush_append(qi, now, &mut First::None, out);
+            }
+        }
+        let busy = self.qps.iter().any(|q| q.phase == Phase::Ready && q.req.outstanding() > 0);
+        if busy && !force {
+            return false;
+        }
+        // Reports still missing will never be recovered by this translator.
+        let missing: u64 = self.reporters.iter().map(|(_, t)| u64::from(t.missing())).sum();
+        self.stats.seq_unrecoverable += missing;
+        for qi in 0..self.qps.len() {
+            self.abandon(qi);
+            if let Some(dreq) = self.qps[qi].cm.reset(now, ConnectError::Disconnected) {
+                self.send_mad(qi, &dreq, out);
+            }
+            self.qps[qi].phase = Phase::Connecting;
+            self.qps[qi].tmpl = None;
+        }
+        true
+    }
+}
+
+/// `rate` at `share` sixteenths (bursts unchanged).
+fn scaled(rate: MeterConfig, share: u32) -> MeterConfig {
+    let f = |v: u64| (v * u64::from(share) / 16).max(1);
+    MeterConfig { cir: f(rate.cir), pir: f(rate.pir), ..rate }
 }

@@ -66,10 +66,13 @@ impl AppendBatcher {
         self.head
     }
 
-    /// Change the ring size (new metadata after a reconnection): the head restarts at 0.
-    pub fn set_slots(&mut self, slots: u64) {
+    /// A new region (the collector's metadata named another one after a reconnection, or this
+    /// is the first): the ring has `slots` entries and `written` were written to it so far (the
+    /// collector's head, 0 for a restarted collector or one that does not say). A reconnection
+    /// to the same region keeps the head, so the list never restarts over live entries.
+    pub fn set_region(&mut self, slots: u64, written: u64) {
         self.slots = slots.max(1);
-        self.head = 0;
+        self.head = written % self.slots;
     }
 
     /// Add an entry; `imm` asks for the batch to be written at once, with immediate data.
@@ -164,6 +167,17 @@ impl PostcarderCache {
     /// Memory of the cache.
     pub fn bytes(&self) -> usize {
         self.entries.len() * std::mem::size_of::<PathEntry>()
+    }
+
+    /// Whether [`add`](Self::add)ing this postcard would give a path to write (it completes
+    /// its path, or evicts another): the caller admits that write first, so a path is never
+    /// taken out of the cache and then refused.
+    pub fn would_write(&self, key: u32, hop: u8) -> bool {
+        if hop == 0 || hop > self.hops {
+            return false;
+        }
+        let e = &self.entries[wire::dta::keywrite_checksum(key) as usize & (self.entries.len() - 1)];
+        (e.present != 0 && e.key != key) || (e.present | 1 << (hop - 1)) == (1u8 << self.hops) - 1
     }
 
     /// Add hop `hop`'s postcard for `key`.
@@ -384,6 +398,9 @@ pub struct ReporterSeq {
     /// Whether its sequence numbers are tracked yet (an entry made only to pace messages to a
     /// reporter is not).
     tracked: bool,
+    /// Start tracking at the first report's number, whatever the epoch: the translator
+    /// (re)started while the reporter was sending, and cannot know what came before.
+    join: bool,
 }
 
 impl ReporterSeq {
@@ -393,12 +410,19 @@ impl ReporterSeq {
         Self { tracked: false, ..Self::first(0, 0) }
     }
 
+    /// [`untracked`](Self::untracked), for a translator that has just started: the reporter
+    /// may be mid-stream, so its first report starts the tracking at its own number (an epoch
+    /// reporter is otherwise taken to number from 0, its earlier numbers missing).
+    pub fn joining() -> Self {
+        Self { join: true, ..Self::untracked() }
+    }
+
     /// A reporter first heard from with sequence number `seq` in `epoch`: a reporter with an
     /// epoch numbers from 0, so its numbers before `seq` are missing; without one, tracking
     /// starts at `seq`.
     pub fn first(seq: u8, epoch: u8) -> Self {
         let next = if epoch == 0 { seq } else { 0 };
-        Self { epoch, next, seen: u128::MAX, last_nack: 0, nacked: false, tracked: true }
+        Self { epoch, next, seen: u128::MAX, last_nack: 0, nacked: false, tracked: true, join: false }
     }
 
     /// Numbers missing in the window.
@@ -415,8 +439,11 @@ impl ReporterSeq {
                 o.lost = self.missing();
                 o.restarted = true;
             }
-            let (last_nack, nacked) = (self.last_nack, self.nacked);
+            let (last_nack, nacked, joined) = (self.last_nack, self.nacked, !self.tracked && self.join);
             *self = Self { last_nack, nacked, ..Self::first(seq, epoch) };
+            if joined {
+                self.next = seq;
+            }
         }
         let d = u32::from(seq.wrapping_sub(self.next));
         if d < SEQ_WINDOW {
@@ -620,6 +647,18 @@ mod tests {
         // A jump of exactly 128: 128 missing, the window is all holes but the newest.
         let o = r.check(127, 0, 3, 0);
         assert_eq!((o.translate, o.gap), (true, 127));
+    }
+
+    #[test]
+    fn a_translator_that_just_started_joins_a_reporter_mid_stream() {
+        // An epoch reporter first heard at 200 would have 0..199 missing; one the translator
+        // joins mid-stream starts at 200, and a later restart of the reporter numbers from 0.
+        let mut t = ReporterSeq::joining();
+        let o = t.check(200, 3, 0, 0);
+        assert!(o.translate && o.nack.is_none() && o.gap == 0 && o.lost == 0, "{o:?}");
+        assert!(t.check(201, 3, 1, 0).nack.is_none());
+        let o = t.check(5, 4, 2, 0);
+        assert!(o.restarted && o.nack == Some((0, 5)), "{o:?}");
     }
 
     #[test]

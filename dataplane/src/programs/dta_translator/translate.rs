@@ -8,6 +8,10 @@ fn reporter_key(src: Ipv4Addr, src_port: u16) -> u64 {
     (u64::from(src.to_bits()) << 16) | u64::from(src_port)
 }
 
+/// How long after its start the translator takes a reporter it has not heard from to be
+/// mid-stream rather than new (`ReporterSeq::joining`).
+const JOIN_WINDOW_NS: u64 = 100_000_000;
+
 impl DtaTranslator {
     /// Charge `units` to collector `c`'s meter for a report of `prio`.
     #[inline(always)]
@@ -43,6 +47,11 @@ impl DtaTranslator {
             Err(_) => return Err(Reject::Drop(self.drops.store_down)),
         };
         self.stats.rdma_packets += 1;
+        // The data items written to this region (a collector restart loses them all).
+        q.region_entries += match q.entry_len {
+            0 => u64::from(!payload.is_empty() || op.is_atomic()),
+            l => (payload.len() / l) as u64,
+        };
         if !post.send_now {
             // A resend is under way; the cursor sends it in order.
             return Ok(None);
@@ -201,6 +210,13 @@ impl DtaTranslator {
                         .or_else(|| self.collectors.iter().position(|c| c.postcarder.is_some()))
                         .ok_or(Reject::Drop(self.drops.no_store))?;
                     let qi = self.ready_qp(self.collectors[c].postcarder, self.drops.no_store)?;
+                    // A path costs one packet whenever it is written: the postcard that makes
+                    // one to write is admitted first, and a refused one leaves the cache as it
+                    // was (a parked one comes back to the same partial path).
+                    let Store::Postcarder(cache) = &self.qps[qi].store else { unreachable!() };
+                    if cache.would_write(key, hop) {
+                        self.admit(c, UNITS, prio, now)?;
+                    }
                     let Store::Postcarder(cache) = &mut self.qps[qi].store else { unreachable!() };
                     let path = match cache.add(key, hop, data, imm) {
                         PostcardOutcome::BadHop => return Err(Reject::Drop(self.drops.bad_hop)),
@@ -208,9 +224,7 @@ impl DtaTranslator {
                         PostcardOutcome::Complete(p) | PostcardOutcome::Evicted(p) => Some(p),
                     };
                     self.stats.reports[3] += 1;
-                    // A path costs one packet whenever it is written; charge it then.
                     let Some(p) = path else { return Ok(None) };
-                    self.admit(c, UNITS, prio, now)?;
                     let (meta, slots) = (self.qps[qi].meta, self.qps[qi].slots);
                     let mut buf = [0u8; dta::layout::POSTCARDER_WRITE_LEN];
                     dta::layout::postcarder_slot(p.key, &p.hops, &mut buf);
@@ -430,7 +444,13 @@ impl DtaTranslator {
         let o = match self.reporters.lookup_mut(&key) {
             Some(t) => t.check(seq.seqnum, seq.epoch, now, interval),
             None => {
-                let mut t = ReporterSeq::untracked();
+                // Within 100 ms of its start the translator may be joining reporters that
+                // were sending before it (it restarted): they are tracked from their number.
+                let mut t = if now.saturating_sub(self.started_at.unwrap_or(now)) < JOIN_WINDOW_NS {
+                    ReporterSeq::joining()
+                } else {
+                    ReporterSeq::untracked()
+                };
                 let o = t.check(seq.seqnum, seq.epoch, now, interval);
                 // A full table tracks no new reporters: their reports pass unchecked.
                 if self.reporters.insert(key, t).is_err() {
@@ -529,7 +549,13 @@ impl DtaTranslator {
         match self.reporters.lookup_mut(&key) {
             Some(t) => t.may_notify(now, interval),
             None => {
-                let mut t = ReporterSeq::untracked();
+                // Within 100 ms of its start the translator may be joining reporters that
+                // were sending before it (it restarted): they are tracked from their number.
+                let mut t = if now.saturating_sub(self.started_at.unwrap_or(now)) < JOIN_WINDOW_NS {
+                    ReporterSeq::joining()
+                } else {
+                    ReporterSeq::untracked()
+                };
                 let ok = t.may_notify(now, interval);
                 let _ = self.reporters.insert(key, t);
                 ok
