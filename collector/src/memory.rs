@@ -312,15 +312,11 @@ fn rkey(seed: u32, i: u32) -> u32 {
     x | 1
 }
 
-impl Memory for Registered {
-    fn ring_head(&self, rkey: u32) -> Option<u64> {
-        let i = self.regions.iter().position(|r| r.rkey == rkey)?;
-        self.regions[i].ring_entry.map(|_| self.ring_head(i))
-    }
-
+impl Registered {
+    /// Copy `data` to byte `start` of the memory (bounds checked by the caller), as a NIC's DMA
+    /// does: no ring head moves.
     #[inline]
-    fn write(&mut self, rkey: u32, va: u64, data: &[u8]) -> Result<(), AccessError> {
-        let (start, i) = self.locate(rkey, va, data.len())?;
+    fn copy_in(&self, start: u64, data: &[u8]) {
         let mut at = start;
         let words = self.mem.words();
         let mut d = data;
@@ -341,6 +337,38 @@ impl Memory for Registered {
             at += n as u64;
             d = &d[n..];
         }
+    }
+
+    /// Write `data` at byte `off` of region `i` as a NIC's DMA does — ring heads do not move
+    /// (a verbs collector learns them from marks, [`mark_ring`](Self::mark_ring)). `false` if
+    /// outside the region.
+    pub fn dma_write(&self, i: usize, off: u64, data: &[u8]) -> bool {
+        let Some(r) = self.regions.get(i) else { return false };
+        if off.checked_add(data.len() as u64).is_none_or(|end| end > r.len) {
+            return false;
+        }
+        self.copy_in(r.offset + off, data);
+        true
+    }
+
+    /// Ring `i`'s head after an Append batch mark (`wire::dta::layout::append_head_from_mark`):
+    /// how a collector whose NIC writes by DMA learns it.
+    pub fn mark_ring(&self, i: usize, mark: u32) {
+        let h = self.heads[i].load(Ordering::Relaxed);
+        self.heads[i].store(wire::dta::layout::append_head_from_mark(h, mark), Ordering::Release);
+    }
+}
+
+impl Memory for Registered {
+    fn ring_head(&self, rkey: u32) -> Option<u64> {
+        let i = self.regions.iter().position(|r| r.rkey == rkey)?;
+        self.regions[i].ring_entry.map(|_| self.ring_head(i))
+    }
+
+    #[inline]
+    fn write(&mut self, rkey: u32, va: u64, data: &[u8]) -> Result<(), AccessError> {
+        let (start, i) = self.locate(rkey, va, data.len())?;
+        self.copy_in(start, data);
         if let Some(entry) = self.regions[i].ring_entry {
             self.advance(i, entry, start - self.regions[i].offset, data.len() as u64);
         }

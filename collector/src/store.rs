@@ -343,6 +343,28 @@ impl Stores {
         })))
     }
 
+    /// A WRITE with Immediate's data arrived on a connection to `port`, through a NIC that wrote
+    /// the data by DMA (the verbs backend): on an Append store it is the batch's mark, which
+    /// moves the ring's head (`wire::dta::layout::append_mark`); the immediate to notify the
+    /// host of, if any — the list ID for a mark that asks, the data itself on other stores.
+    pub fn on_marked_immediate(&self, port: u16, imm: u32) -> Option<u32> {
+        match self.stores.iter().find(|s| s.port == port) {
+            Some(Store { kind: StoreKind::Append { list, .. }, region, .. }) => {
+                self.mem.mark_ring(*region, imm);
+                layout::append_mark_notifies(imm).then_some(*list)
+            }
+            _ => Some(imm),
+        }
+    }
+
+    /// The word our 24-byte metadata adds for the store on `port`, for a collector whose NIC
+    /// writes by DMA: an Append ring's head with `RING_MARKS` (batches must be marked for this
+    /// collector to see them); `None` for other stores (the 16-byte metadata).
+    pub fn marked_ring_word(&self, port: u16) -> Option<u64> {
+        let s = self.stores.iter().find(|s| s.port == port)?;
+        matches!(s.kind, StoreKind::Append { .. }).then(|| self.mem.ring_head(s.region) | layout::RING_MARKS)
+    }
+
     fn list(&self, list: u32) -> Result<(&Store, u64), QueryError> {
         let s = self
             .find(|k| matches!(k, StoreKind::Append { list: l, .. } if *l == list))
@@ -482,6 +504,40 @@ mod tests {
         let r = s.memory().regions()[store];
         let mut m = s.memory().clone();
         m.write(r.rkey, r.va + off, data).unwrap();
+    }
+
+    /// The verbs backend's Append: the NIC writes entries by DMA (no head moves), the batches'
+    /// marks (WRITE with Immediate) move the head, and queries read what was written.
+    #[test]
+    fn append_heads_learned_from_marks_serve_queries_whatever_wrote_the_memory() {
+        let s = stores();
+        let region = 3;
+        assert_eq!(s.marked_ring_word(4), Some(layout::RING_MARKS));
+        assert_eq!(s.marked_ring_word(1), None);
+        // Three batches of 3 into a ring of 8: the third wraps.
+        let mut written = 0u64;
+        for (b, notify) in [(0u32, false), (1, true), (2, false)] {
+            for k in 0..3u32 {
+                let v = 10 * b + k + 1;
+                let slot = written % 8;
+                assert!(s.memory().dma_write(region, slot * 4, &v.to_le_bytes()));
+                written += 1;
+            }
+            assert_eq!(s.append_head(5).unwrap(), written - 3, "DMA alone moves nothing");
+            let n = s.on_marked_immediate(4, layout::append_mark(written, notify));
+            assert_eq!(n, notify.then_some(5), "a mark that asks notifies with the list ID");
+            assert_eq!(s.append_head(5).unwrap(), written);
+        }
+        // A replayed batch's (older) mark leaves the head.
+        assert_eq!(s.on_marked_immediate(4, layout::append_mark(6, false)), None);
+        assert_eq!(s.append_head(5).unwrap(), 9);
+        assert_eq!(s.marked_ring_word(4), Some(9 | layout::RING_MARKS));
+        // Entries 1..=8 of the 9 are in the ring; the first was overwritten by the wrap.
+        let p = s.append_read(5, 0, 100).unwrap();
+        assert_eq!(p.entries, [2, 3, 11, 12, 13, 21, 22, 23]);
+        assert_eq!(p.lost, 1);
+        // Other stores' immediates pass through as notifications.
+        assert_eq!(s.on_marked_immediate(1, 77), Some(77));
     }
 
     #[test]

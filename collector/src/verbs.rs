@@ -7,7 +7,11 @@
 //! atomic) at the VA the soft-RNIC would expose, so translators see one layout whatever the
 //! backend; on each connection an RC QP with receive WRs posted (a WRITE with Immediate
 //! consumes one; its immediate becomes a [`Notification`]) and, once established, the 16-byte
-//! metadata SEND (VA low, VA high, length, R_Key) carrying the NIC's real R_Key.
+//! metadata SEND (VA low, VA high, length, R_Key) carrying the NIC's real R_Key. An Append
+//! list's metadata is 24 bytes: its head, with `RING_MARKS` asking the translator to end every
+//! batch with a WRITE with Immediate whose data is the list's count after it — the NIC writes
+//! entries unseen, so the marks are how the list's head, and queries, follow
+//! (`Stores::on_marked_immediate`).
 //!
 //! Needs an RDMA device serving the configured address: on a host without one, starting fails
 //! with [`VerbsError::NoDevice`] naming the address. What this module does not do: anything
@@ -23,7 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rdma_sys as rd;
-use roce::cm::Metadata;
+use roce::cm::{METADATA_HEAD_LEN, METADATA_LEN, Metadata};
 
 use crate::memory::RegionInfo;
 use crate::rnic::{Notification, Notifier, RnicStats, bump};
@@ -109,8 +113,10 @@ struct Conn {
     id: *mut rd::rdma_cm_id,
     cq: *mut rd::ibv_cq,
     port: u16,
-    /// The metadata SEND's payload (sent inline; kept for the QP's life all the same).
-    meta: Box<[u8; 16]>,
+    /// The metadata SEND's payload (sent inline; kept for the QP's life all the same): 16
+    /// bytes, or 24 for an Append list (its head, and the request for marks).
+    meta: Box<[u8; METADATA_HEAD_LEN]>,
+    meta_len: u32,
 }
 
 /// The rdma_cm listeners, registered memory and connections. Lives on the thread that
@@ -126,8 +132,9 @@ pub struct VerbsCollector {
     conns: Vec<Conn>,
     stats: Arc<RnicStats>,
     notifier: Notifier,
-    /// Keeps the registered memory mapped while the NIC may write it.
-    _stores: Stores,
+    /// The stores: keeps the registered memory mapped while the NIC may write it, and follows
+    /// the Append lists' heads from the batches' marks.
+    stores: Stores,
 }
 
 impl std::fmt::Debug for VerbsCollector {
@@ -162,7 +169,7 @@ impl VerbsCollector {
             conns: Vec::new(),
             stats,
             notifier,
-            _stores: stores.clone(),
+            stores: stores.clone(),
         };
         for i in 0..me.regs.len() {
             me.listen(i)?;
@@ -183,7 +190,7 @@ impl VerbsCollector {
         for reg in me.regs.clone() {
             let addr = SocketAddrV4::new(ip, reg.port);
             // SAFETY: the region lies inside the mapping (offset + len ≤ mapping length, as
-            // `Registered` laid it out), which `me._stores` keeps alive until after the MR is
+            // `Registered` laid it out), which `me.stores` keeps alive until after the MR is
             // deregistered in `drop`. The NIC becomes a writer of that memory, as the
             // soft-RNIC thread is otherwise: readers only ever load it as atomic words.
             let mr = unsafe {
@@ -311,8 +318,21 @@ impl VerbsCollector {
         if cq.is_null() {
             return Err(call("ibv_create_cq"));
         }
-        let meta = Box::new(metadata(&reg, self.mr_rkey(store)).encode());
-        let conn = Conn { id, cq, port: reg.port, meta };
+        let m = metadata(&reg, self.mr_rkey(store));
+        let mut meta = Box::new([0u8; METADATA_HEAD_LEN]);
+        // An Append list's head is learned from the batches' marks (the NIC writes the entries
+        // by DMA, unseen): ask the translator for them, and say where the list stands.
+        let meta_len = match self.stores.marked_ring_word(reg.port) {
+            Some(word) => {
+                *meta = m.encode_with_head(word);
+                METADATA_HEAD_LEN
+            }
+            None => {
+                meta[..METADATA_LEN].copy_from_slice(&m.encode());
+                METADATA_LEN
+            }
+        } as u32;
+        let conn = Conn { id, cq, port: reg.port, meta, meta_len };
         // SAFETY: all-zero is a valid ibv_qp_init_attr (null pointers, zero counts).
         let mut attr: rd::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
         attr.send_cq = cq;
@@ -322,7 +342,7 @@ impl VerbsCollector {
             max_recv_wr: RECV_DEPTH,
             max_send_sge: 1,
             max_recv_sge: 1,
-            max_inline_data: 16,
+            max_inline_data: METADATA_HEAD_LEN as u32,
         };
         attr.qp_type = rd::ibv_qp_type::IBV_QPT_RC;
         // SAFETY: `id`, `pd` and `attr` are valid; on success `id.qp` is the new QP.
@@ -364,7 +384,7 @@ impl VerbsCollector {
     /// The connection is up: send the metadata, as the reference collector does.
     fn established(&mut self, id: *mut rd::rdma_cm_id) {
         let Some(c) = self.conns.iter_mut().find(|c| c.id == id) else { return };
-        let mut sge = rd::ibv_sge { addr: c.meta.as_ptr() as u64, length: 16, lkey: 0 };
+        let mut sge = rd::ibv_sge { addr: c.meta.as_ptr() as u64, length: c.meta_len, lkey: 0 };
         // SAFETY: all-zero is a valid ibv_send_wr (no chain, no remote fields).
         let mut wr: rd::ibv_send_wr = unsafe { std::mem::zeroed() };
         wr.sg_list = &mut sge;
@@ -372,8 +392,8 @@ impl VerbsCollector {
         wr.opcode = rd::ibv_wr_opcode::IBV_WR_SEND;
         wr.send_flags = (rd::ibv_send_flags::IBV_SEND_SIGNALED | rd::ibv_send_flags::IBV_SEND_INLINE).0;
         let mut bad = ptr::null_mut();
-        // SAFETY: the QP is connected; with IBV_SEND_INLINE the 16 bytes are copied during the
-        // call, and `wr`/`sge` outlive it.
+        // SAFETY: the QP is connected; with IBV_SEND_INLINE the 16 or 24 bytes are copied during
+        // the call, and `wr`/`sge` outlive it.
         if unsafe { rd::ibv_post_send((*c.id).qp, &mut wr, &mut bad) } != 0 {
             tracing::warn!(port = c.port, "cannot post the metadata SEND: {}", errno());
             return;
@@ -400,7 +420,10 @@ impl VerbsCollector {
                         // SAFETY: a WRITE with Immediate's completion carries imm_data.
                         let imm = u32::from_be(unsafe { wc.imm_data_invalidated_rkey_union.imm_data });
                         bump(&self.stats.immediates);
-                        self.notifier.publish(Notification { port: c.port, imm }, &self.stats);
+                        // An Append batch's mark moves its list's head (and may notify).
+                        if let Some(imm) = self.stores.on_marked_immediate(c.port, imm) {
+                            self.notifier.publish(Notification { port: c.port, imm }, &self.stats);
+                        }
                         post_recv(c);
                     }
                 }
@@ -451,7 +474,7 @@ impl Drop for VerbsCollector {
             }
             rd::rdma_destroy_event_channel(self.ch);
         }
-        // `_stores` (the mapping the MRs covered) is dropped after this, with the other fields.
+        // `stores` (the mapping the MRs covered) is dropped after this, with the other fields.
     }
 }
 

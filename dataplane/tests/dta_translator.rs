@@ -523,3 +523,48 @@ append = [{ list = 0, port = 1340, batch = 1 }]
     lab.run(10);
     assert_eq!(read_list(lab.collectors[0].region(1340), 1), [9]);
 }
+
+/// A collector whose NIC writes by DMA (the verbs backend) asks for marks in its 24-byte
+/// metadata: every Append batch then ends with a WRITE with Immediate whose data is the list's
+/// count after it (bit 31: a report asked for a notification), from which the collector follows
+/// the head without seeing a write.
+#[test]
+fn append_batches_are_marked_for_a_collector_that_asks() {
+    let collectors = r#"
+[[dta.collector]]
+name = "c0"
+ip = "10.0.0.51"
+append = [{ list = 0, port = 1340, batch = 4 }]
+"#;
+    let mut c = Collector::new(C0, C0_MAC, &[(1340, 64 * 4)], 1);
+    let rkey = c.regions[0].1;
+    c.ep.memory_mut().get_mut(rkey).unwrap().ring.as_mut().unwrap().marks = true;
+    let mut lab = Lab::new(&config("", collectors, &[(C0, C0_MAC)]), vec![c]);
+    lab.connect(200_000);
+    for i in 0..10u32 {
+        let mut r = append(0, i + 1, long(0, false, Priority::Low));
+        r.immediate = i == 5;
+        lab.report(REPORTER, C0, &r);
+    }
+    lab.run(1000);
+    assert_eq!(read_list(lab.collectors[0].region(1340), 11), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0]);
+    // Marks: after 4 entries; after 6 (the immediate report closes its batch early and asks
+    // for a notification); then the rest, the last at 10. Each moves the head forward.
+    let marks: Vec<u32> = lab.collectors[0]
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            roce::endpoint::Event::Applied { imm: Some(m), .. } => Some(*m),
+            _ => None,
+        })
+        .collect();
+    let mut head = 0u64;
+    for &m in &marks {
+        let next = dta::layout::append_head_from_mark(head, m);
+        assert!(next > head, "{marks:?}");
+        head = next;
+    }
+    assert_eq!(head, 10, "{marks:?}");
+    assert_eq!(marks.iter().filter(|&&m| dta::layout::append_mark_notifies(m)).count(), 1, "{marks:?}");
+    assert_eq!(marks[1], dta::layout::append_mark(6, true), "{marks:?}");
+}

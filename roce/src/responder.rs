@@ -48,8 +48,9 @@ pub trait Memory {
     /// Replace the 64-bit word at `va` by `swap` if it equals `compare`; returns its previous
     /// value.
     fn cmp_swap(&mut self, rkey: u32, va: u64, compare: u64, swap: u64) -> Result<u64, AccessError>;
-    /// If the region of `rkey` is an Append ring whose head this memory keeps: the entries
-    /// written to it so far (sent to a (re)connecting writer with the region's metadata).
+    /// If the region of `rkey` is an Append ring whose head this memory keeps: the word our
+    /// 24-byte metadata adds — the entries written to it so far, and maybe
+    /// `wire::dta::layout::RING_MARKS` (sent to a (re)connecting writer).
     fn ring_head(&self, _rkey: u32) -> Option<u64> {
         None
     }
@@ -440,6 +441,9 @@ pub struct RingHead {
     pub entry: u32,
     /// Entries written so far.
     pub head: u64,
+    /// Ask the writer to mark its batches (`wire::dta::layout::RING_MARKS` in the word
+    /// [`Memory::ring_head`] gives), as a collector whose NIC writes by DMA does.
+    pub marks: bool,
 }
 
 /// A [`Memory`] over a set of regions, each backed by any byte buffer (a `Vec`, a slice of a
@@ -464,6 +468,11 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> Regions<B> {
     /// The region with `rkey`.
     pub fn get(&self, rkey: u32) -> Option<&Region<B>> {
         self.regions.iter().find(|r| r.rkey == rkey)
+    }
+
+    /// The region with `rkey`, to change.
+    pub fn get_mut(&mut self, rkey: u32) -> Option<&mut Region<B>> {
+        self.regions.iter_mut().find(|r| r.rkey == rkey)
     }
 
     /// All regions.
@@ -514,7 +523,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> Memory for Regions<B> {
     }
 
     fn ring_head(&self, rkey: u32) -> Option<u64> {
-        self.get(rkey)?.ring.map(|r| r.head)
+        self.get(rkey)?.ring.map(|r| if r.marks { r.head | wire::dta::layout::RING_MARKS } else { r.head })
     }
 
     fn fetch_add(&mut self, rkey: u32, va: u64, add: u64) -> Result<u64, AccessError> {

@@ -129,7 +129,7 @@ impl Collector {
             let va = 0x7f00_0000_0000u64 + ((i as u64) << 32);
             // The lab's convention: ports 1340..=1349 are Append lists, whose heads the memory
             // keeps (and sends with the metadata), as the collector's does.
-            let ring = (1340..=1349).contains(&port).then_some(RingHead { entry: 4, head: 0 });
+            let ring = (1340..=1349).contains(&port).then_some(RingHead { entry: 4, head: 0, marks: false });
             mem.add(Region { rkey, va, write: true, atomic: true, buf: vec![0u8; len as usize], ring });
             listens.push(Listen { port, metadata: Some(Metadata { va, len, rkey }) });
             regions.push((port, rkey, va));

@@ -218,6 +218,33 @@ pub mod layout {
         head + (start + entries - pos) % entries + len
     }
 
+    /// In the word our 24-byte metadata adds (the Append ring's head), this bit asks the
+    /// translator to mark every batch ([`append_mark`]): the collector cannot see writes (a NIC
+    /// applies them by DMA) and learns its rings' heads from the marks.
+    pub const RING_MARKS: u64 = 1 << 63;
+
+    /// The immediate data of an Append batch's last WRITE (a WRITE with Immediate) when the
+    /// collector asked for marks: the entries written to the list after this batch, modulo
+    /// 2^31, with bit 31 set when a report of the batch asked for a notification (the
+    /// reference's immediate carries the list ID instead; with marks the collector knows the
+    /// list from the connection).
+    pub const fn append_mark(written: u64, notify: bool) -> u32 {
+        (written as u32 & 0x7fff_ffff) | ((notify as u32) << 31)
+    }
+
+    /// Whether a mark asks for a notification.
+    pub const fn append_mark_notifies(mark: u32) -> bool {
+        mark & 0x8000_0000 != 0
+    }
+
+    /// The head after `mark`, `head` before it: the head moves forward to the mark's count
+    /// (less than 2^30 entries between marks); an older mark (a batch replayed on a new
+    /// connection) leaves it.
+    pub const fn append_head_from_mark(head: u64, mark: u32) -> u64 {
+        let delta = (mark & 0x7fff_ffff).wrapping_sub(head as u32) & 0x7fff_ffff;
+        if delta < 1 << 30 { head + delta as u64 } else { head }
+    }
+
     /// A Postcarder slot: 32 bytes, of which 5 hop values (4 bytes each, network order) and,
     /// our extension in the reference's padding, the key's Key-Write checksum (little-endian)
     /// at offset 20, so a query can tell whose path a slot holds.

@@ -242,7 +242,11 @@ impl DtaTranslator {
                     return Err(c.err(format!("{lkey}.list"), format!("list {} is configured twice", l.list)));
                 }
                 lists.insert(l.list, qps.len()).map_err(|e| c.err(lkey.clone(), e.to_string()))?;
-                let store = Store::Append { list: l.list, batcher: AppendBatcher::new(batch as usize, 1) };
+                let store = Store::Append {
+                    list: l.list,
+                    batcher: AppendBatcher::new(batch as usize, 1),
+                    marks: false,
+                };
                 qps.push(new_qp(&qps, format!("{name}/append[{}]", l.list), i, ip, l.port, store));
             }
             for (j, sk) in col.sketch.iter().enumerate() {

@@ -34,6 +34,9 @@ pub enum Store {
         list: u32,
         /// Its batch and ring head.
         batcher: AppendBatcher,
+        /// The collector asked for every batch to be marked with its head
+        /// (`wire::dta::layout::RING_MARKS`).
+        marks: bool,
     },
     /// One sketch.
     Sketch {

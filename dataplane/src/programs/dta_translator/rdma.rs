@@ -107,8 +107,12 @@ impl DtaTranslator {
         q.meta = meta;
         q.slots = q.slots_for(meta.len);
         let slots = q.slots;
-        if !same_region && let Store::Append { batcher, .. } = &mut q.store {
-            batcher.set_region(slots, head.unwrap_or(0));
+        if let Store::Append { batcher, marks, .. } = &mut q.store {
+            let word = head.unwrap_or(0);
+            *marks = word & dta::layout::RING_MARKS != 0;
+            if !same_region {
+                batcher.set_region(slots, word & !dta::layout::RING_MARKS);
+            }
         }
         if slots == 0 {
             tracing::warn!(qp = %q.name, len = meta.len, "the collector's region holds no slot");

@@ -22,6 +22,8 @@ pub struct AppendBatcher {
     batch: usize,
     slots: u64,
     head: u64,
+    /// Entries written to the ring since it was empty (the collector's count).
+    written: u64,
     buf: [u32; MAX_BATCH],
     n: usize,
     since: u64,
@@ -44,6 +46,7 @@ impl AppendBatcher {
             batch: batch.clamp(1, MAX_BATCH),
             slots: slots.max(1),
             head: 0,
+            written: 0,
             buf: [0; MAX_BATCH],
             n: 0,
             since: 0,
@@ -73,6 +76,12 @@ impl AppendBatcher {
     pub fn set_region(&mut self, slots: u64, written: u64) {
         self.slots = slots.max(1);
         self.head = written % self.slots;
+        self.written = written;
+    }
+
+    /// Entries written to the ring since it was empty, this batch's included once taken.
+    pub fn written(&self) -> u64 {
+        self.written
     }
 
     /// Add an entry; `imm` asks for the batch to be written at once, with immediate data.
@@ -99,6 +108,7 @@ impl AppendBatcher {
         let head = self.head;
         let first = n.min(self.slots - head) as usize;
         self.head = (head + n) % self.slots;
+        self.written += n;
         self.n = 0;
         let imm = std::mem::take(&mut self.imm);
         let all = &self.buf[..n as usize];

@@ -265,9 +265,12 @@ impl DtaTranslator {
         out: &mut Emitter<'_, F>,
     ) -> Result<Option<PortId>, Reject> {
         let (meta, _) = (self.qps[qi].meta, self.qps[qi].slots);
-        let Store::Append { list, batcher } = &mut self.qps[qi].store else { return Ok(None) };
-        let list = *list;
+        let Store::Append { list, batcher, marks } = &mut self.qps[qi].store else { return Ok(None) };
+        let (list, marks, after) = (*list, *marks, batcher.written() + batcher.pending() as u64);
         let (writes, imm) = batcher.take();
+        // The last WRITE's immediate: the reference's list ID when a report asked for it, or,
+        // for a collector that asked for marks, always the mark.
+        let last_imm = if marks { Some(dta::layout::append_mark(after, imm)) } else { imm.then_some(list) };
         // Copy out: `send` needs the QP mutably.
         let mut runs: [(u64, usize, [u8; 64]); 2] = [(0, 0, [0; 64]); 2];
         let mut n = 0;
@@ -285,7 +288,7 @@ impl DtaTranslator {
             let op = Op::Write {
                 va: meta.va + slot * dta::layout::APPEND_ENTRY_LEN as u64,
                 rkey: meta.rkey,
-                imm: (imm && k + 1 == n).then_some(list),
+                imm: if k + 1 == n { last_imm } else { None },
             };
             port = port.or(self.send(qi, now, op, &bytes[..*len], first, out)?);
         }
