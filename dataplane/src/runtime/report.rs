@@ -153,6 +153,7 @@ pub fn run(r: &ReportRun) -> Result<ReportSummary, ReportError> {
         start_ns: 0,
         keep: r.keep,
         epoch: r.epoch,
+        tail_probes: if matches!(r.sink, Sink::Udp { .. }) { roce::dta::TAIL_PROBES } else { 0 },
     });
     let pool = HeapPool::new(4 * BURST, 512);
     let linger_ns = linger.as_nanos() as u64;

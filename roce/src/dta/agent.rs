@@ -44,6 +44,9 @@ pub struct ReporterConfig {
     /// This run's reporter epoch (1..=15; pick a new one at each start, so the translator sees
     /// a restart).
     pub epoch: u8,
+    /// Tail probes after the stream's last report (0 for a capture, where nobody answers; 3
+    /// on a live network).
+    pub tail_probes: u32,
 }
 
 /// What a reporter did.
@@ -65,6 +68,19 @@ pub struct ReporterStats {
     pub slow_downs: u64,
     /// Reports that did not fit a frame (none of the load generator's do).
     pub too_long: u64,
+    /// Tail probes: the newest report sent again after the stream ended.
+    pub tail_probes: u64,
+}
+
+/// Tail probes on a live network: the newest report again after 2, 6 and 14 ms (each wait twice
+/// the last), so a report lost at the very end is NACKed like any other.
+pub const TAIL_PROBES: u32 = 3;
+/// The first tail probe's delay, ns.
+const TAIL_PROBE_NS: u64 = 2_000_000;
+
+/// When tail probe `k` (0-based) is due after the last report at `last`.
+fn tail_probe_at(last: u64, k: u32) -> u64 {
+    last + TAIL_PROBE_NS * ((1 << (k + 1)) - 1)
 }
 
 /// Reports sent back to back between two pacing waits: about 50 µs worth at `rate`, at most 32
@@ -111,9 +127,17 @@ impl ReporterAgent {
         }
     }
 
-    /// Whether every report of the stream went out (NACKs may still come).
+    /// Whether every report of the stream went out, tail probes included (NACKs may still
+    /// come).
     pub fn is_done(&self) -> bool {
-        self.gen_.produced >= self.cfg.count && self.resend.is_empty()
+        self.gen_.produced >= self.cfg.count && self.resend.is_empty() && !self.tail_probe_pending()
+    }
+
+    /// A tail probe is still to go: the stream kept a report to probe with and not all went.
+    fn tail_probe_pending(&self) -> bool {
+        self.stats.sent > 0
+            && self.stats.tail_probes < u64::from(self.cfg.tail_probes)
+            && self.gen_.sender.newest().is_some()
     }
 
     fn flow(&self, dst: Ipv4Addr) -> UdpFlow {
@@ -170,7 +194,22 @@ impl Agent for ReporterAgent {
         if let Some((b, n, dst)) = self.resend.pop_front() {
             return self.frame(dst, &b[..usize::from(n)], buf);
         }
-        if self.gen_.produced >= self.cfg.count || now < self.cfg.start_ns {
+        if self.gen_.produced >= self.cfg.count {
+            if self.tail_probe_pending()
+                && now >= tail_probe_at(self.stats.last_ns, self.stats.tail_probes as u32)
+            {
+                let mut k = [0u8; MAX_REPORT];
+                let b = self.gen_.sender.newest()?;
+                let n = b.len();
+                k[..n].copy_from_slice(b);
+                let rep = DtaRepr::parse(&k[..n], Format::default()).ok()?;
+                let dst = destination(&rep, &self.cfg.collectors)?;
+                self.stats.tail_probes += 1;
+                return self.frame(dst, &k[..n], buf);
+            }
+            return None;
+        }
+        if now < self.cfg.start_ns {
             return None;
         }
         // Paced in bursts of about 50 µs: each burst is due burst / (rate × the share
@@ -195,6 +234,11 @@ impl Agent for ReporterAgent {
         if !self.resend.is_empty() {
             return Some(0);
         }
-        (self.gen_.produced < self.cfg.count).then_some(self.due.max(self.cfg.start_ns))
+        if self.gen_.produced >= self.cfg.count {
+            return self
+                .tail_probe_pending()
+                .then(|| tail_probe_at(self.stats.last_ns, self.stats.tail_probes as u32));
+        }
+        Some(self.due.max(self.cfg.start_ns))
     }
 }

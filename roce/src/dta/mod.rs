@@ -14,7 +14,7 @@
 mod agent;
 mod load;
 
-pub use agent::{ReporterAgent, ReporterConfig, ReporterStats};
+pub use agent::{ReporterAgent, ReporterConfig, ReporterStats, TAIL_PROBES};
 pub use load::{LoadGen, LoadKind, LoadSpec};
 
 use std::collections::VecDeque;
@@ -117,6 +117,14 @@ impl ReportSender {
             self.kept.push_back((s.seqnum, b, n as u16));
         }
         Some(n)
+    }
+
+    /// The newest kept report, to send again as a tail probe: a stream's last reports can be
+    /// found missing only by a later report, so a reporter that has stopped sends its newest
+    /// once more (a duplicate the translator drops, or the missing report itself), and any gap
+    /// before it is NACKed.
+    pub fn newest(&self) -> Option<&[u8]> {
+        self.kept.back().map(|(_, b, n)| &b[..usize::from(*n)])
     }
 
     /// Handle a NACK or slow-down message; the reports to resend, oldest first, go to `resend`.

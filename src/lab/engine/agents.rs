@@ -79,6 +79,7 @@ pub(super) fn reporter(h: usize, gateway: (usize, u16), r: &ReporterSpec) -> Rep
         // As many retransmittable reports kept as a reporter may.
         keep: roce::dta::MAX_KEEP,
         // Deterministic: one epoch per host.
+        tail_probes: roce::dta::TAIL_PROBES,
         epoch: roce::dta::epoch_of(h as u8),
     })
 }
