@@ -110,6 +110,8 @@ pub struct PortConfig {
     pub ipv4: Vec<(Ipv4Addr, u8)>,
     /// TM settings.
     pub tm: PortTmConfig,
+    /// Fault injection: the share of frames the port loses each way, at random (0: none).
+    pub inject_loss: f64,
 }
 
 /// Where the runtime's time comes from.

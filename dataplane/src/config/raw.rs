@@ -94,6 +94,7 @@ pub(super) struct RawPort {
     sched: Option<Vec<String>>,
     #[serde(default)]
     ipv4: Vec<String>,
+    inject_loss: Option<f64>,
 }
 
 /// Deserializes one top-level section of a file and skips the rest: how a program reads its
@@ -335,7 +336,14 @@ pub(super) fn port(ctx: &Ctx<'_>, i: usize, p: RawPort) -> Result<PortConfig, Co
     if let Some(b) = p.burst_bytes {
         tm.burst_bytes = b;
     }
-    Ok(PortConfig { name: p.name, backend, mac, ipv4, tm })
+    let inject_loss = p.inject_loss.unwrap_or(0.0);
+    if !(0.0..1.0).contains(&inject_loss) {
+        return Err(ctx.err(key("inject_loss"), format!("{inject_loss} out of range 0 <= p < 1")));
+    }
+    if inject_loss > 0.0 && matches!(backend, Backend::Dpdk { .. }) {
+        return Err(ctx.err(key("inject_loss"), "fault injection is not available on backend \"dpdk\""));
+    }
+    Ok(PortConfig { name: p.name, backend, mac, ipv4, tm, inject_loss })
 }
 
 /// Parse a rate: `10G`, `25g`, `400M`, `1.5G`, `100K` or plain bits per second.

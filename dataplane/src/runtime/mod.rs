@@ -168,6 +168,25 @@ fn open_port<F: Frame + 'static>(
     fanout_base: u16,
     rings: &mut Vec<(String, RingPeer)>,
 ) -> Result<Option<Box<dyn PortIo<F>>>, RuntimeError> {
+    let port = open_backend(pc, pid, id, n, fanout_base, rings)?;
+    Ok(match port {
+        Some(p) if pc.inject_loss > 0.0 => {
+            tracing::warn!(port = %pc.name, p = pc.inject_loss, "fault injection: the port loses frames on purpose");
+            let seed = (pid as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ std::process::id() as u64;
+            Some(Box::new(crate::port::Lossy::new(p, pc.inject_loss, seed)))
+        }
+        p => p,
+    })
+}
+
+fn open_backend<F: Frame + 'static>(
+    pc: &PortConfig,
+    pid: usize,
+    id: usize,
+    n: usize,
+    fanout_base: u16,
+    rings: &mut Vec<(String, RingPeer)>,
+) -> Result<Option<Box<dyn PortIo<F>>>, RuntimeError> {
     Ok(match &pc.backend {
         Backend::AfPacket { iface } => {
             let group = (n > 1).then_some(fanout_base.wrapping_add(pid as u16));

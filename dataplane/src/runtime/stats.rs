@@ -9,7 +9,7 @@ use crate::switch::{Counters, PortCounters};
 /// the control thread loads one whenever it likes.
 #[derive(Debug)]
 pub struct StatsCell {
-    ports: Vec<[AtomicU64; 11]>,
+    ports: Vec<[AtomicU64; 12]>,
     drops: Vec<AtomicU64>,
     misc: [AtomicU64; 4],
 }
@@ -41,6 +41,7 @@ impl StatsCell {
                 ps.rx_errors,
                 ps.tx_errors,
                 ps.rx_missed,
+                ps.injected,
             ];
             for (a, x) in cell.iter().zip(v) {
                 a.store(x, Ordering::Relaxed);
@@ -78,6 +79,7 @@ impl StatsCell {
                 rx_errors: get(&c[8]),
                 tx_errors: get(&c[9]),
                 rx_missed: get(&c[10]),
+                injected: get(&c[11]),
             })
             .collect();
         let c = Counters {

@@ -51,6 +51,17 @@ impl Summary {
                 p.rx_missed
             );
         }
+        // Fault injection ([[port]] inject_loss), when any: what the ports lost on purpose.
+        let injected: Vec<String> = self
+            .ports
+            .iter()
+            .zip(&self.port_stats)
+            .filter(|(_, p)| p.injected > 0)
+            .map(|(n, p)| format!("{n} {}", p.injected))
+            .collect();
+        if !injected.is_empty() {
+            s += &format!("injected loss: {}\n", injected.join(", "));
+        }
         s += "drops by reason:\n";
         let mut any = false;
         for (i, &n) in self.counters.drops.iter().enumerate() {
@@ -96,6 +107,7 @@ pub(super) fn add_port_stats(acc: &mut Vec<PortStats>, more: &[PortStats]) {
         a.rx_errors += b.rx_errors;
         a.tx_errors += b.tx_errors;
         a.rx_missed += b.rx_missed;
+        a.injected += b.injected;
     }
 }
 

@@ -22,6 +22,7 @@ mod af_packet;
 pub mod dpdk;
 mod dpdk_app;
 mod dpdk_config;
+mod lossy;
 mod mem;
 mod pcap;
 #[allow(unsafe_code)]
@@ -30,6 +31,7 @@ mod udp;
 pub use af_packet::{AfPacketPort, interface_mac};
 pub use dpdk_app::{DpdkAppError, FrameApp, run_on_dpdk};
 pub use dpdk_config::{DpdkConfig, DpdkConfigError, RawDpdkConfig};
+pub use lossy::Lossy;
 pub use mem::{MemPort, RingPeer, RingPort};
 pub use pcap::{PcapError, PcapPort};
 pub use udp::{UdpPort, bind_batched, peer_mac};
@@ -50,6 +52,8 @@ pub struct PortStats {
     /// Frames the medium dropped because the port did not take them in time: a full socket
     /// buffer or receive ring (DPDK's `imissed`). Zero where the backend cannot tell.
     pub rx_missed: u64,
+    /// Frames lost on purpose, either way, by fault injection ([`Lossy`]).
+    pub injected: u64,
 }
 
 /// A port: bursts in, bursts out.
@@ -81,6 +85,31 @@ pub trait PortIo<F>: Send {
     /// Flush buffered output at shutdown.
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+/// A boxed port is a port (so wrappers such as [`Lossy`] take any backend).
+impl<F, P: PortIo<F> + ?Sized> PortIo<F> for Box<P> {
+    fn rx_burst(&mut self, pool: &mut dyn Pool<F>, out: &mut Vec<F>, max: usize) -> usize {
+        (**self).rx_burst(pool, out, max)
+    }
+    fn tx_burst(&mut self, pkts: &mut Vec<F>, pool: &mut dyn Pool<F>) -> usize {
+        (**self).tx_burst(pkts, pool)
+    }
+    fn stats(&self) -> PortStats {
+        (**self).stats()
+    }
+    fn next_rx_time(&self) -> Option<u64> {
+        (**self).next_rx_time()
+    }
+    fn rx_done(&self) -> bool {
+        (**self).rx_done()
+    }
+    fn set_time(&mut self, now: u64) {
+        (**self).set_time(now)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        (**self).flush()
     }
 }
 
