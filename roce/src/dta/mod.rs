@@ -158,7 +158,10 @@ impl ReportSender {
         let count = count.min(sent_after);
         for k in 0..count {
             let s = from.wrapping_add(k);
-            match self.kept.iter().find(|(x, _, _)| *x == s) {
+            // Only within RESEND_WINDOW of the newest: an older resend could reach the
+            // translator looking like a number ahead of its window.
+            let recent = self.next.wrapping_sub(s) <= wire::dta::RESEND_WINDOW;
+            match self.kept.iter().find(|(x, _, _)| *x == s).filter(|_| recent) {
                 Some((_, b, len)) => {
                     resend(&b[..usize::from(*len)]);
                     self.resent += 1;

@@ -47,6 +47,13 @@ pub use addressing::*;
 pub use repr::*;
 pub use view::*;
 
+/// How far behind its newest report a reporter resends one (and the translator asks again for a
+/// missing one): 96 of the 128 numbers a sequence number can name unambiguously. The 32 left
+/// over are slack: a resend overtaken in flight by up to 32 newer reports still reads as behind
+/// the translator's newest, never as a number ahead of it (which would move the translator's
+/// window past reports it has not seen, and have it NACK, and translate again, reports it has).
+pub const RESEND_WINDOW: u8 = 96;
+
 /// The short base header.
 pub const BASE_SHORT: Header = Header {
     name: "dta_base_short",

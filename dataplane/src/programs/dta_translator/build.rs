@@ -79,6 +79,7 @@ impl DtaTranslator {
             append_flush_ns: us(d.append_flush_us, 100),
             nack_interval_ns: us(d.nack_interval_us, 20),
             region_timeout_ns: d.region_timeout_ms.unwrap_or(2000).max(1) * 1_000_000,
+            join_ns: d.join_ms.unwrap_or(100).saturating_mul(1_000_000),
             seed: d.seed.unwrap_or_else(fresh_seed),
             cm: CmConfig {
                 response_timeout_ns: d.cm_timeout_ms.unwrap_or(200).max(1) * 1_000_000,
@@ -348,6 +349,8 @@ impl DtaTranslator {
             scratch: Vec::with_capacity(MAX_REPORT),
             last_tick: 0,
             started_at: None,
+            holes: Vec::new(),
+            holes_scan: 0,
         })
     }
 }

@@ -61,6 +61,14 @@ pub struct DtaSection {
     /// How long a connected QP waits for the collector's metadata SEND before it disconnects
     /// and connects again, ms (default 2000).
     pub region_timeout_ms: Option<u64>,
+    /// For how long after it starts (ms, default 100) the translator takes a reporter it has
+    /// not heard from, first heard at number 32 or more, to be mid-stream — the translator
+    /// restarted while reporters were sending — and tracks it from that number, the numbers
+    /// before unknown (taken once if they come, never NACKed: its former self may have stored
+    /// them). A reporter first heard below 32 has just started: its numbers before are missing
+    /// and NACKed. 0: never join; a restarted translator then NACKs what running reporters sent
+    /// before it (up to 96 duplicates per reporter if its former self had stored them).
+    pub join_ms: Option<u64>,
     /// Seed of the CM communication IDs and starting PSNs (default: a fresh one per start,
     /// so a restarted translator is never taken for its former self's duplicate).
     pub seed: Option<u32>,

@@ -10,7 +10,8 @@ impl DtaTranslator {
             "ready={ready}/{} keywrite={} append={} keyincrement={} postcarder={} sketchmerge={} rdma_packets={} \
              retransmitted={} acks={} nacks={} slow_downs={} parked={} unparked={} connects={} resets={} outstanding={} \
              seq_gaps={} seq_recovered={} seq_unrecoverable={} reporter_restarts={} untracked={} \
-             replayed={} lost_requests={} lost_entries={} region_lost_entries={} rate_cuts={} ack_probes={}",
+             replayed={} lost_requests={} lost_entries={} region_lost_entries={} rate_cuts={} ack_probes={} \
+             seq_missing={}",
             self.qps.len(),
             s.reports[0],
             s.reports[1],
@@ -38,6 +39,7 @@ impl DtaTranslator {
             s.region_lost_entries,
             s.rate_cuts,
             s.ack_probes,
+            self.seq_missing(),
         )
     }
 

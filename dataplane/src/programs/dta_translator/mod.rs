@@ -83,6 +83,10 @@ const NACK_PORT: u16 = wire::udp::port::DTA_NACK;
 const UNITS: u32 = 240;
 /// First local QPN.
 const QPN_BASE: u32 = 0x100;
+/// How often the timer asks reporters again for their missing reports.
+const HOLE_SCAN_NS: u64 = 1_000_000;
+/// A reporter silent this long gets its missing reports counted lost.
+const HOLE_GIVE_UP_NS: u64 = 1_000_000_000;
 
 /// Offsets in the common report frame — untagged Ethernet, IPv4 without options, UDP — that the
 /// fast path reads directly, from `wire`'s field specifications (the declared parser's).
@@ -146,6 +150,8 @@ pub struct Settings {
     pub nack_interval_ns: u64,
     /// Longest wait for a collector's metadata once connected, ns.
     pub region_timeout_ns: u64,
+    /// How long after its start the translator joins reporters mid-stream, ns.
+    pub join_ns: u64,
     /// Seed of CM communication IDs and starting PSNs.
     pub seed: u32,
     /// The CM's timers.
@@ -364,12 +370,24 @@ pub struct DtaTranslator {
     last_tick: u64,
     /// The first tick's time.
     started_at: Option<u64>,
+    /// Reporters with numbers missing, and the way back to each (port, NACK addressing): the
+    /// timer asks again for what no later report brings up.
+    holes: Vec<(u64, PortId, UdpFlow)>,
+    /// When the timer last went over `holes`.
+    holes_scan: u64,
 }
 
 impl DtaTranslator {
     /// Counters.
     pub fn stats(&self) -> DtaStats {
         self.stats
+    }
+
+    /// Reports found missing and neither recovered nor counted unrecoverable yet: their numbers
+    /// are still in their reporters' windows, NACKed (`show dta stats` `seq_missing`). Stored +
+    /// counted lost + this = sent, at any moment.
+    pub fn seq_missing(&self) -> u64 {
+        self.reporters.iter().map(|(_, t)| u64::from(t.missing())).sum()
     }
 
     /// Whether every QP is connected and has its region.
@@ -557,6 +575,10 @@ impl Program for DtaTranslator {
             self.tick_qp(qi, now, out);
         }
         self.unpark(now, out);
+        if now.saturating_sub(self.holes_scan) >= HOLE_SCAN_NS {
+            self.holes_scan = now;
+            self.renack_holes(now, out);
+        }
         self.last_tick = now;
     }
 

@@ -367,6 +367,10 @@ impl SketchMerger {
 /// most a reporter keeps for resending ([`roce::dta::MAX_KEEP`]).
 pub const SEQ_WINDOW: u32 = 128;
 
+/// The lowest first number at which a translator that has just started takes a reporter for
+/// mid-stream ([`ReporterSeq::joining`]).
+pub const JOIN_MIN: u8 = 32;
+
 /// What a retransmittable report's sequence number says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SeqOutcome {
@@ -399,8 +403,13 @@ pub struct ReporterSeq {
     pub epoch: u8,
     /// One past the newest number seen.
     next: u8,
-    /// Bit `i` set: number `next - 1 - i` was seen (or is older than the tracking).
+    /// Bit `i` set: number `next - 1 - i` was seen (or, for an epoch reporter, was never sent).
     seen: u128,
+    /// Bit `i` set: number `next - 1 - i` came before the tracking started and is not known
+    /// (a reference reporter's, or one the translator joined mid-stream): accepted once if it
+    /// comes (reordered, or resent after a NACK of the translator's former self), never NACKed
+    /// nor counted lost.
+    unknown: u128,
     /// When the last NACK (or slow-down message) went to it.
     pub last_nack: u64,
     /// Whether a NACK was ever sent (so `last_nack` 0 is meaningful).
@@ -411,6 +420,15 @@ pub struct ReporterSeq {
     /// Start tracking at the first report's number, whatever the epoch: the translator
     /// (re)started while the reporter was sending, and cannot know what came before.
     join: bool,
+    /// First number of the run NACKed again last: the next paced NACK names the next younger
+    /// run, then wraps to the oldest, so every hole is asked for in turn (a hole whose first
+    /// NACK was lost is not left to age out behind an older one).
+    renacked: u8,
+    /// When a run was last NACKed again: paced on its own, so new gaps (NACKed at once) do not
+    /// put off asking again for old ones.
+    last_renack: u64,
+    /// When its last report came.
+    pub last_heard: u64,
 }
 
 impl ReporterSeq {
@@ -421,48 +439,76 @@ impl ReporterSeq {
     }
 
     /// [`untracked`](Self::untracked), for a translator that has just started: the reporter
-    /// may be mid-stream, so its first report starts the tracking at its own number (an epoch
-    /// reporter is otherwise taken to number from 0, its earlier numbers missing).
+    /// may be mid-stream, so a first report numbered [`JOIN_MIN`] or more starts the tracking at
+    /// its own number, the ones before unknown (an epoch reporter is otherwise taken to number
+    /// from 0, its earlier numbers missing).
     pub fn joining() -> Self {
         Self { join: true, ..Self::untracked() }
     }
 
     /// A reporter first heard from with sequence number `seq` in `epoch`: a reporter with an
     /// epoch numbers from 0, so its numbers before `seq` are missing; without one, tracking
-    /// starts at `seq`.
+    /// starts at `seq` and the numbers before it are unknown.
     pub fn first(seq: u8, epoch: u8) -> Self {
         let next = if epoch == 0 { seq } else { 0 };
-        Self { epoch, next, seen: u128::MAX, last_nack: 0, nacked: false, tracked: true, join: false }
+        let known = epoch != 0;
+        Self {
+            epoch,
+            next,
+            seen: if known { u128::MAX } else { 0 },
+            unknown: if known { 0 } else { u128::MAX },
+            last_nack: 0,
+            nacked: false,
+            tracked: true,
+            join: false,
+            renacked: next,
+            last_renack: 0,
+            last_heard: 0,
+        }
     }
 
     /// Numbers missing in the window.
     pub fn missing(&self) -> u32 {
-        (!self.seen).count_ones()
+        self.holes().count_ones()
+    }
+
+    /// Bit `i` set: number `next - 1 - i` is missing.
+    fn holes(&self) -> u128 {
+        !self.seen & !self.unknown
     }
 
     /// Check a retransmittable report's number `seq` of `epoch` at `now`.
     #[inline]
     pub fn check(&mut self, seq: u8, epoch: u8, now: u64, interval: u64) -> SeqOutcome {
         let mut o = SeqOutcome::default();
+        self.last_heard = now;
         if !self.tracked || epoch != self.epoch {
             if self.tracked {
                 o.lost = self.missing();
                 o.restarted = true;
             }
-            let (last_nack, nacked, joined) = (self.last_nack, self.nacked, !self.tracked && self.join);
+            // Joined mid-stream only from number JOIN_MIN on: a reporter first heard at a lower
+            // number is taken to have just started (its reports before are missing), as it
+            // would have to lose JOIN_MIN first reports in a row to look mid-stream.
+            let joined = !self.tracked && self.join && seq >= JOIN_MIN;
+            let (last_nack, nacked) = (self.last_nack, self.nacked);
             *self = Self { last_nack, nacked, ..Self::first(seq, epoch) };
             if joined {
                 self.next = seq;
+                self.seen = 0;
+                self.unknown = u128::MAX;
             }
         }
         let d = u32::from(seq.wrapping_sub(self.next));
         if d < SEQ_WINDOW {
             // New: the window moves d + 1; what falls out still missing is lost.
             let k = d + 1;
-            let out = if k >= 128 { self.seen } else { self.seen >> (128 - k) };
+            let known = self.seen | self.unknown;
+            let out = if k >= 128 { known } else { known >> (128 - k) };
             let width = k.min(128);
             o.lost += width - (out & (u128::MAX >> (128 - width))).count_ones();
             self.seen = if k >= 128 { 1 } else { (self.seen << k) | 1 };
+            self.unknown = if k >= 128 { 0 } else { self.unknown << k };
             let from = self.next;
             self.next = seq.wrapping_add(1);
             o.translate = true;
@@ -481,25 +527,64 @@ impl ReporterSeq {
             }
             self.seen |= 1 << age;
             o.translate = true;
-            o.recovered = true;
+            // A known gap filled; an unknown number (from before the tracking) just accepted.
+            o.recovered = self.unknown & (1 << age) == 0;
+            self.unknown &= !(1 << age);
         }
-        // Numbers still missing: NACK the oldest run again, paced.
-        if self.seen != u128::MAX && self.may_notify(now, interval) {
-            o.nack = self.oldest_missing();
-        }
+        // Numbers still missing: NACK a run again, paced, each in turn.
+        o.nack = self.renack(now, interval);
         o
     }
 
-    /// The oldest run of missing numbers: its first number and length.
-    fn oldest_missing(&self) -> Option<(u8, u8)> {
-        let holes = !self.seen;
+    /// The run of missing numbers to NACK again now, if any is missing and the last NACK again
+    /// was `interval` ago (on a report's arrival, and on the translator's timer: a stream's
+    /// last holes have no later report to bring them up).
+    pub fn renack(&mut self, now: u64, interval: u64) -> Option<(u8, u8)> {
+        if self.holes() == 0 || now.saturating_sub(self.last_renack) < interval {
+            return None;
+        }
+        self.last_renack = now;
+        self.nacked = true;
+        self.last_nack = now;
+        let n = self.next_missing();
+        if let Some((first, _)) = n {
+            self.renacked = first;
+        }
+        n
+    }
+
+    /// Give up the numbers still missing (their reporter went quiet): they are counted lost,
+    /// and returned.
+    pub fn give_up(&mut self) -> u32 {
+        let n = self.missing();
+        self.seen |= !self.unknown;
+        n
+    }
+
+    /// The run of missing numbers to NACK again: the oldest younger than the last one NACKed
+    /// again, or, when there is none, the oldest.
+    fn next_missing(&self) -> Option<(u8, u8)> {
+        let holes = self.holes();
         if holes == 0 {
             return None;
         }
-        let top = 127 - holes.leading_zeros(); // bit of the oldest missing number
+        // The last run NACKed again, to its youngest number: what is younger comes next.
+        let mut age = u32::from(self.next.wrapping_sub(1).wrapping_sub(self.renacked));
+        if age < 128 {
+            while age > 0 && holes & (1u128 << (age - 1)) != 0 {
+                age -= 1;
+            }
+        }
+        // Only what the reporter would still resend (wire::dta::RESEND_WINDOW).
+        let holes = holes & ((1u128 << wire::dta::RESEND_WINDOW) - 1);
+        if holes == 0 {
+            return None;
+        }
+        let younger = if (1..128).contains(&age) { holes & ((1u128 << age) - 1) } else { 0 };
+        let pick = if younger != 0 { younger } else { holes };
+        let top = 127 - pick.leading_zeros();
         let run = (!(holes << (127 - top))).leading_zeros().min(top + 1);
-        let first = self.next.wrapping_sub(1).wrapping_sub(top as u8);
-        Some((first, run as u8))
+        Some((self.next.wrapping_sub(1).wrapping_sub(top as u8), run as u8))
     }
 
     /// Whether a message to this reporter may go now (and record it if so).
@@ -657,6 +742,93 @@ mod tests {
         // A jump of exactly 128: 128 missing, the window is all holes but the newest.
         let o = r.check(127, 0, 3, 0);
         assert_eq!((o.translate, o.gap), (true, 127));
+    }
+
+    /// Reordered (by up to 16) and duplicated reports: each number is translated once, and the
+    /// ones never delivered are exactly those counted lost.
+    #[test]
+    fn reordered_and_duplicated_reports_are_translated_once() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        // 5000 reports (numbers wrap 19 times); each delivered 0, 1 or 2 times, shuffled
+        // within blocks of 16.
+        let n = 5000usize;
+        let mut arrivals: Vec<usize> = Vec::new();
+        for i in 0..n {
+            let copies = match rnd(100) {
+                0..=2 => 0,
+                3..=7 => 2,
+                _ => 1,
+            };
+            arrivals.extend(std::iter::repeat_n(i, copies));
+        }
+        for block in arrivals.chunks_mut(16) {
+            for k in (1..block.len()).rev() {
+                block.swap(k, rnd(k as u64 + 1) as usize);
+            }
+        }
+        let mut t = ReporterSeq::first(0, 1);
+        let mut translated = vec![0u32; n];
+        let mut lost = 0;
+        for &i in &arrivals {
+            let o = t.check(i as u8, 1, 0, 0);
+            lost += o.lost;
+            if o.translate {
+                translated[i] += 1;
+            }
+        }
+        lost += t.missing();
+        assert!(translated.iter().all(|&c| c <= 1), "a report translated twice");
+        let never = translated.iter().filter(|&&c| c == 0).count() as u32;
+        assert_eq!(never, lost, "the reports never translated are the ones counted lost");
+    }
+
+    /// The reports before the first one heard (reordered, or resent after its former self
+    /// NACKed them) are taken once, never NACKed nor counted lost: for a reference reporter
+    /// and one a fresh translator joins mid-stream.
+    #[test]
+    fn numbers_before_the_first_report_are_taken_once_not_dropped() {
+        for mut t in [ReporterSeq::joining(), ReporterSeq::untracked()] {
+            let epoch = if t.join { 5 } else { 0 };
+            let o = t.check(103, epoch, 0, 0);
+            assert!(o.translate && o.nack.is_none(), "{o:?}");
+            for s in [102u8, 100, 101] {
+                let o = t.check(s, epoch, 1, 0);
+                assert!(o.translate && !o.recovered && o.nack.is_none() && o.lost == 0, "{s}: {o:?}");
+            }
+            assert!(!t.check(101, epoch, 2, 0).translate, "a duplicate");
+            // 200 reports later nothing before 103 was ever counted lost.
+            let lost: u32 = (104..=255u8).map(|s| t.check(s, epoch, 3, 0).lost).sum();
+            assert_eq!((lost, t.missing()), (0, 0));
+        }
+    }
+
+    #[test]
+    fn holes_are_nacked_again_in_turn() {
+        // Holes at 2, 5..=6 and 9 (each NACKed once when found); every report in order after
+        // them NACKs the next hole again, in turn: 4 asks for 2, 8 for 5..=6, 11 for 9, then
+        // round again.
+        let mut t = ReporterSeq::first(0, 1);
+        let mut again = Vec::new();
+        for s in [0u8, 1, 3, 4, 7, 8, 10, 11, 12, 13, 14, 15] {
+            let o = t.check(s, 1, u64::from(s), 0);
+            if o.gap == 0 {
+                again.extend(o.nack);
+            }
+        }
+        assert_eq!(again, [(2, 1), (5, 2), (9, 1), (2, 1), (5, 2), (9, 1), (2, 1)]);
+    }
+
+    #[test]
+    fn a_reporter_first_heard_below_join_min_is_taken_to_have_just_started() {
+        let mut t = ReporterSeq::joining();
+        let o = t.check(3, 2, 0, 0);
+        assert_eq!((o.gap, o.nack), (3, Some((0, 3))), "0..=2 missing: {o:?}");
     }
 
     #[test]

@@ -8,10 +8,6 @@ fn reporter_key(src: Ipv4Addr, src_port: u16) -> u64 {
     (u64::from(src.to_bits()) << 16) | u64::from(src_port)
 }
 
-/// How long after its start the translator takes a reporter it has not heard from to be
-/// mid-stream rather than new (`ReporterSeq::joining`).
-const JOIN_WINDOW_NS: u64 = 100_000_000;
-
 impl DtaTranslator {
     /// Charge `units` to collector `c`'s meter for a report of `prio`.
     #[inline(always)]
@@ -332,12 +328,13 @@ impl DtaTranslator {
     }
 
     /// The Ethernet/IPv4/UDP addressing of a DTA NACK answering the report `report` (a frame):
-    /// its addresses swapped, to the reporter's NACK port.
-    fn nack_flow(report: &[u8]) -> Option<UdpFlow> {
+    /// its addresses swapped, to the reporter's NACK port; and the reporter's key.
+    fn nack_flow(report: &[u8]) -> Option<(UdpFlow, u64)> {
         let eth = EthernetFrame::new_checked(report).ok()?;
         let ip = Ipv4Packet::new_checked(&report[eth.header_len()..]).ok()?;
         let udp = UdpPacket::new_checked(ip.payload()).ok()?;
-        Some(UdpFlow {
+        let key = reporter_key(ip.src_addr(), udp.src_port());
+        let flow = UdpFlow {
             vlan: eth.vlan(),
             dscp: ip.dscp(),
             ..UdpFlow::host_udp(
@@ -346,7 +343,8 @@ impl DtaTranslator {
                 SocketAddrV4::new(ip.dst_addr(), udp.dst_port()),
                 SocketAddrV4::new(ip.src_addr(), NACK_PORT),
             )
-        })
+        };
+        Some((flow, key))
     }
 
     /// Write NACK `r` over `flow` into `f`.
@@ -370,7 +368,7 @@ impl DtaTranslator {
 
     /// Turn `pkt` (a report) into the DTA NACK `r` back to its reporter.
     pub(super) fn make_nack<F: Frame>(&mut self, pkt: &mut F, md: &mut IngressMd, r: NackRepr) {
-        let Some(flow) = Self::nack_flow(pkt.data()) else {
+        let Some((flow, _)) = Self::nack_flow(pkt.data()) else {
             return md.dest = Dest::Drop(builtin::MALFORMED);
         };
         if !Self::write_nack(pkt, &flow, &r) {
@@ -391,9 +389,52 @@ impl DtaTranslator {
         r: NackRepr,
         out: &mut Emitter<'_, F>,
     ) {
-        let Some(flow) = Self::nack_flow(report) else { return };
+        let Some((flow, key)) = Self::nack_flow(report) else { return };
         if out.emit(Dest::Port(port), 7, |f| Self::write_nack(f, &flow, &r)) {
             self.count_nack(&r);
+        }
+        // A gap: the reporter's way back, for the timer to ask again (bounded by the table).
+        if matches!(r.ext, Some(NackExt::Reports { .. }))
+            && self.holes.len() < self.reporters.capacity()
+            && !self.holes.iter().any(|h| h.0 == key)
+        {
+            self.holes.push((key, port, flow));
+        }
+    }
+
+    /// The timer's turn: for each reporter with numbers missing, NACK the next run again
+    /// (paced as on arrivals), or, if it has been silent for `HOLE_GIVE_UP_NS`, count them
+    /// lost. Reporters with none left are forgotten.
+    pub(super) fn renack_holes<F: Frame>(&mut self, now: u64, out: &mut Emitter<'_, F>) {
+        let interval = self.s.nack_interval_ns;
+        let mut i = 0;
+        while i < self.holes.len() {
+            let (key, port, flow) = self.holes[i];
+            let Some(t) = self.reporters.lookup_mut(&key) else {
+                self.holes.swap_remove(i);
+                continue;
+            };
+            if t.missing() == 0 {
+                self.holes.swap_remove(i);
+                continue;
+            }
+            if now.saturating_sub(t.last_heard) >= HOLE_GIVE_UP_NS {
+                self.stats.seq_unrecoverable += u64::from(t.give_up());
+                self.holes.swap_remove(i);
+                continue;
+            }
+            if let Some((first, count)) = t.renack(now, interval) {
+                let r = NackRepr {
+                    seqnum: first.wrapping_sub(1),
+                    nack: true,
+                    slow_down: false,
+                    ext: Some(NackExt::Reports { count, epoch: t.epoch }),
+                };
+                if out.emit(Dest::Port(port), 7, |f| Self::write_nack(f, &flow, &r)) {
+                    self.count_nack(&r);
+                }
+            }
+            i += 1;
         }
     }
 
@@ -447,13 +488,7 @@ impl DtaTranslator {
         let o = match self.reporters.lookup_mut(&key) {
             Some(t) => t.check(seq.seqnum, seq.epoch, now, interval),
             None => {
-                // Within 100 ms of its start the translator may be joining reporters that
-                // were sending before it (it restarted): they are tracked from their number.
-                let mut t = if now.saturating_sub(self.started_at.unwrap_or(now)) < JOIN_WINDOW_NS {
-                    ReporterSeq::joining()
-                } else {
-                    ReporterSeq::untracked()
-                };
+                let mut t = self.new_reporter(now);
                 let o = t.check(seq.seqnum, seq.epoch, now, interval);
                 // A full table tracks no new reporters: their reports pass unchecked.
                 if self.reporters.insert(key, t).is_err() {
@@ -545,6 +580,18 @@ impl DtaTranslator {
         }
     }
 
+    /// The tracking of a reporter not heard from before. Within `[dta] join_ms` of its start the
+    /// translator may be joining reporters that were sending before it (it restarted): they
+    /// are tracked from their first number heard, the ones before unknown (taken once if they
+    /// come, never NACKed nor counted lost); later, an epoch reporter is new, numbering from 0.
+    fn new_reporter(&self, now: u64) -> ReporterSeq {
+        if now.saturating_sub(self.started_at.unwrap_or(now)) < self.s.join_ns {
+            ReporterSeq::joining()
+        } else {
+            ReporterSeq::untracked()
+        }
+    }
+
     /// Whether a message to reporter `src`:`src_port` may go now (paced per reporter).
     pub(super) fn notify_ok(&mut self, src: Ipv4Addr, src_port: u16, now: u64) -> bool {
         let key = reporter_key(src, src_port);
@@ -552,13 +599,7 @@ impl DtaTranslator {
         match self.reporters.lookup_mut(&key) {
             Some(t) => t.may_notify(now, interval),
             None => {
-                // Within 100 ms of its start the translator may be joining reporters that
-                // were sending before it (it restarted): they are tracked from their number.
-                let mut t = if now.saturating_sub(self.started_at.unwrap_or(now)) < JOIN_WINDOW_NS {
-                    ReporterSeq::joining()
-                } else {
-                    ReporterSeq::untracked()
-                };
+                let mut t = self.new_reporter(now);
                 let ok = t.may_notify(now, interval);
                 let _ = self.reporters.insert(key, t);
                 ok
