@@ -70,6 +70,9 @@ pub struct LabConfig {
     pub append_entries: u64,
     /// Sketch 0: rows, columns, reporters 1..=reporters.
     pub sketch: (u16, u32, u16),
+    /// Fault injection on the translator's port: the share of frames it loses each way
+    /// (reports and NACKs, RDMA requests and acknowledgements); 0 for none.
+    pub inject_loss: f64,
 }
 
 impl LabConfig {
@@ -84,6 +87,7 @@ impl LabConfig {
             lists: 4,
             append_entries: 1 << 20,
             sketch: (4, 256, 4),
+            inject_loss: 0.0,
         }
     }
 
@@ -126,6 +130,7 @@ udp_ports = [40040, 4791]
 mac = "02:5f:00:00:00:01"
 speed = "100G"
 ipv4 = ["{t}/8"]
+inject_loss = {loss}
 
 [dta]
 window = 16384
@@ -148,6 +153,7 @@ sketch = [{{ id = 0, port = 1330, rows = {rows}, columns = {columns}, reporters 
             c = self.collector,
             lists = lists.join(", "),
             reps = reporters.join(", "),
+            loss = self.inject_loss,
         )
     }
 }
@@ -189,6 +195,29 @@ impl TranslatorStats {
     pub fn get(&self, name: &str) -> u64 {
         self.0.iter().find(|(k, _)| k == name).and_then(|(_, v)| v.parse().ok()).unwrap_or(0)
     }
+}
+
+/// Send `count` reports of `spec` at `rate` reports/s from reporter address `from` to the
+/// translator at `translator` ([`Lab::send`], without a lab to borrow: from another thread
+/// while the lab changes).
+pub fn send(
+    translator: Ipv4Addr,
+    from: Ipv4Addr,
+    spec: &LoadSpec,
+    count: u64,
+    rate: u64,
+) -> Result<ReportSummary, DemoError> {
+    Ok(report::run(&ReportRun {
+        spec: *spec,
+        collectors: vec![translator],
+        port: 40040,
+        rate,
+        count,
+        keep: 128,
+        epoch: report::fresh_epoch(),
+        sink: Sink::Udp { bind: SocketAddrV4::new(from, 40041) },
+        linger: Duration::from_millis(100),
+    })?)
 }
 
 /// A running collector and translator.
@@ -250,17 +279,7 @@ impl Lab {
         count: u64,
         rate: u64,
     ) -> Result<ReportSummary, DemoError> {
-        Ok(report::run(&ReportRun {
-            spec: *spec,
-            collectors: vec![self.cfg.translator],
-            port: 40040,
-            rate,
-            count,
-            keep: 128,
-            epoch: report::fresh_epoch(),
-            sink: Sink::Udp { bind: SocketAddrV4::new(from, 40041) },
-            linger: Duration::from_millis(100),
-        })?)
+        send(self.cfg.translator, from, spec, count, rate)
     }
 
     /// Wait until the translator has nothing outstanding and the collector's writes stopped

@@ -211,6 +211,7 @@ fn lost_reports_are_recovered_by_nack_and_counters_sum() {
     assert_eq!(s.reports, 3000);
     assert!(s.nacks > 0 && s.resent > 0, "{s:?}");
     assert_eq!(s.unrecoverable, 0, "{s:?}");
+    eprintln!("translator {:?}", net.lab.sw.program().stats());
     // 5 flows of 600 packets of 128 IP bytes: every counter copy holds exactly 600 * 128.
     let mem = net.lab.collectors[0].region(1339);
     let slots = (mem.len() / 8) as u32;

@@ -34,7 +34,10 @@ pub const C0_MAC: EthernetAddress = EthernetAddress([2, 0xc0, 0, 0, 0, 0x51]);
 pub const REPORTER: Ipv4Addr = Ipv4Addr::new(10, 0, 1, 2);
 
 /// The translator's configuration around a `[[dta.collector]]` list and extra `[dta]` keys.
+/// Reporters start with the lab's translator, so it takes none for mid-stream (`join_ms = 0`,
+/// unless `dta_extra` sets it): a reporter's lost first report is NACKed.
 pub fn config(dta_extra: &str, collectors: &str, neighbors: &[(Ipv4Addr, EthernetAddress)]) -> String {
+    let join = if dta_extra.contains("join_ms") { "" } else { "join_ms = 0" };
     let nb: Vec<String> = neighbors
         .iter()
         .map(|(ip, mac)| format!("{{ ip = \"{ip}\", mac = \"{mac}\", port = \"p1\" }}"))
@@ -59,6 +62,7 @@ neighbor = [{}]
 cm_timeout_ms = 1
 cm_backoff_ms = 1
 timeout_us = 200
+{join}
 {dta_extra}
 {collectors}
 "#,
@@ -202,6 +206,14 @@ pub struct Lab {
     pub translator_up: bool,
     /// Reports sent while no translator ran.
     pub outage: u64,
+    /// Deliver each step's collector replies in reverse order.
+    pub reorder_replies: bool,
+    /// Hold reports until 4 are held and deliver them in reverse order.
+    pub reorder_reports: bool,
+    /// How many reports are held before they are delivered in reverse (the most a report is
+    /// overtaken by).
+    pub reorder_group: usize,
+    held: Vec<Vec<u8>>,
 }
 
 /// Ethernet, IPv4, UDP of a frame: (src, dst, dst port, UDP payload offset, IP offset).
@@ -234,6 +246,10 @@ impl Lab {
             cfg_text: cfg_text.to_string(),
             translator_up: true,
             outage: 0,
+            reorder_replies: false,
+            reorder_reports: false,
+            reorder_group: 4,
+            held: Vec::new(),
         }
     }
 
@@ -262,6 +278,19 @@ impl Lab {
     pub fn step(&mut self) {
         self.now += 1000;
         let now = self.now;
+        // Reordering within groups of `reorder_group`: never a frame overtaken by more.
+        let deliver: Vec<Vec<u8>> = if !self.reorder_reports {
+            std::mem::take(&mut self.held)
+        } else if self.held.len() >= self.reorder_group {
+            self.held.drain(..self.reorder_group).collect()
+        } else {
+            Vec::new()
+        };
+        for f in deliver.into_iter().rev() {
+            if self.translator_up {
+                self.sw.receive(now, 0, PktBuf::from_bytes(&f), &mut self.pool);
+            }
+        }
         if !self.translator_up {
             for c in self.collectors.iter_mut().filter(|c| c.up) {
                 c.ep.handle_timeout(now, &mut |_, _| {});
@@ -309,6 +338,9 @@ impl Lab {
             let mut out =
                 |peer: Ipv4Addr, roce: RoceRepr<'_>| replies.push(collector_frame(cmac, cip, peer, roce));
             c.ep.handle_timeout(now, &mut out);
+        }
+        if self.reorder_replies && replies.len() > 1 {
+            replies.reverse();
         }
         for r in replies {
             if self.from_collector.lose() {
@@ -359,6 +391,10 @@ impl Lab {
             return;
         }
         if self.to_translator.lose() {
+            return;
+        }
+        if self.reorder_reports {
+            self.held.push(report_frame(src, dst, payload));
             return;
         }
         let f = PktBuf::from_bytes(&report_frame(src, dst, payload));
