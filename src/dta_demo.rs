@@ -62,6 +62,8 @@ pub struct LabConfig {
     pub reporter: Ipv4Addr,
     /// Key-Write slots (a power of two).
     pub keywrite_slots: u64,
+    /// The Key-Write store's N (its queries read N copies).
+    pub keywrite_redundancy: u8,
     /// Key-Increment counters (a power of two).
     pub keyincrement_slots: u64,
     /// Append lists 0..lists, each of `append_entries` entries, batch 16.
@@ -83,6 +85,7 @@ impl LabConfig {
             translator: Ipv4Addr::new(127, 0, 0, 101),
             reporter: Ipv4Addr::new(127, 0, 0, 2),
             keywrite_slots: 1 << 20,
+            keywrite_redundancy: 2,
             keyincrement_slots: 1 << 20,
             lists: 4,
             append_entries: 1 << 20,
@@ -94,9 +97,9 @@ impl LabConfig {
     /// The collector's configuration.
     pub fn collector_toml(&self) -> String {
         let mut s = format!(
-            "[collector]\nip = \"{}\"\nmemory = \"auto\"\n\n[keywrite]\nport = 1337\nslots = {}\nredundancy = 2\n\n\
+            "[collector]\nip = \"{}\"\nmemory = \"auto\"\n\n[keywrite]\nport = 1337\nslots = {}\nredundancy = {}\n\n\
              [keyincrement]\nport = 1339\nslots = {}\nredundancy = 2\n",
-            self.collector, self.keywrite_slots, self.keyincrement_slots
+            self.collector, self.keywrite_slots, self.keywrite_redundancy, self.keyincrement_slots
         );
         for l in 0..self.lists {
             s += &format!(

@@ -47,6 +47,7 @@ fn reports_land_in_collector_memory_and_queries_read_them_back() {
         translator: ip(111),
         reporter: ip(12),
         keywrite_slots: SLOTS,
+        keywrite_redundancy: 2,
         keyincrement_slots: 1 << 20,
         lists: LISTS,
         append_entries: 1 << 18,

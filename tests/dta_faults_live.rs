@@ -27,6 +27,7 @@ fn lab(collector: u8, translator: u8, loss: f64) -> Lab {
         translator: ip(translator),
         reporter: ip(30),
         keywrite_slots: 1 << 16,
+        keywrite_redundancy: 2,
         keyincrement_slots: 1 << 16,
         lists: LISTS,
         append_entries: 1 << 18,

@@ -30,15 +30,29 @@
 //!   postcards and sketch columns cost their share of the packet they end up in). Over the
 //!   committed rate medium and high priority pass; over the peak rate low and medium are
 //!   dropped and counted, high priority is parked (a bounded queue) and re-entered when the rate
-//!   allows; the reporter is told to slow down (a NACK with our slow-down bit).
+//!   allows; the reporter is told to slow down (a NACK with our slow-down bit). The same while a
+//!   store's QP is not connected (a collector restarting): high priority waits.
 //! * **Loss from reporters**: retransmittable reports are sequence-checked per reporter (source
 //!   address, port and epoch) over a 128-number window (`state::ReporterSeq`): a gap is NACKed
 //!   at once as a range (our NACK extension) and the reports after it are translated, a missing
-//!   report resent later is translated when it comes, duplicates are dropped, and a number
-//!   still missing when the window leaves it — or when its reporter restarts — is counted
-//!   unrecoverable (`seq_unrecoverable`).
+//!   report resent later is translated when it comes, duplicates are dropped. Missing runs are
+//!   asked for again in turn, paced, on arrivals and on a 1 ms timer (a stream's last holes),
+//!   within `wire::dta::RESEND_WINDOW` of the newest; a number still missing when the window
+//!   leaves it, when its reporter restarts or has been silent for a second, or when the
+//!   translator stops, is counted unrecoverable (`seq_unrecoverable`; `seq_missing` is what is
+//!   still being asked for).
+//! * **Loss, death and restarts towards collectors**: the requester's timeout adapts to the
+//!   round trip; a QP that stays unanswered, or is refused, is reset and connected again (fresh
+//!   CM communication IDs each start, a bounded wait for the region). A reconnection to the
+//!   same region posts the lost connection's unacknowledged WRITEs again (`replayed`) and keeps
+//!   each Append list's position; a new region (a restarted collector) counts what the old one
+//!   held (`region_lost_entries`) and continues the lists at the collector's head (24-byte
+//!   metadata). Atomics are never posted twice (counted `lost_entries`). A NAK or timeout
+//!   halves a metered collector's rate, restored gradually. On SIGTERM the translator writes out
+//!   what it holds, waits for the ACKs, and sends a DREQ per QP.
 //!
-//! Every report not translated is dropped under a named reason.
+//! Every report not translated is dropped under a named reason; everything given up after it
+//! was translated is counted: stored + counted lost + `seq_missing` = sent.
 
 mod build;
 mod config;
@@ -309,6 +323,9 @@ enum Reject {
     Rate {
         park: bool,
     },
+    /// The store's QP is not ready (connecting, a collector restarting): high priority is
+    /// parked, the rest dropped (`dta_store_down`), the reporter told to slow down.
+    Down,
     /// A sketch column out of order: NACK with the last in-order column.
     SketchNack {
         /// The sketch.

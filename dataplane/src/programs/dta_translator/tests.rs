@@ -161,7 +161,9 @@ fn lookups_and_offsets_are_the_declared_ones() {
     };
     let mut checked = Checked::default();
     for (what, f, is_report) in &frames {
-        let before = dta_drops(&sw) + sw.counters().consumed;
+        // Taken: dropped under a DTA reason, consumed, or (high priority, the store not yet
+        // connected) parked.
+        let before = dta_drops(&sw) + sw.counters().consumed + sw.program().stats().parked;
         let mut b = pool.alloc().unwrap();
         assert!(b.set(f));
         sw.receive(0, 0, b, &mut pool);
@@ -186,7 +188,7 @@ fn lookups_and_offsets_are_the_declared_ones() {
             ["dta_keywrite", "dta_append", "dta_keyincrement", "dta_postcarder", "dta_sketch_merge"]
                 .iter()
                 .any(|h| parsed.is_valid(h));
-        let taken = dta_drops(&sw) + sw.counters().consumed > before;
+        let taken = dta_drops(&sw) + sw.counters().consumed + sw.program().stats().parked > before;
         assert_eq!((declared_report, taken), (*is_report, *is_report), "{what}");
     }
     // A report cut short: the declared parser rejects it, the fast path drops it as malformed.

@@ -87,7 +87,7 @@ impl DtaTranslator {
     pub(super) fn ready_qp(&self, qi: Option<usize>, missing: DropReason) -> Result<usize, Reject> {
         let qi = qi.ok_or(Reject::Drop(missing))?;
         if self.qps[qi].phase != Phase::Ready || self.qps[qi].hop.is_none() {
-            return Err(Reject::Drop(self.drops.store_down));
+            return Err(Reject::Down);
         }
         Ok(qi)
     }
@@ -558,12 +558,21 @@ impl DtaTranslator {
                     md.dest = Dest::Drop(self.drops.sketch_order);
                 }
             }
-            Translated::Rejected(Reject::Rate { park }) => {
+            Translated::Rejected(reject @ (Reject::Rate { .. } | Reject::Down)) => {
+                // Over the rate, or the collector's store not connected (a restart, a reset):
+                // high priority waits, the rest is dropped; either way the reporter slows down.
+                let (park, dropped) = match reject {
+                    Reject::Rate { park } => (park, self.drops.rate_low),
+                    _ => (
+                        r.seq.map_or(self.s.default_priority, |s| s.priority) == Priority::High,
+                        self.drops.store_down,
+                    ),
+                };
                 let parked = park && self.park(r, dst);
                 if park && !parked {
                     md.dest = Dest::Drop(self.drops.park_full);
                 } else if !parked {
-                    md.dest = Dest::Drop(self.drops.rate_low);
+                    md.dest = Dest::Drop(dropped);
                 } else {
                     md.dest = Dest::Consume;
                 }
@@ -629,7 +638,7 @@ impl DtaTranslator {
                 continue;
             };
             match self.translate(now, p.dst, &r, First::None, out) {
-                Translated::Rejected(Reject::Rate { .. }) => return,
+                Translated::Rejected(Reject::Rate { .. } | Reject::Down) => return,
                 _ => {
                     self.parked.pop_front();
                     self.stats.unparked += 1;
