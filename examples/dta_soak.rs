@@ -11,7 +11,7 @@ use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
 use roce::dta::LoadKind;
-use softfabric::dta_demo::{Lab, LabConfig, load, send};
+use softfabric::dta_demo::{Accounting, Lab, LabConfig, accounting, load, send};
 
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -31,6 +31,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let lists = 4;
     let lab = Lab::start(LabConfig { lists, ..LabConfig::demo() })?;
     let spec = load(LoadKind::Append { lists }, 1);
+    // Entries the collector's lists took (their heads: a lap overwritten by the next is still
+    // stored — a consumer's business).
+    let stored =
+        |lab: &Lab| -> u64 { (0..lists).map(|l| lab.collector.stores().append_head(l).unwrap_or(0)).sum() };
     let t0 = Instant::now();
     let (mut sent, mut chunk) = (0u64, 0u8);
     println!(
@@ -44,45 +48,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let from = Ipv4Addr::new(127, 0, 1, chunk.max(1));
         let r = send(lab.cfg.translator, from, &spec, rate * 10, rate)?;
         sent += r.sent;
-        let st = lab.translator_stats()?;
-        let snap = lab.translator.snapshot();
-        let dropped: u64 = snap
-            .drop_names
-            .iter()
-            .filter(|n| n.starts_with("dta_") && **n != "dta_seq_duplicate")
-            .map(|n| snap.drops(n))
-            .sum();
-        let lost =
-            st.get("seq_unrecoverable") + dropped + st.get("lost_entries") + st.get("region_lost_entries");
-        let s = lab.collector.stores();
-        let stored: u64 = (0..lists).map(|l| s.append_head(l).unwrap_or(0)).sum();
+        let a = accounting(&lab.translator)?;
         let dt = last.0.elapsed().as_secs_f64();
         println!(
             "{:>6.0} {:>11} {:>11} {:>8} {:>8} {:>9.1} {:>9.0}",
             t0.elapsed().as_secs_f64(),
             sent,
-            stored,
-            lost,
-            st.get("seq_missing"),
+            stored(&lab),
+            a.lost,
+            a.pending,
             rss_kib() as f64 / 1024.0,
             (sent - last.1) as f64 / dt
         );
         last = (Instant::now(), sent);
     }
     lab.settle(Duration::from_secs(30))?;
-    let st = lab.translator_stats()?;
-    let snap = lab.translator.snapshot();
-    let dropped: u64 = snap
-        .drop_names
-        .iter()
-        .filter(|n| n.starts_with("dta_") && **n != "dta_seq_duplicate")
-        .map(|n| snap.drops(n))
-        .sum();
-    let lost = st.get("seq_unrecoverable") + dropped + st.get("lost_entries") + st.get("region_lost_entries");
-    let s = lab.collector.stores();
-    let stored: u64 = (0..lists).map(|l| s.append_head(l).unwrap_or(0)).sum();
-    let pending = st.get("seq_missing");
-    println!("end: sent {sent} stored {stored} counted lost {lost} pending {pending}; {st:?}");
+    let Accounting { lost, pending, stats, .. } = accounting(&lab.translator)?;
+    let stored = stored(&lab);
+    println!("end: sent {sent} stored {stored} counted lost {lost} pending {pending}; {stats:?}");
     lab.stop();
     if stored + lost + pending != sent {
         return Err(

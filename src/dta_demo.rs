@@ -223,6 +223,67 @@ pub fn send(
     })?)
 }
 
+/// A translator's counters (`show dta stats`).
+pub fn translator_stats(translator: &Runtime) -> Result<TranslatorStats, DemoError> {
+    let line = translator.command("show dta stats").map_err(DemoError::Command)?;
+    Ok(TranslatorStats(
+        line.split_whitespace()
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    ))
+}
+
+/// What a translator's accounting says: of the reports sent to it, how many it counted lost,
+/// and how many it is still asking for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Accounting {
+    /// Reports found missing for good, dropped under a named reason (duplicates are not
+    /// losses), and data items given up after translation (`lost_entries`,
+    /// `region_lost_entries`).
+    pub lost: u64,
+    /// Reports still asked for (`seq_missing`).
+    pub pending: u64,
+    /// The drops by reason that went into `lost`.
+    pub dropped: Vec<(&'static str, u64)>,
+    /// The counters.
+    pub stats: TranslatorStats,
+}
+
+/// The accounting of `translator` now: stored + `lost` + `pending` = sent.
+pub fn accounting(translator: &Runtime) -> Result<Accounting, DemoError> {
+    let stats = translator_stats(translator)?;
+    let snap = translator.snapshot();
+    let dropped: Vec<(&'static str, u64)> = snap
+        .drop_names
+        .iter()
+        .map(|n| (*n, snap.drops(n)))
+        .filter(|(n, v)| *v > 0 && n.starts_with("dta_") && *n != "dta_seq_duplicate")
+        .collect();
+    let lost = stats.get("seq_unrecoverable")
+        + dropped.iter().map(|x| x.1).sum::<u64>()
+        + stats.get("lost_entries")
+        + stats.get("region_lost_entries");
+    Ok(Accounting { lost, pending: stats.get("seq_missing"), dropped, stats })
+}
+
+/// How many of the first `sent` reports of the Append stream over `lists` lists the collector
+/// holds; an error naming the entry if one is held twice.
+pub fn stored_appends(stores: &collector::Stores, sent: u64, lists: u32) -> Result<u64, String> {
+    let mut stored = 0;
+    for l in 0..lists {
+        let p = stores.append_poll(l, "accounting", usize::MAX).map_err(|e| e.to_string())?;
+        let mut got = p.entries.clone();
+        got.sort_unstable();
+        if let Some(w) = got.windows(2).find(|w| w[0] == w[1]) {
+            return Err(format!("list {l}: entry {} stored twice", w[0]));
+        }
+        let want: std::collections::HashSet<u32> = append_events(sent, lists, l).collect();
+        stored += got.iter().filter(|e| want.contains(e)).count() as u64;
+    }
+    Ok(stored)
+}
+
 /// A running collector and translator.
 pub struct Lab {
     /// The configuration.
@@ -263,13 +324,7 @@ impl Lab {
 
     /// The translator's counters.
     pub fn translator_stats(&self) -> Result<TranslatorStats, DemoError> {
-        let line = self.translator.command("show dta stats").map_err(DemoError::Command)?;
-        Ok(TranslatorStats(
-            line.split_whitespace()
-                .filter_map(|kv| kv.split_once('='))
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        ))
+        translator_stats(&self.translator)
     }
 
     /// Send `count` reports of `spec` at `rate` reports/s from reporter address `from`. Each

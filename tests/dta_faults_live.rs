@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use collector::{Collector, CollectorConfig};
 use roce::dta::LoadKind;
-use softfabric::dta_demo::{Lab, LabConfig, append_events, load, send};
+use softfabric::dta_demo::{Lab, LabConfig, accounting, load, send};
 
 const LISTS: u32 = 4;
 
@@ -37,47 +37,14 @@ fn lab(collector: u8, translator: u8, loss: f64) -> Lab {
     .expect("collector and translator start and connect")
 }
 
-/// What the translator counted lost: reports it found missing for good, reports it dropped
-/// under a named reason (duplicates are not losses), and data items given up.
-fn counted_lost(lab: &Lab) -> (u64, String) {
-    let st = lab.translator_stats().unwrap();
-    let snap = lab.translator.snapshot();
-    let dropped: Vec<(&str, u64)> = snap
-        .drop_names
-        .iter()
-        .map(|n| (*n, snap.drops(n)))
-        .filter(|(n, v)| *v > 0 && n.starts_with("dta_") && *n != "dta_seq_duplicate")
-        .collect();
-    let lost = st.get("seq_unrecoverable")
-        + dropped.iter().map(|x| x.1).sum::<u64>()
-        + st.get("lost_entries")
-        + st.get("region_lost_entries");
-    (lost, format!("{st:?} dropped {dropped:?}"))
+fn counted_lost(lab: &Lab) -> (u64, u64, String) {
+    let a = accounting(&lab.translator).unwrap();
+    (a.lost, a.pending, format!("{:?} dropped {:?}", a.stats, a.dropped))
 }
 
-/// Append entries of the first `sent` reports stored, each at most once.
 fn stored_appends(lab: &Lab, sent: u64) -> u64 {
-    let s = lab.collector.stores();
-    let mut stored = 0;
-    for l in 0..LISTS {
-        let p = s.append_poll(l, "faults", usize::MAX).unwrap();
-        let mut got = p.entries.clone();
-        got.sort_unstable();
-        let before = got.len();
-        if std::env::var_os("DEBUG_DUPS").is_some() {
-            let mut seen = std::collections::HashMap::new();
-            for (pos, e) in p.entries.iter().enumerate() {
-                if let Some(prev) = seen.insert(*e, pos) {
-                    eprintln!("list {l}: {e} at {prev} and {pos} (from {}, next {})", p.from, p.next);
-                }
-            }
-        }
-        got.dedup();
-        assert_eq!(got.len(), before, "list {l}: an entry stored twice");
-        let want: std::collections::HashSet<u32> = append_events(sent, LISTS, l).collect();
-        stored += got.iter().filter(|e| want.contains(e)).count() as u64;
-    }
-    stored
+    softfabric::dta_demo::stored_appends(lab.collector.stores(), sent, LISTS)
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
@@ -93,9 +60,8 @@ fn append_under_injected_loss_counts_everything() {
         let r = lab.send(ip(31 + i as u8), &spec, count, rate).unwrap();
         lab.settle(Duration::from_secs(30)).unwrap();
         let stored = stored_appends(&lab, r.sent);
-        let (lost, detail) = counted_lost(&lab);
+        let (lost, pending, detail) = counted_lost(&lab);
         let injected: u64 = lab.translator.snapshot().port_stats.iter().map(|p| p.injected).sum();
-        let pending = lab.translator_stats().unwrap().get("seq_missing");
         eprintln!(
             "Append {count} at {rate}/s, {:.0} % loss: sent {} stored {stored} counted lost {lost} pending {pending}; \
              {injected} frames lost by injection, {} NACKs, {} resent, {} unrecoverable at the reporter; {detail}",
@@ -148,11 +114,14 @@ fn collector_restart_mid_run_is_counted() {
     assert_eq!(sent.sent, 40_000);
     lab.settle(Duration::from_secs(30)).unwrap();
     let stored = stored_appends(&lab, sent.sent);
-    let (lost, detail) = counted_lost(&lab);
-    eprintln!("collector restart: sent {} stored {stored} counted lost {lost}; {detail}", sent.sent);
+    let (lost, pending, detail) = counted_lost(&lab);
+    eprintln!(
+        "collector restart: sent {} stored {stored} counted lost {lost} pending {pending}; {detail}",
+        sent.sent
+    );
     let st = lab.translator_stats().unwrap();
     assert!(st.get("region_lost_entries") > 0 && st.get("resets") > 0, "{detail}");
     assert!(stored > 0, "writes resumed into the new collector");
-    assert_eq!(stored + lost, sent.sent, "stored + counted lost = sent; {detail}");
+    assert_eq!(stored + lost + pending, sent.sent, "stored + counted lost + pending = sent; {detail}");
     lab.stop();
 }

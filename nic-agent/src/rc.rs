@@ -118,6 +118,7 @@ impl RcSender {
             transport: Transport::Rc,
             window: cfg.window_packets,
             ack_req_every: cfg.ack_every,
+            ack_req_after_ns: 0,
             timeout_ns: cfg.timeout_ns,
             max_timeout_ns: 0,
             retry_limit: cfg.retry_limit,

@@ -50,6 +50,10 @@ pub struct RequesterConfig {
     pub window: u32,
     /// Ask for an acknowledgement at least every this many packets.
     pub ack_req_every: u32,
+    /// Ask for one also when the last request that asked went this long ago (0: never): a
+    /// request after a quiet spell asks itself, where it would otherwise be followed by an ack
+    /// probe (a zero-length WRITE) — half the packets at rates where requests are sparse.
+    pub ack_req_after_ns: u64,
     /// Resend from the oldest outstanding request after this long without progress (the
     /// smallest, and the first, timeout when it adapts).
     pub timeout_ns: u64,
@@ -71,6 +75,7 @@ impl Default for RequesterConfig {
             transport: Transport::Rc,
             window: 4096,
             ack_req_every: 32,
+            ack_req_after_ns: 0,
             timeout_ns: 1_000_000,
             max_timeout_ns: 0,
             retry_limit: 7,
@@ -273,8 +278,9 @@ pub struct Requester {
     next_psn: u32,
     /// Oldest unacknowledged PSN.
     una: u32,
-    /// PSN of the last packet sent with AckReq.
+    /// PSN of the last packet sent with AckReq, and when.
     last_ack_req: u32,
+    last_ack_req_at: u64,
     /// The first outstanding packet sent without AckReq after the last one with it, and when.
     unrequested_since: Option<u64>,
     ring: Vec<Slot>,
@@ -317,6 +323,7 @@ impl Requester {
             next_psn: start,
             una: start,
             last_ack_req: psn_add(start, PSN_MASK),
+            last_ack_req_at: 0,
             unrequested_since: None,
             ring,
             data,
@@ -415,9 +422,12 @@ impl Requester {
             && (force_ack_req
                 || op.is_atomic()
                 || psn_diff(psn, self.last_ack_req) >= self.cfg.ack_req_every as i32
-                || outstanding + self.cfg.ack_req_every >= self.cfg.window);
+                || outstanding + self.cfg.ack_req_every >= self.cfg.window
+                || (self.cfg.ack_req_after_ns > 0
+                    && now.saturating_sub(self.last_ack_req_at) >= self.cfg.ack_req_after_ns));
         if ack_req {
             self.last_ack_req = psn;
+            self.last_ack_req_at = now;
             self.unrequested_since = None;
             if self.rtt_probe.is_none() && self.adaptive() {
                 self.rtt_probe = Some((psn, now));

@@ -245,3 +245,18 @@ fn outstanding_requests_can_be_replayed_on_a_new_requester() {
     assert_eq!(resent, (0..4).map(|i| (7000 + i, write(u64::from(i) + 2))).collect::<Vec<_>>());
     assert_eq!(new.stats().timeouts, 0);
 }
+
+#[test]
+fn a_request_after_a_quiet_spell_asks_for_its_ack_itself() {
+    let mut r = Requester::new(RequesterConfig { ack_req_after_ns: 100, ..cfg(64, 32) }, 1, 0);
+    // The first asks (nothing asked yet); back-to-back ones do not; one 100 ns after the last
+    // that asked does.
+    let asks: Vec<bool> = [1000u64, 1010, 1020, 1050, 1130, 1140, 1400]
+        .iter()
+        .map(|&t| r.post(t, write(t), &[], false).unwrap().ack_req)
+        .collect();
+    assert_eq!(asks, [true, false, false, false, true, false, true]);
+    // Off by default.
+    let mut d = Requester::new(cfg(64, 32), 1, 0);
+    assert!(!d.post(1000, write(0), &[], false).unwrap().ack_req);
+}

@@ -69,6 +69,8 @@ impl DtaTranslator {
                 transport: Transport::Rc,
                 window,
                 ack_req_every: d.ack_every.unwrap_or(32).clamp(1, window),
+                // A write after a spell as long as the probe delay asks for its ACK itself.
+                ack_req_after_ns: us(d.ack_probe_us, 50),
                 timeout_ns: us(d.timeout_us, 1000).max(1000),
                 max_timeout_ns: us(d.max_timeout_us, 134_218).max(us(d.timeout_us, 1000).max(1000)),
                 retry_limit: d.retry_limit.unwrap_or(7),
