@@ -287,10 +287,18 @@ impl CmClient {
             (CmMessage::Rep(rep), ClientState::Established(c)) if rep.remote_comm_id == c.local_comm_id => {
                 CmOut { send: Some(self.rtu(rep.local_comm_id)), event: None }
             }
-            (CmMessage::Rej(rej), ClientState::Connecting { .. }) if rej.remote_comm_id == self.comm_id => {
+            (CmMessage::Rej(rej), ClientState::Connecting { .. })
+                if rej.remote_comm_id == self.comm_id && rej.message_rejected == 0 =>
+            {
                 self.backoff(now, ConnectError::Rejected(rej.reason))
             }
-            (CmMessage::Dreq(d), ClientState::Established(c)) if d.remote_comm_id == c.local_comm_id => {
+            // A DREQ for this connection: both communication IDs and our QPN must match (the
+            // caller has checked the packet came from the peer); a guessed one is ignored.
+            (CmMessage::Dreq(d), ClientState::Established(c))
+                if d.remote_comm_id == c.local_comm_id
+                    && d.local_comm_id == c.remote_comm_id
+                    && d.remote_qpn == c.local_qpn =>
+            {
                 let drep = CmMadRepr::send(
                     mad.tid,
                     CmMessage::Drep(DrepRepr {
@@ -411,7 +419,37 @@ pub struct CmServer {
     cfg: CmConfig,
     ca_guid: u64,
     conns: Vec<ServerConn>,
-    next_comm_id: u32,
+    /// Connections made, mixed with `seed` into unpredictable communication IDs.
+    made: u32,
+    seed: u32,
+    limits: CmLimits,
+    stats: CmServerStats,
+}
+
+/// How many connections a server takes (established or waiting for their RTU).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CmLimits {
+    /// From one source address.
+    pub per_source: usize,
+    /// In all.
+    pub total: usize,
+}
+
+impl Default for CmLimits {
+    fn default() -> Self {
+        Self { per_source: 64, total: 1024 }
+    }
+}
+
+/// What a server refused.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CmServerStats {
+    /// REQs rejected for a connection limit (REJ, no resources).
+    pub over_limit: u64,
+    /// DREQs that named no connection of their sender (wrong IDs, QPN or source): ignored.
+    pub bad_dreqs: u64,
+    /// Connections dropped because their REP went unanswered (half-open).
+    pub half_open_expired: u64,
 }
 
 /// The REQ fields a server decides on.
@@ -432,7 +470,46 @@ pub struct Request {
 impl CmServer {
     /// A server with these timers; `ca_guid` goes into its REPs.
     pub fn new(cfg: CmConfig, ca_guid: u64) -> Self {
-        Self { cfg, ca_guid, conns: Vec::new(), next_comm_id: 0x5f00_0000 }
+        Self::with_seed(cfg, ca_guid, 0x5f00_0000)
+    }
+
+    /// [`new`](Self::new), its communication IDs drawn from `seed` (a start's own: IDs another
+    /// host cannot guess from the last one it saw). IB CM has no authentication: whoever sees
+    /// the IDs on the wire can still forge a DREQ, but must also send it from the peer's
+    /// address and name its QPN.
+    pub fn with_seed(cfg: CmConfig, ca_guid: u64, seed: u32) -> Self {
+        Self {
+            cfg,
+            ca_guid,
+            conns: Vec::new(),
+            made: 0,
+            seed,
+            limits: CmLimits::default(),
+            stats: CmServerStats::default(),
+        }
+    }
+
+    /// Set the connection limits.
+    pub fn set_limits(&mut self, limits: CmLimits) {
+        self.limits = limits;
+    }
+
+    /// What it refused.
+    pub fn stats(&self) -> CmServerStats {
+        self.stats
+    }
+
+    /// The next local communication ID: a counter through a 32-bit mixer keyed by the seed
+    /// (murmur3's finaliser), never 0.
+    fn next_comm_id(&mut self) -> u32 {
+        self.made = self.made.wrapping_add(1);
+        let mut x = self.made.wrapping_mul(0x9e37_79b9) ^ self.seed;
+        x ^= x >> 16;
+        x = x.wrapping_mul(0x85eb_ca6b);
+        x ^= x >> 13;
+        x = x.wrapping_mul(0xc2b2_ae35);
+        x ^= x >> 16;
+        x.max(1)
     }
 
     /// Connections (established or waiting for their RTU).
@@ -471,9 +548,19 @@ impl CmServer {
                         Transport::Rc
                     },
                 };
-                self.next_comm_id = self.next_comm_id.wrapping_add(1).max(1);
-                let comm_id = self.next_comm_id;
-                match accept(&r) {
+                let comm_id = self.next_comm_id();
+                // Limits: a peer connecting a QP again replaces its old connection (not counted).
+                let live = |c: &&ServerConn| !(c.peer == src && c.conn.remote_qpn == r.remote_qpn);
+                let from_src = self.conns.iter().filter(live).filter(|c| c.peer == src).count();
+                let total = self.conns.iter().filter(live).count();
+                let verdict = if from_src >= self.limits.per_source || total >= self.limits.total {
+                    self.stats.over_limit += 1;
+                    // IBTA REJ reason 3: no resources available.
+                    Accept::No(3)
+                } else {
+                    accept(&r)
+                };
+                match verdict {
                     Accept::No(reason) => CmOut {
                         send: Some(CmMadRepr::send(
                             mad.tid,
@@ -545,7 +632,14 @@ impl CmServer {
                 }
             }
             CmMessage::Dreq(d) => {
-                let Some(i) = self.conns.iter().position(|c| c.conn.local_comm_id == d.remote_comm_id) else {
+                // Only the peer, naming both IDs and our QPN, disconnects.
+                let Some(i) = self.conns.iter().position(|c| {
+                    c.conn.local_comm_id == d.remote_comm_id
+                        && c.conn.remote_comm_id == d.local_comm_id
+                        && c.conn.local_qpn == d.remote_qpn
+                        && c.peer == src
+                }) else {
+                    self.stats.bad_dreqs += 1;
                     return CmOut::default();
                 };
                 let c = self.conns.swap_remove(i);
@@ -579,6 +673,7 @@ impl CmServer {
             }
             if c.tries >= self.cfg.max_req_tries {
                 let c = self.conns.swap_remove(i);
+                self.stats.half_open_expired += 1;
                 return CmOut { send: None, event: Some(ServerEvent::TimedOut(c.conn)) };
             }
             c.tries += 1;

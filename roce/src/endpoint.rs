@@ -109,6 +109,53 @@ struct Qp {
     peer: Ipv4Addr,
     resp: Responder,
     req: Requester,
+    /// Its protection domain: the one R_Key its store's region has (from the port's metadata);
+    /// any other is refused as a NIC refuses a key of another PD. `None`: a port without
+    /// metadata, every region.
+    pd: Option<u32>,
+}
+
+/// The memory a QP may touch: `mem`, through the one R_Key of its protection domain.
+struct Scoped<'a, M> {
+    mem: &'a mut M,
+    rkey: Option<u32>,
+}
+
+impl<M: Memory> Scoped<'_, M> {
+    fn check(&self, rkey: u32) -> Result<(), crate::responder::AccessError> {
+        match self.rkey {
+            Some(k) if k != rkey => Err(crate::responder::AccessError::BadKey),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl<M: Memory> Memory for Scoped<'_, M> {
+    fn write(&mut self, rkey: u32, va: u64, data: &[u8]) -> Result<(), crate::responder::AccessError> {
+        self.check(rkey)?;
+        self.mem.write(rkey, va, data)
+    }
+    fn check_write(&self, rkey: u32, va: u64, len: u64) -> Result<(), crate::responder::AccessError> {
+        self.check(rkey)?;
+        self.mem.check_write(rkey, va, len)
+    }
+    fn fetch_add(&mut self, rkey: u32, va: u64, add: u64) -> Result<u64, crate::responder::AccessError> {
+        self.check(rkey)?;
+        self.mem.fetch_add(rkey, va, add)
+    }
+    fn cmp_swap(
+        &mut self,
+        rkey: u32,
+        va: u64,
+        c: u64,
+        sw: u64,
+    ) -> Result<u64, crate::responder::AccessError> {
+        self.check(rkey)?;
+        self.mem.cmp_swap(rkey, va, c, sw)
+    }
+    fn ring_head(&self, rkey: u32) -> Option<u64> {
+        self.mem.ring_head(rkey)
+    }
 }
 
 /// A passive RoCEv2 endpoint over memory `M`.
@@ -129,7 +176,7 @@ impl<M: Memory> Endpoint<M> {
     pub fn new(cm: CmConfig, ca_guid: u64, listens: Vec<Listen>, mem: M, seed: u32) -> Self {
         Self {
             listens,
-            cm: CmServer::new(cm, ca_guid),
+            cm: CmServer::with_seed(cm, ca_guid, seed),
             qps: Vec::new(),
             mem,
             next_qpn: 0x1000 | ((seed & 0xff) << 12),
@@ -152,6 +199,16 @@ impl<M: Memory> Endpoint<M> {
     /// Counters.
     pub fn stats(&self) -> EndpointStats {
         self.stats
+    }
+
+    /// What the CM server refused (connection limits, bad DREQs, expired half-open).
+    pub fn cm_stats(&self) -> crate::cm::CmServerStats {
+        self.cm.stats()
+    }
+
+    /// Set the CM server's connection limits.
+    pub fn set_cm_limits(&mut self, limits: crate::cm::CmLimits) {
+        self.cm.set_limits(limits);
     }
 
     /// Connections: (our QPN, port, peer).
@@ -199,7 +256,8 @@ impl<M: Memory> Endpoint<M> {
                 None
             }
             op => {
-                let o = q.resp.handle_packet(op, r.bth.psn, r.bth.ack_req, &r.ext, r.payload, &mut self.mem);
+                let mut mem = Scoped { mem: &mut self.mem, rkey: q.pd };
+                let o = q.resp.handle_packet(op, r.bth.psn, r.bth.ack_req, &r.ext, r.payload, &mut mem);
                 if let Some(ack) = frames::reply(q.conn.remote_qpn, &o.reply) {
                     out(src, ack);
                 }
@@ -265,11 +323,18 @@ impl<M: Memory> Endpoint<M> {
                     timeout_ns: ack_timeout_ns(LOCAL_ACK_TIMEOUT),
                     ..RequesterConfig::default()
                 };
+                let pd = self
+                    .listens
+                    .iter()
+                    .find(|l| l.port == conn.port)
+                    .and_then(|l| l.metadata)
+                    .map(|m| m.rkey);
                 let mut q = Qp {
                     conn,
                     peer: src,
                     resp: Responder::new(Transport::Rc, conn.remote_psn),
                     req: Requester::new(cfg, conn.remote_qpn, conn.local_psn),
+                    pd,
                 };
                 self.stats.connections += 1;
                 if let Some(meta) = self.listens.iter().find(|l| l.port == conn.port).and_then(|l| l.metadata)
@@ -385,7 +450,7 @@ mod tests {
     }
 
     /// Connect a CM client at `t0`: the endpoint's QP and the metadata SEND (its PSN).
-    fn connected(ep: &mut Endpoint<NoMemory>, t0: u64) -> (Connection, u32) {
+    fn connected<M: Memory>(ep: &mut Endpoint<M>, t0: u64) -> (Connection, u32) {
         let params = ConnectParams {
             local_ip: PEER,
             remote_ip: Ipv4Addr::new(10, 0, 0, 2),
@@ -442,5 +507,54 @@ mod tests {
         ep.handle_packet(timeout + 2, PEER, &ack, &mut sink(&mut sent));
         ep.handle_timeout(10 * timeout, &mut sink(&mut sent));
         assert!(sent.is_empty(), "{sent:?}");
+    }
+
+    /// The attack: a connection to one store's port writing with another store's R_Key. Each
+    /// QP is in its store's protection domain: refused (remote access NAK), memory unchanged.
+    #[test]
+    fn a_connection_writes_only_its_own_stores_region() {
+        use crate::requester::Op;
+        use crate::responder::{Region, Regions};
+        let mut mem = Regions::new();
+        mem.add(Region { rkey: 0x42, va: 0x1000, write: true, atomic: true, buf: vec![0u8; 64], ring: None });
+        mem.add(Region { rkey: 0x43, va: 0x9000, write: true, atomic: true, buf: vec![0u8; 64], ring: None });
+        let listens = vec![
+            Listen { port: 1337, metadata: Some(META) },
+            Listen { port: 1338, metadata: Some(Metadata { va: 0x9000, len: 64, rkey: 0x43 }) },
+        ];
+        let mut ep = Endpoint::new(CmConfig::default(), 2, listens, mem, 3);
+        let (conn, _) = connected(&mut ep, 0);
+        let mut sent = Sent::new();
+        let other = Op::Write { va: 0x9000, rkey: 0x43, imm: None };
+        let r = frames::request(Transport::Rc, conn.remote_qpn, conn.local_psn, true, &other, &[9; 8]);
+        let ev = ep.handle_packet(1, PEER, &r, &mut sink(&mut sent));
+        assert_eq!(ev, Some(Event::AccessError));
+        assert!(matches!(sent.last(), Some((Opcode::RC_ACKNOWLEDGE, _, _))), "a NAK: {sent:?}");
+        assert_eq!(ep.memory().get(0x43).unwrap().buf, vec![0u8; 64], "the other store's memory unchanged");
+        // Its own store's key works (the QP went to error after the NAK: a new connection).
+        let mut ep2 = Endpoint::new(
+            CmConfig::default(),
+            2,
+            vec![Listen { port: 1337, metadata: Some(META) }],
+            {
+                let mut m = Regions::new();
+                m.add(Region {
+                    rkey: 0x42,
+                    va: 0x1000,
+                    write: true,
+                    atomic: true,
+                    buf: vec![0u8; 64],
+                    ring: None,
+                });
+                m
+            },
+            3,
+        );
+        let (conn, _) = connected(&mut ep2, 0);
+        let own = Op::Write { va: 0x1000, rkey: 0x42, imm: None };
+        let r = frames::request(Transport::Rc, conn.remote_qpn, conn.local_psn, true, &own, &[9; 8]);
+        let ev = ep2.handle_packet(1, PEER, &r, &mut sink(&mut sent));
+        assert!(matches!(ev, Some(Event::Applied { .. })), "{ev:?}");
+        assert_eq!(&ep2.memory().get(0x42).unwrap().buf[..8], &[9; 8]);
     }
 }

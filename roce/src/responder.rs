@@ -48,6 +48,9 @@ pub trait Memory {
     /// Replace the 64-bit word at `va` by `swap` if it equals `compare`; returns its previous
     /// value.
     fn cmp_swap(&mut self, rkey: u32, va: u64, compare: u64, swap: u64) -> Result<u64, AccessError>;
+    /// Whether a WRITE of `len` bytes at `va` with `rkey` would be allowed, touching nothing:
+    /// a multi-packet WRITE's whole message is checked at its First packet.
+    fn check_write(&self, rkey: u32, va: u64, len: u64) -> Result<(), AccessError>;
     /// If the region of `rkey` is an Append ring whose head this memory keeps: the word our
     /// 24-byte metadata adds — the entries written to it so far, and maybe
     /// `wire::dta::layout::RING_MARKS` (sent to a (re)connecting writer).
@@ -69,6 +72,9 @@ impl Memory for NoMemory {
         Err(AccessError::BadKey)
     }
     fn cmp_swap(&mut self, _rkey: u32, _va: u64, _c: u64, _s: u64) -> Result<u64, AccessError> {
+        Err(AccessError::BadKey)
+    }
+    fn check_write(&self, _rkey: u32, _va: u64, _len: u64) -> Result<(), AccessError> {
         Err(AccessError::BadKey)
     }
 }
@@ -331,6 +337,13 @@ impl Responder {
                 if payload.len() as u64 > u64::from(reth.dma_len) {
                     return self.invalid(psn);
                 }
+                // A First names the whole message: all of it must be allowed before any of it
+                // is written (a Last past the region's end must not leave the First behind).
+                if code == 0x06
+                    && let Err(e) = mem.check_write(reth.rkey, reth.va, u64::from(reth.dma_len))
+                {
+                    return access_nak(self, e);
+                }
                 // A zero-length WRITE touches no memory and is not checked (IBTA C9-88).
                 if !payload.is_empty()
                     && let Err(e) = mem.write(reth.rkey, reth.va, payload)
@@ -520,6 +533,11 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> Memory for Regions<B> {
             );
         }
         Ok(())
+    }
+
+    fn check_write(&self, rkey: u32, va: u64, len: u64) -> Result<(), AccessError> {
+        let len = usize::try_from(len).map_err(|_| AccessError::OutOfBounds)?;
+        self.locate(rkey, va, len, false).map(|_| ())
     }
 
     fn ring_head(&self, rkey: u32) -> Option<u64> {

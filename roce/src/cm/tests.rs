@@ -119,3 +119,125 @@ fn metadata_is_four_little_endian_words() {
     assert_eq!(Metadata::decode(&b), Some(m));
     assert_eq!(Metadata::decode(&b[..15]), None);
 }
+
+/// Connect a client of QPN `qpn` from `ip` to `s`: (client, server's connection).
+fn connect_one(s: &mut CmServer, ip: Ipv4Addr, qpn: u32, id: u32) -> (CmClient, Connection) {
+    let mut c = CmClient::new(cfg(), ConnectParams { local_ip: ip, local_qpn: qpn, ..params() }, id);
+    let req = over_wire(&c.connect(0));
+    let rep = s.handle_packet(1, ip, &req, &mut |_| Accept::Yes { qpn: 0x700 + qpn, psn: 1 }).send.unwrap();
+    let out = c.handle_packet(2, &over_wire(&rep));
+    let rtu = over_wire(&out.send.unwrap());
+    let Some(ServerEvent::Established(sc)) = s.handle_packet(3, ip, &rtu, &mut |_| unreachable!()).event
+    else {
+        panic!()
+    };
+    (c, sc)
+}
+
+/// The attack: DREQs guessed from another address, or with the IDs but not the QPN, or a
+/// comm ID off by one — none disconnects; the peer's own does.
+#[test]
+fn only_the_peer_naming_the_connection_disconnects_it() {
+    let mut s = CmServer::with_seed(cfg(), 0x11, 0xdead_beef);
+    let ip = params().local_ip;
+    let (mut c, sc) = connect_one(&mut s, ip, 0x100, 9);
+    let dreq = |local: u32, remote: u32, qpn: u32| {
+        over_wire(&CmMadRepr::send(
+            1,
+            CmMessage::Dreq(DreqRepr {
+                local_comm_id: local,
+                remote_comm_id: remote,
+                remote_qpn: qpn,
+                private_data: [0; private_len::DREQ],
+            }),
+        ))
+    };
+    let attacker = Ipv4Addr::new(10, 0, 0, 66);
+    let tries = [
+        (attacker, dreq(sc.remote_comm_id, sc.local_comm_id, sc.local_qpn)),
+        (ip, dreq(sc.remote_comm_id, sc.local_comm_id, sc.local_qpn + 1)),
+        (ip, dreq(sc.remote_comm_id + 1, sc.local_comm_id, sc.local_qpn)),
+        (ip, dreq(sc.remote_comm_id, sc.local_comm_id.wrapping_add(1), sc.local_qpn)),
+    ];
+    for (src, m) in &tries {
+        let out = s.handle_packet(10, *src, m, &mut |_| unreachable!());
+        assert_eq!((out.send, out.event), (None, None));
+    }
+    assert_eq!(s.stats().bad_dreqs, 4);
+    assert_eq!(s.connections().count(), 1, "the connection is intact");
+    // The client ignores a DREQ that does not name it either.
+    let Some(conn) = c.connection() else { panic!() };
+    let bad = dreq(conn.remote_comm_id, conn.local_comm_id, conn.local_qpn + 1);
+    assert!(c.handle_packet(11, &bad).event.is_none());
+    assert!(c.connection().is_some());
+    // The real one.
+    let real = over_wire(&c.reset(12, ConnectError::Disconnected).unwrap());
+    let out = s.handle_packet(13, ip, &real, &mut |_| unreachable!());
+    assert!(matches!(out.event, Some(ServerEvent::Disconnected(_))));
+    assert_eq!(s.connections().count(), 0);
+}
+
+#[test]
+fn server_communication_ids_are_not_sequential_and_differ_by_seed() {
+    let ids = |seed: u32| {
+        let mut s = CmServer::with_seed(cfg(), 0x11, seed);
+        (0..8).map(|_| s.next_comm_id()).collect::<Vec<u32>>()
+    };
+    let a = ids(1);
+    assert_ne!(a, ids(2));
+    let steps: std::collections::HashSet<u32> = a.windows(2).map(|w| w[1].wrapping_sub(w[0])).collect();
+    assert!(steps.len() > 4, "{a:x?}");
+    assert!(a.iter().all(|&i| i != 0));
+}
+
+/// The attack: one address opens 100 connections, and 100 more half-open (no RTU); others
+/// still connect within the total; the half-open expire; everything counted.
+#[test]
+fn connection_floods_are_limited_and_half_open_ones_expire() {
+    let mut s = CmServer::with_seed(cfg(), 0x11, 5);
+    s.set_limits(CmLimits { per_source: 10, total: 15 });
+    let flooder = Ipv4Addr::new(10, 0, 0, 66);
+    let mut rejected = 0;
+    for q in 0..100u32 {
+        let mut c = CmClient::new(
+            cfg(),
+            ConnectParams { local_ip: flooder, local_qpn: 0x1000 + q, ..params() },
+            q * 16,
+        );
+        let req = over_wire(&c.connect(0));
+        let out = s.handle_packet(1, flooder, &req, &mut |_| Accept::Yes { qpn: q, psn: 1 });
+        match out.send.unwrap().message {
+            CmMessage::Rej(r) => {
+                assert_eq!(r.reason, 3);
+                rejected += 1;
+            }
+            CmMessage::Rep(_) => {}
+            m => panic!("{m:?}"),
+        }
+    }
+    assert_eq!((rejected, s.stats().over_limit), (90, 90));
+    // Another host gets the 5 left of the total.
+    let other = Ipv4Addr::new(10, 0, 0, 7);
+    for q in 0..5 {
+        connect_one(&mut s, other, 0x200 + q, 1000 + q * 16);
+    }
+    let mut c = CmClient::new(cfg(), ConnectParams { local_ip: other, local_qpn: 0x300, ..params() }, 5000);
+    let req = over_wire(&c.connect(0));
+    let out = s.handle_packet(4, other, &req, &mut |_| Accept::Yes { qpn: 9, psn: 1 });
+    assert!(matches!(out.send.unwrap().message, CmMessage::Rej(_)), "over the total");
+    // The flooder's 10 half-open connections expire after their REP's tries.
+    let mut expired = 0;
+    for t in [2000u64, 3000, 4000, 5000] {
+        loop {
+            let o = s.handle_timeout(t);
+            if matches!(o.event, Some(ServerEvent::TimedOut(_))) {
+                expired += 1;
+            }
+            if o.send.is_none() && o.event.is_none() {
+                break;
+            }
+        }
+    }
+    assert_eq!((expired, s.stats().half_open_expired), (10, 10));
+    assert_eq!(s.connections().count(), 5, "the other host's, established, stay");
+}

@@ -254,3 +254,38 @@ fn simulate(lose: &mut dyn FnMut() -> bool) -> u32 {
     let _ = sent;
     lost
 }
+
+/// The attack: a WRITE First inside the region whose RETH length runs past its end. Nothing is
+/// written — not the First, not the Last — and the First is NAKed.
+#[test]
+fn a_multi_packet_write_past_the_end_writes_nothing() {
+    let mut m = mem();
+    let before = m.get(0x42).unwrap().buf.clone();
+    let mut r = Responder::new(Transport::Rc, 0);
+    // 4096-byte region at 0x10_0000: First of 8 bytes at its last 8, the message 16 long.
+    let o = r.handle_packet(
+        Opcode::RC_RDMA_WRITE_FIRST,
+        0,
+        false,
+        &reth(0x10_0000 + 4088, 0x42, 16),
+        &[7; 8],
+        &mut m,
+    );
+    assert!(matches!(o.reply, Reply::Nak { code: NakCode::RemoteAccessError, .. }), "{:?}", o.reply);
+    let o = r.handle_packet(Opcode::RC_RDMA_WRITE_LAST, 1, true, &RoceExt::default(), &[7; 8], &mut m);
+    assert!(!matches!(o.verdict, Verdict::Executed));
+    assert_eq!(m.get(0x42).unwrap().buf, before, "memory unchanged");
+    // Inside: First and Last land.
+    let mut r = Responder::new(Transport::Rc, 0);
+    r.handle_packet(
+        Opcode::RC_RDMA_WRITE_FIRST,
+        0,
+        false,
+        &reth(0x10_0000 + 4080, 0x42, 16),
+        &[1; 8],
+        &mut m,
+    );
+    let o = r.handle_packet(Opcode::RC_RDMA_WRITE_LAST, 1, true, &RoceExt::default(), &[2; 8], &mut m);
+    assert_eq!(o.verdict, Verdict::Executed);
+    assert_eq!(&m.get(0x42).unwrap().buf[4080..4096], &[[1u8; 8], [2; 8]].concat()[..]);
+}
