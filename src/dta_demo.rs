@@ -136,6 +136,8 @@ ipv4 = ["{t}/8"]
 inject_loss = {loss}
 
 [dta]
+# The reporters start after this translator: none is mid-stream.
+join_ms = 0
 window = 16384
 ack_every = 32
 timeout_us = 20000

@@ -360,6 +360,11 @@ impl Registered {
 }
 
 impl Memory for Registered {
+    fn check_write(&self, rkey: u32, va: u64, len: u64) -> Result<(), AccessError> {
+        let len = usize::try_from(len).map_err(|_| AccessError::OutOfBounds)?;
+        self.locate(rkey, va, len).map(|_| ())
+    }
+
     fn ring_head(&self, rkey: u32) -> Option<u64> {
         let i = self.regions.iter().position(|r| r.rkey == rkey)?;
         self.regions[i].ring_entry.map(|_| self.ring_head(i))
