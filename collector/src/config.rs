@@ -119,10 +119,14 @@ impl StoreKind {
     /// Bytes of its region.
     pub fn bytes(&self) -> u64 {
         match *self {
-            Self::KeyWrite { slots, data_len, .. } => slots * layout::keywrite_slot_len(data_len) as u64,
-            Self::KeyIncrement { slots, .. } => slots * layout::KEYINCREMENT_SLOT_LEN as u64,
-            Self::Postcarder { slots } => slots * layout::POSTCARDER_SLOT_LEN as u64,
-            Self::Append { entries, .. } => entries * layout::APPEND_ENTRY_LEN as u64,
+            // Saturating: a size past u64 is refused by the store-size check, never wrapped to a
+            // small one (`slots = 2^61` once passed as 0 bytes).
+            Self::KeyWrite { slots, data_len, .. } => {
+                slots.saturating_mul(layout::keywrite_slot_len(data_len) as u64)
+            }
+            Self::KeyIncrement { slots, .. } => slots.saturating_mul(layout::KEYINCREMENT_SLOT_LEN as u64),
+            Self::Postcarder { slots } => slots.saturating_mul(layout::POSTCARDER_SLOT_LEN as u64),
+            Self::Append { entries, .. } => entries.saturating_mul(layout::APPEND_ENTRY_LEN as u64),
             Self::Sketch { rows, columns, .. } => u64::from(columns) * u64::from(rows) * 4,
         }
     }
@@ -581,6 +585,11 @@ mod tests {
 
     #[test]
     fn errors_name_file_key_and_reason() {
+        // Sizes past u64 are refused, not wrapped to nothing.
+        let e = parse("[keywrite]\nport = 1337\nslots = 2305843009213693952\n").unwrap_err();
+        assert_eq!(e.key, "keywrite");
+        let e = parse("[[append]]\nlist = 0\nport = 1340\nentries = 4611686018427387904\n").unwrap_err();
+        assert_eq!(e.key, "append[0]");
         let e = parse("[keywrite]\nport = 1337\nslots = 1000\n").unwrap_err();
         assert_eq!((e.file.to_str().unwrap(), e.key.as_str()), ("c.toml", "keywrite.slots"));
         assert!(e.reason.contains("not a power of two"), "{e}");

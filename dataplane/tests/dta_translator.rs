@@ -639,3 +639,45 @@ fn the_timer_asks_again_for_the_last_holes_and_gives_up_on_silent_reporters() {
     let st = lab.sw.program().stats();
     assert_eq!((st.seq_unrecoverable, lab.sw.program().seq_missing()), (1, 0), "{st:?}");
 }
+
+/// Configurations that used to pass and then fail or corrupt: each refused, naming its key.
+#[test]
+fn bad_configs_are_refused_by_key() {
+    use dataplane::buf::PktBuf;
+    use dataplane::config::Config;
+    use dataplane::programs::build_switch;
+    use dataplane::programs::dta_translator::DtaTranslator;
+    let build = |extra: &str, collectors: &str| -> Result<(), String> {
+        let text = config(extra, collectors, &[(C0, C0_MAC)]);
+        let cfg = Config::parse(std::path::Path::new("bad.toml"), &text).map_err(|e| e.to_string())?;
+        build_switch::<DtaTranslator, PktBuf>(&cfg).map(|_| ()).map_err(|e| e.to_string())
+    };
+    let one = |stores: &str| format!("[[dta.collector]]\nname = \"c0\"\nip = \"10.0.0.51\"\n{stores}\n");
+    for (extra, stores, key) in [
+        // A Key-Increment store on the Key-Write store's port: both connections would get one
+        // region, and FETCH_ADDs land in Key-Write memory.
+        ("", "keywrite = 1337\nkeyincrement = 1337", "dta.collector[0].keyincrement"),
+        ("", "keywrite = 1337\nappend = [{ list = 0, port = 1337 }]", "dta.collector[0].append[0].port"),
+        ("region_timeout_ms = 9223372036854775807", "keywrite = 1337", "dta.region_timeout_ms"),
+        ("ack_probe_us = 100000000000", "keywrite = 1337", "dta.ack_probe_us"),
+    ] {
+        let e = build(extra, &one(stores)).expect_err(key);
+        assert!(e.contains(key), "{key}: {e}");
+    }
+    // udp_ports listed twice, and a pool larger than the machine's memory.
+    let port = |extra: &str| {
+        format!(
+            "program = \"l2l3\"\n[runtime]\n{extra}\n[[port]]\nname = \"h\"\nbackend = \"udp\"\nbind = \"127.0.0.1\"\n\
+             udp_ports = [40040, 40040]\nmac = \"02:00:00:00:00:01\"\nspeed = \"10G\"\n"
+        )
+    };
+    let e = Config::parse(std::path::Path::new("bad.toml"), &port("")).unwrap_err().to_string();
+    assert!(e.contains("port[0].udp_ports") && e.contains("twice"), "{e}");
+    let e = Config::parse(
+        std::path::Path::new("bad.toml"),
+        &port("pool_buffers = 4000000000").replace("40040, 40040", "40040"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("runtime.pool_buffers") && e.contains("available"), "{e}");
+}

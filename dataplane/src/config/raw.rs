@@ -146,6 +146,20 @@ pub(super) fn runtime(ctx: &Ctx<'_>, r: RawRuntime) -> Result<RuntimeConfig, Con
     if !(128..=65536).contains(&dataroom) {
         return Err(ctx.err("runtime.dataroom", format!("{dataroom} out of range 128..=65536")));
     }
+    // The pool is allocated up front: it must fit in the memory there is (per pipeline).
+    let pool_bytes = (pool_buffers as u128) * (dataroom as u128 + 256);
+    if let Some(avail) = mem_available()
+        && pool_bytes > u128::from(avail)
+    {
+        return Err(ctx.err(
+            "runtime.pool_buffers",
+            format!(
+                "{pool_buffers} buffers of {dataroom} bytes need {} MiB per pipeline; {} MiB of memory are available",
+                pool_bytes >> 20,
+                avail >> 20
+            ),
+        ));
+    }
     let stats_interval_s = r.stats_interval_s.unwrap_or(1.0);
     if stats_interval_s.is_nan() || stats_interval_s <= 0.0 {
         return Err(ctx.err("runtime.stats_interval_s", "must be positive"));
@@ -265,6 +279,9 @@ pub(super) fn port(ctx: &Ctx<'_>, i: usize, p: RawPort) -> Result<PortConfig, Co
             let listen = p.udp_ports.clone().unwrap_or_default();
             if listen.is_empty() {
                 return Err(ctx.err(key("udp_ports"), "backend \"udp\" needs the UDP ports it receives on"));
+            }
+            if let Some(d) = listen.iter().enumerate().find_map(|(i, p)| listen[..i].contains(p).then_some(*p)) {
+                return Err(ctx.err(key("udp_ports"), format!("port {d} is listed twice")));
             }
             Backend::Udp { bind, listen }
         }
@@ -391,4 +408,12 @@ pub fn rate_str(bps: u64) -> String {
         b if b % 1_000_000 == 0 => format!("{}M", b / 1_000_000),
         b => format!("{b}"),
     }
+}
+
+/// `MemAvailable` from `/proc/meminfo`, bytes (None where there is no such file).
+fn mem_available() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 =
+        s.lines().find(|l| l.starts_with("MemAvailable:"))?.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024))
 }

@@ -512,6 +512,13 @@ impl Runtime {
     pub fn serve(&self) -> Result<(), RuntimeError> {
         let listener = match &self.control_socket {
             Some(path) => {
+                // A socket another running dataplane answers on is not taken over.
+                if std::os::unix::net::UnixStream::connect(path).is_ok() {
+                    return Err(setup_msg(format!(
+                        "control socket {}: another running dataplane is listening on it (runtime.control_socket)",
+                        path.display()
+                    )));
+                }
                 let _ = std::fs::remove_file(path);
                 let what = || format!("control socket {}", path.display());
                 let l = UnixListener::bind(path).map_err(io(what()))?;

@@ -55,6 +55,23 @@ impl DtaTranslator {
             return Err(c.err("dta.window", format!("{window} out of range 16..=4194304")));
         }
         let us = |v: Option<u64>, default: u64| v.unwrap_or(default).saturating_mul(1000);
+        // Times: microseconds up to a minute, milliseconds up to an hour (beyond, a typo).
+        for (k, v, max) in [
+            ("dta.timeout_us", d.timeout_us, 60_000_000),
+            ("dta.max_timeout_us", d.max_timeout_us, 60_000_000),
+            ("dta.ack_probe_us", d.ack_probe_us, 60_000_000),
+            ("dta.append_flush_us", d.append_flush_us, 60_000_000),
+            ("dta.nack_interval_us", d.nack_interval_us, 60_000_000),
+            ("dta.cm_timeout_ms", d.cm_timeout_ms, 3_600_000),
+            ("dta.cm_backoff_ms", d.cm_backoff_ms, 3_600_000),
+            ("dta.region_timeout_ms", d.region_timeout_ms, 3_600_000),
+            ("dta.join_ms", d.join_ms, 3_600_000),
+        ] {
+            if let Some(v) = v.filter(|&v| v > max) {
+                let unit = if k.ends_with("_us") { "µs" } else { "ms" };
+                return Err(c.err(k, format!("{v} out of range 0..={max} ({unit})")));
+            }
+        }
         let s = Settings {
             format: Format { base, keywrite_data_len: kw_len },
             max_redundancy,
@@ -276,6 +293,26 @@ impl DtaTranslator {
                 let merger = SketchMerger::new(sk.rows, sk.columns, &sk.reporters, batch);
                 let store = Store::Sketch { id: sk.id, merger };
                 qps.push(new_qp(&qps, format!("{name}/sketch[{}]", sk.id), i, ip, sk.port, store));
+            }
+            // Each store its own port: two on one would share a connection's region (the
+            // collector answers a port with one region), and one's writes land in the other's.
+            let mut ports: Vec<(u16, String)> = Vec::new();
+            ports.extend(col.keywrite.map(|p| (p, format!("{key}.keywrite"))));
+            ports.extend(col.keyincrement.map(|p| (p, format!("{key}.keyincrement"))));
+            ports.extend(col.postcarder.as_ref().map(|pc| (pc.port, format!("{key}.postcarder.port"))));
+            ports.extend(
+                col.append.iter().enumerate().map(|(j, l)| (l.port, format!("{key}.append[{j}].port"))),
+            );
+            ports.extend(
+                col.sketch.iter().enumerate().map(|(j, k)| (k.port, format!("{key}.sketch[{j}].port"))),
+            );
+            for (j, (port, k)) in ports.iter().enumerate() {
+                if let Some((_, first)) = ports[..j].iter().find(|(p, _)| p == port) {
+                    return Err(c.err(
+                        k.clone(),
+                        format!("port {port} is already {first}'s: each store needs its own"),
+                    ));
+                }
             }
             collectors.push(st);
         }
