@@ -14,10 +14,14 @@
 //! | `/notifications[?max=N&wait_ms=W]` | immediate notifications since the last call (waits up to W ms for one) |
 //!
 //! Errors are JSON `{"error": …}` with status 400 (bad request) or 404 (no such store).
+//!
+//! Requests are served by [`WORKERS`] threads at once; at most `WORKERS - 1` of them wait in a
+//! `/notifications?wait_ms=` long poll (more answer at once, without waiting), so a query is
+//! never stuck behind a long poll.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crossbeam_channel::Receiver;
@@ -26,6 +30,9 @@ use serde_json::{Value, json};
 use crate::rnic::Notification;
 use crate::service::Collector;
 use crate::store::QueryError;
+
+/// Threads answering requests at once.
+pub const WORKERS: usize = 4;
 
 /// A request's answer: status and JSON body.
 pub type Answer = (u16, Value);
@@ -52,12 +59,30 @@ fn num<T: TryFrom<u64>>(s: &str, what: &str) -> Result<T, Answer> {
 
 /// Answer one GET of `url` (path and query string).
 pub fn answer(c: &Collector, notes: &Receiver<Notification>, url: &str) -> Answer {
-    match route(c, notes, url) {
+    answer_waiting(c, notes, url, &AtomicUsize::new(0), usize::MAX)
+}
+
+/// [`answer`], a long poll waiting only while fewer than `max_waiting` others (counted in
+/// `waiting`) do.
+fn answer_waiting(
+    c: &Collector,
+    notes: &Receiver<Notification>,
+    url: &str,
+    waiting: &AtomicUsize,
+    max_waiting: usize,
+) -> Answer {
+    match route(c, notes, url, waiting, max_waiting) {
         Ok(a) | Err(a) => a,
     }
 }
 
-fn route(c: &Collector, notes: &Receiver<Notification>, url: &str) -> Result<Answer, Answer> {
+fn route(
+    c: &Collector,
+    notes: &Receiver<Notification>,
+    url: &str,
+    waiting: &AtomicUsize,
+    max_waiting: usize,
+) -> Result<Answer, Answer> {
     let (path, query) = url.split_once('?').unwrap_or((url, ""));
     let q: HashMap<&str, &str> = query.split('&').filter_map(|kv| kv.split_once('=')).collect();
     let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
@@ -117,12 +142,15 @@ fn route(c: &Collector, notes: &Receiver<Notification>, url: &str) -> Result<Ans
             let wait =
                 q.get("wait_ms").map(|m| num::<u64>(m, "wait_ms")).transpose()?.unwrap_or(0).min(10_000);
             let mut out: Vec<Notification> = notes.try_iter().take(max).collect();
-            if out.is_empty()
-                && wait > 0
-                && let Ok(n) = notes.recv_timeout(Duration::from_millis(wait))
-            {
-                out.push(n);
-                out.extend(notes.try_iter().take(max.saturating_sub(1)));
+            if out.is_empty() && wait > 0 {
+                // Wait only while enough workers are left for other queries.
+                if waiting.fetch_add(1, Ordering::AcqRel) < max_waiting
+                    && let Ok(n) = notes.recv_timeout(Duration::from_millis(wait))
+                {
+                    out.push(n);
+                    out.extend(notes.try_iter().take(max.saturating_sub(1)));
+                }
+                waiting.fetch_sub(1, Ordering::AcqRel);
             }
             (200, serde_json::to_value(out).unwrap_or(Value::Null))
         }
@@ -148,18 +176,25 @@ pub fn serve(
     let notes = c.subscribe(1 << 16);
     let header = tiny_http::Header::from_bytes(&b"Content-Type"[..], &b"application/json"[..])
         .map_err(|()| HttpError::Listen { addr, reason: "the Content-Type header".into() })?;
-    while !stop.load(Ordering::Relaxed) {
-        let Ok(Some(req)) = server.recv_timeout(Duration::from_millis(100)) else { continue };
-        let (status, body) = if *req.method() == tiny_http::Method::Get {
-            answer(c, &notes, req.url())
-        } else {
-            bad("only GET")
-        };
-        let resp = tiny_http::Response::from_string(body.to_string())
-            .with_status_code(status)
-            .with_header(header.clone());
-        let _ = req.respond(resp);
-    }
+    let waiting = AtomicUsize::new(0);
+    std::thread::scope(|sc| {
+        for _ in 0..WORKERS {
+            sc.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    let Ok(Some(req)) = server.recv_timeout(Duration::from_millis(100)) else { continue };
+                    let (status, body) = if *req.method() == tiny_http::Method::Get {
+                        answer_waiting(c, &notes, req.url(), &waiting, WORKERS - 1)
+                    } else {
+                        bad("only GET")
+                    };
+                    let resp = tiny_http::Response::from_string(body.to_string())
+                        .with_status_code(status)
+                        .with_header(header.clone());
+                    let _ = req.respond(resp);
+                }
+            });
+        }
+    });
     Ok(())
 }
 

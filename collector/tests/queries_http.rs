@@ -78,3 +78,46 @@ fn a_bad_config_exits_2_naming_file_key_and_reason() {
     assert!(err.contains("bad.toml") && err.contains("append[0].entries") && err.contains("size"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The attack: long polls (`/notifications?wait_ms=10000`) from every client at once. Other
+/// queries are answered at once all the same: requests are served concurrently, and long polls
+/// never take the last worker (beyond that they answer without waiting).
+#[test]
+fn long_polls_never_block_other_queries() {
+    let cfg = CollectorConfig::parse(
+        Path::new("t.toml"),
+        "[collector]\nip = \"127.0.0.82\"\nmemory = \"pages\"\n[keywrite]\nport = 1337\nslots = 64\n",
+    )
+    .unwrap();
+    let c = Arc::new(Collector::start(&cfg).unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel();
+    let (c2, s2) = (c.clone(), stop.clone());
+    let t = std::thread::spawn(move || {
+        http::serve(&c2, "127.0.0.1:0".parse().unwrap(), &s2, |a| tx.send(a).unwrap()).unwrap()
+    });
+    let addr: SocketAddr = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    let polls: Vec<_> = (0..http::WORKERS + 2)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let t0 = std::time::Instant::now();
+                let (st, _) =
+                    http::get(addr, "/notifications?wait_ms=3000", Duration::from_secs(10)).unwrap();
+                (st, t0.elapsed())
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = std::time::Instant::now();
+    let (st, _) = http::get(addr, "/stats", Duration::from_secs(10)).unwrap();
+    let took = t0.elapsed();
+    assert_eq!(st, 200);
+    assert!(took < Duration::from_secs(1), "/stats took {took:?} behind long polls");
+    let done: Vec<(u16, Duration)> = polls.into_iter().map(|p| p.join().unwrap()).collect();
+    assert!(done.iter().all(|(st, _)| *st == 200));
+    // WORKERS - 1 waited their 3 s; the others were answered at once.
+    let waited = done.iter().filter(|(_, d)| *d >= Duration::from_millis(2900)).count();
+    assert!(waited <= http::WORKERS - 1, "{done:?}");
+    stop.store(true, Ordering::Relaxed);
+    t.join().unwrap();
+}
