@@ -148,7 +148,7 @@ pub(super) fn runtime(ctx: &Ctx<'_>, r: RawRuntime) -> Result<RuntimeConfig, Con
     }
     // The pool is allocated up front: it must fit in the memory there is (per pipeline).
     let pool_bytes = (pool_buffers as u128) * (dataroom as u128 + 256);
-    if let Some(avail) = mem_available()
+    if let Some(avail) = ports::host::mem_available()
         && pool_bytes > u128::from(avail)
     {
         return Err(ctx.err(
@@ -408,12 +408,4 @@ pub fn rate_str(bps: u64) -> String {
         b if b % 1_000_000 == 0 => format!("{}M", b / 1_000_000),
         b => format!("{b}"),
     }
-}
-
-/// `MemAvailable` from `/proc/meminfo`, bytes (None where there is no such file).
-fn mem_available() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kib: u64 =
-        s.lines().find(|l| l.starts_with("MemAvailable:"))?.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib.saturating_mul(1024))
 }

@@ -52,20 +52,20 @@ struct Common {
     /// The other agent's IPv4 address.
     #[arg(long)]
     peer: Ipv4Addr,
-    /// Payload bytes per packet.
-    #[arg(long, default_value_t = 1024)]
-    mtu: usize,
-    /// The sender's QP number.
-    #[arg(long, default_value_t = 0x11)]
+    /// Payload bytes per packet (64..=9000).
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u16).range(64..=9000))]
+    mtu: u16,
+    /// The sender's QP number (24 bits).
+    #[arg(long, default_value_t = 0x11, value_parser = clap::value_parser!(u32).range(1..=0xff_ffff))]
     sender_qp: u32,
-    /// The receiver's QP number.
-    #[arg(long, default_value_t = 0x22)]
+    /// The receiver's QP number (24 bits).
+    #[arg(long, default_value_t = 0x22, value_parser = clap::value_parser!(u32).range(1..=0xff_ffff))]
     receiver_qp: u32,
-    /// The first PSN.
-    #[arg(long, default_value_t = 0)]
+    /// The first PSN (24 bits).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=0xff_ffff))]
     start_psn: u32,
-    /// Give up after this many seconds.
-    #[arg(long, default_value_t = 60.0)]
+    /// Give up after this many seconds (more than 0, at most a day).
+    #[arg(long, default_value_t = 60.0, value_parser = seconds, allow_negative_numbers = true)]
     deadline_s: f64,
 }
 
@@ -91,30 +91,57 @@ enum Cmd {
         /// Congestion control.
         #[arg(long, value_enum, default_value = "hpcc")]
         cc: CcName,
-        /// Line rate, Gb/s: the pacer's first and largest rate.
-        #[arg(long, default_value_t = 1.0)]
+        /// Line rate, Gb/s: the pacer's first and largest rate (more than 0, at most 1600).
+        #[arg(long, default_value_t = 1.0, value_parser = gbps, allow_negative_numbers = true)]
         rate_gbps: f64,
-        /// HPCC++'s base RTT `T`, microseconds.
-        #[arg(long, default_value_t = 200.0)]
+        /// HPCC++'s base RTT `T`, microseconds (at least 1, at most a second).
+        #[arg(long, default_value_t = 200.0, value_parser = rtt_us, allow_negative_numbers = true)]
         base_rtt_us: f64,
-        /// INT hop slots to allocate (switches on the path).
-        #[arg(long, default_value_t = 1)]
+        /// INT hop slots to allocate (switches on the path, 1..=8).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=8))]
         int_hops: u8,
-        /// Retransmission timeout, milliseconds.
-        #[arg(long, default_value_t = 20.0)]
+        /// Retransmission timeout, milliseconds (at least 0.01, at most a minute).
+        #[arg(long, default_value_t = 20.0, value_parser = timeout_ms, allow_negative_numbers = true)]
         timeout_ms: f64,
     },
     /// Receive a file.
     Recv {
         #[command(flatten)]
         c: Common,
-        /// Bytes to expect.
-        #[arg(long)]
+        /// Bytes to expect (at least 1; they are held in memory, so at most what is available).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
         size: u64,
         /// Where to write them.
         #[arg(long)]
         out: PathBuf,
     },
+}
+
+/// A finite number in `[lo, hi]` (`lo` excluded when `open`), for a value parser.
+fn ranged(s: &str, lo: f64, hi: f64, open: bool, unit: &str) -> Result<f64, String> {
+    let v: f64 = s.trim().parse().map_err(|_| format!("{s:?} is not a number"))?;
+    let above = if open { v > lo } else { v >= lo };
+    if v.is_finite() && above && v <= hi {
+        Ok(v)
+    } else {
+        Err(format!("{s} out of range: {}{lo}..={hi} {unit}", if open { "above " } else { "" }))
+    }
+}
+
+fn seconds(s: &str) -> Result<f64, String> {
+    ranged(s, 0.0, 86_400.0, true, "s")
+}
+
+fn gbps(s: &str) -> Result<f64, String> {
+    ranged(s, 0.0, 1600.0, true, "Gb/s")
+}
+
+fn rtt_us(s: &str) -> Result<f64, String> {
+    ranged(s, 1.0, 1e6, false, "µs")
+}
+
+fn timeout_ms(s: &str) -> Result<f64, String> {
+    ranged(s, 0.01, 60_000.0, false, "ms")
 }
 
 type Host = HostPort<PktBuf, AfPacketPort, HeapPool>;
@@ -192,7 +219,7 @@ fn send(
             local_qp: c.sender_qp,
             cfg: SenderConfig {
                 size,
-                mtu: c.mtu,
+                mtu: usize::from(c.mtu),
                 dest_qp: c.receiver_qp,
                 start_psn: c.start_psn,
                 overhead,
@@ -275,6 +302,14 @@ fn recv(c: &Common, size: u64, out: &PathBuf) -> anyhow::Result<bool> {
 fn main() -> anyhow::Result<()> {
     ports::host::init_tracing("warn");
     let cli = Cli::parse();
+    // Bad input exits 2 (as clap's own errors do) before any I/O; runtime failures exit 1.
+    if let Cmd::Recv { size, .. } = &cli.cmd
+        && let Some(avail) = ports::host::mem_available()
+        && *size > avail
+    {
+        eprintln!("error: --size {size}: more bytes than the {avail} of memory available to hold them");
+        std::process::exit(2);
+    }
     let ok = match &cli.cmd {
         Cmd::Send { c, file, cc, rate_gbps, base_rtt_us, int_hops, timeout_ms } => {
             send(c, file, *cc, *rate_gbps, *base_rtt_us, *int_hops, *timeout_ms)?

@@ -1,0 +1,55 @@
+//! `nic-agent`'s arguments: every bad value exits 2 with a message naming it, at once — before
+//! the interface is opened or ARP is sent (no root needed to see it).
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn run(args: &[&str]) -> (i32, String, Duration) {
+    let t0 = Instant::now();
+    let o = Command::new(env!("CARGO_BIN_EXE_nic-agent")).args(args).output().unwrap();
+    (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stderr).to_string(), t0.elapsed())
+}
+
+#[test]
+fn bad_arguments_exit_2_before_any_io() {
+    let common =
+        ["--iface", "nonexistent0", "--ip", "10.0.0.1", "--gateway", "10.0.0.2", "--peer", "10.0.0.3"];
+    let send = |extra: &[&str]| {
+        let mut v = vec!["send"];
+        v.extend_from_slice(&common);
+        v.extend_from_slice(&["--file", "/dev/null"]);
+        v.extend_from_slice(extra);
+        run(&v)
+    };
+    for (extra, name) in [
+        (&["--deadline-s", "-1"][..], "--deadline-s"),
+        (&["--deadline-s", "nan"], "--deadline-s"),
+        (&["--deadline-s", "1e30"], "--deadline-s"),
+        (&["--mtu", "0"], "--mtu"),
+        (&["--mtu", "100000"], "--mtu"),
+        (&["--sender-qp", "99999999"], "--sender-qp"),
+        (&["--timeout-ms", "0"], "--timeout-ms"),
+        (&["--base-rtt-us", "0"], "--base-rtt-us"),
+        (&["--rate-gbps", "inf"], "--rate-gbps"),
+    ] {
+        let (code, err, took) = send(extra);
+        assert_eq!(code, 2, "{extra:?}: {err}");
+        assert!(err.contains(name), "{extra:?}: {err}");
+        assert!(took < Duration::from_secs(2), "{extra:?} took {took:?}");
+    }
+    // recv: a size that is not a number, and one larger than the machine's memory.
+    let mut v = vec!["recv"];
+    v.extend_from_slice(&common);
+    v.extend_from_slice(&["--out", "/dev/null", "--size"]);
+    for size in ["1e14", "100000000000000000"] {
+        let mut a = v.clone();
+        a.push(size);
+        let (code, err, took) = run(&a);
+        assert_eq!(code, 2, "--size {size}: {err}");
+        assert!(err.contains("--size"), "{err}");
+        assert!(took < Duration::from_secs(2));
+    }
+    // A good command line on an interface that does not exist fails at run time: exit 1.
+    let (code, err, _) = send(&["--deadline-s", "1"]);
+    assert_eq!(code, 1, "{err}");
+}
