@@ -76,6 +76,30 @@ fn a_bad_config_exits_2_naming_file_key_and_reason() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.toml") && err.contains("append[0].entries") && err.contains("size"), "{err}");
+    // An address that is not this host's: `check` refuses it as `serve` would.
+    std::fs::write(&f, "[collector]\nip = \"203.0.113.7\"\n[keywrite]\nport = 1337\nslots = 64\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_collector"))
+        .args(["check", "--config"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("collector.ip") && err.contains("203.0.113.7"), "{err}");
+    // Bad arguments exit 2 too, naming themselves, before the config is read.
+    for (arg, v) in
+        [("--duration", "nan"), ("--duration", "-1"), ("--duration", "0"), ("--stats-interval", "inf")]
+    {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_collector"))
+            .args(["serve", "--config"])
+            .arg(&f)
+            .args([arg, v])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{arg} {v}: {err}");
+        assert!(err.contains(arg), "{arg} {v}: {err}");
+    }
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -36,11 +36,11 @@ enum Cmd {
         /// Do not check the ICRC (like a NIC whose ICRC check is disabled).
         #[arg(long)]
         no_icrc: bool,
-        /// Stop after this many seconds (default: until Ctrl-C).
-        #[arg(long)]
+        /// Stop after this many seconds (default: until Ctrl-C; more than 0, at most a year).
+        #[arg(long, value_parser = duration_s, allow_negative_numbers = true)]
         duration: Option<f64>,
-        /// Seconds between counter lines (0: none).
-        #[arg(long, default_value_t = 1.0)]
+        /// Seconds between counter lines (0: none; at most a day).
+        #[arg(long, default_value_t = 1.0, value_parser = interval_s, allow_negative_numbers = true)]
         stats_interval: f64,
     },
     /// Check a config and print what it would serve.
@@ -115,10 +115,24 @@ enum Query {
 }
 
 fn load(path: &std::path::Path) -> Result<CollectorConfig, ExitCode> {
-    CollectorConfig::load(path).map_err(|e| {
+    let cfg = CollectorConfig::load(path).map_err(|e| {
         eprintln!("error: {e}");
         ExitCode::from(2)
-    })
+    })?;
+    // What `serve` needs of the host, checked by `check` too: on the host's UDP stack the
+    // address must be one of this host's (binding it is how to ask).
+    if matches!(cfg.attach, collector::Attach::Udp)
+        && let Err(e) = std::net::UdpSocket::bind((cfg.ip, 0))
+        && e.kind() == std::io::ErrorKind::AddrNotAvailable
+    {
+        eprintln!(
+            "error: {}: collector.ip: {} is not an address of this host (the soft-RNIC binds it; use attach \"af_packet\" to answer for another): {e}",
+            path.display(),
+            cfg.ip
+        );
+        return Err(ExitCode::from(2));
+    }
+    Ok(cfg)
 }
 
 fn stats_line(d: &StatsSnapshot, prev: &StatsSnapshot, secs: f64) -> String {
@@ -266,6 +280,25 @@ fn query(addr: SocketAddr, q: Query) -> anyhow::Result<ExitCode> {
         },
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A finite number of seconds in `(lo, hi]` (or `[lo, hi]` when `closed`), for a value parser.
+fn seconds(s: &str, lo: f64, hi: f64, closed: bool) -> Result<f64, String> {
+    let v: f64 = s.trim().parse().map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    let above = if closed { v >= lo } else { v > lo };
+    if v.is_finite() && above && v <= hi {
+        Ok(v)
+    } else {
+        Err(format!("{s} out of range: {}{lo}..={hi} s", if closed { "" } else { "above " }))
+    }
+}
+
+fn duration_s(s: &str) -> Result<f64, String> {
+    seconds(s, 0.0, 365.0 * 86_400.0, false)
+}
+
+fn interval_s(s: &str) -> Result<f64, String> {
+    seconds(s, 0.0, 86_400.0, true)
 }
 
 fn main() -> ExitCode {
