@@ -271,7 +271,9 @@ impl CollectorConfig {
             |key: &str, reason: String| ConfigError { file: path.to_path_buf(), key: key.into(), reason };
         let raw: Raw = toml::from_str(text).map_err(|e| {
             let key = e.span().map_or_else(|| "-".to_string(), |s| key_at(text, s.start));
-            err(&key, e.message().to_string())
+            let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            let at = line.map_or_else(String::new, |l| format!(" (line {l})"));
+            err(&key, format!("{}{at}", e.message()))
         })?;
         let c = &raw.collector;
         let ip: Ipv4Addr =
@@ -585,6 +587,10 @@ mod tests {
 
     #[test]
     fn errors_name_file_key_and_reason() {
+        // A duplicate key names its key and line.
+        let e = parse("[keywrite]\nport = 1337\nport = 1338\nslots = 64\n").unwrap_err();
+        assert_eq!(e.key, "keywrite.port");
+        assert!(e.reason.contains("duplicate") && e.reason.contains("line"), "{e}");
         // Sizes past u64 are refused, not wrapped to nothing.
         let e = parse("[keywrite]\nport = 1337\nslots = 2305843009213693952\n").unwrap_err();
         assert_eq!(e.key, "keywrite");

@@ -276,6 +276,16 @@ impl DtaTranslator {
                 if sk.rows == 0 || sk.columns == 0 || sk.reporters.is_empty() || batch == 0 {
                     return Err(c.err(skey, "rows, columns, batch and reporters must not be zero or empty"));
                 }
+                // The merger holds a round of counters: columns x rows, up to 2^26 (256 MiB).
+                if u64::from(sk.columns) * u64::from(sk.rows) > 1 << 26 {
+                    return Err(c.err(
+                        format!("{skey}.columns"),
+                        format!(
+                            "{} columns x {} rows: more than 2^26 counters to merge",
+                            sk.columns, sk.rows
+                        ),
+                    ));
+                }
                 if bytes > roce::requester::MAX_INLINE {
                     return Err(c.err(
                         format!("{skey}.batch"),
@@ -323,8 +333,15 @@ impl DtaTranslator {
             collectors.iter().enumerate().filter(|(_, c)| c.keywrite.is_some()).map(|(i, _)| i).collect();
         let ki_collectors =
             collectors.iter().enumerate().filter(|(_, c)| c.keyincrement.is_some()).map(|(i, _)| i).collect();
-        let reporters = ExactTable::new(res, decl::reporter_seq(d.reporters.unwrap_or(65536).max(1)));
+        let n_reporters = d.reporters.unwrap_or(65536);
+        if !(1..=1 << 22).contains(&n_reporters) {
+            return Err(c.err("dta.reporters", format!("{n_reporters} out of range 1..=4194304")));
+        }
+        let reporters = ExactTable::new(res, decl::reporter_seq(n_reporters));
         let park_cap = d.park.unwrap_or(4096);
+        if park_cap > 1 << 20 {
+            return Err(c.err("dta.park", format!("{park_cap} out of range 0..=1048576")));
+        }
         let state_bytes: usize = qps
             .iter()
             .map(|q| match &q.store {
