@@ -129,8 +129,19 @@ fn lab_run_one(
 }
 
 /// `lab run`: exit 2 for a lab file that cannot run.
+/// The output directory, made and checked writable before a simulation runs (an unwritable
+/// one failed only after the whole run): bad input, exit 2.
+fn writable_out(out: &Path) -> Result<(), LabFail> {
+    let probe = out.join(".softfabric-write-test");
+    std::fs::create_dir_all(out)
+        .and_then(|()| std::fs::write(&probe, b""))
+        .and_then(|()| std::fs::remove_file(&probe))
+        .map_err(|e| LabFail::BadLab(format!("--out {}: cannot write there: {e}", out.display())))
+}
+
 fn lab_run(file: &Path, out: &Path, cc: Option<&str>, quiet: bool) -> Result<(), LabFail> {
     let mut cfg = softfabric::lab::LabConfig::load(file).map_err(|e| LabFail::BadLab(e.to_string()))?;
+    writable_out(out)?;
     if let Some(cc) = cc {
         cfg.cc = parse_cc(cc)?;
     }
@@ -141,6 +152,7 @@ fn lab_run(file: &Path, out: &Path, cc: Option<&str>, quiet: bool) -> Result<(),
 fn lab_compare(file: &Path, out: &Path, quiet: bool) -> Result<(), LabFail> {
     use softfabric::lab::{Cc, LabConfig, output, plot};
     let mut cfg = LabConfig::load(file).map_err(|e| LabFail::BadLab(e.to_string()))?;
+    writable_out(out)?;
     let mut runs = Vec::new();
     for cc in Cc::ALL {
         cfg.cc = cc;

@@ -262,3 +262,37 @@ fn bad_program_sections_and_collector_configs_are_refused_before_the_run() {
     let e = lab::run(&cfg, |_| {}).unwrap_err();
     assert!(e.contains("host 2") && e.contains("keywrite.slots") && e.contains("power of two"), "{e}");
 }
+
+/// Lab files that used to run wrong or be refused late: refused at load, naming the key, at
+/// once; and an unwritable --out is refused before the simulation (exit 2).
+#[test]
+fn bad_lab_files_are_refused_at_once() {
+    let base = "[lab]\nduration_us = 100\ncc = \"hpcc\"\n[topology]\nkind = \"star\"\nhosts = 4\nrate = \"100G\"\ndelay_ns = 1000\n";
+    let cases = [
+        (base.replace("hosts = 4", "hosts = 100000000"), "hosts"),
+        (base.replace("kind = \"star\"\nhosts = 4", "kind = \"fat_tree\"\nk = 1000000"), "k"),
+        (format!("{base}[[flow]]\nsrc = 0\ndst = 1\nsize = 9223372036854775807\nstart_ns = 0\n"), "size"),
+        (base.replace("[lab]\n", "[lab]\nsample_ns = 0\n"), "sample_ns"),
+    ];
+    for (text, key) in cases {
+        let t0 = std::time::Instant::now();
+        let e = LabConfig::parse(std::path::Path::new("bad-lab.toml"), &text).unwrap_err().to_string();
+        assert!(e.contains(key) && e.contains("bad-lab.toml"), "{key}: {e}");
+        assert!(t0.elapsed() < std::time::Duration::from_secs(1), "{key}: refused late");
+    }
+    // An unwritable --out: exit 2 before any simulation.
+    let dir = std::env::temp_dir().join(format!("softfabric-badlab-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("lab.toml");
+    std::fs::write(&f, format!("{base}[[flow]]\nsrc = 0\ndst = 1\nsize = 1000\nstart_ns = 0\n")).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_softfabric"))
+        .args(["lab", "run"])
+        .arg(&f)
+        .args(["--out", "/proc/softfabric-cannot-write", "--quiet"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--out"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
