@@ -3,8 +3,10 @@
 //! WRITEs and atomics to registered memory by DMA; no CPU touches a report.
 //!
 //! Per data structure: an `rdma_cm` listener on the collector's address and the store's port;
-//! the store's region registered once with `ibv_reg_mr_iova` (local write, remote write, remote
-//! atomic) at the VA the soft-RNIC would expose, so translators see one layout whatever the
+//! a protection domain of its own, so a connection to one store cannot write another's region
+//! (the NIC refuses an R_Key of another PD); the store's region registered once in it with
+//! `ibv_reg_mr_iova` (local write, remote write, remote atomic) at the VA the soft-RNIC would
+//! expose, so translators see one layout whatever the
 //! backend; on each connection an RC QP with receive WRs posted (a WRITE with Immediate
 //! consumes one; its immediate becomes a [`Notification`]) and, once established, the 16-byte
 //! metadata SEND (VA low, VA high, length, R_Key) carrying the NIC's real R_Key. An Append
@@ -126,7 +128,9 @@ pub struct VerbsCollector {
     ch: *mut rd::rdma_event_channel,
     /// Listener id and index into `regs`.
     listeners: Vec<(*mut rd::rdma_cm_id, usize)>,
-    pd: *mut rd::ibv_pd,
+    /// One protection domain per store (by registration index): a connection to one store's
+    /// port has its QP in that store's PD, and the NIC refuses it any other store's R_Key.
+    pds: Vec<*mut rd::ibv_pd>,
     regs: Vec<Registration>,
     mrs: Vec<*mut rd::ibv_mr>,
     conns: Vec<Conn>,
@@ -163,7 +167,7 @@ impl VerbsCollector {
             ip,
             ch,
             listeners: Vec::new(),
-            pd: ptr::null_mut(),
+            pds: Vec::new(),
             regs,
             mrs: Vec::new(),
             conns: Vec::new(),
@@ -180,22 +184,23 @@ impl VerbsCollector {
             libc::fcntl(fd, libc::F_SETFL, libc::fcntl(fd, libc::F_GETFL) | libc::O_NONBLOCK);
         }
         let Some(&(id0, _)) = me.listeners.first() else { return Ok((me, Vec::new())) };
-        // SAFETY: `id0` is a bound listener; bound to a device's address, its `verbs` is that
-        // device's context (null otherwise, which `listen` already refused).
-        me.pd = unsafe { rd::ibv_alloc_pd((*id0).verbs) };
-        if me.pd.is_null() {
-            return Err(VerbsError::Call { call: "ibv_alloc_pd", addr: first, source: errno() });
-        }
         let base = stores.memory().host().words().as_ptr() as *mut u8;
         for reg in me.regs.clone() {
             let addr = SocketAddrV4::new(ip, reg.port);
+            // SAFETY: `id0` is a bound listener; bound to a device's address, its `verbs` is
+            // that device's context (null otherwise, which `listen` already refused).
+            let pd = unsafe { rd::ibv_alloc_pd((*id0).verbs) };
+            if pd.is_null() {
+                return Err(VerbsError::Call { call: "ibv_alloc_pd", addr, source: errno() });
+            }
+            me.pds.push(pd);
             // SAFETY: the region lies inside the mapping (offset + len ≤ mapping length, as
             // `Registered` laid it out), which `me.stores` keeps alive until after the MR is
             // deregistered in `drop`. The NIC becomes a writer of that memory, as the
             // soft-RNIC thread is otherwise: readers only ever load it as atomic words.
             let mr = unsafe {
                 rd::ibv_reg_mr_iova(
-                    me.pd,
+                    pd,
                     base.add(reg.offset as usize).cast(),
                     reg.len as usize,
                     reg.iova,
@@ -345,8 +350,8 @@ impl VerbsCollector {
             max_inline_data: METADATA_HEAD_LEN as u32,
         };
         attr.qp_type = rd::ibv_qp_type::IBV_QPT_RC;
-        // SAFETY: `id`, `pd` and `attr` are valid; on success `id.qp` is the new QP.
-        if unsafe { rd::rdma_create_qp(id, self.pd, &mut attr) } != 0 {
+        // SAFETY: `id`, the store's PD and `attr` are valid; on success `id.qp` is the new QP.
+        if unsafe { rd::rdma_create_qp(id, self.pds[store], &mut attr) } != 0 {
             let e = call("rdma_create_qp");
             // SAFETY: the CQ was created above and nothing uses it.
             unsafe { rd::ibv_destroy_cq(cq) };
@@ -466,8 +471,8 @@ impl Drop for VerbsCollector {
             for mr in self.mrs.drain(..) {
                 rd::ibv_dereg_mr(mr);
             }
-            if !self.pd.is_null() {
-                rd::ibv_dealloc_pd(self.pd);
+            for pd in self.pds.drain(..) {
+                rd::ibv_dealloc_pd(pd);
             }
             for (id, _) in self.listeners.drain(..) {
                 rd::rdma_destroy_id(id);
