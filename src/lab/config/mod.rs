@@ -435,7 +435,7 @@ impl LabConfig {
         let planned: Option<u128> = match t.kind.as_str() {
             "star" | "dumbbell" => t.hosts.map(|h| h as u128),
             "leaf_spine" => t.leaves.zip(t.hosts_per_leaf).map(|(l, h)| l as u128 * h as u128),
-            "fat_tree" => t.k.map(|k| (k as u128).pow(3) / 4),
+            "fat_tree" => t.k.map(|k| (k as u128).saturating_pow(3) / 4),
             _ => None,
         };
         if let Some(h) = planned.filter(|&h| h > MAX_HOSTS as u128) {
