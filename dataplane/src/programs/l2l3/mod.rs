@@ -33,6 +33,8 @@ use crate::config::{Config, ConfigError, parse_cidr};
 use crate::model::{DropReason, ExactTable, HashAlgo, HashUnit, LpmTable, Resources, builtin};
 use crate::switch::{Dest, EgressMd, Emitter, IngressMd, PortId, Program};
 
+/// Largest table `[l2l3]` may size (entries).
+const MAX_TABLE: usize = 1 << 24;
 /// Default MAC table size.
 pub const DEFAULT_MAC_TABLE: usize = 4096;
 /// Default MAC aging, seconds.
@@ -150,13 +152,26 @@ impl L2l3 {
     pub fn build(cfg: &Config, ctx: &mut BuildCtx) -> Result<Self, ConfigError> {
         let c = cfg.ctx();
         let s = &Self::section(cfg)?;
+        // Table sizes are allocated up front: 1 to 2^24 entries (a huge one was a capacity
+        // overflow, or an allocation abort).
+        let size = |key: &str, v: Option<usize>, default: usize| -> Result<usize, ConfigError> {
+            match v.unwrap_or(default) {
+                n @ 1..=MAX_TABLE => Ok(n),
+                n => Err(c.err(key, format!("{n} out of range 1..={MAX_TABLE}"))),
+            }
+        };
+        let mac_size = size("l2l3.mac_table_size", s.mac_table_size, DEFAULT_MAC_TABLE)?;
+        let route_size = size("l2l3.route_table_size", s.route_table_size, DEFAULT_ROUTES)?;
+        let neighbor_size = size("l2l3.neighbor_table_size", s.neighbor_table_size, DEFAULT_NEIGHBORS)?;
+        if let Some(a) = s.mac_aging_s.filter(|&a| a > 365 * 86_400) {
+            return Err(c.err("l2l3.mac_aging_s", format!("{a} out of range 0..=31536000 (a year)")));
+        }
         let res = &mut ctx.resources;
         let nports = cfg.ports.len();
-        let macs = ExactTable::new(res, decl::dmac(s.mac_table_size.unwrap_or(DEFAULT_MAC_TABLE)));
-        let routes = LpmTable::new(res, decl::ipv4_lpm(s.route_table_size.unwrap_or(DEFAULT_ROUTES)));
+        let macs = ExactTable::new(res, decl::dmac(mac_size));
+        let routes = LpmTable::new(res, decl::ipv4_lpm(route_size));
         decl::declare(res, nports, MAX_GROUPS);
-        let neighbors =
-            ExactTable::new(res, decl::neighbor(s.neighbor_table_size.unwrap_or(DEFAULT_NEIGHBORS)));
+        let neighbors = ExactTable::new(res, decl::neighbor(neighbor_size));
         let arp_pending = ExactTable::new(res, decl::arp_pending(256));
         let ecmp = HashUnit::new(res, "ecmp_hash", HashAlgo::Crc16Arc, 16, &decl::ECMP_INPUTS);
         let d = &mut ctx.drops;
