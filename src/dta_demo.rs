@@ -115,6 +115,17 @@ impl LabConfig {
 
     /// The translator's configuration: one UDP port on the translator's address.
     pub fn translator_toml(&self) -> String {
+        let port = format!(
+            "[[port]]\nname = \"host\"\nbackend = \"udp\"\nbind = \"{t}\"\nudp_ports = [40040, 4791]\n\
+             mac = \"02:5f:00:00:00:01\"\nspeed = \"100G\"\nipv4 = [\"{t}/8\"]\ninject_loss = {loss}\n",
+            t = self.translator,
+            loss = self.inject_loss
+        );
+        self.translator_toml_on(&port)
+    }
+
+    /// The translator's configuration on the `[[port]]` tables `ports` (AF_PACKET veths, say).
+    pub fn translator_toml_on(&self, ports: &str) -> String {
         let lists: Vec<String> =
             (0..self.lists).map(|l| format!("{{ list = {l}, port = {}, batch = 16 }}", 1340 + l)).collect();
         let (rows, columns, reporters) = self.sketch;
@@ -125,16 +136,7 @@ impl LabConfig {
 burst = 32
 pool_buffers = 16384
 
-[[port]]
-name = "host"
-backend = "udp"
-bind = "{t}"
-udp_ports = [40040, 4791]
-mac = "02:5f:00:00:00:01"
-speed = "100G"
-ipv4 = ["{t}/8"]
-inject_loss = {loss}
-
+{ports}
 [dta]
 # The reporters start after this translator: none is mid-stream.
 join_ms = 0
@@ -154,11 +156,9 @@ keyincrement_redundancy = 2
 append = [{lists}]
 sketch = [{{ id = 0, port = 1330, rows = {rows}, columns = {columns}, reporters = [{reps}], batch = 4 }}]
 "#,
-            t = self.translator,
             c = self.collector,
             lists = lists.join(", "),
             reps = reporters.join(", "),
-            loss = self.inject_loss,
         )
     }
 }

@@ -43,9 +43,14 @@ fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static)
     .expect("the thread in the namespace panicked")
 }
 
+/// The parties' sizes and the collector's address (the translator's config and the collector's
+/// come from it, as the demo's do).
+fn lab_config() -> LabConfig {
+    LabConfig { collector: COLLECTOR, lists: LISTS, append_entries: 1 << 18, ..LabConfig::demo() }
+}
+
 fn collector_config() -> CollectorConfig {
-    let cfg = LabConfig { collector: COLLECTOR, lists: LISTS, append_entries: 1 << 18, ..LabConfig::demo() };
-    CollectorConfig::parse(Path::new("<netns collector>"), &cfg.collector_toml()).unwrap()
+    CollectorConfig::parse(Path::new("<netns collector>"), &lab_config().collector_toml()).unwrap()
 }
 
 fn start_collector(net: &Net) -> Collector {
@@ -54,29 +59,8 @@ fn start_collector(net: &Net) -> Collector {
 }
 
 fn start_translator(net: &Net) -> Runtime {
-    let lists: Vec<String> =
-        (0..LISTS).map(|l| format!("{{ list = {l}, port = {}, batch = 16 }}", 1340 + l)).collect();
-    let text = format!(
-        r#"program = "dta_translator"
-[runtime]
-stats_interval_s = 60
-{}
-[dta]
-# The reporters start after this translator: none is mid-stream.
-join_ms = 0
-window = 16384
-timeout_us = 20000
-append_flush_us = 200
-cm_timeout_ms = 50
-cm_backoff_ms = 50
-[[dta.collector]]
-name = "c0"
-ip = "{COLLECTOR}"
-append = [{}]
-"#,
-        ROUTED_PORTS.replace("{S0}", &net.sw[0]).replace("{S1}", &net.sw[1]),
-        lists.join(", ")
-    );
+    let text = lab_config()
+        .translator_toml_on(&ROUTED_PORTS.replace("{S0}", &net.sw[0]).replace("{S1}", &net.sw[1]));
     let cfg = Config::parse(Path::new("<netns translator>"), &text).unwrap();
     let rt = Runtime::start(&cfg).expect("the translator starts");
     let t0 = Instant::now();

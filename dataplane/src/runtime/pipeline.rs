@@ -77,24 +77,7 @@ impl<F: Frame + Send + 'static, Pl: Pool<F> + Send + 'static> Pipeline<F, Pl> {
                     None => break,
                 },
             }
-            // Receive (on a replay clock, only the frames stamped with this instant), the
-            // program's periodic task when due, transmit: one call into the switch.
-            let replay = self.clock == ClockSource::Pcap;
-            let tick = now.saturating_sub(last_tick) >= 50_000 || replay;
-            if tick {
-                last_tick = now;
-            }
-            self.switch.poll(
-                now,
-                &mut self.ports,
-                &mut self.pool,
-                &mut rx,
-                &mut tx,
-                if replay { 0 } else { self.burst },
-                self.burst,
-                tick,
-                &mut to_cpu,
-            );
+            self.step(now, self.clock == ClockSource::Pcap, &mut last_tick, &mut rx, &mut tx, &mut to_cpu);
             for c in to_cpu.drain(..) {
                 let f = CpuFrame {
                     pipeline: self.id,
@@ -119,6 +102,27 @@ impl<F: Frame + Send + 'static, Pl: Pool<F> + Send + 'static> Pipeline<F, Pl> {
         self.finish()
     }
 
+    /// One iteration: receive (on a replay clock, only the frames stamped with this instant),
+    /// the program's periodic task when due (every 50 µs, every step on a replay clock),
+    /// transmit — one call into the switch.
+    #[inline]
+    fn step(
+        &mut self,
+        now: u64,
+        replay: bool,
+        last_tick: &mut u64,
+        rx: &mut Vec<F>,
+        tx: &mut Vec<F>,
+        to_cpu: &mut Vec<CpuPacket<F>>,
+    ) {
+        let tick = now.saturating_sub(*last_tick) >= 50_000 || replay;
+        if tick {
+            *last_tick = now;
+        }
+        let rx_burst = if replay { 0 } else { self.burst };
+        self.switch.poll(now, &mut self.ports, &mut self.pool, rx, tx, rx_burst, self.burst, tick, to_cpu);
+    }
+
     /// Stopping on the real clock: keep polling — receiving, ticking, sending — while the
     /// program finishes ([`Program::stop`](crate::switch::Program::stop): the DTA translator's
     /// writes acknowledged, its connections closed with DREQs), for at most [`STOP_GRACE_NS`];
@@ -136,21 +140,7 @@ impl<F: Frame + Send + 'static, Pl: Pool<F> + Send + 'static> Pipeline<F, Pl> {
             let now = start.elapsed().as_nanos() as u64;
             let force = now.saturating_sub(t0) >= STOP_GRACE_NS;
             let done = self.switch.stop(now, force, &mut self.pool);
-            let tick = now.saturating_sub(last_tick) >= 50_000;
-            if tick {
-                last_tick = now;
-            }
-            self.switch.poll(
-                now,
-                &mut self.ports,
-                &mut self.pool,
-                rx,
-                tx,
-                self.burst,
-                self.burst,
-                tick,
-                to_cpu,
-            );
+            self.step(now, false, &mut last_tick, rx, tx, to_cpu);
             for c in to_cpu.drain(..) {
                 self.pool.free(c.pkt);
             }
