@@ -11,6 +11,18 @@ use collector::{Collector, CollectorConfig, http};
 use roce::responder::Memory;
 use wire::dta::{KeyHash, layout};
 
+/// `http::serve` on an ephemeral loopback port in a thread: its address, the flag that stops it,
+/// and the thread.
+fn serve(c: &Arc<Collector>) -> (SocketAddr, Arc<AtomicBool>, std::thread::JoinHandle<()>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel();
+    let (c2, s2) = (c.clone(), stop.clone());
+    let t = std::thread::spawn(move || {
+        http::serve(&c2, "127.0.0.1:0".parse().unwrap(), &s2, |a| tx.send(a).unwrap()).unwrap()
+    });
+    (rx.recv_timeout(Duration::from_secs(5)).unwrap(), stop, t)
+}
+
 #[test]
 fn http_answers_queries_from_memory() {
     let cfg = CollectorConfig::parse(
@@ -30,13 +42,7 @@ fn http_answers_queries_from_memory() {
     let entries: Vec<u8> = [5u32, 6, 7].iter().flat_map(|v| v.to_le_bytes()).collect();
     mem.write(ap.rkey, ap.va, &entries).unwrap();
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let (tx, rx) = mpsc::channel();
-    let (c2, s2) = (c.clone(), stop.clone());
-    let t = std::thread::spawn(move || {
-        http::serve(&c2, "127.0.0.1:0".parse().unwrap(), &s2, |a| tx.send(a).unwrap()).unwrap()
-    });
-    let addr: SocketAddr = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    let (addr, stop, t) = serve(&c);
     let get = |p: &str| http::get(addr, p, Duration::from_secs(5)).unwrap();
 
     let (st, v) = get("/keywrite/9");
@@ -114,13 +120,7 @@ fn long_polls_never_block_other_queries() {
     )
     .unwrap();
     let c = Arc::new(Collector::start(&cfg).unwrap());
-    let stop = Arc::new(AtomicBool::new(false));
-    let (tx, rx) = mpsc::channel();
-    let (c2, s2) = (c.clone(), stop.clone());
-    let t = std::thread::spawn(move || {
-        http::serve(&c2, "127.0.0.1:0".parse().unwrap(), &s2, |a| tx.send(a).unwrap()).unwrap()
-    });
-    let addr: SocketAddr = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    let (addr, stop, t) = serve(&c);
     let polls: Vec<_> = (0..http::WORKERS + 2)
         .map(|_| {
             std::thread::spawn(move || {
