@@ -160,6 +160,17 @@ pub fn run(r: &ReportRun) -> Result<ReportSummary, ReportError> {
     let done = move |a: &ReporterAgent, now: u64| a.is_done() && now >= a.stats().last_ns + linger_ns;
     let (port_errors, dropped) = match &r.sink {
         Sink::Udp { bind } => {
+            // Frames leave in the order they are sent only from one CPU (a veth or loopback
+            // hands them to the sending CPU's backlog); a reordering deeper than the 8-bit
+            // sequence numbers reach would read as lost and duplicated reports.
+            let _pin = ports::host::pin_to_current_cpu();
+            // Likewise, the first reports are not sent before the way to each collector is
+            // resolved (see resolve_next_hop).
+            for &c in &r.collectors {
+                if !crate::port::resolve_next_hop(c, Duration::from_secs(1)) {
+                    tracing::warn!(collector = %c, "the next hop toward the collector did not resolve within 1 s");
+                }
+            }
             let port = UdpPort::open(*bind.ip(), mac, &[NACK_PORT])
                 .map_err(|error| ReportError::Bind { ip: *bind.ip(), error })?;
             let mut host = HostPort::new(port, pool, mac, ip, Idle::Sleep);

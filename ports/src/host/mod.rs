@@ -272,3 +272,50 @@ pub fn mem_available() -> Option<u64> {
         s.lines().find(|l| l.starts_with("MemAvailable:"))?.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib.saturating_mul(1024))
 }
+
+/// The calling thread kept on the CPU it runs on until this is dropped, when its former
+/// affinity comes back ([`pin_to_current_cpu`]).
+pub struct CpuPin {
+    old: libc::cpu_set_t,
+    /// Not `Send`: the affinity belongs to the thread that set it.
+    _thread: std::marker::PhantomData<*const ()>,
+}
+
+/// Keep the calling thread on the CPU it is running on, for a sender whose frames must leave in
+/// the order it sends them: Linux hands a frame sent on a veth or loopback to the sending
+/// CPU's backlog, so a sender the scheduler moves between CPUs under load can have a later
+/// frame delivered before hundreds of earlier ones (up to `net.core.netdev_max_backlog`) — more
+/// than DTA's 8-bit sequence numbers can put back in order. A real NIC's transmit queues
+/// chosen per CPU (XPS) do the same. `None` if the affinity cannot be read or set (the thread
+/// is then left as it was).
+// Audited: system calls on the calling thread's affinity only; no memory is shared.
+#[allow(unsafe_code)]
+pub fn pin_to_current_cpu() -> Option<CpuPin> {
+    // SAFETY: sched_getcpu takes no arguments and only returns a number.
+    let cpu = unsafe { libc::sched_getcpu() };
+    let cpu = usize::try_from(cpu).ok()?;
+    // SAFETY: cpu_set_t is plain data (a bit array); all zeros is the empty set.
+    let mut old: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: pid 0 is the calling thread; `old` is a valid cpu_set_t of the size passed.
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut old) } != 0 {
+        return None;
+    }
+    // SAFETY: as above; CPU_SET writes bit `cpu` of `one`, which sched_getcpu returned (it is
+    // below CPU_SETSIZE).
+    let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    unsafe { libc::CPU_SET(cpu, &mut one) };
+    // SAFETY: pid 0 is the calling thread; `one` is a valid cpu_set_t of the size passed.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) } != 0 {
+        return None;
+    }
+    Some(CpuPin { old, _thread: std::marker::PhantomData })
+}
+
+#[allow(unsafe_code)]
+impl Drop for CpuPin {
+    fn drop(&mut self) {
+        // SAFETY: pid 0 is the calling thread (a CpuPin is not Send: it is dropped on the
+        // thread that made it); `old` is the valid set read when it was made.
+        unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.old) };
+    }
+}

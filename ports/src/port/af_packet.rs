@@ -109,8 +109,16 @@ impl AfPacketPort {
         setsockopt(&fd, SOL_PACKET, PACKET_VNET_HDR, &1i32)?;
         // Best effort: older kernels lack it, and outgoing frames are then skipped by type.
         let _ = setsockopt(&fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &1i32);
-        let _ = setsockopt(&fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &(4i32 << 20));
-        let _ = setsockopt(&fd, libc::SOL_SOCKET, libc::SO_SNDBUF, &(4i32 << 20));
+        // A 4 MiB receive buffer (a few thousand frames: tens of milliseconds of a busy port
+        // while the thread is not scheduled). SO_RCVBUF alone is capped by net.core.rmem_max
+        // (208 KiB by default, a few hundred frames); SO_RCVBUFFORCE (CAP_NET_ADMIN, which
+        // a raw socket needs anyway) is not.
+        if setsockopt(&fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &(4i32 << 20)).is_err() {
+            let _ = setsockopt(&fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &(4i32 << 20));
+        }
+        if setsockopt(&fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, &(4i32 << 20)).is_err() {
+            let _ = setsockopt(&fd, libc::SOL_SOCKET, libc::SO_SNDBUF, &(4i32 << 20));
+        }
         // SAFETY: an all-zero sockaddr_ll is valid; the fields that matter are set below.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;

@@ -436,8 +436,115 @@ impl UdpPort {
     }
 }
 
+/// A table of the calling thread's network namespace (`/proc/thread-self/net`: `/proc/net` is
+/// the main thread's, which a thread that entered another namespace does not share).
+fn proc_net(table: &str) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/thread-self/net/{table}"))
+        .or_else(|_| std::fs::read_to_string(format!("/proc/net/{table}")))
+        .ok()
+}
+
+/// The next hop the host's stack takes toward `dst` (`/proc/net/route`, longest prefix, then
+/// lowest metric; the calling thread's namespace): its gateway, or `dst` itself on a link; `None` for an address with no route
+/// there (a local or loopback one, which needs no resolution) or where the file is missing.
+pub fn next_hop(dst: Ipv4Addr) -> Option<Ipv4Addr> {
+    next_hop_in(&proc_net("route")?, dst)
+}
+
+/// [`next_hop`] in `table`, a `/proc/net/route`.
+fn next_hop_in(table: &str, dst: Ipv4Addr) -> Option<Ipv4Addr> {
+    // The kernel prints each address as the number its network-order bytes make natively.
+    let addr = |h: &str| u32::from_str_radix(h, 16).ok().map(|x| Ipv4Addr::from(x.to_ne_bytes()));
+    let mut best: Option<(u32, u32, Ipv4Addr)> = None;
+    for line in table.lines().skip(1) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (Some(net), Some(gw), Some(mask)) =
+            (f.get(1).and_then(|h| addr(h)), f.get(2).and_then(|h| addr(h)), f.get(7).and_then(|h| addr(h)))
+        else {
+            continue;
+        };
+        let metric: u32 = f.get(6).and_then(|m| m.parse().ok()).unwrap_or(u32::MAX);
+        let (m, n) = (u32::from(mask), u32::from(net));
+        if u32::from(dst) & m != n & m {
+            continue;
+        }
+        let len = m.count_ones();
+        if best.is_none_or(|(l, mt, _)| len > l || (len == l && metric < mt)) {
+            best = Some((len, metric, if gw.is_unspecified() { dst } else { gw }));
+        }
+    }
+    best.map(|b| b.2)
+}
+
+/// Whether the host's neighbour table has a complete entry for `ip` (`/proc/net/arp`).
+fn neighbour_known(ip: Ipv4Addr) -> bool {
+    proc_net("arp").is_some_and(|t| neighbour_in(&t, ip))
+}
+
+/// [`neighbour_known`] in `t`, a `/proc/net/arp`.
+fn neighbour_in(t: &str, ip: Ipv4Addr) -> bool {
+    t.lines().skip(1).any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.first().and_then(|a| a.parse::<Ipv4Addr>().ok()) == Some(ip)
+            && f.get(2)
+                .and_then(|x| u32::from_str_radix(x.trim_start_matches("0x"), 16).ok())
+                .is_some_and(|flags| flags & 0x2 != 0)
+    })
+}
+
+/// Have the host's stack resolve its next hop toward `dst` before a stream starts, waiting up
+/// to `timeout`; `true` once it is known (or none is needed). Linux queues what is sent to an
+/// unresolved neighbour and, once the answer comes, sends the queue from the CPU that took the
+/// answer while later sends go straight out from the sender's: the first milliseconds of a
+/// fast stream then arrive reordered by hundreds of packets. One empty datagram to the discard
+/// port (9) asks for the resolution.
+pub fn resolve_next_hop(dst: Ipv4Addr, timeout: std::time::Duration) -> bool {
+    let Some(hop) = next_hop(dst) else { return true };
+    if neighbour_known(hop) {
+        return true;
+    }
+    if let Ok(s) = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)) {
+        let _ = s.send_to(&[], SocketAddrV4::new(dst, 9));
+    }
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < timeout {
+        if neighbour_known(hop) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_next_hop_is_the_longest_prefix_gateway_and_a_neighbour_complete_when_flagged() {
+        // A default route via 10.0.1.1 and the link 10.0.1.0/24, as the kernel prints them
+        // (addresses as native numbers of their network-order bytes).
+        let hex = |a: [u8; 4]| format!("{:08X}", u32::from_ne_bytes(a));
+        let route = format!(
+            "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n\
+             eth0\t{}\t{}\t0003\t0\t0\t0\t{}\t0\t0\t0\n\
+             eth0\t{}\t{}\t0001\t0\t0\t0\t{}\t0\t0\t0\n",
+            hex([0, 0, 0, 0]),
+            hex([10, 0, 1, 1]),
+            hex([0, 0, 0, 0]),
+            hex([10, 0, 1, 0]),
+            hex([0, 0, 0, 0]),
+            hex([255, 255, 255, 0]),
+        );
+        assert_eq!(next_hop_in(&route, Ipv4Addr::new(10, 0, 2, 2)), Some(Ipv4Addr::new(10, 0, 1, 1)));
+        assert_eq!(next_hop_in(&route, Ipv4Addr::new(10, 0, 1, 7)), Some(Ipv4Addr::new(10, 0, 1, 7)));
+        assert_eq!(next_hop_in("Iface\n", Ipv4Addr::new(10, 0, 1, 7)), None);
+        let arp = "IP address       HW type     Flags       HW address            Mask     Device\n\
+                   10.0.1.1         0x1         0x2         02:5f:00:00:00:01     *        eth0\n\
+                   10.0.1.9         0x1         0x0         00:00:00:00:00:00     *        eth0\n";
+        assert!(neighbour_in(arp, Ipv4Addr::new(10, 0, 1, 1)));
+        assert!(!neighbour_in(arp, Ipv4Addr::new(10, 0, 1, 9)), "incomplete");
+        assert!(!neighbour_in(arp, Ipv4Addr::new(10, 0, 1, 2)));
+    }
+
     use super::*;
     use crate::buf::{HeapPool, PktBuf};
 

@@ -35,7 +35,9 @@ pub struct ReporterConfig {
     pub spec: LoadSpec,
     /// Reports to send.
     pub count: u64,
-    /// Reports per second (0: as fast as the link takes them).
+    /// Reports per second (0: as fast as the link takes them). A reporter held up (its thread
+    /// not scheduled) makes up at most [`CATCH_UP_BURSTS`] bursts at once, then goes on at the
+    /// rate: a backlog sent in one rush would overrun the queues on its way.
     pub rate: u64,
     /// When to start, ns.
     pub start_ns: u64,
@@ -85,6 +87,10 @@ fn tail_probe_at(last: u64, k: u32) -> u64 {
 
 /// Reports sent back to back between two pacing waits: about 50 µs worth at `rate`, at most 32
 /// (a burst), at least 1 (slow rates stay smooth).
+/// Bursts a reporter that fell behind its pace sends back to back at most (then the rate
+/// resumes from there).
+pub const CATCH_UP_BURSTS: u64 = 4;
+
 fn pace_burst(rate: u64) -> u64 {
     (rate / 20_000).clamp(1, 32)
 }
@@ -219,7 +225,8 @@ impl Agent for ReporterAgent {
                 return None;
             }
             let scale = self.gen_.sender.rate_scale();
-            self.due += (self.burst as f64 * 1e9 / (self.cfg.rate as f64 * scale)) as u64;
+            let step = (self.burst as f64 * 1e9 / (self.cfg.rate as f64 * scale)) as u64;
+            self.due = self.due.max(now.saturating_sub(CATCH_UP_BURSTS * step)) + step;
         }
         let mut report = [0u8; MAX_REPORT];
         let (n, c) = self.gen_.next_report(&mut report, self.cfg.collectors.len())?;
