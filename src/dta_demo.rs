@@ -260,7 +260,7 @@ pub fn accounting(translator: &Runtime) -> Result<Accounting, DemoError> {
         .drop_names
         .iter()
         .map(|n| (*n, snap.drops(n)))
-        .filter(|(n, v)| *v > 0 && n.starts_with("dta_") && *n != "dta_seq_duplicate")
+        .filter(|(n, v)| *v > 0 && dataplane::programs::dta_translator::drop_is_loss(n))
         .collect();
     let lost = stats.get("seq_unrecoverable")
         + dropped.iter().map(|x| x.1).sum::<u64>()

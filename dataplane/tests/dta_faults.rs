@@ -198,13 +198,13 @@ impl Tally {
     }
 }
 
-/// Reports dropped under the translator's named reasons, duplicates excluded, and per reason.
+/// Reports lost under the translator's named reasons (`drop_is_loss`), in all and per reason.
 fn report_drops(lab: &Lab) -> (u64, Vec<(&'static str, u64)>) {
     let names = lab.sw.drop_reasons().names();
     let mut v = Vec::new();
     for (i, n) in names.iter().enumerate() {
         let c = lab.sw.counters().drops[i];
-        if c > 0 && n.starts_with("dta_") && *n != "dta_seq_duplicate" {
+        if c > 0 && dataplane::programs::dta_translator::drop_is_loss(n) {
             v.push((*n, c));
         }
     }

@@ -370,6 +370,7 @@ impl DtaTranslator {
             rate_low: dr.declare("dta_rate_limited"),
             park_full: dr.declare("dta_park_full"),
             seq_duplicate: dr.declare("dta_seq_duplicate"),
+            seq_stale: dr.declare("dta_seq_stale"),
             bad_hop: dr.declare("dta_bad_hop"),
             sketch_order: dr.declare("dta_sketch_out_of_order"),
             sketch_shape: dr.declare("dta_sketch_shape"),

@@ -78,6 +78,15 @@ use wire::stack::UdpFlow;
 use wire::udp::{self, UdpPacket};
 
 pub use self::config::{DtaCollector, DtaList, DtaPostcarder, DtaSection, DtaSketch};
+
+/// Whether a report dropped under the translator's drop reason `name` is data lost: every
+/// `dta_` reason but a duplicate (its number was translated already) and a stale number (one
+/// already seen, too old to be a resend: a report reordered further than 8 bits order, whose
+/// own number was counted lost when it left the window, or the first after 128 or more lost in
+/// a row, which only the port's own counters can show).
+pub fn drop_is_loss(name: &str) -> bool {
+    name.starts_with("dta_") && name != "dta_seq_duplicate" && name != "dta_seq_stale"
+}
 use self::qp::{Phase, Qp, Store};
 use self::state::{
     AppendBatcher, PostcardOutcome, PostcarderCache, ReporterSeq, SketchMerger, SketchOutcome,
@@ -261,6 +270,7 @@ struct Drops {
     rate_low: DropReason,
     park_full: DropReason,
     seq_duplicate: DropReason,
+    seq_stale: DropReason,
     bad_hop: DropReason,
     sketch_order: DropReason,
     sketch_shape: DropReason,

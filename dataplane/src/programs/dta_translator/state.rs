@@ -386,6 +386,11 @@ pub struct SeqOutcome {
     pub nack: Option<(u8, u8)>,
     /// The reporter restarted (a new epoch): its tracking began again.
     pub restarted: bool,
+    /// Not translated, and no duplicate either: a number already seen, older than any resend
+    /// (more than `wire::dta::RESEND_WINDOW` behind the newest). Either it arrived reordered
+    /// behind more reports than 8 bits can order, or 128 or more reports in a row were lost
+    /// before it (it then belongs to a later lap); the window cannot tell which.
+    pub stale: bool,
 }
 
 /// The translator's record of one reporter (source address and port): a window over its 8-bit
@@ -523,6 +528,7 @@ impl ReporterSeq {
             // Behind the newest: a resend of a missing number, or a duplicate.
             let age = u32::from(self.next.wrapping_sub(1).wrapping_sub(seq));
             if self.seen & (1 << age) != 0 {
+                o.stale = age >= u32::from(wire::dta::RESEND_WINDOW);
                 return o;
             }
             self.seen |= 1 << age;
@@ -722,6 +728,20 @@ mod tests {
         assert_eq!(r.check(2, 0, 121, 100), SeqOutcome::default(), "a duplicate");
         assert_eq!(r.check(255, 0, 122, 100), SeqOutcome::default(), "an old duplicate");
         assert!(r.check(1, 0, 300, 100).recovered);
+        assert_eq!(r.missing(), 0);
+    }
+
+    #[test]
+    fn a_seen_number_older_than_any_resend_is_stale_not_a_duplicate() {
+        let mut r = ReporterSeq::first(0, 1);
+        for s in 0..=199u8 {
+            assert!(r.check(s, 1, 0, 100).translate);
+        }
+        // 199 - RESEND_WINDOW: no reporter resends it (reordered past what 8 bits order, or a
+        // later lap after 128 lost in a row).
+        let old = 199 - wire::dta::RESEND_WINDOW;
+        assert_eq!(r.check(old, 1, 1, 100), SeqOutcome { stale: true, ..Default::default() });
+        assert_eq!(r.check(old + 1, 1, 2, 100), SeqOutcome::default(), "a resend's age: a duplicate");
         assert_eq!(r.missing(), 0);
     }
 

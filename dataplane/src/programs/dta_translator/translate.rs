@@ -472,7 +472,7 @@ impl DtaTranslator {
     }
 
     /// Sequence tracking of a retransmittable report of `seq` from `src`:`src_port`: the
-    /// report is a duplicate (`Err`), or is translated, with the NACK to send first if a gap
+    /// report is a duplicate or stale (`Err`, the drop reason), or is translated, with the NACK to send first if a gap
     /// opened or missing reports are due to be asked for again. Out of line: the fast path of
     /// untracked reports stays small.
     #[inline(never)]
@@ -482,7 +482,7 @@ impl DtaTranslator {
         src_port: u16,
         seq: Sequence,
         now: u64,
-    ) -> Result<Option<NackRepr>, ()> {
+    ) -> Result<Option<NackRepr>, DropReason> {
         let key = reporter_key(src, src_port);
         let interval = self.s.nack_interval_ns;
         let o = match self.reporters.lookup_mut(&key) {
@@ -502,7 +502,7 @@ impl DtaTranslator {
         self.stats.seq_recovered += u64::from(o.recovered);
         self.stats.reporter_restarts += u64::from(o.restarted);
         if !o.translate {
-            return Err(());
+            return Err(if o.stale { self.drops.seq_stale } else { self.drops.seq_duplicate });
         }
         Ok(o.nack.map(|(first, count)| NackRepr {
             seqnum: first.wrapping_sub(1),
@@ -535,7 +535,7 @@ impl DtaTranslator {
         };
         if let Some(seq) = r.seq.filter(|s| s.retransmittable) {
             match self.track(src, src_port(pkt), seq, now) {
-                Err(()) => return md.dest = Dest::Drop(self.drops.seq_duplicate),
+                Err(reason) => return md.dest = Dest::Drop(reason),
                 // The report goes on to be translated; the NACK is a packet of its own.
                 Ok(Some(n)) => self.send_nack(pkt.data(), md.ingress_port, n, out),
                 Ok(None) => {}
