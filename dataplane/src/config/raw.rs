@@ -12,6 +12,9 @@ use wire::EthernetAddress;
 use super::{Backend, ClockSource, ConfigError, Ctx, DpdkConfig, PortConfig, RuntimeConfig};
 use crate::tm::{DEFAULT_SCHED, PfcThreshold, PortTmConfig, QUEUES, QueueSched, Red, TmConfig};
 
+/// Most packets a TM may hold (`[tm] max_packets`): 2^24 descriptors are about 1 GiB.
+const MAX_TM_PACKETS: usize = 1 << 24;
+
 /// The generic part of a configuration file; every other top-level key lands in `sections` (the
 /// program's, checked against the registry).
 #[derive(Debug, Deserialize)]
@@ -161,8 +164,11 @@ pub(super) fn runtime(ctx: &Ctx<'_>, r: RawRuntime) -> Result<RuntimeConfig, Con
         ));
     }
     let stats_interval_s = r.stats_interval_s.unwrap_or(1.0);
-    if stats_interval_s.is_nan() || stats_interval_s <= 0.0 {
-        return Err(ctx.err("runtime.stats_interval_s", "must be positive"));
+    if !(0.001..=86_400.0).contains(&stats_interval_s) {
+        return Err(ctx.err(
+            "runtime.stats_interval_s",
+            format!("{stats_interval_s} out of range 0.001..=86400 (seconds)"),
+        ));
     }
     let clock = match r.clock.as_deref().unwrap_or("realtime") {
         "realtime" => ClockSource::Realtime,
@@ -235,6 +241,16 @@ pub(super) fn tm(ctx: &Ctx<'_>, r: RawTm) -> Result<TmConfig, ConfigError> {
     if !(egress_alpha > 0.0 && egress_alpha <= 64.0) {
         return Err(ctx.err("tm.egress_alpha", format!("{egress_alpha} out of range (0, 64]")));
     }
+    // The TM allocates a descriptor per packet it may hold, up front.
+    let max_packets = r.max_packets.unwrap_or(d.max_packets);
+    if !(1..=MAX_TM_PACKETS).contains(&max_packets) {
+        return Err(ctx.err(
+            "tm.max_packets",
+            format!(
+                "{max_packets} out of range 1..={MAX_TM_PACKETS} (a descriptor each is allocated up front)"
+            ),
+        ));
+    }
     Ok(TmConfig {
         buffer_bytes: r.buffer_bytes.unwrap_or(d.buffer_bytes),
         reserve_bytes: r.reserve_bytes.unwrap_or(d.reserve_bytes),
@@ -244,7 +260,7 @@ pub(super) fn tm(ctx: &Ctx<'_>, r: RawTm) -> Result<TmConfig, ConfigError> {
         pause_quanta: r.pause_quanta.unwrap_or(d.pause_quanta),
         egress_alpha,
         ecn,
-        max_packets: r.max_packets.unwrap_or(d.max_packets),
+        max_packets,
         seed: r.seed.unwrap_or(d.seed),
     })
 }
