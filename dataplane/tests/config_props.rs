@@ -1,6 +1,6 @@
 //! Property: any values in a DTA translator's configuration — zero, huge, negative, out of every
-//! range — give `check` an answer and never a panic; and what `check` accepts, `run` builds (the
-//! switch and its state, on memory ports, without starting threads).
+//! range — give `check` an answer and never a panic; and what `check` accepts, `run` starts (on
+//! ring ports: the switch, its state and its pipeline thread) and stops.
 
 #[path = "dta/lab.rs"]
 mod lab;
@@ -79,6 +79,11 @@ proptest! {
             Ok(cfg) => match build_switch::<DtaTranslator, PktBuf>(&cfg) {
                 Ok(sw) => {
                     prop_assert!(!sw.program().queue_pairs().is_empty());
+                    // And run starts it (on ring ports), then stops.
+                    match dataplane::runtime::Runtime::start(&cfg) {
+                        Ok(rt) => drop(rt.stop()),
+                        Err(e) => prop_assert!(false, "check accepted, run refused:\n{text}\n{e}"),
+                    }
                     BUILT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
                 Err(e) => {

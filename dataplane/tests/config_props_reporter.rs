@@ -1,6 +1,6 @@
 //! Property: any values in the `[l2l3]` and `[dta_reporter]` sections of a DTA reporter switch
 //! (the `l2l3` sections every program builds on) are answered by `check` — Ok, or an error
-//! naming the file — never a panic, and what `check` accepts builds.
+//! naming the file — never a panic, and what `check` accepts builds and `run` starts (on ring ports).
 
 use std::path::Path;
 
@@ -54,6 +54,11 @@ proptest! {
         match Config::parse(Path::new("p.toml"), &text) {
             Ok(cfg) => match build_switch::<DtaReporter, PktBuf>(&cfg) {
                 Ok(_) => {
+                    // And run starts it (on a ring port), then stops.
+                    match dataplane::runtime::Runtime::start(&cfg) {
+                        Ok(rt) => drop(rt.stop()),
+                        Err(e) => prop_assert!(false, "check accepted, run refused:\n{text}\n{e}"),
+                    }
                     BUILT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
                 Err(e) => prop_assert!(e.to_string().contains("p.toml"), "{e}"),
