@@ -724,7 +724,7 @@ impl LabConfig {
         if !(100..=1_000_000_000_000).contains(&sample_ns) {
             return Err(err("lab", None, "sample_ns", format!("{sample_ns}: 100 ns to 1000 s")));
         }
-        Ok(Self {
+        let cfg = Self {
             file: path.to_path_buf(),
             seed,
             duration_ns,
@@ -738,7 +738,21 @@ impl LabConfig {
             switches,
             switch_programs,
             host_agents,
-        })
+        };
+        // The switches' own sections, as the lab will write them into each configuration.
+        super::engine::check_programs(&cfg).map_err(|reason| {
+            let table = if cfg.switch_programs.is_empty() { "switches" } else { "switch" };
+            LabError {
+                file: path.to_path_buf(),
+                line: line_of(table, 0, "sections"),
+                key: format!("{table}.sections"),
+                reason: format!(
+                    "{reason} (the lab writes each switch's [[port]], [tm] and, for programs on l2l3, \
+                     [l2l3] itself; sections add the rest)"
+                ),
+            }
+        })?;
+        Ok(cfg)
     }
 
     /// Number of hosts.

@@ -36,6 +36,17 @@ fn programs_and_agents_are_checked() {
     let e = LabConfig::parse(p, &format!("{OK}[switches]\nprogram = \"tofino\"\n")).unwrap_err();
     assert_eq!((e.line, e.key.as_str()), (10, "switches.program"));
     assert!(e.reason.contains("unknown program \"tofino\"") && e.reason.contains("l2l3"), "{e}");
+    // The switches' own sections are built at load: a [tm] (the lab writes one) or a value out
+    // of range is refused there, naming the line of `sections`, not at run time.
+    let e = LabConfig::parse(p, &format!("{OK}[switches]\nsections = \"[tm]\\nseed = 1\\n\"\n")).unwrap_err();
+    assert_eq!((e.line, e.key.as_str()), (10, "switches.sections"), "{e}");
+    assert!(e.reason.contains("duplicate key") && e.reason.contains("writes each switch's"), "{e}");
+    let e = LabConfig::parse(
+        p,
+        &format!("{OK}[switches]\nsections = \"[runtime]\\nstats_interval_s = 0.0\\n\"\n"),
+    )
+    .unwrap_err();
+    assert!(e.reason.contains("runtime.stats_interval_s"), "{e}");
     let e = LabConfig::parse(p, &format!("{OK}[[switch]]\nid = 1\nprogram = \"l2l3\"\n")).unwrap_err();
     assert_eq!((e.line, e.key.as_str()), (10, "switch[0].id"));
     let e = LabConfig::parse(p, &format!("{OK}{}", rep.replace("dta_reporter", "dta_sender"))).unwrap_err();

@@ -99,6 +99,27 @@ impl Fabric {
 /// shortest path, ECMP over them) and neighbors, as the `dataplane` configuration text a user
 /// would write, then the lab file's own sections for the switch's program.
 pub(super) fn build(cfg: &LabConfig) -> Result<Fabric, String> {
+    build_some(cfg, |_| true)
+}
+
+/// Build, at load, the first switch of each distinct program and sections a lab file gives
+/// (the configuration the lab writes for it, with the file's sections appended, parsed and
+/// built by `dataplane` as at run time): a section that does not fit — a key the lab writes
+/// already, a value out of range — is refused before anything runs. The error names the switch
+/// and the generated file's line.
+pub(crate) fn check_programs(cfg: &LabConfig) -> Result<(), String> {
+    let mut first: Vec<(usize, &crate::lab::SwitchProgram)> = Vec::new();
+    for s in 0..cfg.topology.switches {
+        let p = cfg.switch_program(s);
+        if !first.iter().any(|(_, q)| q.program == p.program && q.sections == p.sections) {
+            first.push((s, p));
+        }
+    }
+    build_some(cfg, |s| first.iter().any(|(f, _)| *f == s)).map(|_| ())
+}
+
+/// [`build`], of the switches `which` picks (the others are left out of the fabric).
+fn build_some(cfg: &LabConfig, which: impl Fn(usize) -> bool) -> Result<Fabric, String> {
     let topo = &cfg.topology;
     let w = topo.wiring();
     // A switch port's address: towards a host the host's gateway, towards a switch its end of
@@ -131,6 +152,9 @@ pub(super) fn build(cfg: &LabConfig) -> Result<Fabric, String> {
     };
     let mut switches = Vec::with_capacity(topo.switches);
     for (s, ports) in w.switch_ports.iter().enumerate() {
+        if !which(s) {
+            continue;
+        }
         let spec = cfg.switch_program(s);
         let info = programs::find(&spec.program)
             .ok_or_else(|| format!("switch {s}: unknown program {:?}", spec.program))?;

@@ -6,6 +6,7 @@
 mod agents;
 mod events;
 mod fabric;
+pub(crate) use fabric::check_programs;
 mod host_node;
 mod rc;
 mod results;
