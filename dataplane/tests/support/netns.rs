@@ -167,13 +167,17 @@ impl Switch {
         let stderr = child.stderr.take().unwrap();
         let mut lines = BufReader::new(stderr).lines();
         let deadline = Instant::now() + Duration::from_secs(10);
+        let mut said = String::new();
         loop {
             match lines.next() {
                 Some(Ok(l)) if l.contains("pipeline(s) running") => break,
-                Some(Ok(_)) => {}
-                _ => panic!("dataplane did not start"),
+                Some(Ok(l)) => {
+                    said += &l;
+                    said.push('\n');
+                }
+                _ => panic!("dataplane did not start ({:?}); it said:\n{said}", child.try_wait()),
             }
-            assert!(Instant::now() < deadline, "dataplane did not start in time");
+            assert!(Instant::now() < deadline, "dataplane did not start in time; it said:\n{said}");
         }
         std::thread::spawn(move || for _ in lines {});
         Self { child: Some(child), dir }
