@@ -104,11 +104,13 @@ fn lab_run_one(
     output::write(&r, out)
         .and_then(|()| lab::plot::write(&r, &label, out))
         .map_err(|e| LabFail::Other(format!("cannot write results into {}: {e}", out.display())))?;
-    let done = r.flows.iter().filter(|f| f.fct_ns.is_some()).count();
+    let (unfinished, left) = output::unfinished(&r.flows);
     println!(
-        "{}: {label}, {} flows ({done} finished), base RTT {} ns",
+        "{}: {label}, {} flows ({} finished; {unfinished} unfinished, {left} of their bytes \
+         not acknowledged: left out of slowdowns), base RTT {} ns",
         cfg.file.display(),
         r.flows.len(),
+        r.flows.len() - unfinished,
         r.base_rtt_ns
     );
     println!(
@@ -162,12 +164,20 @@ fn lab_compare(file: &Path, out: &Path, quiet: bool) -> Result<(), LabFail> {
         runs.iter().map(|(cc, r)| (cc.label(), r)).collect();
     plot::slowdown(&out.join("slowdown.svg"), &format!("FCT slowdown, {}", file.display()), &labelled)
         .map_err(|e| LabFail::Other(format!("cannot write {}: {e}", out.join("slowdown.svg").display())))?;
-    println!("FCT slowdown          flows    p50      p95      p99");
+    println!("FCT slowdown          flows    p50      p95      p99  unfinished");
     for (name, r) in &labelled {
         for (what, below) in [("< 100 KB", 100_000), ("all", u64::MAX)] {
             let sd = output::slowdowns_below(&r.flows, below);
             let p = |q| output::percentile(&sd, q).map_or("-".into(), |v| format!("{v:.3}"));
-            println!("{name:<7}{what:<12}{:>7}  {:>7}  {:>7}  {:>7}", sd.len(), p(0.5), p(0.95), p(0.99));
+            let small: Vec<_> = r.flows.iter().filter(|f| f.size < below).copied().collect();
+            let (n, _) = output::unfinished(&small);
+            println!(
+                "{name:<7}{what:<12}{:>7}  {:>7}  {:>7}  {:>7}  {n:>10}",
+                sd.len(),
+                p(0.5),
+                p(0.95),
+                p(0.99)
+            );
         }
     }
     Ok(())

@@ -86,6 +86,56 @@ fn dcqcn_without_a_window_triggers_pfc_in_the_incast() {
     assert_eq!(r.switch_drops, 0, "PFC keeps the fabric lossless");
 }
 
+/// DCQCN as the reference runs it (`CLAMP_TARGET_RATE 0`: a cut clamps the target rate only
+/// if an increase event ran since the last cut) finishes every flow of the 16→1 incast, with
+/// the classic overshoot that PFC absorbs; clamping at every cut drags the targets to the floor
+/// and finishes none in the same time.
+#[test]
+fn dcqcn_finishes_the_16_to_1_incast_with_the_references_clamp_rule() {
+    let mut cfg = bundled("incast-16to1.toml");
+    cfg.cc = Cc::Dcqcn;
+    let r = lab::run(&cfg, |_| {}).unwrap();
+    let finished = r.flows.iter().filter(|f| f.fct_ns.is_some()).count();
+    assert_eq!(finished, 16, "{:?}", r.flows);
+    assert!(r.pfc.iter().any(|e| e.pause), "DCQCN overshoots into PFC");
+    assert_eq!(r.switch_drops, 0);
+    // FCTs are taken at the sender's last acknowledgement: each is at least the 8 MB through
+    // the one 100G link into the receiver (640 µs for the last to finish).
+    let last = r.flows.iter().filter_map(|f| f.fct_ns).max().unwrap();
+    assert!(last >= 640_000, "{last}");
+
+    cfg.dcqcn.clamp_target_rate = Some(true);
+    let every_cut = lab::run(&cfg, |_| {}).unwrap();
+    let finished = every_cut.flows.iter().filter(|f| f.fct_ns.is_some()).count();
+    assert_eq!(finished, 0, "clamping at every cut keeps every flow near the floor");
+    assert!(every_cut.flows.iter().all(|f| f.acked_bytes > 0 && f.acked_bytes < f.size));
+}
+
+/// Two long DCQCN flows into one host share it fairly over their millisecond together, with
+/// DCQCN's sawtooth: cut by CNPs, recovering towards the target at each RP timer.
+#[test]
+fn dcqcn_two_flows_converge_with_a_sawtooth() {
+    let mut cfg = bundled("fairness-4flows.toml");
+    cfg.cc = Cc::Dcqcn;
+    cfg.duration_ns = 2_000_000;
+    let r = lab::run(&cfg, |_| {}).unwrap();
+    let delivered = |flow: usize, t: u64| {
+        r.rates
+            .iter()
+            .filter(|s| s.flow == flow && s.time_ns <= t)
+            .map(|s| s.rx_bytes)
+            .next_back()
+            .unwrap_or(0)
+    };
+    // Flow 1 joins at 1 ms: the two share the link until 2 ms.
+    let rate = |flow, from, to| (delivered(flow, to) - delivered(flow, from)) as f64 / (to - from) as f64;
+    let (a, b) = (rate(0, 1_000_000, 2_000_000), rate(1, 1_000_000, 2_000_000));
+    assert!((a / b - 1.0).abs() <= 0.1, "flow 0 at {a:.2} B/ns, flow 1 at {b:.2} B/ns");
+    let windows: Vec<f64> = (10..20).map(|i| rate(0, i * 100_000, (i + 1) * 100_000)).collect();
+    let (lo, hi) = windows.iter().fold((f64::MAX, 0f64), |(l, h), &x| (l.min(x), h.max(x)));
+    assert!(lo < 0.5 * hi, "a sawtooth: flow 0's rate per 100 µs {windows:?}");
+}
+
 /// Two, then four long HPCC++ flows into one host converge to within 10 % of their fair share
 /// of what the bottleneck delivers, which stays at ≥ 90 % of the goodput one flow gets alone.
 #[test]

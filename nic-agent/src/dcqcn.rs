@@ -1,18 +1,26 @@
 //! DCQCN, the baseline HPCC++ is compared against: the reaction point (sender rate control) and
 //! the notification point (CNP generation at the receiver), as the HPCC simulator's Mellanox
-//! model implements them (`../shared/reference/hawkeye_hpcc.md` B.4; Zhu et al., SIGCOMM 2015).
-//! ECN marking is the congestion point's job: the traffic manager's RED marking in `dataplane`.
+//! model implements them (`rdma-hw.cc`, `*Mlx`; `../shared/reference/hawkeye_hpcc.md` B.4; Zhu et
+//! al., SIGCOMM 2015). ECN marking is the congestion point's job: the traffic manager's RED
+//! marking in `dataplane`.
 //!
 //! Reaction point, all sans-IO: [`DcqcnRp::handle_cnp`] records a CNP; [`DcqcnRp::handle_timeout`] runs
 //! whatever of the three timers is due and [`DcqcnRp::poll_timeout`] says when to call it next.
 //!
+//! * the first CNP of a flow sets `α = 1`, leaves the rate as it is (`rateOnFirstCNP` 1.0), does
+//!   not count towards the next α update, and starts the α timer and the decrease check (1 ns
+//!   after a multiple of the α period, so α is updated first);
 //! * every `t_alpha`: `α = (1 − g)·α + g·[a CNP arrived since the last update]`;
-//! * every `t_dec`, if a CNP arrived since the last check: `Rt = R`, `R = max(R_min, R·(1 − α/2))`,
-//!   and the increase stage restarts;
-//! * every `t_inc` (the RP timer) without a cut: stage `< F` fast recovery, `== F` additive
-//!   (`Rt += R_AI`), `> F` hyper (`Rt += R_HAI`); then `R = (R + Rt)/2`.
+//! * every `t_dec`, if a CNP arrived since the last check: the target is clamped to the current
+//!   rate (`Rt = R`) only if an increase event ran since the last cut (the reference's
+//!   `CLAMP_TARGET_RATE 0`; [`DcqcnConfig::clamp_target_rate`] clamps at every cut), then
+//!   `R = max(R_min, R·(1 − α/2))`, the increase stage restarts and the RP timer is started
+//!   again from now;
+//! * every `t_inc` (the RP timer, running from the first cut) without a cut: stage `< F` fast
+//!   recovery, `== F` additive (`Rt += R_AI`), `> F` hyper (`Rt += R_HAI`), `Rt` at most the
+//!   line rate; then `R = (R + Rt)/2`; then the stage advances.
 //!
-//! The first CNP of a flow leaves its rate as it is (× 1.0) and starts the timers.
+//! No byte counter (the reference has none).
 
 /// DCQCN parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -35,17 +43,21 @@ pub struct DcqcnConfig {
     pub ai_bps: u64,
     /// Hyper increase, bits per second.
     pub hai_bps: u64,
+    /// Clamp the target rate at every cut (`true`), or only when an increase event ran since
+    /// the last one (`false`, the reference's `CLAMP_TARGET_RATE 0`).
+    pub clamp_target_rate: bool,
 }
 
 impl DcqcnConfig {
-    /// The reference simulator's Mellanox (CX4+) settings at `line_rate_bps`: t_alpha 1 µs,
-    /// t_dec 4 µs, RP timer 300 µs, g = 1/256, one fast-recovery stage, R_AI = 5·bw/25 Mb/s,
-    /// R_HAI = 50·bw/25 Mb/s, R_min 100 Mb/s.
+    /// The reference simulator's Mellanox (CX4+) settings at `line_rate_bps`, as its `run.py`
+    /// writes them for `dcqcn`: t_alpha 1 µs, t_dec 4 µs, RP timer 300 µs, g = 1/256, one
+    /// fast-recovery stage, R_AI = 5·bw/25 Mb/s, R_HAI = 50·bw/25 Mb/s, R_min 1000 Mb/s, the
+    /// target clamped only after an increase (`CLAMP_TARGET_RATE 0`).
     pub fn mellanox(line_rate_bps: u64) -> Self {
         let bw_g = line_rate_bps / 1_000_000_000;
         Self {
             line_rate_bps,
-            min_rate_bps: 100_000_000,
+            min_rate_bps: MIN_RATE_BPS.min(line_rate_bps),
             g: 1.0 / 256.0,
             t_alpha_ns: 1_000,
             t_dec_ns: 4_000,
@@ -53,9 +65,14 @@ impl DcqcnConfig {
             fast_recovery_stages: 1,
             ai_bps: 5 * bw_g * 1_000_000 / 25,
             hai_bps: 50 * bw_g * 1_000_000 / 25,
+            clamp_target_rate: false,
         }
     }
 }
+
+/// The smallest rate the reference's `run.py` gives every congestion control (`MIN_RATE`
+/// 1000 Mb/s; its example `config.txt` has 100 Mb/s).
+pub const MIN_RATE_BPS: u64 = 1_000_000_000;
 
 /// The reaction point of one flow.
 #[derive(Debug, Clone)]
@@ -109,10 +126,14 @@ impl DcqcnRp {
         self.cnp_alpha = true;
         self.cnp_dec = true;
         if self.next_dec.is_none() {
-            // The first CNP: rate unchanged, timers start.
+            // The first CNP: α = 1 and this CNP does not count towards its next update; the
+            // rate stays (and is the target); the α timer and, 1 ns later, the decrease check
+            // start. The RP timer starts at the first cut.
+            self.alpha = 1.0;
+            self.cnp_alpha = false;
+            self.target = self.rate;
             self.next_alpha = Some(now + self.cfg.t_alpha_ns);
-            self.next_dec = Some(now + self.cfg.t_dec_ns);
-            self.next_inc = Some(now + self.cfg.t_inc_ns);
+            self.next_dec = Some(now + self.cfg.t_dec_ns + 1);
         }
     }
 
@@ -131,7 +152,9 @@ impl DcqcnRp {
         }
         while let Some(t) = self.next_dec.filter(|&t| t <= now) {
             if std::mem::take(&mut self.cnp_dec) {
-                self.target = self.rate;
+                if c.clamp_target_rate || self.stage != 0 {
+                    self.target = self.rate;
+                }
                 self.rate = (self.rate * (1.0 - self.alpha / 2.0)).max(c.min_rate_bps as f64);
                 self.stage = 0;
                 // A cut restarts the increase period.
@@ -191,8 +214,8 @@ mod tests {
         rp.handle_cnp(0);
         assert_eq!(rp.rate_bps(), G100 as f64);
         assert_eq!(rp.poll_timeout(), Some(1_000));
-        rp.handle_timeout(4_000);
-        // α decayed over 4 α periods, one of them with a CNP: cut by α/2 ≈ 0.5.
+        rp.handle_timeout(4_001);
+        // α decayed over 4 α periods from 1 (the first CNP does not count): cut by α/2 ≈ 0.5.
         let a = rp.alpha();
         assert!(a > 0.98 && a <= 1.0, "{a}");
         assert!((rp.rate_bps() - G100 as f64 * (1.0 - a / 2.0)).abs() < 1.0);
@@ -203,7 +226,7 @@ mod tests {
         let c = DcqcnConfig::mellanox(G100);
         let mut rp = DcqcnRp::new(c);
         rp.handle_cnp(0);
-        rp.handle_timeout(4_000);
+        rp.handle_timeout(4_001);
         let cut = rp.rate_bps();
         assert!(cut < 0.6 * G100 as f64);
         // Fast recovery halves the gap to Rt every 300 µs; AI and HAI raise Rt.
@@ -222,6 +245,51 @@ mod tests {
             rp.handle_timeout(t + 1_999);
         }
         assert_eq!(rp.rate_bps(), c.min_rate_bps as f64);
+    }
+
+    #[test]
+    fn consecutive_cuts_keep_the_target_unless_an_increase_ran_between_them() {
+        let c = DcqcnConfig::mellanox(G100);
+        let mut rp = DcqcnRp::new(c);
+        // CNPs in every decrease period for 40 µs: ten cuts, no increase event between them.
+        for t in (0..40_000).step_by(4_000) {
+            rp.handle_cnp(t);
+            rp.handle_timeout(t + 3_999);
+        }
+        rp.handle_timeout(40_001);
+        assert!(rp.rate_bps() < 0.02 * G100 as f64, "{}", rp.rate_bps());
+        // The target stayed where the first cut found the rate (the line rate): recovery
+        // halves the gap to it at each RP timer.
+        assert_eq!(rp.target, G100 as f64);
+        let before = rp.rate_bps();
+        rp.handle_timeout(40_001 + c.t_inc_ns);
+        assert!((rp.rate_bps() - (before + G100 as f64) / 2.0).abs() < 1.0);
+        // After an increase event, the next cut clamps the target to the rate.
+        rp.handle_cnp(340_002);
+        rp.handle_timeout(344_002);
+        assert!(rp.target < G100 as f64);
+        // Clamping at every cut (the old behaviour) drags the target down with the rate.
+        let mut every = DcqcnRp::new(DcqcnConfig { clamp_target_rate: true, ..c });
+        for t in (0..40_000).step_by(4_000) {
+            every.handle_cnp(t);
+            every.handle_timeout(t + 3_999);
+        }
+        assert!(every.target < 0.02 * G100 as f64, "{}", every.target);
+    }
+
+    #[test]
+    fn the_first_cnp_sets_alpha_to_one_and_does_not_count_in_its_update() {
+        let c = DcqcnConfig::mellanox(G100);
+        let mut rp = DcqcnRp::new(c);
+        rp.handle_cnp(0);
+        rp.handle_timeout(1_000);
+        assert!((rp.alpha() - (1.0 - c.g)).abs() < 1e-12, "{}", rp.alpha());
+        // The decrease check runs 1 ns after the α update at 4 µs.
+        assert_eq!(rp.poll_timeout(), Some(2_000));
+        rp.handle_timeout(4_000);
+        assert_eq!(rp.rate_bps(), G100 as f64, "not yet");
+        rp.handle_timeout(4_001);
+        assert!(rp.rate_bps() < 0.51 * G100 as f64);
     }
 
     #[test]

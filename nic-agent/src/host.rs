@@ -121,6 +121,8 @@ struct Sending {
     tx: RcSender,
     udp: UdpFlow,
     first_send: Option<u64>,
+    /// When the acknowledgement of its last byte arrived.
+    acked_at: Option<u64>,
 }
 
 struct Receiving {
@@ -228,7 +230,7 @@ impl RcHost {
         self.by_qp.entry((flow.local_qp, flow.peer)).or_default().0 = Some(i);
         self.by_id.entry(flow.id).or_default().0 = Some(i);
         self.active.push(i);
-        self.sending.push(Sending { flow, tx, udp, first_send: None });
+        self.sending.push(Sending { flow, tx, udp, first_send: None, acked_at: None });
         self.deadline.push(None);
         self.refresh(i);
     }
@@ -283,6 +285,17 @@ impl RcHost {
     /// When flow `id` (received here) had every byte.
     pub fn completed_at(&self, id: u64) -> Option<u64> {
         self.recv_of(id).and_then(|r| r.done_at)
+    }
+
+    /// Bytes flow `id` (sent from here) has had acknowledged.
+    pub fn acked(&self, id: u64) -> Option<u64> {
+        self.send_of(id).map(|s| s.tx.acked())
+    }
+
+    /// When flow `id` (sent from here) had the acknowledgement of its last byte: its
+    /// completion as the sender sees it (the HPCC simulator's FCT).
+    pub fn acked_at(&self, id: u64) -> Option<u64> {
+        self.send_of(id).and_then(|s| s.acked_at)
     }
 
     /// When flow `id` (received here) had its first data packet.
@@ -346,7 +359,8 @@ impl RcHost {
             self.stats.acks_rx += 1;
             self.stats.int_acks_rx += u64::from(p.int.is_some_and(|i| i.n_hop > 0));
             s.tx.handle_ack(now, &p.bth, aeth, p.int.as_ref());
-            if s.tx.is_done() {
+            if s.tx.is_done() && s.acked_at.is_none() {
+                s.acked_at = Some(now);
                 let st = s.tx.stats();
                 self.stats.retransmit_rounds += st.nak_rounds + st.timeouts;
                 self.active.retain(|&x| x != si);

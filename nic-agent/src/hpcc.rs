@@ -43,7 +43,7 @@ impl HpccConfig {
             max_stage: 5,
             w_ai_bytes: 0.0,
             line_rate_bps,
-            min_rate_bps: 100_000_000,
+            min_rate_bps: crate::dcqcn::MIN_RATE_BPS.min(line_rate_bps),
         };
         c.w_ai_bytes = c.w_ai_rule(n_flows);
         c

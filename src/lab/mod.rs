@@ -3,8 +3,10 @@
 //! A lab file ([`config`]) names a topology ([`topology`]: star, dumbbell, leaf-spine, fat-tree
 //! k, or explicit links, each with its rate and delay), the congestion control, and the flows:
 //! fixed ones, incast groups and Poisson arrivals over flow-size CDFs ([`workload`]). A run
-//! ([`run`]) gives per-flow FCT and slowdown and sampled queues, link bytes and flow goodput,
-//! written as CSV ([`output`]) and SVG ([`plot`]).
+//! ([`run`]) gives per-flow FCT (at the sender's last acknowledgement, as the HPCC simulator's
+//! `fct.txt`) and slowdown and sampled queues, link bytes and flow goodput, written as CSV
+//! ([`output`]) and SVG ([`plot`]). Where the lab still differs from that simulator is listed,
+//! with the reasons, in `docs/lab/FIDELITY.md`.
 //!
 //! * **Switches** run any program of `dataplane`'s registry (`[switches] program`, or per
 //!   switch `[[switch]] id/program`; `l2l3` by default) behind the same `DynSwitch` that
@@ -46,7 +48,7 @@ pub mod plot;
 pub mod topology;
 pub mod workload;
 
-pub use config::{Cc, FlowSpec, HostAgent, LabConfig, LabError, ReporterSpec, SwitchProgram};
+pub use config::{Cc, DcqcnParams, FlowSpec, HostAgent, LabConfig, LabError, ReporterSpec, SwitchProgram};
 pub use engine::{
     AgentSummary, FlowResult, LabAgent, LabResult, PfcEvent, QueueSample, RateSample, SwitchSummary, run,
 };

@@ -1,4 +1,5 @@
-//! A run's results as CSV files: `flows.csv` (FCT and slowdown per flow), `queues.csv` (queue
+//! A run's results as CSV files: `flows.csv` (FCT at the sender's last acknowledgement,
+//! slowdown, bytes acknowledged per flow; an unfinished flow has no FCT), `queues.csv` (queue
 //! bytes and bytes sent per switch port, sampled), `rates.csv` (bytes delivered per running
 //! flow, sampled), `pfc.csv` (pause and resume frames), `links.csv` (utilisation over the run),
 //! `switches.csv` (each switch's program and counters: drops by reason, packets consumed) and
@@ -13,14 +14,14 @@ use super::{FlowResult, LabResult};
 
 /// The CSV texts, by file name.
 pub fn csv(r: &LabResult) -> Vec<(&'static str, String)> {
-    let mut flows = String::from("id,src,dst,size,start_ns,fct_ns,standalone_ns,slowdown\n");
+    let mut flows = String::from("id,src,dst,size,start_ns,fct_ns,standalone_ns,slowdown,acked_bytes\n");
     for f in &r.flows {
         let fct = f.fct_ns.map_or(String::new(), |v| v.to_string());
         let sd = f.slowdown().map_or(String::new(), |v| format!("{v:.4}"));
         let _ = writeln!(
             flows,
-            "{},{},{},{},{},{fct},{},{sd}",
-            f.id, f.src, f.dst, f.size, f.start_ns, f.standalone_ns
+            "{},{},{},{},{},{fct},{},{sd},{}",
+            f.id, f.src, f.dst, f.size, f.start_ns, f.standalone_ns, f.acked_bytes
         );
     }
     let mut queues = String::from("time_ns,switch,port,bytes,tx_bytes\n");
@@ -126,6 +127,13 @@ pub fn slowdown_bins(flows: &[FlowResult], bins: usize) -> Vec<SlowdownBin> {
         });
     }
     out
+}
+
+/// Flows not finished when the run ended, and the bytes they had not had acknowledged: what
+/// slowdown tables leave out, said beside them.
+pub fn unfinished(flows: &[FlowResult]) -> (usize, u64) {
+    let open: Vec<&FlowResult> = flows.iter().filter(|f| f.fct_ns.is_none()).collect();
+    (open.len(), open.iter().map(|f| f.size - f.acked_bytes.min(f.size)).sum())
 }
 
 /// The slowdowns of finished flows smaller than `below` bytes, sorted (for [`percentile`]).

@@ -31,6 +31,14 @@
 //! # w_ai_bytes = 80          # W_ai; default: W_init·(1−η)/N for N flows into one host, or
 //! # ai_rate = "40M"          # W_ai = ai_rate·T (default with [[poisson]]: 10·bw/25 Mb/s)
 //!
+//! [dcqcn]                    # optional; defaults: the reference's run.py `dcqcn` (Mellanox)
+//! clamp_target_rate = false  # clamp Rt at every cut (true) or only after an increase (false)
+//! min_rate = "1G"            # R_min (run.py MIN_RATE)
+//! # ai_rate = "20G"          # R_AI, default 5·bw/25 Mb/s; hai_rate, default 50·bw/25 Mb/s
+//! # g = 0.00390625           # α gain, 1/256
+//! # t_alpha_us = 1           # α period; t_dec_us = 4 (decrease check); t_inc_us = 300 (RP timer)
+//! # fast_recovery_stages = 1
+//!
 //! [[incast]]                 # `senders` hosts each send `size` bytes to `dst` at `start_ns`
 //! senders = [1, 2, 3]
 //! dst = 0
@@ -159,6 +167,49 @@ pub struct HpccParams {
     pub ai_rate_bps: Option<f64>,
 }
 
+/// DCQCN parameters of a run, as given in the lab file's `[dcqcn]` (each `None`: the
+/// reference's default for the sender's line rate, [`nic_agent::dcqcn::DcqcnConfig::mellanox`]).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct DcqcnParams {
+    /// Clamp the target rate at every cut.
+    pub clamp_target_rate: Option<bool>,
+    /// R_min, bits per second.
+    pub min_rate_bps: Option<u64>,
+    /// R_AI, bits per second.
+    pub ai_rate_bps: Option<u64>,
+    /// R_HAI, bits per second.
+    pub hai_rate_bps: Option<u64>,
+    /// α gain.
+    pub g: Option<f64>,
+    /// α period, ns.
+    pub t_alpha_ns: Option<u64>,
+    /// Decrease check period, ns.
+    pub t_dec_ns: Option<u64>,
+    /// RP timer, ns.
+    pub t_inc_ns: Option<u64>,
+    /// Fast-recovery stages F.
+    pub fast_recovery_stages: Option<u32>,
+}
+
+impl DcqcnParams {
+    /// The reaction point's configuration for a sender at `line_rate_bps`.
+    pub fn config(&self, line_rate_bps: u64) -> nic_agent::dcqcn::DcqcnConfig {
+        let d = nic_agent::dcqcn::DcqcnConfig::mellanox(line_rate_bps);
+        nic_agent::dcqcn::DcqcnConfig {
+            line_rate_bps,
+            min_rate_bps: self.min_rate_bps.unwrap_or(d.min_rate_bps).min(line_rate_bps),
+            g: self.g.unwrap_or(d.g),
+            t_alpha_ns: self.t_alpha_ns.unwrap_or(d.t_alpha_ns),
+            t_dec_ns: self.t_dec_ns.unwrap_or(d.t_dec_ns),
+            t_inc_ns: self.t_inc_ns.unwrap_or(d.t_inc_ns),
+            fast_recovery_stages: self.fast_recovery_stages.unwrap_or(d.fast_recovery_stages),
+            ai_bps: self.ai_rate_bps.unwrap_or(d.ai_bps),
+            hai_bps: self.hai_rate_bps.unwrap_or(d.hai_bps),
+            clamp_target_rate: self.clamp_target_rate.unwrap_or(d.clamp_target_rate),
+        }
+    }
+}
+
 /// A whole lab.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LabConfig {
@@ -180,6 +231,8 @@ pub struct LabConfig {
     pub buffer_bytes: u64,
     /// HPCC++ parameters.
     pub hpcc: HpccParams,
+    /// DCQCN's parameters (`[dcqcn]`).
+    pub dcqcn: DcqcnParams,
     /// Flows, in start order.
     pub flows: Vec<FlowSpec>,
     /// Every switch's program, unless `switch_programs` names another.
@@ -235,6 +288,7 @@ struct Raw {
     lab: RawLab,
     topology: RawTopology,
     hpcc: Option<RawHpcc>,
+    dcqcn: Option<RawDcqcn>,
     switches: Option<RawSwitchProgram>,
     #[serde(default)]
     switch: Vec<RawSwitch>,
@@ -323,6 +377,20 @@ struct RawHpcc {
     max_stage: Option<u32>,
     w_ai_bytes: Option<f64>,
     ai_rate: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDcqcn {
+    clamp_target_rate: Option<bool>,
+    min_rate: Option<String>,
+    ai_rate: Option<String>,
+    hai_rate: Option<String>,
+    g: Option<f64>,
+    t_alpha_us: Option<u64>,
+    t_dec_us: Option<u64>,
+    t_inc_us: Option<u64>,
+    fast_recovery_stages: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -566,6 +634,39 @@ impl LabConfig {
         if !(hpcc.eta > 0.0 && hpcc.eta <= 1.0) {
             return Err(err("hpcc", None, "eta", format!("{}: in (0, 1]", hpcc.eta)));
         }
+        let dcqcn = match raw.dcqcn.as_ref() {
+            None => DcqcnParams::default(),
+            Some(d) => {
+                let r = |key: &str, v: &Option<String>| {
+                    v.as_deref().map(|x| rate("dcqcn", None, key, x)).transpose()
+                };
+                let us = |key: &str, v: Option<u64>| match v {
+                    Some(0) | Some(1_000_001..) => {
+                        Err(err("dcqcn", None, key, format!("{}: 1 µs to 1 s", v.unwrap_or(0))))
+                    }
+                    v => Ok(v.map(|x| x * 1000)),
+                };
+                if let Some(g) = d.g
+                    && !(g > 0.0 && g <= 1.0)
+                {
+                    return Err(err("dcqcn", None, "g", format!("{g}: in (0, 1]")));
+                }
+                if d.fast_recovery_stages.is_some_and(|f| f > 1000) {
+                    return Err(err("dcqcn", None, "fast_recovery_stages", "at most 1000".into()));
+                }
+                DcqcnParams {
+                    clamp_target_rate: d.clamp_target_rate,
+                    min_rate_bps: r("min_rate", &d.min_rate)?,
+                    ai_rate_bps: r("ai_rate", &d.ai_rate)?,
+                    hai_rate_bps: r("hai_rate", &d.hai_rate)?,
+                    g: d.g,
+                    t_alpha_ns: us("t_alpha_us", d.t_alpha_us)?,
+                    t_dec_ns: us("t_dec_us", d.t_dec_us)?,
+                    t_inc_ns: us("t_inc_us", d.t_inc_us)?,
+                    fast_recovery_stages: d.fast_recovery_stages,
+                }
+            }
+        };
         let mut flows = Vec::new();
         let host = |table: &str, i: usize, key: &str, h: usize| {
             if h < hosts {
@@ -734,6 +835,7 @@ impl LabConfig {
             topology,
             buffer_bytes,
             hpcc,
+            dcqcn,
             flows,
             switches,
             switch_programs,

@@ -142,9 +142,13 @@ impl Lab<'_> {
         }
     }
 
+    /// Every flow's sender has the acknowledgement of its last byte (a receiver with every
+    /// byte is not enough: its last acknowledgements are still on their way, and the run would
+    /// end with them in flight).
     fn all_done(&mut self) -> bool {
-        let done: usize = self.hosts.iter_mut().filter_map(|h| h.agent.rc().map(|r| r.completed())).sum();
-        done == self.cfg.flows.len()
+        let flows = self.cfg.flows.iter().enumerate();
+        let hosts = &mut self.hosts;
+        flows.into_iter().all(|(i, f)| hosts[f.src].agent.rc().and_then(|r| r.acked_at(i as u64)).is_some())
     }
 
     fn fabric_idle(&self) -> bool {
@@ -240,7 +244,9 @@ impl Lab<'_> {
             let packets = f.size.div_ceil(cfg.mtu as u64);
             let standalone =
                 self.workload.pair_rtt_ns[i] + (f.size + packets * hdr) * 8 * 1_000_000_000 / rate;
-            let done = self.hosts[f.dst].agent.rc().and_then(|r| r.completed_at(i as u64));
+            // Complete when the sender has the acknowledgement of its last byte, as the
+            // reference's fct.txt (the standalone FCT includes the whole round trip).
+            let done = self.hosts[f.src].agent.rc().and_then(|r| r.acked_at(i as u64));
             self.result.flows.push(FlowResult {
                 id: i,
                 src: f.src,
@@ -249,6 +255,7 @@ impl Lab<'_> {
                 start_ns: f.start_ns,
                 fct_ns: done.map(|d| d - f.start_ns),
                 standalone_ns: standalone,
+                acked_bytes: self.hosts[f.src].agent.rc().and_then(|r| r.acked(i as u64)).unwrap_or(0),
             });
         }
         for (s, sn) in self.switches.iter().enumerate() {

@@ -1,7 +1,7 @@
 //! The RC flow workload: hosts running [`RcHost`], each flow's sender started at its start
 //! time with the lab's CC (HPCC++ or DCQCN), its receiver waiting from the start.
 
-use nic_agent::dcqcn::{DcqcnConfig, DcqcnRp};
+use nic_agent::dcqcn::DcqcnRp;
 use nic_agent::host::{HostConfig, RcHost, RecvFlow, SendFlow};
 use nic_agent::hpcc::{Hpcc, HpccConfig};
 use nic_agent::rc::{FlowCc, SenderConfig};
@@ -139,7 +139,7 @@ impl Workload {
             Cc::Hpcc => {
                 FlowCc::Hpcc(Box::new(Hpcc::new(hpcc_config(cfg, rate, self.base_rtt_ns, self.n_flows))))
             }
-            Cc::Dcqcn => FlowCc::Dcqcn(DcqcnRp::new(DcqcnConfig::mellanox(rate))),
+            Cc::Dcqcn => FlowCc::Dcqcn(DcqcnRp::new(cfg.dcqcn.config(rate))),
         };
         let packets = f.size.div_ceil(cfg.mtu as u64).max(1);
         let qp = fi as u32 + 1;

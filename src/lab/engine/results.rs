@@ -14,14 +14,18 @@ pub struct FlowResult {
     pub size: u64,
     /// Start, ns.
     pub start_ns: u64,
-    /// Flow completion time (the receiver has every byte), ns; `None` if unfinished.
+    /// Flow completion time (the sender has the acknowledgement of its last byte, as the
+    /// reference's `fct.txt`), ns; `None` if unfinished.
     pub fct_ns: Option<u64>,
     /// The FCT alone on an idle fabric: base RTT plus serialisation of every packet at line rate.
     pub standalone_ns: u64,
+    /// Bytes the sender had acknowledged when the run ended.
+    pub acked_bytes: u64,
 }
 
 impl FlowResult {
-    /// FCT over the standalone FCT, at least 1.
+    /// FCT over the standalone FCT (the reference's `fct_analysis.py` slowdown, floored at 1
+    /// as it is there).
     pub fn slowdown(&self) -> Option<f64> {
         self.fct_ns.map(|f| (f as f64 / self.standalone_ns as f64).max(1.0))
     }
