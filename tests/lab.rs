@@ -68,8 +68,11 @@ fn hpcc_absorbs_a_16_to_1_incast_without_pfc() {
         "queue below one BDP {took} ns after its {} B peak (drain alone {drain_ns} ns)",
         peak.bytes
     );
+    // Then it stays near or below one BDP: each of the 16 windows may be crossed by its last
+    // packet (as the reference's IsWinBound allows), so it may touch a little above.
     let after: Vec<u64> = q.iter().filter(|s| s.time_ns > below.time_ns).map(|s| s.bytes).collect();
-    assert!(after.iter().all(|&b| (b as f64) < bdp), "the queue grew back above one BDP");
+    let most = after.iter().copied().max().unwrap_or(0);
+    assert!((most as f64) < 1.25 * bdp, "the queue grew back to {most} B, one BDP is {bdp} B");
     assert_eq!(*after.last().unwrap(), 0);
 }
 

@@ -5,9 +5,9 @@
 //!
 //! Frames are built and read with [`crate::rc`]: data as RC SEND-Only (INT in front of the BTH
 //! when the CC is HPCC++), an ACK or NAK per AckReq and a CNP per CE mark as the receivers'
-//! notification point allows. What the NIC sends next: acknowledgements and CNPs first (they ride
-//! a priority PFC never pauses), then data, round robin over the flows whose pacer lets a packet
-//! go. The link's PFC is the runtime's: it says which priorities are paused.
+//! notification point allows. What the NIC sends next: acknowledgements and CNPs first (unless
+//! their priority is paused: they ride their own, or the data's), then data, round robin over
+//! the flows whose pacer lets a packet go. The link's PFC is the runtime's: it says which priorities are paused.
 
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -42,8 +42,11 @@ pub struct HostConfig {
     pub ctrl_dscp: u8,
     /// ECN codepoint of data (ECT(0) where switches mark for DCQCN).
     pub data_ecn: u8,
-    /// The PFC priority of data (acknowledgements ride one PFC never pauses).
+    /// The PFC priority of data.
     pub data_priority: u8,
+    /// The PFC priority of acknowledgements and CNPs: one PFC never pauses (the reference's
+    /// `ACK_HIGH_PRIO 1`), or the data's (`ACK_HIGH_PRIO 0`), when a pause holds them too.
+    pub ctrl_priority: u8,
     /// INT slots data carries, for HPCC++ (`None`: plain RoCEv2 on UDP 4791).
     pub int_hops: Option<u8>,
     /// Compute the ICRC of every frame sent and check it on every frame received (a real NIC
@@ -490,7 +493,9 @@ impl Agent for RcHost {
     }
 
     fn poll_transmit(&mut self, now: u64, paused: u8, buf: &mut [u8]) -> Option<usize> {
-        if let Some(c) = self.ctrl.pop_front() {
+        if paused & (1 << self.cfg.ctrl_priority) == 0
+            && let Some(c) = self.ctrl.pop_front()
+        {
             return self.ctrl_frame(c, buf);
         }
         self.until = None;

@@ -22,19 +22,28 @@ pub struct Pacer {
     next_ps: u64,
     /// Bytes sent and not acknowledged.
     inflight: u64,
+    /// Wire bytes of the last packet sent (a rate change re-times the gap after it).
+    last_len: u64,
 }
 
 impl Pacer {
     /// A pacer at `rate_bps` with `window` bytes (or none).
     pub fn new(rate_bps: f64, window: Option<u64>) -> Self {
-        let mut p = Self { ps_per_byte: 0.0, window, next_ps: 0, inflight: 0 };
+        let mut p = Self { ps_per_byte: 0.0, window, next_ps: 0, inflight: 0, last_len: 0 };
         p.set_rate(rate_bps);
         p
     }
 
-    /// Change the rate; the next packet's time moves with it from the last send.
+    /// Change the rate; the next packet's time moves with it: the gap after the last packet
+    /// becomes that packet's time at the new rate (the reference's `ChangeRate`).
     pub fn set_rate(&mut self, rate_bps: f64) {
-        self.ps_per_byte = 8e12 / rate_bps.max(1.0);
+        let ps_per_byte = 8e12 / rate_bps.max(1.0);
+        if self.ps_per_byte > 0.0 && self.last_len > 0 {
+            let old = (self.last_len as f64 * self.ps_per_byte) as i64;
+            let new = (self.last_len as f64 * ps_per_byte) as i64;
+            self.next_ps = self.next_ps.saturating_add_signed(new - old);
+        }
+        self.ps_per_byte = ps_per_byte;
     }
 
     /// Change the window (`None`: rate only).
@@ -58,12 +67,14 @@ impl Pacer {
     }
 
     /// Whether a packet carrying `bytes` of data may start at `now` (ns): the rate spaces
-    /// packets by the wire bytes of those sent before it, the window counts data. A window
-    /// smaller than one packet still lets one packet be in flight.
+    /// packets by the wire bytes of those sent before it; the window counts data, and a packet
+    /// may go while fewer than the window's bytes are in flight (the reference's `IsWinBound`:
+    /// the last one may cross it), so a window smaller than one packet still lets one go.
     pub fn check(&self, now: u64, bytes: u64) -> Result<(), Hold> {
+        let _ = bytes;
         if let Some(w) = self.window
             && self.inflight > 0
-            && self.inflight + bytes > w
+            && self.inflight >= w
         {
             return Err(Hold::Window);
         }
@@ -78,6 +89,7 @@ impl Pacer {
     pub fn on_sent(&mut self, now: u64, len: u64, bytes: u64) {
         let start = (now * 1000).max(self.next_ps);
         self.next_ps = start + (len as f64 * self.ps_per_byte) as u64;
+        self.last_len = len;
         self.inflight += bytes;
     }
 
@@ -106,6 +118,12 @@ mod tests {
         p.set_rate(16e9);
         p.on_sent(1000, 1000, 900);
         assert_eq!(p.check(1000, 900), Err(Hold::Until(1500)));
+        // A rate change re-times the gap after the last packet: at 4 bytes per ns its
+        // 1000 bytes take 250 ns, so the next may go at 1250.
+        p.set_rate(32e9);
+        assert_eq!(p.check(1000, 900), Err(Hold::Until(1250)));
+        p.set_rate(8e9);
+        assert_eq!(p.check(1000, 900), Err(Hold::Until(2000)));
     }
 
     #[test]
@@ -115,9 +133,12 @@ mod tests {
         p.on_sent(0, 1100, 1000);
         p.on_sent(1, 1100, 1000);
         assert_eq!(p.inflight(), 2000);
-        assert_eq!(p.check(100, 1000), Err(Hold::Window));
-        p.on_acked(1000);
+        // 2000 of 2500 in flight: one more may go (and cross the window), then none.
         assert_eq!(p.check(100, 1000), Ok(()));
+        p.on_sent(100, 1100, 1000);
+        assert_eq!(p.check(200, 1000), Err(Hold::Window));
+        p.on_acked(1000);
+        assert_eq!(p.check(200, 1000), Ok(()));
         p.set_inflight(0);
         assert_eq!(p.inflight(), 0);
         // A window below one packet still lets one go.

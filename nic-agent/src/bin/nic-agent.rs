@@ -165,6 +165,7 @@ fn host_config(host: &Host, next_hop: EthernetAddress, cc: Option<(CcName, u8)>)
         ctrl_dscp: 0,
         data_ecn: if matches!(cc, Some((CcName::Dcqcn, _))) { wire::ipv4::ecn::ECT0 } else { 0 },
         data_priority: 0,
+        ctrl_priority: 0,
         int_hops: match cc {
             Some((CcName::Hpcc, hops)) => Some(hops),
             _ => None,

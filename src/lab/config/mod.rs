@@ -7,6 +7,8 @@
 //! cc = "hpcc"                # or "dcqcn"
 //! mtu = 1000                 # payload bytes per data packet
 //! sample_ns = 1000           # queue, link and flow-rate sampling period
+//! # ack_high_priority = false # ACKs and CNPs in a priority of their own (default: false for
+//!                            #   HPCC++, true for DCQCN, the reference's ACK_HIGH_PRIO)
 //!
 //! [topology]
 //! kind = "star"              # star | dumbbell | leaf_spine | fat_tree | explicit
@@ -225,6 +227,10 @@ pub struct LabConfig {
     pub mtu: usize,
     /// Queue sampling period, ns.
     pub sample_ns: u64,
+    /// Acknowledgements and CNPs in their own priority, which PFC never pauses (`true`), or in
+    /// the data's queue; `None`: the reference's default for the CC (`ACK_HIGH_PRIO` 0 for
+    /// HPCC++, 1 for DCQCN) — [`LabConfig::ack_high_priority`].
+    pub ack_high_priority: Option<bool>,
     /// Topology: hosts, switches, links.
     pub topology: Topology,
     /// Switch buffer, bytes.
@@ -343,6 +349,7 @@ struct RawLab {
     cc: String,
     mtu: Option<usize>,
     sample_ns: Option<u64>,
+    ack_high_priority: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -832,6 +839,7 @@ impl LabConfig {
             cc,
             mtu,
             sample_ns,
+            ack_high_priority: raw.lab.ack_high_priority,
             topology,
             buffer_bytes,
             hpcc,
@@ -860,6 +868,12 @@ impl LabConfig {
     /// Number of hosts.
     pub fn hosts(&self) -> usize {
         self.topology.hosts
+    }
+
+    /// Whether acknowledgements and CNPs ride their own priority: as the lab file says, else
+    /// the reference's `run.py` default for the CC (HPCC++ shares the data queue, DCQCN not).
+    pub fn ack_high_priority(&self) -> bool {
+        self.ack_high_priority.unwrap_or(self.cc == Cc::Dcqcn)
     }
 
     /// Switch `s`'s program.
