@@ -70,6 +70,15 @@ fn hpcc_absorbs_a_16_to_1_incast_without_pfc() {
     );
     // Then it stays near or below one BDP: each of the 16 windows may be crossed by its last
     // packet (as the reference's IsWinBound allows), so it may touch a little above.
+    // The queue's distribution at packet granularity: every data packet the bottleneck sent
+    // is counted once, at the depth it left; the deepest is the sampled peak's bucket or
+    // below (samples can fall between departures).
+    let (_, _, hist) = r.queue_hist.iter().find(|(s, p, _)| (*s, *p) == (0, 0)).unwrap();
+    assert_eq!(hist.iter().sum::<u64>(), 16 * 500, "one count per data packet");
+    let deepest = softfabric::lab::output::queue_quantile(hist, 1.0).unwrap();
+    assert!(deepest <= peak.bytes + 2 * softfabric::lab::QUEUE_HIST_BYTES, "{deepest} vs {}", peak.bytes);
+    let median = softfabric::lab::output::queue_quantile(hist, 0.5).unwrap();
+    assert!((median as f64) < bdp, "half the packets left a queue under one BDP: {median} B");
     let after: Vec<u64> = q.iter().filter(|s| s.time_ns > below.time_ns).map(|s| s.bytes).collect();
     let most = after.iter().copied().max().unwrap_or(0);
     assert!((most as f64) < 1.25 * bdp, "the queue grew back to {most} B, one BDP is {bdp} B");

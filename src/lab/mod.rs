@@ -49,6 +49,7 @@ pub mod topology;
 pub mod workload;
 
 pub use config::{Cc, DcqcnParams, FlowSpec, HostAgent, LabConfig, LabError, ReporterSpec, SwitchProgram};
+pub use engine::QUEUE_HIST_BYTES;
 pub use engine::{
     AgentSummary, FlowResult, LabAgent, LabResult, PfcEvent, QueueSample, RateSample, SwitchSummary, run,
 };

@@ -1,7 +1,8 @@
 //! A run's results as CSV files: `flows.csv` (FCT at the sender's last acknowledgement,
 //! slowdown, bytes acknowledged per flow; an unfinished flow has no FCT), `queues.csv` (queue
-//! bytes and bytes sent per switch port, sampled), `rates.csv` (bytes delivered per running
-//! flow, sampled), `pfc.csv` (pause and resume frames), `links.csv` (utilisation over the run),
+//! bytes and bytes sent per switch port, sampled), `queue_hist.csv` (per port, packets by the
+//! queue depth they left at, 1000 B buckets: the distribution at packet granularity),
+//! `rates.csv` (bytes delivered per running flow, sampled), `pfc.csv` (pause and resume frames), `links.csv` (utilisation over the run),
 //! `switches.csv` (each switch's program and counters: drops by reason, packets consumed) and
 //! `agents.csv` (each host's agent and its counters).
 //! Every number is an integer or printed with fixed precision, so the same run gives the same
@@ -61,9 +62,16 @@ pub fn csv(r: &LabResult) -> Vec<(&'static str, String)> {
             let _ = writeln!(agents, "{},{},{k},{v}", a.host, a.agent);
         }
     }
+    let mut hist = String::from("switch,port,queue_kb,packets\n");
+    for (s, p, h) in &r.queue_hist {
+        for (kb, n) in h.iter().enumerate().filter(|(_, n)| **n > 0) {
+            let _ = writeln!(hist, "{s},{p},{kb},{n}");
+        }
+    }
     vec![
         ("flows.csv", flows),
         ("queues.csv", queues),
+        ("queue_hist.csv", hist),
         ("rates.csv", rates),
         ("pfc.csv", pfc),
         ("links.csv", links),
@@ -129,6 +137,24 @@ pub fn slowdown_bins(flows: &[FlowResult], bins: usize) -> Vec<SlowdownBin> {
     out
 }
 
+/// The `q` quantile (0..=1) of a queue histogram ([`LabResult::queue_hist`]), bytes (the upper
+/// edge of its bucket); `None` for an empty one.
+pub fn queue_quantile(hist: &[u64], q: f64) -> Option<u64> {
+    let total: u64 = hist.iter().sum();
+    if total == 0 {
+        return None;
+    }
+    let want = ((q.clamp(0.0, 1.0) * total as f64).ceil() as u64).max(1);
+    let mut seen = 0;
+    for (b, n) in hist.iter().enumerate() {
+        seen += n;
+        if seen >= want {
+            return Some((b as u64 + 1) * crate::lab::QUEUE_HIST_BYTES);
+        }
+    }
+    None
+}
+
 /// Flows not finished when the run ended, and the bytes they had not had acknowledged: what
 /// slowdown tables leave out, said beside them.
 pub fn unfinished(flows: &[FlowResult]) -> (usize, u64) {
@@ -141,4 +167,24 @@ pub fn slowdowns_below(flows: &[FlowResult], below: u64) -> Vec<f64> {
     let mut sd: Vec<f64> = flows.iter().filter(|f| f.size < below).filter_map(FlowResult::slowdown).collect();
     sd.sort_by(f64::total_cmp);
     sd
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_quantiles_are_bucket_upper_edges() {
+        // 10 packets left an empty queue, 5 left 3–4 KB, 5 left 9–10 KB.
+        let mut h = vec![0u64; 10];
+        h[0] = 10;
+        h[3] = 5;
+        h[9] = 5;
+        assert_eq!(queue_quantile(&h, 0.5), Some(1_000));
+        assert_eq!(queue_quantile(&h, 0.75), Some(4_000));
+        assert_eq!(queue_quantile(&h, 0.99), Some(10_000));
+        assert_eq!(queue_quantile(&h, 0.0), Some(1_000));
+        assert_eq!(queue_quantile(&[], 0.5), None);
+        assert_eq!(queue_quantile(&[0, 0], 0.5), None);
+    }
 }

@@ -7,6 +7,7 @@ mod agents;
 mod events;
 mod fabric;
 pub(crate) use fabric::check_programs;
+pub use switch_node::QUEUE_HIST_BYTES;
 mod host_node;
 mod rc;
 mod results;
@@ -77,6 +78,7 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
             rates: Vec::new(),
             pfc: Vec::new(),
             links: Vec::new(),
+            queue_hist: Vec::new(),
             base_rtt_ns: workload.base_rtt_ns,
             events: 0,
             simulated_ns: 0,
@@ -261,6 +263,9 @@ impl Lab<'_> {
         for (s, sn) in self.switches.iter().enumerate() {
             for (p, ps) in sn.ports.iter().enumerate() {
                 self.result.links.push((s, p as u16, ps.tx_bytes, ps.rate_bps));
+                if !ps.queue_hist.is_empty() {
+                    self.result.queue_hist.push((s, p as u16, ps.queue_hist.clone()));
+                }
             }
             // PFC frames end at the switch that obeys them (reason mac_control): not losses.
             let names = sn.sw.drop_reasons().names();

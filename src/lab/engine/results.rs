@@ -83,6 +83,9 @@ pub struct LabResult {
     pub pfc: Vec<PfcEvent>,
     /// Per switch port: bytes sent and the port's rate (utilisation over the run).
     pub links: Vec<(usize, u16, u64, u64)>,
+    /// Per switch port that sent anything: packets by the queue depth they left at, in
+    /// `QUEUE_HIST_BYTES` (1000 B) buckets — the distribution at packet granularity.
+    pub queue_hist: Vec<(usize, u16, Vec<u64>)>,
     /// Base RTT of the longest path, ns (HPCC++'s `T`).
     pub base_rtt_ns: u64,
     /// Events processed.

@@ -24,11 +24,27 @@ pub(super) struct PortState {
     pub(super) poll_at: Option<u64>,
     /// Bytes sent.
     pub(super) tx_bytes: u64,
+    /// Packets sent by the port's queue depth when each left (its own bytes included), in
+    /// [`QUEUE_HIST_BYTES`] buckets: the queue's distribution at packet granularity.
+    pub(super) queue_hist: Vec<u64>,
 }
+
+/// Bucket width of the per-port queue histograms, bytes (the reference's queue monitor counts
+/// in KB).
+pub const QUEUE_HIST_BYTES: u64 = 1000;
 
 impl PortState {
     pub(super) fn new(peer: Node, peer_port: u16, rate_bps: u64, delay_ns: u64) -> Self {
-        Self { peer, peer_port, rate_bps, delay_ns, free_at: 0, poll_at: None, tx_bytes: 0 }
+        Self {
+            peer,
+            peer_port,
+            rate_bps,
+            delay_ns,
+            free_at: 0,
+            poll_at: None,
+            tx_bytes: 0,
+            queue_hist: Vec::new(),
+        }
     }
 }
 
@@ -110,7 +126,16 @@ impl SwitchNode {
                 return;
             }
         }
+        let depth = self.sw.tm().port_bytes(p);
         self.sw.transmit(now, p, out, 1, pool);
+        if !out.is_empty() {
+            let h = &mut self.ports[usize::from(p)].queue_hist;
+            let b = (depth / QUEUE_HIST_BYTES) as usize;
+            if h.len() <= b {
+                h.resize(b + 1, 0);
+            }
+            h[b] += 1;
+        }
         for f in out.drain(..) {
             let len = f.len();
             if f.data().get(12..14) == Some(&EtherType::MAC_CONTROL.0.to_be_bytes()[..])
