@@ -28,7 +28,13 @@ enum LabCmd {
     /// Run a lab file: CSV results and SVG plots into DIR.
     Run {
         /// The lab, e.g. config/labs/incast-16to1.toml.
-        file: PathBuf,
+        #[arg(required_unless_present = "ns3")]
+        file: Option<PathBuf>,
+        /// Instead of a lab file: the HPCC simulator's inputs, a directory with its config.txt
+        /// and the topology and flow files it names (the lab file they make is written as
+        /// DIR/lab.toml beside the results).
+        #[arg(long, conflicts_with = "file")]
+        ns3: Option<PathBuf>,
         /// Where the results go.
         #[arg(long)]
         out: PathBuf,
@@ -101,8 +107,11 @@ fn lab_run_one(
     let r = r.map_err(|e| LabFail::BadLab(format!("{}: {e}", cfg.file.display())))?;
     let secs = wall.elapsed().as_secs_f64();
     let label = format!("{:?}", cfg.cc);
+    // The run's flows also in the HPCC simulator's flow-file format (from 2 s, as its
+    // traffic generator writes them), so the same workload can be fed to it.
     output::write(&r, out)
         .and_then(|()| lab::plot::write(&r, &label, out))
+        .and_then(|()| std::fs::write(out.join("ns3-flow.txt"), lab::ns3::flow_file(&cfg.flows, 2.0)))
         .map_err(|e| LabFail::Other(format!("cannot write results into {}: {e}", out.display())))?;
     let (unfinished, left) = output::unfinished(&r.flows);
     println!(
@@ -141,8 +150,30 @@ fn writable_out(out: &Path) -> Result<(), LabFail> {
         .map_err(|e| LabFail::BadLab(format!("--out {}: cannot write there: {e}", out.display())))
 }
 
-fn lab_run(file: &Path, out: &Path, cc: Option<&str>, quiet: bool) -> Result<(), LabFail> {
-    let mut cfg = softfabric::lab::LabConfig::load(file).map_err(|e| LabFail::BadLab(e.to_string()))?;
+fn lab_run(
+    file: Option<&Path>,
+    ns3: Option<&Path>,
+    out: &Path,
+    cc: Option<&str>,
+    quiet: bool,
+) -> Result<(), LabFail> {
+    let mut cfg = match (file, ns3) {
+        (_, Some(dir)) => {
+            let i = softfabric::lab::ns3::import(dir).map_err(|e| LabFail::BadLab(e.to_string()))?;
+            writable_out(out)?;
+            std::fs::write(out.join("lab.toml"), &i.text).map_err(|e| {
+                LabFail::Other(format!("cannot write {}: {e}", out.join("lab.toml").display()))
+            })?;
+            for (k, v) in &i.ignored {
+                eprintln!("note: {}: {k} {v}: not imported", dir.join("config.txt").display());
+            }
+            i.lab
+        }
+        (Some(file), None) => {
+            softfabric::lab::LabConfig::load(file).map_err(|e| LabFail::BadLab(e.to_string()))?
+        }
+        (None, None) => return Err(LabFail::BadLab("a lab file or --ns3 DIR".into())),
+    };
     writable_out(out)?;
     if let Some(cc) = cc {
         cfg.cc = parse_cc(cc)?;
@@ -196,7 +227,9 @@ fn main() -> ExitCode {
         },
         Cmd::Lab { cmd } => {
             let r = match cmd {
-                LabCmd::Run { file, out, cc, quiet } => lab_run(&file, &out, cc.as_deref(), quiet),
+                LabCmd::Run { file, ns3, out, cc, quiet } => {
+                    lab_run(file.as_deref(), ns3.as_deref(), &out, cc.as_deref(), quiet)
+                }
                 LabCmd::Compare { file, out, quiet } => lab_compare(&file, &out, quiet),
             };
             r.map_or_else(LabFail::exit, |()| ExitCode::SUCCESS)

@@ -358,3 +358,50 @@ fn bad_lab_files_are_refused_at_once() {
     assert!(err.contains("--out"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The HPCC simulator's own inputs run as a lab (`lab run --ns3 DIR`): the lab file they make
+/// is written beside the results, the keys not imported are named, and the run's flows come
+/// back in the flow-file format; inputs the lab cannot run exit 2 naming the file.
+#[test]
+fn the_reference_simulators_inputs_run_as_a_lab() {
+    let dir = std::env::temp_dir().join(format!("softfabric-lab-ns3-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("mix")).unwrap();
+    std::fs::write(
+        dir.join("mix/topology.txt"),
+        "4 1 3\n3\n0 3 100Gbps 0.001ms 0\n1 3 100Gbps 0.001ms 0\n2 3 100Gbps 0.001ms 0\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("mix/flow.txt"), "2\n0 2 3 100 200000 2.0\n1 2 3 100 300000 2.000001\n").unwrap();
+    std::fs::write(
+        dir.join("config.txt"),
+        "TOPOLOGY_FILE mix/topology.txt\nFLOW_FILE mix/flow.txt\nCC_MODE 3\nU_TARGET 0.95\nMI_THRESH 0\n\
+         RATE_AI 50Mb/s\nBUFFER_SIZE 32\nACK_HIGH_PRIO 0\nPACKET_PAYLOAD_SIZE 1000\nSIMULATOR_STOP_TIME 2.001\nFAST_REACT 1\n",
+    )
+    .unwrap();
+    let run = |out: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_softfabric"))
+            .args(["lab", "run", "--quiet", "--ns3"])
+            .arg(&dir)
+            .arg("--out")
+            .arg(dir.join(out))
+            .output()
+            .unwrap()
+    };
+    let o = run("out");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("FAST_REACT 1: not imported"), "{err}");
+    let lab = std::fs::read_to_string(dir.join("out/lab.toml")).unwrap();
+    assert!(lab.contains("kind = \"explicit\"") && lab.contains("buffer_bytes = 33554432"), "{lab}");
+    let flows = std::fs::read_to_string(dir.join("out/flows.csv")).unwrap();
+    assert_eq!(flows.lines().filter(|l| l.contains(",2,")).count(), 2, "{flows}");
+    assert!(flows.lines().skip(1).all(|l| !l.split(',').nth(5).unwrap().is_empty()), "both finish: {flows}");
+    let back = std::fs::read_to_string(dir.join("out/ns3-flow.txt")).unwrap();
+    assert!(back.starts_with("2\n") && back.contains("0 2 3 100 200000 2.000000000"), "{back}");
+    std::fs::write(dir.join("mix/flow.txt"), "1\n0 3 3 100 200000 2.0\n").unwrap();
+    let o = run("bad");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("flow.txt:2") && err.contains("not a host"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

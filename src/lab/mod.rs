@@ -43,6 +43,7 @@
 
 pub mod config;
 mod engine;
+pub mod ns3;
 pub mod output;
 pub mod plot;
 pub mod topology;
