@@ -405,3 +405,14 @@ fn the_reference_simulators_inputs_run_as_a_lab() {
     assert!(err.contains("flow.txt:2") && err.contains("not a host"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The HPCC paper's 320-host, 400G-fabric topology is bundled and loads: 320 hosts, 56
+/// switches, 480 links with the fabric at 400G (running it is in BENCHMARKS.md: 2 minutes).
+#[test]
+fn the_hpcc_papers_320_host_fabric_loads() {
+    let cfg = bundled("hpcc-fat-320.toml");
+    assert_eq!((cfg.hosts(), cfg.topology.switches, cfg.topology.links.len()), (320, 56, 480));
+    let fabric = cfg.topology.links.iter().filter(|l| l.rate_bps == 400_000_000_000).count();
+    assert_eq!(fabric, 160);
+    assert_eq!(cfg.buffer_bytes, 32 << 20);
+}
