@@ -98,6 +98,7 @@ pub(super) struct RawPort {
     #[serde(default)]
     ipv4: Vec<String>,
     inject_loss: Option<f64>,
+    ecn: Option<Vec<RawEcn>>,
 }
 
 /// Deserializes one top-level section of a file and skips the rest: how a program reads its
@@ -223,20 +224,7 @@ pub(super) fn tm(ctx: &Ctx<'_>, r: RawTm) -> Result<TmConfig, ConfigError> {
             PfcThreshold::Dynamic { alpha, resume_offset }
         }
     };
-    let mut ecn = [None; QUEUES];
-    for (i, e) in r.ecn.iter().enumerate() {
-        let key = format!("tm.ecn[{i}]");
-        if usize::from(e.queue) >= QUEUES {
-            return Err(ctx.err(format!("{key}.queue"), format!("queue {} out of range 0..=7", e.queue)));
-        }
-        if e.kmin > e.kmax {
-            return Err(ctx.err(key, format!("kmin {} above kmax {}", e.kmin, e.kmax)));
-        }
-        if !(0.0..=1.0).contains(&e.pmax) {
-            return Err(ctx.err(format!("{key}.pmax"), format!("{} is not a probability", e.pmax)));
-        }
-        ecn[usize::from(e.queue)] = Some(Red { kmin: e.kmin, kmax: e.kmax, pmax: e.pmax });
-    }
+    let ecn = ecn_table(ctx, "tm.ecn", &r.ecn)?;
     let egress_alpha = r.egress_alpha.unwrap_or(d.egress_alpha);
     if !(egress_alpha > 0.0 && egress_alpha <= 64.0) {
         return Err(ctx.err("tm.egress_alpha", format!("{egress_alpha} out of range (0, 64]")));
@@ -263,6 +251,25 @@ pub(super) fn tm(ctx: &Ctx<'_>, r: RawTm) -> Result<TmConfig, ConfigError> {
         max_packets,
         seed: r.seed.unwrap_or(d.seed),
     })
+}
+
+/// RED/ECN marking per queue from `ecn = [{ queue, kmin, kmax, pmax }, …]` at `key`.
+fn ecn_table(ctx: &Ctx<'_>, key: &str, raw: &[RawEcn]) -> Result<[Option<Red>; QUEUES], ConfigError> {
+    let mut ecn = [None; QUEUES];
+    for (i, e) in raw.iter().enumerate() {
+        let key = format!("{key}[{i}]");
+        if usize::from(e.queue) >= QUEUES {
+            return Err(ctx.err(format!("{key}.queue"), format!("queue {} out of range 0..=7", e.queue)));
+        }
+        if e.kmin > e.kmax {
+            return Err(ctx.err(key, format!("kmin {} above kmax {}", e.kmin, e.kmax)));
+        }
+        if !(0.0..=1.0).contains(&e.pmax) {
+            return Err(ctx.err(format!("{key}.pmax"), format!("{} is not a probability", e.pmax)));
+        }
+        ecn[usize::from(e.queue)] = Some(Red { kmin: e.kmin, kmax: e.kmax, pmax: e.pmax });
+    }
+    Ok(ecn)
 }
 
 pub(super) fn port(ctx: &Ctx<'_>, i: usize, p: RawPort) -> Result<PortConfig, ConfigError> {
@@ -368,6 +375,9 @@ pub(super) fn port(ctx: &Ctx<'_>, i: usize, p: RawPort) -> Result<PortConfig, Co
     }
     if let Some(b) = p.burst_bytes {
         tm.burst_bytes = b;
+    }
+    if let Some(e) = &p.ecn {
+        tm.ecn = Some(ecn_table(ctx, &key("ecn"), e)?);
     }
     let inject_loss = p.inject_loss.unwrap_or(0.0);
     if !(0.0..1.0).contains(&inject_loss) {

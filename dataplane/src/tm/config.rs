@@ -31,7 +31,7 @@ pub const DEFAULT_SCHED: [QueueSched; QUEUES] = [
 ];
 
 /// One egress port's TM configuration.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PortTmConfig {
     /// Link speed, bits per second: the unit of PFC pause quanta.
     pub speed_bps: u64,
@@ -45,12 +45,23 @@ pub struct PortTmConfig {
     pub sched: [QueueSched; QUEUES],
     /// Source address of PAUSE frames this port sends.
     pub mac: EthernetAddress,
+    /// RED/ECN marking of this port's queues (`[[port]] ecn`), in place of the TM's (`None`):
+    /// thresholds follow a port's rate, as the reference sets them per port.
+    pub ecn: Option<[Option<Red>; QUEUES]>,
 }
 
 impl PortTmConfig {
     /// An unshaped port of `speed_bps` with the default schedule.
     pub fn new(speed_bps: u64, mac: EthernetAddress) -> Self {
-        Self { speed_bps, shape_bps: 0, overhead_bytes: 0, burst_bytes: 4096, sched: DEFAULT_SCHED, mac }
+        Self {
+            speed_bps,
+            shape_bps: 0,
+            overhead_bytes: 0,
+            burst_bytes: 4096,
+            sched: DEFAULT_SCHED,
+            mac,
+            ecn: None,
+        }
     }
 }
 

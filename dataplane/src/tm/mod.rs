@@ -111,6 +111,10 @@ impl Default for Queue {
 #[derive(Debug)]
 struct Port {
     cfg: PortTmConfig,
+    /// RED/ECN per queue: the port's own, else the TM's.
+    ecn: [Option<Red>; QUEUES],
+    /// Each queue's pmax as a 32-bit fraction.
+    red_pmax_q32: [u64; QUEUES],
     queues: [Queue; QUEUES],
     /// Bytes queued, all queues.
     bytes: u64,
@@ -177,7 +181,6 @@ pub struct TrafficManager<F> {
     shared_used: u64,
     alpha_q16: u64,
     egress_alpha_q16: u64,
-    red_pmax_q32: [u64; QUEUES],
     rng: u64,
     stats: TmStats,
 }
@@ -200,7 +203,7 @@ impl<F: Frame> TrafficManager<F> {
     /// [`TmConfig::shared_bytes`]).
     pub fn new(cfg: TmConfig, ports: Vec<PortTmConfig>) -> Result<Self, String> {
         let shared_size = cfg.shared_bytes(ports.len())?;
-        let ports = ports.into_iter().map(|c| Self::port(c, cfg.pause_quanta)).collect::<Vec<_>>();
+        let ports = ports.into_iter().map(|c| Self::port(c, cfg.pause_quanta, cfg.ecn)).collect::<Vec<_>>();
         let n = cfg.max_packets;
         let entries = (0..n)
             .map(|i| Entry {
@@ -218,8 +221,6 @@ impl<F: Frame> TrafficManager<F> {
             PfcThreshold::Dynamic { alpha, .. } => alpha,
             PfcThreshold::Static { .. } => 0.0,
         };
-        let red_pmax_q32 =
-            cfg.ecn.map(|r| r.map_or(0, |r| (r.pmax.clamp(0.0, 1.0) * 4_294_967_296.0) as u64));
         Ok(Self {
             pgs: vec![PriorityGroup::default(); ports.len() * QUEUES],
             ports,
@@ -229,14 +230,15 @@ impl<F: Frame> TrafficManager<F> {
             shared_used: 0,
             alpha_q16: q16(alpha),
             egress_alpha_q16: q16(cfg.egress_alpha),
-            red_pmax_q32,
             rng: cfg.seed | 1,
             stats: TmStats::default(),
             cfg,
         })
     }
 
-    fn port(cfg: PortTmConfig, quanta: u16) -> Port {
+    fn port(cfg: PortTmConfig, quanta: u16, tm_ecn: [Option<Red>; QUEUES]) -> Port {
+        let ecn = cfg.ecn.unwrap_or(tm_ecn);
+        let red_pmax_q32 = ecn.map(|r| r.map_or(0, |r| (r.pmax.clamp(0.0, 1.0) * 4_294_967_296.0) as u64));
         let mut strict: Vec<u8> =
             (0..QUEUES as u8).filter(|&q| matches!(cfg.sched[q as usize], QueueSched::Strict(_))).collect();
         strict.sort_by_key(|&q| {
@@ -259,6 +261,8 @@ impl<F: Frame> TrafficManager<F> {
         let burst_ps = ((u128::from(cfg.burst_bytes) * u128::from(ps_per_byte_q16)) >> 16) as u64;
         let pause_ns = pause_duration_ns(quanta, cfg.speed_bps.max(1));
         Port {
+            ecn,
+            red_pmax_q32,
             queues: [Queue::default(); QUEUES],
             bytes: 0,
             paused_until: 0,
@@ -507,7 +511,8 @@ impl<F: Frame> TrafficManager<F> {
         }
         p.tx_bytes += len;
         p.tx_packets += 1;
-        let ecn_marked = self.cfg.ecn[qid].is_some_and(|red| self.red_decides(red, qid, len)) && mark_ce(pkt);
+        let (red, pmax) = (p.ecn[qid], p.red_pmax_q32[qid]);
+        let ecn_marked = red.is_some_and(|red| self.red_decides(red, pmax, len)) && mark_ce(pkt);
         self.stats.enqueued += 1;
         self.stats.dequeued += 1;
         self.stats.ecn_marked += u64::from(ecn_marked);
@@ -586,8 +591,9 @@ impl<F: Frame> TrafficManager<F> {
         } else {
             self.shared_used -= len;
         }
-        let ecn_marked = self.cfg.ecn[qid].is_some_and(|red| self.red_decides(red, qid, qdepth_before))
-            && mark_ce(&mut pkt);
+        let (red, pmax) = (self.ports[pi].ecn[qid], self.ports[pi].red_pmax_q32[qid]);
+        let ecn_marked =
+            red.is_some_and(|red| self.red_decides(red, pmax, qdepth_before)) && mark_ce(&mut pkt);
         self.stats.dequeued += 1;
         self.stats.ecn_marked += u64::from(ecn_marked);
         *meta_out = DeqMeta {
@@ -602,7 +608,7 @@ impl<F: Frame> TrafficManager<F> {
         Some(pkt)
     }
 
-    fn red_decides(&mut self, red: Red, qid: usize, qdepth: u64) -> bool {
+    fn red_decides(&mut self, red: Red, pmax_q32: u64, qdepth: u64) -> bool {
         if qdepth <= red.kmin {
             return false;
         }
@@ -611,7 +617,7 @@ impl<F: Frame> TrafficManager<F> {
         }
         // p = pmax × (q − kmin) / (kmax − kmin), drawn against a 32-bit uniform.
         let span = (red.kmax - red.kmin).max(1);
-        let p_q32 = self.red_pmax_q32[qid] * (qdepth - red.kmin) / span;
+        let p_q32 = pmax_q32 * (qdepth - red.kmin) / span;
         self.rng ^= self.rng << 13;
         self.rng ^= self.rng >> 7;
         self.rng ^= self.rng << 17;

@@ -140,14 +140,17 @@ fn build_some(cfg: &LabConfig, which: impl Fn(usize) -> bool) -> Result<Fabric, 
             dist_to[s] = Some(topo.switch_distances(&w, s));
         }
     }
-    let host_gbps = topo.links[w.host_port[0].link].rate_bps / 1_000_000_000;
-    let ecn = match cfg.cc {
-        // The reference's run.py for DCQCN: kmin 100·bw/25 KB, kmax 400·bw/25 KB, pmax 0.2.
-        Cc::Dcqcn => format!(
-            "ecn = [{{ queue = {DATA_QUEUE}, kmin = {}, kmax = {}, pmax = 0.2 }}]\n",
-            100 * host_gbps.max(1) / 25 * 1000,
-            400 * host_gbps.max(1) / 25 * 1000
-        ),
+    // The reference's run.py for DCQCN, per port from the port's rate (bw Gb/s): kmin
+    // 100·bw/25 KB, kmax 400·bw/25 KB, pmax 0.2.
+    let ecn = |rate_bps: u64| match cfg.cc {
+        Cc::Dcqcn => {
+            let gbps = (rate_bps / 1_000_000_000).max(1);
+            format!(
+                "ecn = [{{ queue = {DATA_QUEUE}, kmin = {}, kmax = {}, pmax = 0.2 }}]\n",
+                100 * gbps / 25 * 1000,
+                400 * gbps / 25 * 1000
+            )
+        }
         Cc::Hpcc => String::new(),
     };
     let mut switches = Vec::with_capacity(topo.switches);
@@ -166,13 +169,14 @@ fn build_some(cfg: &LabConfig, which: impl Fn(usize) -> bool) -> Result<Fabric, 
             headroom = headroom.max(3 * (l.rate_bps / 8 * l.delay_ns / 1_000_000_000));
             let (ip, len) = port_ip(s, end);
             text.push_str(&format!(
-                "[[port]]\nname = \"p{p}\"\nbackend = \"ring\"\nmac = \"{}\"\nspeed = \"{}\"\nipv4 = [\"{ip}/{len}\"]\n",
+                "[[port]]\nname = \"p{p}\"\nbackend = \"ring\"\nmac = \"{}\"\nspeed = \"{}\"\nipv4 = [\"{ip}/{len}\"]\n{}",
                 switch_mac(s, p),
-                rate_str(l.rate_bps)
+                rate_str(l.rate_bps),
+                ecn(l.rate_bps)
             ));
         }
         text.push_str(&format!(
-            "[tm]\nbuffer_bytes = {}\nheadroom_bytes = {headroom}\nlossless = [{DATA_QUEUE}]\nmax_packets = 262144\nseed = {}\n{ecn}",
+            "[tm]\nbuffer_bytes = {}\nheadroom_bytes = {headroom}\nlossless = [{DATA_QUEUE}]\nmax_packets = 262144\nseed = {}\n",
             cfg.buffer_bytes,
             cfg.seed.wrapping_add(s as u64)
         ));
