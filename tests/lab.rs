@@ -98,6 +98,20 @@ fn dcqcn_without_a_window_triggers_pfc_in_the_incast() {
     assert_eq!(r.switch_drops, 0, "PFC keeps the fabric lossless");
 }
 
+/// Flow `flow`'s goodput between `from` and `to` ns, bytes per ns, from the delivered-bytes
+/// samples.
+fn goodput(r: &LabResult, flow: usize, from: u64, to: u64) -> f64 {
+    let delivered = |t: u64| {
+        r.rates
+            .iter()
+            .filter(|s| s.flow == flow && s.time_ns <= t)
+            .map(|s| s.rx_bytes)
+            .next_back()
+            .unwrap_or(0)
+    };
+    (delivered(to) - delivered(from)) as f64 / (to - from) as f64
+}
+
 /// DCQCN as the reference runs it (`CLAMP_TARGET_RATE 0`: a cut clamps the target rate only
 /// if an increase event ran since the last cut) finishes every flow of the 16→1 incast, with
 /// the classic overshoot that PFC absorbs; clamping at every cut drags the targets to the floor
@@ -131,16 +145,8 @@ fn dcqcn_two_flows_converge_with_a_sawtooth() {
     cfg.cc = Cc::Dcqcn;
     cfg.duration_ns = 2_000_000;
     let r = lab::run(&cfg, |_| {}).unwrap();
-    let delivered = |flow: usize, t: u64| {
-        r.rates
-            .iter()
-            .filter(|s| s.flow == flow && s.time_ns <= t)
-            .map(|s| s.rx_bytes)
-            .next_back()
-            .unwrap_or(0)
-    };
     // Flow 1 joins at 1 ms: the two share the link until 2 ms.
-    let rate = |flow, from, to| (delivered(flow, to) - delivered(flow, from)) as f64 / (to - from) as f64;
+    let rate = |flow, from, to| goodput(&r, flow, from, to);
     let (a, b) = (rate(0, 1_000_000, 2_000_000), rate(1, 1_000_000, 2_000_000));
     assert!((a / b - 1.0).abs() <= 0.1, "flow 0 at {a:.2} B/ns, flow 1 at {b:.2} B/ns");
     let windows: Vec<f64> = (10..20).map(|i| rate(0, i * 100_000, (i + 1) * 100_000)).collect();
@@ -155,15 +161,7 @@ fn long_flows_converge_to_within_10_percent_of_fair_share() {
     let mut cfg = bundled("fairness-4flows.toml");
     cfg.duration_ns = 4_000_000;
     let r = lab::run(&cfg, |_| {}).unwrap();
-    let delivered = |flow: usize, t: u64| {
-        r.rates
-            .iter()
-            .filter(|s| s.flow == flow && s.time_ns <= t)
-            .map(|s| s.rx_bytes)
-            .next_back()
-            .unwrap_or(0)
-    };
-    let rate = |flow, from, to| (delivered(flow, to) - delivered(flow, from)) as f64 / (to - from) as f64;
+    let rate = |flow, from, to| goodput(&r, flow, from, to);
     let alone = rate(0, 500_000, 1_000_000);
     // Flows join at 0, 1, 2 and 3 ms; measure 0.5 ms after a join, when each has had 100 RTTs.
     for (flows, from, to) in [(2usize, 1_500_000u64, 2_000_000u64), (4, 3_500_000, 4_000_000)] {
