@@ -66,12 +66,11 @@ impl Pacer {
         self.inflight
     }
 
-    /// Whether a packet carrying `bytes` of data may start at `now` (ns): the rate spaces
+    /// Whether the next packet may start at `now` (ns): the rate spaces
     /// packets by the wire bytes of those sent before it; the window counts data, and a packet
     /// may go while fewer than the window's bytes are in flight (the reference's `IsWinBound`:
     /// the last one may cross it), so a window smaller than one packet still lets one go.
-    pub fn check(&self, now: u64, bytes: u64) -> Result<(), Hold> {
-        let _ = bytes;
+    pub fn check(&self, now: u64) -> Result<(), Hold> {
         if let Some(w) = self.window
             && self.inflight > 0
             && self.inflight >= w
@@ -111,19 +110,19 @@ mod tests {
     #[test]
     fn the_rate_spaces_packets() {
         let mut p = Pacer::new(8e9, None); // 1 byte per ns
-        assert_eq!(p.check(0, 900), Ok(()));
+        assert_eq!(p.check(0), Ok(()));
         p.on_sent(0, 1000, 900);
-        assert_eq!(p.check(10, 900), Err(Hold::Until(1000)));
-        assert_eq!(p.check(1000, 900), Ok(()));
+        assert_eq!(p.check(10), Err(Hold::Until(1000)));
+        assert_eq!(p.check(1000), Ok(()));
         p.set_rate(16e9);
         p.on_sent(1000, 1000, 900);
-        assert_eq!(p.check(1000, 900), Err(Hold::Until(1500)));
+        assert_eq!(p.check(1000), Err(Hold::Until(1500)));
         // A rate change re-times the gap after the last packet: at 4 bytes per ns its
         // 1000 bytes take 250 ns, so the next may go at 1250.
         p.set_rate(32e9);
-        assert_eq!(p.check(1000, 900), Err(Hold::Until(1250)));
+        assert_eq!(p.check(1000), Err(Hold::Until(1250)));
         p.set_rate(8e9);
-        assert_eq!(p.check(1000, 900), Err(Hold::Until(2000)));
+        assert_eq!(p.check(1000), Err(Hold::Until(2000)));
     }
 
     #[test]
@@ -134,17 +133,17 @@ mod tests {
         p.on_sent(1, 1100, 1000);
         assert_eq!(p.inflight(), 2000);
         // 2000 of 2500 in flight: one more may go (and cross the window), then none.
-        assert_eq!(p.check(100, 1000), Ok(()));
+        assert_eq!(p.check(100), Ok(()));
         p.on_sent(100, 1100, 1000);
-        assert_eq!(p.check(200, 1000), Err(Hold::Window));
+        assert_eq!(p.check(200), Err(Hold::Window));
         p.on_acked(1000);
-        assert_eq!(p.check(200, 1000), Ok(()));
+        assert_eq!(p.check(200), Ok(()));
         p.set_inflight(0);
         assert_eq!(p.inflight(), 0);
         // A window below one packet still lets one go.
         let mut tiny = Pacer::new(1e12, Some(10));
-        assert_eq!(tiny.check(0, 1000), Ok(()));
+        assert_eq!(tiny.check(0), Ok(()));
         tiny.on_sent(0, 1100, 1000);
-        assert_eq!(tiny.check(100, 1000), Err(Hold::Window));
+        assert_eq!(tiny.check(100), Err(Hold::Window));
     }
 }

@@ -207,7 +207,7 @@ impl RcSender {
             None => return Transmit::Blocked,
         };
         let (offset, len) = self.segment_of(psn);
-        match self.pacer.check(now, len as u64) {
+        match self.pacer.check(now) {
             Ok(()) => {}
             Err(Hold::Until(t)) => return Transmit::Until(t),
             Err(Hold::Window) => return Transmit::Blocked,
