@@ -123,6 +123,7 @@ impl RcSender {
             max_timeout_ns: 0,
             retry_limit: cfg.retry_limit,
             rnr_retry_limit: 7,
+            min_window: 0,
             max_payload: 0,
         };
         let pacer = match &cc {

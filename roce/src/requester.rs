@@ -19,6 +19,19 @@
 //! fixed IBTA value (4.096 µs × 2^n), a software requester whose peer's latency moves with its
 //! load needs the estimate, or a loaded peer turns every burst into a go-back-N storm.
 //!
+//! Go-back-N resends everything outstanding after a lost packet, so with `W` requests in flight
+//! and a loss rate `p` one loss costs `W` packets, and at `p·W ≳ 1` the resends themselves are
+//! lost and the QP spends its time resending (measured: 5 % loss at 100 k writes/s and a
+//! window of 16 384 sent 1.3 M packets for 19 k writes, and starved the translator's receive
+//! path). With [`RequesterConfig::min_window`] above 0 the requests in flight are bounded by a
+//! congestion window as TCP Reno bounds its segments (RFC 5681): a sequence NAK halves it, a
+//! timeout drops it to `min_window`, at most once per window of requests (NewReno's recovery
+//! point, RFC 6582); acknowledgements grow it by one per request below the threshold and by one
+//! per window above it, up to `window`. Requests posted past it are refused (`WindowFull`), as
+//! past the window, and a resend run stops at its end until acknowledgements move it (the last
+//! packet it allows asks for one), so after a timeout `min_window` packets go, not everything
+//! outstanding.
+//!
 //! Resending is a cursor the caller drains with [`Requester::poll_transmit`]; requests posted
 //! while it runs are not sent at once ([`Post::send_now`] is false) but by the cursor, in PSN
 //! order, so the responder never sees them ahead of a gap. UC keeps nothing and gets no
@@ -63,6 +76,9 @@ pub struct RequesterConfig {
     pub retry_limit: u8,
     /// RNR NAKs without progress before the QP gives up; 7 means never (as in IB).
     pub rnr_retry_limit: u8,
+    /// Smallest congestion window after a loss (module docs); 0: no congestion window, the
+    /// outstanding requests are bounded by `window` alone.
+    pub min_window: u32,
     /// Largest payload a request on this QP carries (at most [`MAX_INLINE`]): the retransmit
     /// ring keeps this many bytes per request, so a QP of 8-byte writes keeps a window of
     /// thousands in a few cache-friendly kilobytes rather than megabytes.
@@ -80,6 +96,7 @@ impl Default for RequesterConfig {
             max_timeout_ns: 0,
             retry_limit: 7,
             rnr_retry_limit: 7,
+            min_window: 0,
             max_payload: MAX_INLINE,
         }
     }
@@ -265,6 +282,8 @@ pub struct RequesterStats {
     pub timeouts: u64,
     /// Round-trip samples taken (adaptive timeout).
     pub rtt_samples: u64,
+    /// Congestion-window cuts (a sequence NAK or a timeout, once per window).
+    pub window_cuts: u64,
     /// Responses ignored (stale, beyond the window, or while in error).
     pub ignored: u64,
 }
@@ -302,6 +321,13 @@ pub struct Requester {
     srtt: Option<(u64, u64)>,
     /// The retransmission timeout in force (ns).
     rto: u64,
+    /// Congestion window (requests), its slow-start threshold, the acknowledged requests
+    /// towards its next additive step, and the recovery point: no second cut until `una`
+    /// passes it.
+    cwnd: u32,
+    ssthresh: u32,
+    cwnd_acc: u32,
+    recover: u32,
     stats: RequesterStats,
 }
 
@@ -317,8 +343,15 @@ impl Requester {
             Transport::Uc => (Vec::new(), Vec::new()),
         };
         let start = start_psn & PSN_MASK;
+        let min_window = cfg.min_window.min(window);
         Self {
-            cfg: RequesterConfig { window, ack_req_every: cfg.ack_req_every.max(1), max_payload, ..cfg },
+            cfg: RequesterConfig {
+                window,
+                ack_req_every: cfg.ack_req_every.max(1),
+                max_payload,
+                min_window,
+                ..cfg
+            },
             dest_qp: dest_qp & PSN_MASK,
             next_psn: start,
             una: start,
@@ -337,7 +370,54 @@ impl Requester {
             rtt_probe: None,
             srtt: None,
             rto: cfg.timeout_ns,
+            cwnd: window,
+            ssthresh: window,
+            cwnd_acc: 0,
+            recover: start,
             stats: RequesterStats::default(),
+        }
+    }
+
+    /// Most requests that may be outstanding now: the window, or the congestion window below it.
+    #[inline(always)]
+    fn limit(&self) -> u32 {
+        self.cwnd.min(self.cfg.window)
+    }
+
+    /// The congestion window (requests; `window` when there is none or it is fully open).
+    pub fn congestion_window(&self) -> u32 {
+        self.limit()
+    }
+
+    /// A loss signal (a sequence NAK, or with `timeout` a timeout): cut the congestion window,
+    /// once per window of requests.
+    fn cut_window(&mut self, timeout: bool) {
+        if self.cfg.min_window == 0 || psn_diff(self.una, self.recover) < 0 {
+            return;
+        }
+        let min = self.cfg.min_window;
+        self.ssthresh = (self.outstanding() / 2).max(min);
+        self.cwnd = if timeout { min } else { self.ssthresh };
+        self.cwnd_acc = 0;
+        self.recover = self.next_psn;
+        self.stats.window_cuts += 1;
+    }
+
+    /// `n` requests acknowledged: open the congestion window (slow start below the threshold,
+    /// one per window above it).
+    #[inline(always)]
+    fn grow_window(&mut self, n: u32) {
+        if self.cwnd >= self.cfg.window {
+            return;
+        }
+        if self.cwnd < self.ssthresh {
+            self.cwnd = (self.cwnd + n).min(self.ssthresh);
+        } else {
+            self.cwnd_acc += n;
+            if self.cwnd_acc >= self.cwnd {
+                self.cwnd_acc -= self.cwnd;
+                self.cwnd += 1;
+            }
         }
     }
 
@@ -364,9 +444,15 @@ impl Requester {
         }
     }
 
+    /// How many more requests would be accepted now (0 in error).
+    #[inline(always)]
+    pub fn room(&self) -> u32 {
+        if self.error.is_some() { 0 } else { self.limit().saturating_sub(self.outstanding()) }
+    }
+
     /// Whether a new request would be accepted now.
     pub fn can_post(&self) -> bool {
-        self.error.is_none() && self.outstanding() < self.cfg.window
+        self.error.is_none() && self.outstanding() < self.limit()
     }
 
     /// The error that stopped the QP, if any.
@@ -403,7 +489,7 @@ impl Requester {
             return Ok(Post { psn, ack_req: false, send_now: true });
         }
         let outstanding = self.outstanding();
-        if outstanding >= self.cfg.window {
+        if outstanding >= self.limit() {
             return Err(PostError::WindowFull);
         }
         let i = (psn & (self.cfg.window - 1)) as usize;
@@ -422,7 +508,7 @@ impl Requester {
             && (force_ack_req
                 || op.is_atomic()
                 || psn_diff(psn, self.last_ack_req) >= self.cfg.ack_req_every as i32
-                || outstanding + self.cfg.ack_req_every >= self.cfg.window
+                || outstanding + self.cfg.ack_req_every >= self.limit()
                 || (self.cfg.ack_req_after_ns > 0
                     && now.saturating_sub(self.last_ack_req_at) >= self.cfg.ack_req_after_ns));
         if ack_req {
@@ -481,6 +567,7 @@ impl Requester {
                     }
                 }
                 if self.outstanding() > 0 {
+                    self.cut_window(false);
                     self.start_rtx(now, psn);
                 }
                 Response::Retransmit { completed, from: psn }
@@ -541,6 +628,7 @@ impl Requester {
         self.retries = 0;
         self.rnr_retries = 0;
         self.rto = self.base_rto();
+        self.grow_window(n);
         self.stats.completed += u64::from(n);
         (n, atomics)
     }
@@ -627,7 +715,10 @@ impl Requester {
         if let Some(e) = self.error {
             return Err(e);
         }
-        if self.cfg.transport == Transport::Uc || self.outstanding() == 0 || self.rtx.is_some() {
+        if self.cfg.transport == Transport::Uc
+            || self.outstanding() == 0
+            || (self.rtx.is_some() && !self.rtx_blocked())
+        {
             return Ok(false);
         }
         if now.saturating_sub(self.last_progress) < self.rto {
@@ -641,6 +732,7 @@ impl Requester {
             // Back off: each consecutive timeout doubles the next (RFC 6298 §5.5).
             self.rto = (self.rto * 2).min(self.cfg.max_timeout_ns);
         }
+        self.cut_window(true);
         self.start_rtx(now, self.una);
         Ok(true)
     }
@@ -650,17 +742,33 @@ impl Requester {
         if self.error.is_some() || self.cfg.transport == Transport::Uc {
             return None;
         }
-        if self.rtx.is_some() {
+        if self.rtx.is_some() && !self.rtx_blocked() {
             return Some(self.rtx_at);
         }
         (self.outstanding() > 0).then_some(self.last_progress + self.rto)
+    }
+
+    /// Where a resend run stops for now: the newest request, or the end of the congestion
+    /// window (a run that reaches it waits for acknowledgements to move it).
+    #[inline(always)]
+    fn rtx_end(&self) -> u32 {
+        if psn_diff(self.next_psn, self.una) as u32 > self.limit() {
+            psn_add(self.una, self.limit())
+        } else {
+            self.next_psn
+        }
+    }
+
+    /// Whether the resend cursor waits for the congestion window to open.
+    fn rtx_blocked(&self) -> bool {
+        self.rtx.is_some_and(|c| psn_diff(self.rtx_end(), c) <= 0 && psn_diff(self.next_psn, c) > 0)
     }
 
     /// The PSN [`poll_transmit`](Self::poll_transmit) would resend at `now`, without
     /// moving the cursor: a paced sender asks its pacer first.
     pub fn peek_transmit(&self, now: u64) -> Option<u32> {
         let psn = self.rtx?;
-        (now >= self.rtx_at && psn_diff(self.next_psn, psn) > 0).then_some(psn)
+        (now >= self.rtx_at && psn_diff(self.rtx_end(), psn) > 0).then_some(psn)
     }
 
     /// The next request to resend at `now`, if a retransmission is under way and due. The last
@@ -674,10 +782,17 @@ impl Requester {
             self.rtx = None;
             return None;
         }
+        let end = self.rtx_end();
+        if psn_diff(end, psn) <= 0 {
+            // The congestion window is full of resent requests: wait for their ACKs.
+            return None;
+        }
         let next = psn_add(psn, 1);
         let last = next == self.next_psn;
+        // The last the window allows asks for an ACK too: it is what lets the run go on.
+        let window_end = next == end;
         let every = psn_diff(psn, self.last_ack_req) >= self.cfg.ack_req_every as i32;
-        let ack_req = last || every;
+        let ack_req = last || every || window_end;
         if ack_req {
             self.last_ack_req = psn;
         }

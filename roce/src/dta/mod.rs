@@ -64,7 +64,21 @@ pub struct ReportSender {
     /// NACKs for another epoch of this reporter (a previous run's), ignored.
     pub foreign_nacks: u64,
     rate_scale: f64,
+    /// Reports numbered since the rate was last halved.
+    since_cut: u32,
 }
+
+/// A slow-down message halves the reporter's rate at most once per this many reports sent:
+/// the translator paces its messages per reporter (`nack_interval_us`), and a congested
+/// collector QP keeps asking for as long as it recovers — halving at every message took a
+/// 100 k reports/s reporter to 1/1024 of its rate in a millisecond and left it there for tens
+/// of seconds. One halving per [`SLOW_DOWN_EVERY`] reports is DCQCN's "once per window" rule
+/// in report numbers (the reporter has no clock of its own here).
+pub const SLOW_DOWN_EVERY: u32 = 32;
+
+/// How much of its nominal rate a slowed reporter gets back per pacing burst (additive): from
+/// half to full in 128 bursts, a few milliseconds at the rates DTA reporters send.
+pub const RATE_RECOVERY_STEP: f64 = 1.0 / 256.0;
 
 impl ReportSender {
     /// A sender of epoch `epoch` (taken into 1..=15) keeping the last `keep` retransmittable
@@ -82,6 +96,7 @@ impl ReportSender {
             slow_downs: 0,
             foreign_nacks: 0,
             rate_scale: 1.0,
+            since_cut: SLOW_DOWN_EVERY,
         }
     }
 
@@ -98,6 +113,7 @@ impl ReportSender {
         }
         let s = self.next;
         self.next = s.wrapping_add(1);
+        self.since_cut = self.since_cut.saturating_add(1);
         self.counted[usize::from(s / 64)] &= !(1 << (s % 64));
         Sequence { seqnum: s, retransmittable: true, priority, epoch: self.epoch }
     }
@@ -131,7 +147,10 @@ impl ReportSender {
     pub fn on_nack(&mut self, n: &NackRepr, mut resend: impl FnMut(&[u8])) {
         if n.slow_down {
             self.slow_downs += 1;
-            self.rate_scale = (self.rate_scale / 2.0).max(1.0 / 1024.0);
+            if self.since_cut >= SLOW_DOWN_EVERY {
+                self.since_cut = 0;
+                self.rate_scale = (self.rate_scale / 2.0).max(1.0 / 1024.0);
+            }
         }
         if !n.nack {
             return;
@@ -177,11 +196,11 @@ impl ReportSender {
         }
     }
 
-    /// The share (0, 1] of its nominal rate the reporter should use now; each call recovers a
-    /// little (additive increase, per report sent).
+    /// The share (0, 1] of its nominal rate the reporter should use now; each call recovers
+    /// [`RATE_RECOVERY_STEP`] (additive increase, per pacing burst).
     pub fn rate_scale(&mut self) -> f64 {
         let s = self.rate_scale;
-        self.rate_scale = (s + 1.0 / 4096.0).min(1.0);
+        self.rate_scale = (s + RATE_RECOVERY_STEP).min(1.0);
         s
     }
 }
@@ -270,13 +289,20 @@ mod tests {
         // Asked again, the same two are not counted twice.
         s.on_nack(&NackRepr::plain(255, true, false), |_| {});
         assert_eq!(s.unrecoverable, 2);
-        // Slow down halves, then recovers.
+        // Slow down halves, once per SLOW_DOWN_EVERY reports however many come, then recovers.
         s.on_nack(&NackRepr::plain(0, false, true), |_| unreachable!());
+        s.on_nack(&NackRepr::plain(0, false, true), |_| unreachable!());
+        assert_eq!(s.slow_downs, 2);
         assert_eq!(s.rate_scale(), 0.5);
         assert!(s.rate_scale() > 0.5);
+        for _ in 0..SLOW_DOWN_EVERY {
+            s.sequence(true, Priority::High);
+        }
+        s.on_nack(&NackRepr::plain(0, false, true), |_| unreachable!());
+        assert!(s.rate_scale() < 0.5);
         // Untracked reports carry 0 and do not advance.
         assert_eq!(s.sequence(false, Priority::Low).seqnum, 0);
-        assert_eq!(s.sequence(true, Priority::High).seqnum, 6);
+        assert_eq!(s.sequence(true, Priority::High).seqnum, 6 + SLOW_DOWN_EVERY as u8);
     }
 
     #[test]

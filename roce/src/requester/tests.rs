@@ -260,3 +260,74 @@ fn a_request_after_a_quiet_spell_asks_for_its_ack_itself() {
     let mut d = Requester::new(cfg(64, 32), 1, 0);
     assert!(!d.post(1000, write(0), &[], false).unwrap().ack_req);
 }
+
+#[test]
+fn congestion_window_halves_on_a_nak_once_per_window_and_grows_back() {
+    let c = RequesterConfig { min_window: 4, ..cfg(64, 8) };
+    let mut r = Requester::new(c, 1, 0);
+    for i in 0..40 {
+        r.post(0, write(i), &[], false).unwrap();
+    }
+    assert_eq!(r.congestion_window(), 64);
+    // A sequence NAK at PSN 8: 32 outstanding after it, the window halves to 16.
+    let nak = |psn| resp(Opcode::RC_ACKNOWLEDGE, psn, Syndrome::Nak(NakCode::PsnSequenceError));
+    let (b, a) = nak(8);
+    assert!(matches!(r.handle_packet(1, &b, &a), Response::Retransmit { completed: 8, from: 8 }));
+    assert_eq!((r.congestion_window(), r.stats().window_cuts), (16, 1));
+    // 32 outstanding > 16: nothing new is accepted until acknowledgements bring it under.
+    assert_eq!(r.room(), 0);
+    assert_eq!(r.post(1, write(99), &[], false), Err(PostError::WindowFull));
+    // A second NAK inside the same window of requests (before PSN 40) does not cut again.
+    let (b, a) = nak(12);
+    r.handle_packet(2, &b, &a);
+    assert_eq!((r.congestion_window(), r.stats().window_cuts), (16, 1));
+    // Acknowledgements grow it by one per window above the threshold.
+    let (b, a) = ack(39);
+    r.handle_packet(3, &b, &a);
+    assert_eq!(r.outstanding(), 0);
+    assert_eq!(r.congestion_window(), 17);
+    assert_eq!(r.room(), 17);
+    // A timeout drops it to min_window; slow start brings it back to the threshold.
+    for i in 0..17 {
+        r.post(10, write(i), &[], false).unwrap();
+    }
+    assert!(r.handle_timeout(10_000).unwrap());
+    assert_eq!(r.congestion_window(), 4);
+    let (b, a) = ack(psn_add(40, 16));
+    r.handle_packet(10_001, &b, &a);
+    assert_eq!(r.congestion_window(), 8, "slow start up to ssthresh = 17 / 2");
+}
+
+#[test]
+fn no_congestion_window_without_min_window() {
+    let mut r = Requester::new(cfg(64, 8), 1, 0);
+    for i in 0..40 {
+        r.post(0, write(i), &[], false).unwrap();
+    }
+    let (b, a) = resp(Opcode::RC_ACKNOWLEDGE, 8, Syndrome::Nak(NakCode::PsnSequenceError));
+    r.handle_packet(1, &b, &a);
+    assert!(r.handle_timeout(1_000_000).is_ok());
+    assert_eq!((r.congestion_window(), r.stats().window_cuts, r.room()), (64, 0, 32));
+}
+
+#[test]
+fn a_resend_run_stops_at_the_congestion_window() {
+    let c = RequesterConfig { min_window: 4, ..cfg(64, 64) };
+    let mut r = Requester::new(c, 1, 0);
+    for i in 0..40 {
+        r.post(0, write(i), &[], false).unwrap();
+    }
+    // A timeout: the window drops to 4, and only 4 are resent, the 4th asking for an ACK.
+    assert!(r.handle_timeout(10_000).unwrap());
+    let run: Vec<(u32, bool)> =
+        std::iter::from_fn(|| r.poll_transmit(10_000).map(|x| (x.psn, x.ack_req))).collect();
+    assert_eq!(run, [(0, false), (1, false), (2, false), (3, true)]);
+    assert!(r.peek_transmit(10_000).is_none());
+    // Waiting for the window is not a stall the timer forgets: it fires again.
+    assert_eq!(r.poll_timeout(), Some(10_000 + r.timeout_ns()));
+    // Their ACK opens the window (slow start: 4 more) and the run goes on from 4.
+    let (b, a) = ack(3);
+    r.handle_packet(10_100, &b, &a);
+    let run: Vec<u32> = std::iter::from_fn(|| r.poll_transmit(10_100).map(|x| x.psn)).collect();
+    assert_eq!(run, (4..12).collect::<Vec<_>>());
+}
