@@ -66,6 +66,19 @@ pub struct LabConfig {
     pub keywrite_redundancy: u8,
     /// Key-Increment counters (a power of two).
     pub keyincrement_slots: u64,
+    /// The Key-Increment store's N (the translator refuses reports with another).
+    pub keyincrement_redundancy: u8,
+    /// A Postcarder store: its slots (a power of two) and the translator's path cache entries;
+    /// `None` for none.
+    pub postcarder: Option<(u64, usize)>,
+    /// The translator's smallest RDMA retransmission timeout, µs (`timeout_us`; it adapts to
+    /// the measured round trip above it). The demo's 20 ms: reporter, translator and collector
+    /// share this machine's two cores, and the collector's answers wait that long at times; a
+    /// timeout that fires early closes the QP's congestion window for nothing.
+    pub timeout_us: u64,
+    /// The translator's `join_ms`: 0 when its reporters start after it, as in the demo; a
+    /// translator that restarts under running reporters joins them mid-stream.
+    pub join_ms: u64,
     /// Append lists 0..lists, each of `append_entries` entries, batch 16.
     pub lists: u32,
     /// Entries per Append list.
@@ -87,6 +100,10 @@ impl LabConfig {
             keywrite_slots: 1 << 20,
             keywrite_redundancy: 2,
             keyincrement_slots: 1 << 20,
+            keyincrement_redundancy: 2,
+            postcarder: None,
+            join_ms: 0,
+            timeout_us: 20_000,
             lists: 4,
             append_entries: 1 << 20,
             sketch: (4, 256, 4),
@@ -98,9 +115,16 @@ impl LabConfig {
     pub fn collector_toml(&self) -> String {
         let mut s = format!(
             "[collector]\nip = \"{}\"\nmemory = \"auto\"\n\n[keywrite]\nport = 1337\nslots = {}\nredundancy = {}\n\n\
-             [keyincrement]\nport = 1339\nslots = {}\nredundancy = 2\n",
-            self.collector, self.keywrite_slots, self.keywrite_redundancy, self.keyincrement_slots
+             [keyincrement]\nport = 1339\nslots = {}\nredundancy = {}\n",
+            self.collector,
+            self.keywrite_slots,
+            self.keywrite_redundancy,
+            self.keyincrement_slots,
+            self.keyincrement_redundancy
         );
+        if let Some((slots, _)) = self.postcarder {
+            s += &format!("\n[postcarder]\nport = 1336\nslots = {slots}\n");
+        }
         for l in 0..self.lists {
             s += &format!(
                 "\n[[append]]\nlist = {l}\nport = {}\nentries = {}\n",
@@ -138,11 +162,10 @@ pool_buffers = 16384
 
 {ports}
 [dta]
-# The reporters start after this translator: none is mid-stream.
-join_ms = 0
+join_ms = {join_ms}
 window = 16384
 ack_every = 32
-timeout_us = 20000
+timeout_us = {timeout_us}
 append_flush_us = 200
 cm_timeout_ms = 50
 cm_backoff_ms = 50
@@ -152,11 +175,18 @@ name = "c0"
 ip = "{c}"
 keywrite = 1337
 keyincrement = 1339
-keyincrement_redundancy = 2
-append = [{lists}]
+keyincrement_redundancy = {kir}
+{postcarder}append = [{lists}]
 sketch = [{{ id = 0, port = 1330, rows = {rows}, columns = {columns}, reporters = [{reps}], batch = 4 }}]
 "#,
             c = self.collector,
+            join_ms = self.join_ms,
+            timeout_us = self.timeout_us,
+            kir = self.keyincrement_redundancy,
+            postcarder = self
+                .postcarder
+                .map(|(_, cache)| format!("postcarder = {{ port = 1336, hops = 5, cache = {cache} }}\n"))
+                .unwrap_or_default(),
             lists = lists.join(", "),
             reps = reporters.join(", "),
         )

@@ -53,6 +53,7 @@ fn reports_land_in_collector_memory_and_queries_read_them_back() {
         append_entries: 1 << 18,
         sketch: (4, 64, 4),
         inject_loss: 0.0,
+        ..LabConfig::demo()
     };
     let lab = Lab::start(cfg.clone()).expect("collector and translator start and connect");
     let rate = 200_000;

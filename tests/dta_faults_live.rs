@@ -33,6 +33,7 @@ fn lab(collector: u8, translator: u8, loss: f64) -> Lab {
         append_entries: 1 << 18,
         sketch: (2, 16, 1),
         inject_loss: loss,
+        ..LabConfig::demo()
     })
     .expect("collector and translator start and connect")
 }

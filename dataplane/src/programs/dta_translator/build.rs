@@ -54,6 +54,10 @@ impl DtaTranslator {
         if !(16..=1 << 22).contains(&window) {
             return Err(c.err("dta.window", format!("{window} out of range 16..=4194304")));
         }
+        let min_window = d.min_window.unwrap_or(16);
+        if !(1..=window).contains(&min_window) {
+            return Err(c.err("dta.min_window", format!("{min_window} out of range 1..=window ({window})")));
+        }
         let us = |v: Option<u64>, default: u64| v.unwrap_or(default).saturating_mul(1000);
         // Times: microseconds up to a minute, milliseconds up to an hour (beyond, a typo).
         for (k, v, max) in [
@@ -92,6 +96,7 @@ impl DtaTranslator {
                 max_timeout_ns: us(d.max_timeout_us, 134_218).max(us(d.timeout_us, 1000).max(1000)),
                 retry_limit: d.retry_limit.unwrap_or(7),
                 rnr_retry_limit: 7,
+                min_window,
                 max_payload: roce::requester::MAX_INLINE,
             },
             ack_probe_ns: us(d.ack_probe_us, 50),
@@ -369,6 +374,7 @@ impl DtaTranslator {
             window_full: dr.declare("dta_window_full"),
             rate_low: dr.declare("dta_rate_limited"),
             park_full: dr.declare("dta_park_full"),
+            stopped: dr.declare("dta_stopped"),
             seq_duplicate: dr.declare("dta_seq_duplicate"),
             seq_stale: dr.declare("dta_seq_stale"),
             bad_hop: dr.declare("dta_bad_hop"),

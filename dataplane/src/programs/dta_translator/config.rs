@@ -34,6 +34,11 @@ pub struct DtaSection {
     pub ack_every: Option<u32>,
     /// Outstanding RDMA packets per QP.
     pub window: Option<u32>,
+    /// Smallest congestion window per QP after a NAK or timeout (default 16; 1..=window): the
+    /// requests in flight are halved on a sequence NAK and dropped to this on a timeout, and
+    /// grow back as TCP's do (`roce::requester`), so go-back-N under loss resends a window's
+    /// worth, not `window`.
+    pub min_window: Option<u32>,
     /// Smallest (and first) retransmission timeout, µs (default 1000); the timeout adapts to
     /// the measured round trip above it.
     pub timeout_us: Option<u64>,

@@ -269,6 +269,8 @@ struct Drops {
     window_full: DropReason,
     rate_low: DropReason,
     park_full: DropReason,
+    /// A parked report the translator still held when it stopped.
+    stopped: DropReason,
     seq_duplicate: DropReason,
     seq_stale: DropReason,
     bad_hop: DropReason,
@@ -336,6 +338,9 @@ enum Reject {
     /// The store's QP is not ready (connecting, a collector restarting): high priority is
     /// parked, the rest dropped (`dta_store_down`), the reporter told to slow down.
     Down,
+    /// The store's QP has no room in its (congestion) window: high priority is parked, the
+    /// rest dropped (`dta_window_full`), the reporter told to slow down.
+    Full,
     /// A sketch column out of order: NACK with the last in-order column.
     SketchNack {
         /// The sketch.

@@ -156,11 +156,18 @@ pub struct Qp {
 impl Qp {
     /// How many data items one request of this store carries (Append entries, Key-Write and
     /// Key-Increment copies, postcards, sketch columns); 0 for a zero-length WRITE (an ack
-    /// probe, a Key-Increment's immediate).
-    pub fn entries_in(&self, op: &Op, payload_len: usize) -> u64 {
-        match self.entry_len {
-            0 => u64::from(payload_len > 0 || op.is_atomic()),
-            l => (payload_len / l) as u64,
+    /// probe, a Key-Increment's immediate). A Postcarder path write carries the postcards that
+    /// came: its non-zero hop values (a hop that never came is written as 0).
+    #[inline]
+    pub fn entries_in(&self, op: &Op, payload: &[u8]) -> u64 {
+        match (self.entry_len, &self.store) {
+            (0, Store::Postcarder(_)) => payload
+                .chunks_exact(4)
+                .take(wire::dta::layout::POSTCARDER_HOPS)
+                .filter(|w| w.iter().any(|&b| b != 0))
+                .count() as u64,
+            (0, _) => u64::from(!payload.is_empty() || op.is_atomic()),
+            (l, _) => (payload.len() / l) as u64,
         }
     }
 

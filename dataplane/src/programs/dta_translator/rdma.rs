@@ -139,7 +139,7 @@ impl DtaTranslator {
                 lost += 1;
                 // In another region, counted with that region's data already.
                 if replay {
-                    entries += q.entries_in(&op, payload.len());
+                    entries += q.entries_in(&op, payload);
                 }
             }
         }
@@ -152,15 +152,22 @@ impl DtaTranslator {
         self.stats.lost_entries += entries;
     }
 
-    /// Count QP `qi`'s unacknowledged requests lost and forget them (the translator stops).
+    /// Count QP `qi`'s unacknowledged requests lost and forget them, with what it holds
+    /// unwritten: a partial Append batch that found no room, postcards of partial paths (the
+    /// translator stops).
     fn abandon(&mut self, qi: usize) {
         let q = &mut self.qps[qi];
         let (mut lost, mut entries) = (0u64, 0u64);
+        entries += match &q.store {
+            Store::Append { batcher, .. } => batcher.pending() as u64,
+            Store::Postcarder(cache) => cache.cached_postcards(),
+            _ => 0,
+        };
         let olds = q.orphans.take().map(|(r, _)| r);
         for r in [Some(&q.req), olds.as_ref()].into_iter().flatten() {
             for (op, payload) in r.outstanding_requests() {
                 lost += 1;
-                entries += q.entries_in(&op, payload.len());
+                entries += q.entries_in(&op, payload);
             }
         }
         self.stats.lost_requests += lost;
@@ -424,6 +431,10 @@ impl DtaTranslator {
         // Reports still missing will never be recovered by this translator.
         let missing: u64 = self.reporters.iter().map(|(_, t)| u64::from(t.missing())).sum();
         self.stats.seq_unrecoverable += missing;
+        // Reports still waiting (parked) will not be translated either.
+        for _ in self.parked.drain(..) {
+            out.count_drop(self.drops.stopped);
+        }
         for qi in 0..self.qps.len() {
             self.abandon(qi);
             if let Some(dreq) = self.qps[qi].cm.reset(now, ConnectError::Disconnected) {

@@ -166,6 +166,11 @@ pub struct PostcarderCache {
 }
 
 impl PostcarderCache {
+    /// Postcards held in partial paths (what a stop leaves unwritten).
+    pub fn cached_postcards(&self) -> u64 {
+        self.entries.iter().map(|e| u64::from(e.present.count_ones())).sum()
+    }
+
     /// `size` entries (a power of two), paths of `hops` (1..=5).
     pub fn new(size: usize, hops: u8) -> Self {
         Self {

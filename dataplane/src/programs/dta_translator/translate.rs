@@ -44,10 +44,7 @@ impl DtaTranslator {
         };
         self.stats.rdma_packets += 1;
         // The data items written to this region (a collector restart loses them all).
-        q.region_entries += match q.entry_len {
-            0 => u64::from(!payload.is_empty() || op.is_atomic()),
-            l => (payload.len() / l) as u64,
-        };
+        q.region_entries += q.entries_in(&op, payload);
         if !post.send_now {
             // A resend is under way; the cursor sends it in order.
             return Ok(None);
@@ -127,8 +124,8 @@ impl DtaTranslator {
                     }
                     let c = self.key_collector(dst, key, false).ok_or(Reject::Drop(self.drops.no_store))?;
                     let qi = self.ready_qp(self.collectors[c].keywrite, self.drops.no_store)?;
-                    if self.qps[qi].req.outstanding() + u32::from(redundancy) > self.s.requester.window {
-                        return Err(Reject::Drop(self.drops.window_full));
+                    if self.qps[qi].req.room() < u32::from(redundancy) {
+                        return Err(Reject::Full);
                     }
                     self.admit(c, UNITS * u32::from(redundancy), prio, now)?;
                     let Store::KeyWrite { slot_len } = self.qps[qi].store else { unreachable!() };
@@ -159,8 +156,8 @@ impl DtaTranslator {
                     }
                     let qi = self.ready_qp(self.collectors[c].keyincrement, self.drops.no_store)?;
                     let ops = u32::from(redundancy) + u32::from(imm);
-                    if self.qps[qi].req.outstanding() + ops > self.s.requester.window {
-                        return Err(Reject::Drop(self.drops.window_full));
+                    if self.qps[qi].req.room() < ops {
+                        return Err(Reject::Full);
                     }
                     self.admit(c, UNITS * ops, prio, now)?;
                     let (meta, slots) = (self.qps[qi].meta, self.qps[qi].slots);
@@ -184,10 +181,9 @@ impl DtaTranslator {
                         None => self.lists.lookup(&list_id).copied(),
                     };
                     let qi = self.ready_qp(qi, self.drops.no_list)?;
-                    let window = self.s.requester.window;
                     let q = &mut self.qps[qi];
-                    if q.req.outstanding() + 2 > window {
-                        return Err(Reject::Drop(self.drops.window_full));
+                    if q.req.room() < 2 {
+                        return Err(Reject::Full);
                     }
                     let c = q.collector;
                     let Store::Append { batcher, .. } = &mut q.store else { unreachable!() };
@@ -211,6 +207,9 @@ impl DtaTranslator {
                     // was (a parked one comes back to the same partial path).
                     let Store::Postcarder(cache) = &self.qps[qi].store else { unreachable!() };
                     if cache.would_write(key, hop) {
+                        if self.qps[qi].req.room() == 0 {
+                            return Err(Reject::Full);
+                        }
                         self.admit(c, UNITS, prio, now)?;
                     }
                     let Store::Postcarder(cache) = &mut self.qps[qi].store else { unreachable!() };
@@ -261,6 +260,11 @@ impl DtaTranslator {
         out: &mut Emitter<'_, F>,
     ) -> Result<Option<PortId>, Reject> {
         let (meta, _) = (self.qps[qi].meta, self.qps[qi].slots);
+        // A batch is at most two WRITEs (a ring wrap): with less room it waits (the head moves
+        // only when it is taken), rather than being taken and refused.
+        if self.qps[qi].req.room() < 2 {
+            return Err(Reject::Full);
+        }
         let Store::Append { list, batcher, marks } = &mut self.qps[qi].store else { return Ok(None) };
         let (list, marks, after) = (*list, *marks, batcher.written() + batcher.pending() as u64);
         let (writes, imm) = batcher.take();
@@ -541,7 +545,15 @@ impl DtaTranslator {
                 Ok(None) => {}
             }
         }
-        match self.translate(now, dst, r, First::InPlace(pkt), out) {
+        // High-priority reports wait in arrival order: while some are parked, a new one joins
+        // them (an Append list stays in report order across a congested spell).
+        let high = r.seq.map_or(self.s.default_priority, |s| s.priority) == Priority::High;
+        let result = if high && !self.parked.is_empty() {
+            Translated::Rejected(Reject::Full)
+        } else {
+            self.translate(now, dst, r, First::InPlace(pkt), out)
+        };
+        match result {
             Translated::Sent(port) => {
                 md.dest = Dest::Port(port);
                 md.qid = self.s.queue;
@@ -558,15 +570,14 @@ impl DtaTranslator {
                     md.dest = Dest::Drop(self.drops.sketch_order);
                 }
             }
-            Translated::Rejected(reject @ (Reject::Rate { .. } | Reject::Down)) => {
-                // Over the rate, or the collector's store not connected (a restart, a reset):
-                // high priority waits, the rest is dropped; either way the reporter slows down.
+            Translated::Rejected(reject @ (Reject::Rate { .. } | Reject::Down | Reject::Full)) => {
+                // Over the rate, the collector's store not connected (a restart, a reset), or
+                // its QP's window full (a loss being recovered): high priority waits, the rest
+                // is dropped; either way the reporter slows down.
                 let (park, dropped) = match reject {
                     Reject::Rate { park } => (park, self.drops.rate_low),
-                    _ => (
-                        r.seq.map_or(self.s.default_priority, |s| s.priority) == Priority::High,
-                        self.drops.store_down,
-                    ),
+                    Reject::Full => (high, self.drops.window_full),
+                    _ => (high, self.drops.store_down),
                 };
                 let parked = park && self.park(r, dst);
                 if park && !parked {
@@ -638,7 +649,7 @@ impl DtaTranslator {
                 continue;
             };
             match self.translate(now, p.dst, &r, First::None, out) {
-                Translated::Rejected(Reject::Rate { .. } | Reject::Down) => return,
+                Translated::Rejected(Reject::Rate { .. } | Reject::Down | Reject::Full) => return,
                 _ => {
                     self.parked.pop_front();
                     self.stats.unparked += 1;
