@@ -48,8 +48,12 @@
 //!   each Append list's position; a new region (a restarted collector) counts what the old one
 //!   held (`region_lost_entries`) and continues the lists at the collector's head (24-byte
 //!   metadata). Atomics are never posted twice (counted `lost_entries`). A NAK or timeout
-//!   halves a metered collector's rate, restored gradually. On SIGTERM the translator writes out
-//!   what it holds, waits for the ACKs, and sends a DREQ per QP.
+//!   halves a metered collector's rate, restored gradually, and each QP's congestion window
+//!   (`[dta] min_window`, `roce::requester`): a QP with no room parks its high-priority
+//!   reports, in arrival order (later ones join them), drops the rest (`dta_window_full`) and
+//!   slows the reporter. On SIGTERM the translator writes out what it holds, waits for the
+//!   ACKs, and sends a DREQ per QP; what is still parked (`dta_stopped`), a batch with no room
+//!   and partial Postcarder paths are counted.
 //!
 //! Every report not translated is dropped under a named reason; everything given up after it
 //! was translated is counted: stored + counted lost + `seq_missing` = sent.
