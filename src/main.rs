@@ -129,6 +129,11 @@ fn lab_run_one(
         r.events as f64 / secs / 1e6,
         r.simulated_ns as f64 / 1e6 / secs
     );
+    let (buffers, each) = r.frame_buffers;
+    println!(
+        "frames held at the peak: {buffers} buffers of {each} B ({:.1} MB); the switches' tables and queue entries grow with what they hold",
+        (buffers * each) as f64 / 1e6
+    );
     println!(
         "PFC pauses {}, switch drops {}, go-back-N retransmissions {}; results in {}",
         r.pfc.iter().filter(|e| e.pause).count(),

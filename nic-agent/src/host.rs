@@ -367,6 +367,7 @@ impl RcHost {
                 let st = s.tx.stats();
                 self.stats.retransmit_rounds += st.nak_rounds + st.timeouts;
                 self.active.retain(|&x| x != si);
+                s.tx.release();
             }
         } else if p.bth.opcode == Opcode::CNP {
             self.stats.cnps_rx += 1;

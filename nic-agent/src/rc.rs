@@ -123,6 +123,9 @@ impl RcSender {
             max_timeout_ns: 0,
             retry_limit: cfg.retry_limit,
             rnr_retry_limit: 7,
+            // The window is a bound (a whole message, in the lab) the CC's own window or rate
+            // keeps far from: the ring grows to what is in flight.
+            initial_ring: 256,
             min_window: 0,
             max_payload: 0,
         };
@@ -161,6 +164,14 @@ impl RcSender {
     /// Whether every byte is acknowledged.
     pub fn is_done(&self) -> bool {
         self.una >= self.cfg.size
+    }
+
+    /// Once done, give back the retransmit ring (up to a slot per packet of the message): a
+    /// host keeps its finished flows for their counters, and a workload has thousands.
+    pub fn release(&mut self) {
+        if self.is_done() {
+            self.req.shrink();
+        }
     }
 
     /// Why the queue pair failed, if it did.

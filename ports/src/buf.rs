@@ -196,6 +196,12 @@ impl HeapPool {
         Self { free: Vec::new(), capacity, created: 0, dataroom }
     }
 
+    /// Buffers made so far: all of them for an eager pool, the most ever in use at once for a
+    /// lazy one.
+    pub fn created(&self) -> usize {
+        self.created
+    }
+
     /// Buffers the pool was created with.
     pub fn capacity(&self) -> usize {
         self.capacity

@@ -76,6 +76,11 @@ pub struct RequesterConfig {
     pub retry_limit: u8,
     /// RNR NAKs without progress before the QP gives up; 7 means never (as in IB).
     pub rnr_retry_limit: u8,
+    /// Retransmit-ring slots to start with (a power of two; 0: the whole window at once). A
+    /// ring smaller than the window doubles when the requests outstanding fill it — an
+    /// allocation now and then, for requesters whose window is a bound rarely reached (a
+    /// simulated flow's whole message) and which should not hold memory for it.
+    pub initial_ring: u32,
     /// Smallest congestion window after a loss (module docs); 0: no congestion window, the
     /// outstanding requests are bounded by `window` alone.
     pub min_window: u32,
@@ -96,6 +101,7 @@ impl Default for RequesterConfig {
             max_timeout_ns: 0,
             retry_limit: 7,
             rnr_retry_limit: 7,
+            initial_ring: 0,
             min_window: 0,
             max_payload: MAX_INLINE,
         }
@@ -339,7 +345,13 @@ impl Requester {
         let max_payload = cfg.max_payload.min(MAX_INLINE);
         let stride = max_payload.next_multiple_of(8);
         let (ring, data) = match cfg.transport {
-            Transport::Rc => (vec![Slot::default(); window as usize], vec![0; window as usize * stride]),
+            Transport::Rc => {
+                let n = match cfg.initial_ring {
+                    0 => window,
+                    r => r.clamp(1, window).next_power_of_two(),
+                } as usize;
+                (vec![Slot::default(); n], vec![0; n * stride])
+            }
             Transport::Uc => (Vec::new(), Vec::new()),
         };
         let start = start_psn & PSN_MASK;
@@ -450,6 +462,39 @@ impl Requester {
         if self.error.is_some() { 0 } else { self.limit().saturating_sub(self.outstanding()) }
     }
 
+    /// Double the retransmit ring, each outstanding request moving to its slot in the new one.
+    #[cold]
+    fn grow_ring(&mut self) {
+        let n = self.ring.len() * 2;
+        let (mut ring, mut data) = (vec![Slot::default(); n], vec![0u8; n * self.stride]);
+        for k in 0..self.outstanding() {
+            let psn = psn_add(self.una, k) as usize;
+            let (from, to) = (psn & (self.ring.len() - 1), psn & (n - 1));
+            ring[to] = self.ring[from];
+            data[to * self.stride..(to + 1) * self.stride]
+                .copy_from_slice(&self.data[from * self.stride..(from + 1) * self.stride]);
+        }
+        self.ring = ring;
+        self.data = data;
+    }
+
+    /// Give back the retransmit ring once nothing is outstanding (a finished flow whose state
+    /// is kept for its counters): the window becomes 1, so the requester still works, slowly.
+    /// Returns whether it shrank.
+    pub fn shrink(&mut self) -> bool {
+        if self.outstanding() > 0 || self.cfg.transport == Transport::Uc || self.cfg.window == 1 {
+            return false;
+        }
+        self.ring = vec![Slot::default(); 1];
+        self.data = vec![0; self.stride];
+        self.cfg.window = 1;
+        self.cfg.initial_ring = 1;
+        self.cfg.min_window = self.cfg.min_window.min(1);
+        self.cwnd = 1;
+        self.ssthresh = 1;
+        true
+    }
+
     /// Whether a new request would be accepted now.
     pub fn can_post(&self) -> bool {
         self.error.is_none() && self.outstanding() < self.limit()
@@ -492,7 +537,10 @@ impl Requester {
         if outstanding >= self.limit() {
             return Err(PostError::WindowFull);
         }
-        let i = (psn & (self.cfg.window - 1)) as usize;
+        if outstanding as usize >= self.ring.len() {
+            self.grow_ring();
+        }
+        let i = psn as usize & (self.ring.len() - 1);
         self.ring[i] = Slot { op, len: payload.len() as u16 };
         wire::copy_short(&mut self.data[i * self.stride..(i + 1) * self.stride], payload);
         if outstanding == 0 {
@@ -606,7 +654,7 @@ impl Requester {
         let mut atomics = 0;
         for i in 0..n {
             let psn = psn_add(self.una, i);
-            atomics += u32::from(self.ring[(psn & (self.cfg.window - 1)) as usize].op.is_atomic());
+            atomics += u32::from(self.ring[psn as usize & (self.ring.len() - 1)].op.is_atomic());
         }
         if let Some((p, sent)) = self.rtt_probe
             && psn_diff(end, p) > 0
@@ -693,7 +741,7 @@ impl Requester {
             Transport::Uc => 0,
         };
         (0..n).map(move |k| {
-            let i = (psn_add(self.una, k) & (self.cfg.window - 1)) as usize;
+            let i = psn_add(self.una, k) as usize & (self.ring.len() - 1);
             let slot = self.ring[i];
             (slot.op, &self.data[i * self.stride..][..usize::from(slot.len)])
         })
@@ -801,7 +849,7 @@ impl Requester {
             self.unrequested_since = None;
         }
         self.stats.retransmitted += 1;
-        let i = (psn & (self.cfg.window - 1)) as usize;
+        let i = psn as usize & (self.ring.len() - 1);
         let slot = self.ring[i];
         let payload = &self.data[i * self.stride..][..usize::from(slot.len)];
         Some(Resend { psn, op: slot.op, payload, ack_req })

@@ -57,6 +57,7 @@ pub(super) struct RawTm {
     pause_quanta: Option<u16>,
     egress_alpha: Option<f64>,
     max_packets: Option<usize>,
+    preallocate: Option<bool>,
     seed: Option<u64>,
     #[serde(default)]
     ecn: Vec<RawEcn>,
@@ -229,7 +230,7 @@ pub(super) fn tm(ctx: &Ctx<'_>, r: RawTm) -> Result<TmConfig, ConfigError> {
     if !(egress_alpha > 0.0 && egress_alpha <= 64.0) {
         return Err(ctx.err("tm.egress_alpha", format!("{egress_alpha} out of range (0, 64]")));
     }
-    // The TM allocates a descriptor per packet it may hold, up front.
+    // The TM allocates a descriptor per packet it may hold, up front unless `preallocate = false`.
     let max_packets = r.max_packets.unwrap_or(d.max_packets);
     if !(1..=MAX_TM_PACKETS).contains(&max_packets) {
         return Err(ctx.err(
@@ -249,6 +250,7 @@ pub(super) fn tm(ctx: &Ctx<'_>, r: RawTm) -> Result<TmConfig, ConfigError> {
         egress_alpha,
         ecn,
         max_packets,
+        preallocate: r.preallocate.unwrap_or(d.preallocate),
         seed: r.seed.unwrap_or(d.seed),
     })
 }

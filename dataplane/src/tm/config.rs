@@ -118,6 +118,11 @@ pub struct TmConfig {
     pub ecn: [Option<Red>; QUEUES],
     /// Most packets held at once (the size of the queue-entry table).
     pub max_packets: usize,
+    /// Allocate every queue entry up front (the default: the data path never allocates). When
+    /// false the table grows as packets are held, up to `max_packets`, so memory follows the
+    /// peak occupancy — for the virtual-time lab, where a fabric has hundreds of switches and
+    /// an allocation now and then costs nothing real.
+    pub preallocate: bool,
     /// Seed of the ECN marking draws (reproducible runs).
     pub seed: u64,
 }
@@ -134,6 +139,7 @@ impl Default for TmConfig {
             egress_alpha: 1.0,
             ecn: [None; QUEUES],
             max_packets: 65536,
+            preallocate: true,
             seed: 1,
         }
     }

@@ -92,6 +92,22 @@ struct Entry<F> {
     paused_at_enq: bool,
 }
 
+impl<F> Entry<F> {
+    /// An empty entry on the free list, before `next`.
+    fn free(next: u32) -> Self {
+        Self {
+            pkt: None,
+            next,
+            len: 0,
+            meta: EnqMeta::default(),
+            enq_ts: 0,
+            enq_qdepth: 0,
+            pause_gen: 0,
+            paused_at_enq: false,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Queue {
     head: u32,
@@ -204,19 +220,8 @@ impl<F: Frame> TrafficManager<F> {
     pub fn new(cfg: TmConfig, ports: Vec<PortTmConfig>) -> Result<Self, String> {
         let shared_size = cfg.shared_bytes(ports.len())?;
         let ports = ports.into_iter().map(|c| Self::port(c, cfg.pause_quanta, cfg.ecn)).collect::<Vec<_>>();
-        let n = cfg.max_packets;
-        let entries = (0..n)
-            .map(|i| Entry {
-                pkt: None,
-                next: if i + 1 < n { (i + 1) as u32 } else { NIL },
-                len: 0,
-                meta: EnqMeta::default(),
-                enq_ts: 0,
-                enq_qdepth: 0,
-                pause_gen: 0,
-                paused_at_enq: false,
-            })
-            .collect();
+        let n = if cfg.preallocate { cfg.max_packets } else { 0 };
+        let entries = (0..n).map(|i| Entry::free(if i + 1 < n { (i + 1) as u32 } else { NIL })).collect();
         let alpha = match cfg.pfc {
             PfcThreshold::Dynamic { alpha, .. } => alpha,
             PfcThreshold::Static { .. } => 0.0,
@@ -225,7 +230,7 @@ impl<F: Frame> TrafficManager<F> {
             pgs: vec![PriorityGroup::default(); ports.len() * QUEUES],
             ports,
             entries,
-            free: 0,
+            free: if n > 0 { 0 } else { NIL },
             shared_size,
             shared_used: 0,
             alpha_q16: q16(alpha),
@@ -428,9 +433,15 @@ impl<F: Frame> TrafficManager<F> {
                 return Err((pkt, TmDrop::QueueFull));
             }
         }
-        let e = self.free;
+        let mut e = self.free;
         if e == NIL {
-            return Err((pkt, TmDrop::BufferFull));
+            // Not preallocated: one more entry, up to max_packets.
+            if self.entries.len() >= self.cfg.max_packets {
+                return Err((pkt, TmDrop::BufferFull));
+            }
+            e = self.entries.len() as u32;
+            self.entries.push(Entry::free(NIL));
+            self.free = e;
         }
         let ei = e as usize;
         self.free = self.entries[ei].next;

@@ -267,3 +267,26 @@ fn deq(t: &mut TrafficManager<PktBuf>, port: u16, now: u64) -> Option<(PktBuf, D
     let mut m = DeqMeta::default();
     t.dequeue(port, now, &mut m).map(|p| (p, m))
 }
+
+#[test]
+fn entries_grow_on_demand_when_not_preallocated() {
+    let cfg = TmConfig { max_packets: 8, preallocate: false, ..TmConfig::default() };
+    let mut t = tm(cfg, vec![PortTmConfig::new(100_000_000_000, mac(1)); 2]);
+    assert_eq!(t.entries.len(), 0, "nothing allocated up front");
+    for _ in 0..8 {
+        t.enqueue(0, pkt(100), meta(0, 1, 0)).unwrap();
+    }
+    assert_eq!(t.entries.len(), 8);
+    // Past max_packets: refused as a full buffer, as when preallocated.
+    assert!(matches!(t.enqueue(0, pkt(100), meta(0, 1, 0)), Err((_, TmDrop::BufferFull))));
+    // Freed entries are reused: the table does not grow again.
+    let out: Vec<_> = std::iter::from_fn(|| deq(&mut t, 1, 0)).collect();
+    assert_eq!(out.len(), 8);
+    for _ in 0..8 {
+        t.enqueue(0, pkt(100), meta(0, 1, 0)).unwrap();
+    }
+    assert_eq!(t.entries.len(), 8);
+    // Preallocated: the whole table at once.
+    let t = tm(TmConfig { max_packets: 8, ..TmConfig::default() }, vec![PortTmConfig::new(1, mac(1))]);
+    assert_eq!(t.entries.len(), 8);
+}

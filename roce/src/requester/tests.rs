@@ -331,3 +331,42 @@ fn a_resend_run_stops_at_the_congestion_window() {
     let run: Vec<u32> = std::iter::from_fn(|| r.poll_transmit(10_100).map(|x| x.psn)).collect();
     assert_eq!(run, (4..12).collect::<Vec<_>>());
 }
+
+#[test]
+fn shrink_gives_back_the_ring_only_when_idle() {
+    let mut r = Requester::new(cfg(64, 8), 1, 0);
+    r.post(0, write(0), &[1, 2], false).unwrap();
+    assert!(!r.shrink(), "a request is outstanding");
+    let (b, a) = ack(0);
+    r.handle_packet(1, &b, &a);
+    assert!(r.shrink());
+    assert_eq!((r.config().window, r.room()), (1, 1));
+    // It still works, one request at a time.
+    let p = r.post(2, write(1), &[3], false).unwrap();
+    assert_eq!(p.psn, 1);
+    assert_eq!(r.post(2, write(2), &[], false), Err(PostError::WindowFull));
+    assert_eq!(r.outstanding_requests().next().map(|(_, d)| d.to_vec()), Some(vec![3]));
+}
+
+#[test]
+fn a_small_ring_grows_with_what_is_outstanding() {
+    let c = RequesterConfig { initial_ring: 4, max_payload: 8, ..cfg(64, 64) };
+    let mut r = Requester::new(c, 1, 0xff_fffa);
+    for i in 0..20u64 {
+        r.post(0, write(i), &(i as u32).to_le_bytes(), false).unwrap();
+    }
+    assert_eq!(r.ring.len(), 32);
+    // Every request kept, in order, with its payload, across the PSN wrap.
+    let kept: Vec<(Op, Vec<u8>)> = r.outstanding_requests().map(|(o, d)| (o, d.to_vec())).collect();
+    let want: Vec<(Op, Vec<u8>)> = (0..20u64).map(|i| (write(i), (i as u32).to_le_bytes().to_vec())).collect();
+    assert_eq!(kept, want);
+    // Resent from the oldest, the same.
+    assert!(r.handle_timeout(10_000).unwrap());
+    let resent: Vec<u32> = std::iter::from_fn(|| r.poll_transmit(10_000).map(|x| x.psn)).collect();
+    assert_eq!(resent, (0..20).map(|k| psn_add(0xff_fffa, k)).collect::<Vec<_>>());
+    // Bounded by the window as before.
+    for i in 20..64u64 {
+        r.post(0, write(i), &[], false).unwrap();
+    }
+    assert_eq!((r.ring.len(), r.post(0, write(64), &[], false)), (64, Err(PostError::WindowFull)));
+}

@@ -176,7 +176,7 @@ fn build_some(cfg: &LabConfig, which: impl Fn(usize) -> bool) -> Result<Fabric, 
             ));
         }
         text.push_str(&format!(
-            "[tm]\nbuffer_bytes = {}\nheadroom_bytes = {headroom}\nlossless = [{DATA_QUEUE}]\nmax_packets = 262144\nseed = {}\n",
+            "[tm]\nbuffer_bytes = {}\nheadroom_bytes = {headroom}\nlossless = [{DATA_QUEUE}]\nmax_packets = 262144\npreallocate = false\nseed = {}\n",
             cfg.buffer_bytes,
             cfg.seed.wrapping_add(s as u64)
         ));

@@ -81,6 +81,7 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
             queue_hist: Vec::new(),
             base_rtt_ns: workload.base_rtt_ns,
             events: 0,
+            frame_buffers: (0, 0),
             simulated_ns: 0,
             switch_drops: 0,
             retransmits: 0,
@@ -297,6 +298,7 @@ impl Lab<'_> {
             });
         }
         self.result.simulated_ns = self.now;
+        self.result.frame_buffers = (self.pool.created(), self.pool.dataroom() + ports::buf::HEADROOM);
         for sn in &mut self.switches {
             sn.sw.drain_all(&mut self.pool);
         }

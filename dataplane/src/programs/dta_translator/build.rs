@@ -96,6 +96,7 @@ impl DtaTranslator {
                 max_timeout_ns: us(d.max_timeout_us, 134_218).max(us(d.timeout_us, 1000).max(1000)),
                 retry_limit: d.retry_limit.unwrap_or(7),
                 rnr_retry_limit: 7,
+                initial_ring: 0,
                 min_window,
                 max_payload: roce::requester::MAX_INLINE,
             },
