@@ -358,7 +358,8 @@ fn a_small_ring_grows_with_what_is_outstanding() {
     assert_eq!(r.ring.len(), 32);
     // Every request kept, in order, with its payload, across the PSN wrap.
     let kept: Vec<(Op, Vec<u8>)> = r.outstanding_requests().map(|(o, d)| (o, d.to_vec())).collect();
-    let want: Vec<(Op, Vec<u8>)> = (0..20u64).map(|i| (write(i), (i as u32).to_le_bytes().to_vec())).collect();
+    let want: Vec<(Op, Vec<u8>)> =
+        (0..20u64).map(|i| (write(i), (i as u32).to_le_bytes().to_vec())).collect();
     assert_eq!(kept, want);
     // Resent from the oldest, the same.
     assert!(r.handle_timeout(10_000).unwrap());
