@@ -93,7 +93,7 @@ fn lab_run_one(
 ) -> Result<softfabric::lab::LabResult, LabFail> {
     use softfabric::lab::{self, output};
     let wall = std::time::Instant::now();
-    let total = cfg.duration_ns;
+    let total = cfg.duration_ns.saturating_add(cfg.completion_ns);
     let r = lab::run(cfg, |now| {
         if !quiet {
             let pct = now.saturating_mul(100) / total.max(1);

@@ -414,3 +414,26 @@ fn the_hpcc_papers_320_host_fabric_loads() {
     assert_eq!(fabric, 160);
     assert_eq!(cfg.buffer_bytes, 32 << 20);
 }
+
+/// A run cut at its duration leaves flows unfinished (counted, their bytes not acknowledged);
+/// `run_to_completion_us` runs on until every flow is acknowledged, and no longer.
+#[test]
+fn run_to_completion_finishes_what_the_duration_cut_off() {
+    let mut cfg = bundled("incast-16to1.toml");
+    cfg.duration_ns = 300_000;
+    let cut = lab::run(&cfg, |_| {}).unwrap();
+    let unfinished = cut.flows.iter().filter(|f| f.fct_ns.is_none()).count();
+    assert!(unfinished > 0, "300 µs is too short for 16 × 500 KB through one 100G link");
+    assert_eq!(cut.simulated_ns, 300_000);
+
+    cfg.completion_ns = 50_000_000;
+    let done = lab::run(&cfg, |_| {}).unwrap();
+    assert!(done.flows.iter().all(|f| f.fct_ns.is_some() && f.acked_bytes == f.size), "{:?}", done.flows);
+    assert!(done.simulated_ns > 300_000 && done.simulated_ns < 10_000_000, "{}", done.simulated_ns);
+    // The flows finished within the duration are the same either way.
+    for (a, b) in cut.flows.iter().zip(&done.flows) {
+        if a.fct_ns.is_some() {
+            assert_eq!(a.fct_ns, b.fct_ns);
+        }
+    }
+}

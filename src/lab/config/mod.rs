@@ -7,6 +7,9 @@
 //! cc = "hpcc"                # or "dcqcn"
 //! mtu = 1000                 # payload bytes per data packet
 //! sample_ns = 1000           # queue, link and flow-rate sampling period
+//! # run_to_completion_us = 0 # after duration_us, run on until every flow is acknowledged,
+//!                            #   at most this much longer (0: stop at duration_us and report
+//!                            #   the unfinished flows, as the reference's fct_analysis does)
 //! # ack_high_priority = false # ACKs and CNPs in a priority of their own (default: false for
 //!                            #   HPCC++, true for DCQCN, the reference's ACK_HIGH_PRIO)
 //!
@@ -221,6 +224,9 @@ pub struct LabConfig {
     pub seed: u64,
     /// Virtual time to run, ns.
     pub duration_ns: u64,
+    /// After `duration_ns`, run on until every flow is acknowledged, at most this long (ns;
+    /// 0: stop at `duration_ns`).
+    pub completion_ns: u64,
     /// Congestion control.
     pub cc: Cc,
     /// Payload bytes per data packet.
@@ -350,6 +356,7 @@ struct RawLab {
     mtu: Option<usize>,
     sample_ns: Option<u64>,
     ack_high_priority: Option<bool>,
+    run_to_completion_us: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -624,6 +631,16 @@ impl LabConfig {
             return Err(err("lab", None, "duration_us", "0: nothing to simulate".into()));
         }
         let duration_ns = raw.lab.duration_us.saturating_mul(1000);
+        let completion_us = raw.lab.run_to_completion_us.unwrap_or(0);
+        if completion_us > 3_600_000_000 {
+            return Err(err(
+                "lab",
+                None,
+                "run_to_completion_us",
+                format!("{completion_us}: at most an hour"),
+            ));
+        }
+        let completion_ns = completion_us * 1000;
         let seed = raw.lab.seed.unwrap_or(1);
         let h = raw.hpcc.as_ref();
         let hpcc = HpccParams {
@@ -836,6 +853,7 @@ impl LabConfig {
             file: path.to_path_buf(),
             seed,
             duration_ns,
+            completion_ns,
             cc,
             mtu,
             sample_ns,

@@ -113,8 +113,10 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
     }
     lab.ev.push(0, Kind::Sample);
     let mut next_progress = 0;
+    // With run_to_completion_us, on past the duration until every flow is acknowledged.
+    let end = cfg.duration_ns.saturating_add(cfg.completion_ns);
     while let Some((t, kind)) = lab.ev.pop() {
-        if t > cfg.duration_ns {
+        if t > end {
             lab.release(kind);
             break;
         }
