@@ -49,6 +49,8 @@ pub struct HostConfig {
     pub ctrl_priority: u8,
     /// INT slots data carries, for HPCC++ (`None`: plain RoCEv2 on UDP 4791).
     pub int_hops: Option<u8>,
+    /// The INT slots are compact (8 bytes, `wire::hpcc_int`), not full (16).
+    pub int_compact: bool,
     /// Compute the ICRC of every frame sent and check it on every frame received (a real NIC
     /// does; the lab's hosts, which check nothing, leave it zero).
     pub icrc: bool,
@@ -421,7 +423,8 @@ impl RcHost {
                     self.rr = (idx + 1) % n;
                     s.first_send.get_or_insert(now);
                     let bth = data_bth(s.flow.cfg.dest_qp, &seg);
-                    let int = self.cfg.int_hops.map(IntRepr::empty);
+                    let compact = self.cfg.int_compact;
+                    let int = self.cfg.int_hops.map(|n| IntRepr { compact, ..IntRepr::empty(n) });
                     let tail = seg.len + usize::from(bth.pad_count) + 4;
                     let payload = s.flow.payload.clone();
                     let udp = s.udp;

@@ -49,7 +49,9 @@ pub mod plot;
 pub mod topology;
 pub mod workload;
 
-pub use config::{Cc, DcqcnParams, FlowSpec, HostAgent, LabConfig, LabError, ReporterSpec, SwitchProgram};
+pub use config::{
+    Cc, DcqcnParams, FlowSpec, HostAgent, HpccParams, LabConfig, LabError, ReporterSpec, SwitchProgram,
+};
 pub use engine::QUEUE_HIST_BYTES;
 pub use engine::{
     AgentSummary, FlowResult, LabAgent, LabResult, PfcEvent, QueueSample, RateSample, SwitchSummary, run,

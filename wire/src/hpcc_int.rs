@@ -13,7 +13,19 @@
 //! ```
 //!
 //! Rates from 100 Mb/s to 6.5 Tb/s fit; queues up to 8 MiB are exact to 128 B and larger ones
-//! read as 8 MiB. A sender only ever uses differences of `ts` and `tx_bytes` between two ACKs of
+//! read as 8 MiB.
+//!
+//! A **compact** header (flag bit 5) carries 8-byte hops, the size of the HPCC simulator's
+//! `IntHop` (its header is a fixed 2 + 5 × 8 = 42 bytes; ours with 5 compact slots is 44):
+//!
+//! ```text
+//! hop (8 bytes): rate_code 4 | ts 24 (ns, wraps every 16.8 ms) | tx_units 20 (128 B, wraps
+//!                every 128 MiB) | qlen 16 (units of 128 B, saturating)
+//! ```
+//!
+//! `rate_code` indexes [`COMPACT_RATES`]; a rate not in it is sent as the largest one below.
+//! Compact hops have no switch or port ID (the simulator's have none either: a sender matches
+//! hops by position). Full hops are the default: they name the hop and wrap 256× less often. A sender only ever uses differences of `ts` and `tx_bytes` between two ACKs of
 //! the same hop, taken well within one wrap ([`IntHopRepr::ts_delta`],
 //! [`IntHopRepr::tx_bytes_delta`]). A switch that finds no free slot sets the overflow flag and
 //! leaves the record out; the sender then ignores the feedback, as HPCC's simulator does.
@@ -42,8 +54,10 @@ pub mod field {
         pub const OVERFLOW: Field = Field::new("overflow", 16, 1);
         /// Reflected toward the sender; switches leave it alone.
         pub const REFLECTED: Field = Field::new("reflected", 17, 1);
+        /// Compact (8-byte) hop slots.
+        pub const COMPACT: Field = Field::new("compact", 18, 1);
         /// Reserved flags.
-        pub const RESERVED: Field = Field::new("reserved", 18, 6);
+        pub const RESERVED: Field = Field::new("reserved", 19, 5);
         /// What follows the slots.
         pub const NEXT: Field = Field::bytes("next", 3, 1);
     }
@@ -65,6 +79,20 @@ pub mod field {
         /// Bytes the port has sent (wraps).
         pub const TX_BYTES: Field = Field::bytes("tx_bytes", 12, 4);
     }
+
+    /// One 8-byte compact hop slot.
+    pub mod hop_compact {
+        use crate::spec::Field;
+
+        /// Link rate, an index into [`COMPACT_RATES`](super::super::COMPACT_RATES).
+        pub const RATE_CODE: Field = Field::new("rate_code", 0, 4);
+        /// Dequeue timestamp, ns (low 24 bits).
+        pub const TS: Field = Field::new("ts", 4, 24);
+        /// Bytes the port has sent, in units of 128 B (low 20 bits).
+        pub const TX_UNITS: Field = Field::new("tx_units", 28, 20);
+        /// Queue length, in units of 128 B (saturating).
+        pub const QLEN: Field = Field::new("qlen", 48, 16);
+    }
 }
 
 /// The shim.
@@ -75,6 +103,7 @@ pub const SHIM: Header = Header {
         field::shim::MAX_HOP,
         field::shim::OVERFLOW,
         field::shim::REFLECTED,
+        field::shim::COMPACT,
         field::shim::RESERVED,
         field::shim::NEXT,
     ],
@@ -95,10 +124,31 @@ pub const HOP: Header = Header {
     len: HOP_LEN,
 };
 
+/// One compact hop slot (a stack of `max_hop` of them follows a shim with the compact flag).
+pub const HOP_COMPACT: Header = Header {
+    name: "hpcc_int_hop_compact",
+    fields: &[
+        field::hop_compact::RATE_CODE,
+        field::hop_compact::TS,
+        field::hop_compact::TX_UNITS,
+        field::hop_compact::QLEN,
+    ],
+    len: HOP_COMPACT_LEN,
+};
+
 /// Shim length.
 pub const SHIM_LEN: usize = 4;
 /// Length of one hop record.
 pub const HOP_LEN: usize = 16;
+/// Length of one compact hop record.
+pub const HOP_COMPACT_LEN: usize = 8;
+/// Flag: compact (8-byte) hop slots ([`field::shim::COMPACT`]).
+pub const FLAG_COMPACT: u8 = field::shim::COMPACT.place_u8(1);
+/// The line rates a compact hop's 4-bit code names, in units of 100 Mb/s (code 0: unknown).
+pub const COMPACT_RATES: [u16; 16] =
+    [0, 1, 10, 25, 50, 100, 250, 400, 500, 1000, 2000, 4000, 8000, 16000, 32000, 64000];
+/// Bytes of a compact hop's `tx_units`.
+pub const COMPACT_TX_UNIT: u32 = 128;
 /// Most hop slots a header may carry.
 pub const MAX_HOPS: usize = 8;
 /// Flag: a switch found no free slot (in the flags byte, [`field::shim::OVERFLOW`]).
@@ -133,7 +183,17 @@ impl<T: AsRef<[u8]>> IntHeader<T> {
         if usize::from(n) > max {
             return Err(Error::Invalid { field: "int.n_hop", value: u64::from(n) });
         }
-        need("int.max_hop", SHIM_LEN + HOP_LEN * max, b.len())
+        need("int.max_hop", SHIM_LEN + self.hop_len() * max, b.len())
+    }
+
+    /// Whether the hop slots are compact (8 bytes).
+    pub fn compact(&self) -> bool {
+        field::shim::COMPACT.get_bool(self.buffer.as_ref())
+    }
+
+    /// Length of one hop slot: [`HOP_LEN`] or [`HOP_COMPACT_LEN`].
+    pub fn hop_len(&self) -> usize {
+        if self.compact() { HOP_COMPACT_LEN } else { HOP_LEN }
     }
 
     /// Hops recorded.
@@ -168,12 +228,17 @@ impl<T: AsRef<[u8]>> IntHeader<T> {
 
     /// Header length: shim and all slots.
     pub fn header_len(&self) -> usize {
-        SHIM_LEN + HOP_LEN * usize::from(self.max_hop())
+        SHIM_LEN + self.hop_len() * usize::from(self.max_hop())
     }
 
     /// Hop record `i` (`i < max_hop`).
     pub fn hop(&self, i: usize) -> IntHopRepr {
-        IntHopRepr::read(&self.buffer.as_ref()[SHIM_LEN + HOP_LEN * i..])
+        let at = SHIM_LEN + self.hop_len() * i;
+        if self.compact() {
+            IntHopRepr::read_compact(&self.buffer.as_ref()[at..])
+        } else {
+            IntHopRepr::read(&self.buffer.as_ref()[at..])
+        }
     }
 }
 
@@ -181,13 +246,18 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> IntHeader<T> {
     /// Record `hop` in the next free slot, as a switch does at egress. Returns `false` and sets
     /// the overflow flag when every slot is taken.
     pub fn push_hop(&mut self, hop: &IntHopRepr) -> bool {
+        let compact = self.compact();
         let b = self.buffer.as_mut();
         let n = usize::from(field::shim::N_HOP.get_u8(b));
         if n >= usize::from(field::shim::MAX_HOP.get_u8(b)) {
             field::shim::OVERFLOW.set_bool(b, true);
             return false;
         }
-        hop.write(&mut b[SHIM_LEN + HOP_LEN * n..]);
+        if compact {
+            hop.write_compact(&mut b[SHIM_LEN + HOP_COMPACT_LEN * n..]);
+        } else {
+            hop.write(&mut b[SHIM_LEN + HOP_LEN * n..]);
+        }
         field::shim::N_HOP.set_u8(b, n as u8 + 1);
         true
     }
@@ -206,8 +276,10 @@ pub struct IntHopRepr {
     pub qlen: u16,
     /// Egress timestamp, ns (low 32 bits).
     pub ts: u32,
-    /// Bytes transmitted on the port (low 32 bits).
+    /// Bytes transmitted on the port (low 32 bits; a compact hop's are a multiple of 128).
     pub tx_bytes: u32,
+    /// Read from a compact slot: `ts` holds 24 bits and `tx_bytes` 27, and deltas wrap there.
+    pub compact: bool,
 }
 
 impl IntHopRepr {
@@ -228,6 +300,7 @@ impl IntHopRepr {
             qlen: qlen_bytes.div_ceil(QLEN_UNIT_BYTES).min(u64::from(u16::MAX)) as u16,
             ts: ts_ns as u32,
             tx_bytes: tx_bytes as u32,
+            compact: false,
         }
     }
 
@@ -243,12 +316,45 @@ impl IntHopRepr {
 
     /// Nanoseconds from `earlier` to `self` at the same hop, across a wrap.
     pub const fn ts_delta(&self, earlier: &Self) -> u32 {
-        self.ts.wrapping_sub(earlier.ts)
+        let d = self.ts.wrapping_sub(earlier.ts);
+        if self.compact { d & 0x00ff_ffff } else { d }
     }
 
     /// Bytes sent from `earlier` to `self` at the same hop, across a wrap.
     pub const fn tx_bytes_delta(&self, earlier: &Self) -> u32 {
-        self.tx_bytes.wrapping_sub(earlier.tx_bytes)
+        let d = self.tx_bytes.wrapping_sub(earlier.tx_bytes);
+        if self.compact { d & (0x000f_ffff * COMPACT_TX_UNIT) } else { d }
+    }
+
+    /// The compact code of this hop's rate: the largest [`COMPACT_RATES`] entry not above it.
+    pub fn rate_code(&self) -> u8 {
+        COMPACT_RATES
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| **r <= self.rate)
+            .max_by_key(|(_, r)| **r)
+            .map_or(0, |(i, _)| i as u8)
+    }
+
+    fn read_compact(b: &[u8]) -> Self {
+        use field::hop_compact::*;
+        Self {
+            switch_id: 0,
+            port_id: 0,
+            rate: COMPACT_RATES[usize::from(RATE_CODE.get_u8(b))],
+            qlen: QLEN.get_u16(b),
+            ts: TS.get_u32(b),
+            tx_bytes: TX_UNITS.get_u32(b) * COMPACT_TX_UNIT,
+            compact: true,
+        }
+    }
+
+    fn write_compact(&self, b: &mut [u8]) {
+        use field::hop_compact::*;
+        RATE_CODE.set_u8(b, self.rate_code());
+        TS.set_u32(b, self.ts & 0x00ff_ffff);
+        TX_UNITS.set_u32(b, (self.tx_bytes / COMPACT_TX_UNIT) & 0x000f_ffff);
+        QLEN.set_u16(b, self.qlen);
     }
 
     fn read(b: &[u8]) -> Self {
@@ -259,6 +365,7 @@ impl IntHopRepr {
             qlen: field::hop::QLEN.get_u16(b),
             ts: field::hop::TS.get_u32(b),
             tx_bytes: field::hop::TX_BYTES.get_u32(b),
+            compact: false,
         }
     }
 
@@ -283,6 +390,8 @@ pub struct IntRepr {
     pub reflected: bool,
     /// What follows ([`NEXT_NONE`], [`NEXT_BTH`]).
     pub next: u8,
+    /// Compact (8-byte) hop slots.
+    pub compact: bool,
     /// Hops recorded: the first `n_hop` entries of `hops`.
     pub n_hop: u8,
     /// Hop records; entries at `n_hop` and beyond are zero.
@@ -297,9 +406,15 @@ impl IntRepr {
             overflow: false,
             reflected: false,
             next: NEXT_NONE,
+            compact: false,
             n_hop: 0,
             hops: [IntHopRepr::default(); MAX_HOPS],
         }
+    }
+
+    /// An empty compact header with `max_hop` slots.
+    pub fn empty_compact(max_hop: u8) -> Self {
+        Self { compact: true, ..Self::empty(max_hop) }
     }
 
     /// The recorded hops.
@@ -314,6 +429,7 @@ impl IntRepr {
         r.overflow = h.overflow();
         r.reflected = h.reflected();
         r.next = h.next();
+        r.compact = h.compact();
         r.n_hop = h.n_hop();
         for (i, hop) in r.hops.iter_mut().enumerate().take(usize::from(r.n_hop)) {
             *hop = h.hop(i);
@@ -323,7 +439,7 @@ impl IntRepr {
 
     /// Length: shim and slots.
     pub const fn buffer_len(&self) -> usize {
-        SHIM_LEN + HOP_LEN * self.max_hop as usize
+        SHIM_LEN + if self.compact { HOP_COMPACT_LEN } else { HOP_LEN } * self.max_hop as usize
     }
 
     /// Write the header; unused slots are zeroed.
@@ -339,12 +455,17 @@ impl IntRepr {
         use field::shim::*;
         buf[N_HOP.byte()] = self.n_hop;
         buf[MAX_HOP.byte()] = self.max_hop;
-        buf[OVERFLOW.byte()] =
-            OVERFLOW.place_u8(u8::from(self.overflow)) | REFLECTED.place_u8(u8::from(self.reflected));
+        buf[OVERFLOW.byte()] = OVERFLOW.place_u8(u8::from(self.overflow))
+            | REFLECTED.place_u8(u8::from(self.reflected))
+            | COMPACT.place_u8(u8::from(self.compact));
         buf[NEXT.byte()] = self.next;
         for i in 0..max {
             let hop = if i < usize::from(self.n_hop) { self.hops[i] } else { IntHopRepr::default() };
-            hop.write(&mut buf[SHIM_LEN + HOP_LEN * i..]);
+            if self.compact {
+                hop.write_compact(&mut buf[SHIM_LEN + HOP_COMPACT_LEN * i..]);
+            } else {
+                hop.write(&mut buf[SHIM_LEN + HOP_LEN * i..]);
+            }
         }
         Ok(())
     }
@@ -444,6 +565,29 @@ mod tests {
         let b = IntHopRepr { ts: 20, tx_bytes: 900, ..Default::default() };
         assert_eq!(b.ts_delta(&a), 31);
         assert_eq!(b.tx_bytes_delta(&a), 1000);
+    }
+
+    #[test]
+    fn compact_slots_are_eight_bytes_and_wrap_at_their_widths() {
+        let mut buf = [0u8; SHIM_LEN + 5 * HOP_COMPACT_LEN];
+        let r = IntRepr::empty_compact(5);
+        assert_eq!(r.buffer_len(), 44, "the simulator's 42 B and our 2 B of flags and next");
+        r.emit(&mut buf).unwrap();
+        let mut h = IntHeader::new_checked(&mut buf[..]).unwrap();
+        assert!(h.compact());
+        let t0 = (1u64 << 24) - 5;
+        let a = IntHopRepr::from_snapshot(7, 3, 400_000_000_000, 1500, t0, (1 << 27) - 256);
+        assert!(h.push_hop(&a));
+        let b = IntHopRepr::from_snapshot(7, 3, 400_000_000_000, 1500, t0 + 20, (1 << 27) + 1024);
+        assert!(h.push_hop(&b));
+        let r = IntRepr::parse(&buf).unwrap();
+        let (ga, gb) = (r.recorded()[0], r.recorded()[1]);
+        assert_eq!((ga.rate_bps(), ga.qlen_bytes(), ga.switch_id), (400_000_000_000, 1536, 0));
+        assert_eq!(gb.ts_delta(&ga), 20, "across the 24-bit wrap");
+        assert_eq!(gb.tx_bytes_delta(&ga), 1280, "across the 128 MiB wrap");
+        // A rate not in the table goes as the largest below it.
+        let odd = IntHopRepr::from_snapshot(0, 0, 300_000_000_000, 0, 0, 0);
+        assert_eq!(COMPACT_RATES[usize::from(odd.rate_code())], 2000);
     }
 
     #[test]

@@ -408,15 +408,33 @@ fn int_hop() -> impl Strategy<Value = IntHopRepr> {
             qlen,
             ts,
             tx_bytes,
+            compact: false,
         },
     )
 }
 
+/// A hop as a compact slot holds it: a rate of the table, 24 bits of time, 20 of 128-byte units.
+fn int_hop_compact() -> impl Strategy<Value = IntHopRepr> {
+    (0usize..16, any::<u16>(), 0u32..1 << 24, 0u32..1 << 20).prop_map(|(code, qlen, ts, units)| IntHopRepr {
+        switch_id: 0,
+        port_id: 0,
+        rate: wire::hpcc_int::COMPACT_RATES[code],
+        qlen,
+        ts,
+        tx_bytes: units * wire::hpcc_int::COMPACT_TX_UNIT,
+        compact: true,
+    })
+}
+
 fn int_repr() -> impl Strategy<Value = IntRepr> {
-    (1u8..=8, any::<(bool, bool, u8)>(), proptest::collection::vec(int_hop(), 8)).prop_flat_map(
-        |(max_hop, (overflow, reflected, next), hops)| {
+    let hops = prop_oneof![
+        proptest::collection::vec(int_hop(), 8).prop_map(|h| (false, h)),
+        proptest::collection::vec(int_hop_compact(), 8).prop_map(|h| (true, h)),
+    ];
+    (1u8..=8, any::<(bool, bool, u8)>(), hops).prop_flat_map(
+        |(max_hop, (overflow, reflected, next), (compact, hops))| {
             (0..=max_hop).prop_map(move |n_hop| {
-                let mut r = IntRepr::empty(max_hop);
+                let mut r = if compact { IntRepr::empty_compact(max_hop) } else { IntRepr::empty(max_hop) };
                 r.overflow = overflow;
                 r.reflected = reflected;
                 r.next = next;

@@ -197,7 +197,15 @@ fn headers() -> Vec<(&'static Header, Reader)> {
         }),
         (&wire::hpcc_int::SHIM, |b| {
             let h = wire::hpcc_int::IntHeader::new_unchecked(b);
-            vec![u(h.n_hop()), u(h.max_hop()), u(h.overflow()), u(h.reflected()), None, u(h.next())]
+            vec![
+                u(h.n_hop()),
+                u(h.max_hop()),
+                u(h.overflow()),
+                u(h.reflected()),
+                u(h.compact()),
+                None,
+                u(h.next()),
+            ]
         }),
         (&wire::hpcc_int::HOP, |b| {
             // A one-slot header around the hop, read through the view.
@@ -205,6 +213,18 @@ fn headers() -> Vec<(&'static Header, Reader)> {
             buf.extend_from_slice(b);
             let hop = wire::hpcc_int::IntHeader::new_unchecked(&buf[..]).hop(0);
             vec![u(hop.switch_id), u(hop.port_id), u(hop.rate), u(hop.qlen), u(hop.ts), u(hop.tx_bytes)]
+        }),
+        (&wire::hpcc_int::HOP_COMPACT, |b| {
+            // A one-slot compact header around the hop; the rate's code is its table index.
+            let mut buf = vec![1, 1, wire::hpcc_int::FLAG_COMPACT, 0];
+            buf.extend_from_slice(b);
+            let hop = wire::hpcc_int::IntHeader::new_unchecked(&buf[..]).hop(0);
+            vec![
+                u(hop.rate_code()),
+                u(hop.ts),
+                u(hop.tx_bytes / wire::hpcc_int::COMPACT_TX_UNIT),
+                u(hop.qlen),
+            ]
         }),
         (&wire::pfc::PFC, |b| {
             let p = wire::pfc::PfcPacket::new_unchecked(b);
@@ -431,11 +451,20 @@ fn writers() -> Vec<(&'static Header, Writer)> {
             r.overflow = v[0] & 1 == 1;
             r.reflected = v[1] & 1 == 1;
             r.next = v[2] as u8;
+            r.compact = v[3] & 1 == 1;
             let mut b = vec![0; r.buffer_len()];
             r.emit(&mut b).unwrap();
             (
                 b[..4].to_vec(),
-                vec![Some(0), Some(8), Some(v[0] & 1), Some(v[1] & 1), Some(0), Some(m(v[2], 8))],
+                vec![
+                    Some(0),
+                    Some(8),
+                    Some(v[0] & 1),
+                    Some(v[1] & 1),
+                    Some(v[3] & 1),
+                    Some(0),
+                    Some(m(v[2], 8)),
+                ],
             )
         }),
         (&wire::hpcc_int::HOP, |v| {
@@ -446,11 +475,28 @@ fn writers() -> Vec<(&'static Header, Writer)> {
                 qlen: v[3] as u16,
                 ts: v[4] as u32,
                 tx_bytes: v[5] as u32,
+                compact: false,
             };
             let mut b = [0u8; 4 + 16];
             b[1] = 1;
             wire::hpcc_int::IntHeader::new_unchecked(&mut b[..]).push_hop(&hop);
             let want = [m(v[0], 16), m(v[1], 16), m(v[2], 16), m(v[3], 16), m(v[4], 32), m(v[5], 32)];
+            (b[4..].to_vec(), want.into_iter().map(Some).collect())
+        }),
+        (&wire::hpcc_int::HOP_COMPACT, |v| {
+            let code = m(v[0], 4);
+            let hop = wire::hpcc_int::IntHopRepr {
+                rate: wire::hpcc_int::COMPACT_RATES[code as usize],
+                ts: v[1] as u32,
+                tx_bytes: (m(v[2], 20) as u32) * wire::hpcc_int::COMPACT_TX_UNIT,
+                qlen: v[3] as u16,
+                ..Default::default()
+            };
+            let mut b = [0u8; 4 + 8];
+            b[1] = 1;
+            b[2] = wire::hpcc_int::FLAG_COMPACT;
+            wire::hpcc_int::IntHeader::new_unchecked(&mut b[..]).push_hop(&hop);
+            let want = [code, m(v[1], 24), m(v[2], 20), m(v[3], 16)];
             (b[4..].to_vec(), want.into_iter().map(Some).collect())
         }),
         (&wire::pfc::PFC, |v| {

@@ -170,6 +170,7 @@ fn host_config(host: &Host, next_hop: EthernetAddress, cc: Option<(CcName, u8)>)
             Some((CcName::Hpcc, hops)) => Some(hops),
             _ => None,
         },
+        int_compact: false,
         icrc: true,
         cnp_interval_ns: 50_000,
     }

@@ -35,6 +35,8 @@
 //! max_stage = 0
 //! # w_ai_bytes = 80          # W_ai; default: W_init·(1−η)/N for N flows into one host, or
 //! # ai_rate = "40M"          # W_ai = ai_rate·T (default with [[poisson]]: 10·bw/25 Mb/s)
+//! # int = "full"             # INT hops: "full" (16 B each, slots for the longest path) or
+//!                            #   "compact" (8 B each, 5 slots: 44 B, the reference's 42 B size)
 //!
 //! [dcqcn]                    # optional; defaults: the reference's run.py `dcqcn` (Mellanox)
 //! clamp_target_rate = false  # clamp Rt at every cut (true) or only after an increase (false)
@@ -170,6 +172,10 @@ pub struct HpccParams {
     /// for labs with Poisson workloads, where the number of concurrent flows is not known:
     /// the reference's `10·bw/25` Mb/s.
     pub ai_rate_bps: Option<f64>,
+    /// INT hops in 8-byte compact slots, 5 of them as the reference's fixed 42-byte header
+    /// (ours: 44 B), rather than our 16-byte ones sized to the longest path
+    /// (`wire::hpcc_int`).
+    pub int_compact: bool,
 }
 
 /// DCQCN parameters of a run, as given in the lab file's `[dcqcn]` (each `None`: the
@@ -391,6 +397,7 @@ struct RawHpcc {
     max_stage: Option<u32>,
     w_ai_bytes: Option<f64>,
     ai_rate: Option<String>,
+    int: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -653,6 +660,11 @@ impl LabConfig {
                     Some(10.0 * (rate_bps / 1_000_000_000) as f64 / 25.0 * 1e6)
                 }
                 None => None,
+            },
+            int_compact: match h.and_then(|h| h.int.as_deref()) {
+                None | Some("full") => false,
+                Some("compact") => true,
+                Some(o) => return Err(err("hpcc", None, "int", format!("{o:?}: \"full\" or \"compact\""))),
             },
         };
         if !(hpcc.eta > 0.0 && hpcc.eta <= 1.0) {

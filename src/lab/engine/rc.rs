@@ -17,13 +17,16 @@ pub(super) const BASE_HEADERS: usize = 14 + 20 + 8 + 12 + 4;
 /// any queueing delay the lab's buffers allow, so it fires only for a lost tail.
 const TIMEOUT_NS: u64 = 4096 << 12;
 
-/// The INT header length of a data packet with `hops` slots (HPCC++ runs).
-fn int_len(cc: Cc, hops: u8) -> usize {
+/// The INT header length of a data packet with `hops` slots (HPCC++ runs), compact or not.
+fn int_len(cc: Cc, hops: u8, compact: bool) -> usize {
     match cc {
-        Cc::Hpcc => IntRepr::empty(hops).buffer_len(),
+        Cc::Hpcc => IntRepr { compact, ..IntRepr::empty(hops) }.buffer_len(),
         Cc::Dcqcn => 0,
     }
 }
+
+/// Slots of a compact header: the reference's five, or the longest path if longer.
+const COMPACT_HOPS: usize = 5;
 
 /// HPCC++'s parameters for a sender at `rate_bps`: the lab's `[hpcc]` over the draft's defaults,
 /// `T` the fabric's largest base RTT, `W_ai` from the lab file or the rule of thumb for `n_flows`.
@@ -63,9 +66,10 @@ impl Workload {
                 "HPCC++ needs INT from every switch on a path; the longest path has {longest} switches and INT carries {MAX_HOPS}"
             ));
         }
-        let int_hops = longest.min(MAX_HOPS) as u8;
-        let data_frame_len = BASE_HEADERS + int_len(cfg.cc, int_hops) + cfg.mtu;
-        let ack_len = (BASE_HEADERS + 4 + int_len(cfg.cc, int_hops)).max(64);
+        let compact = cfg.hpcc.int_compact;
+        let int_hops = if compact { longest.max(COMPACT_HOPS) } else { longest }.min(MAX_HOPS) as u8;
+        let data_frame_len = BASE_HEADERS + int_len(cfg.cc, int_hops, compact) + cfg.mtu;
+        let ack_len = (BASE_HEADERS + 4 + int_len(cfg.cc, int_hops, compact)).max(64);
         // HPCC++'s T: the largest base RTT between two hosts (the reference's GLOBAL_T,
         // maxRtt). One host per switch with hosts stands for them all.
         let mut first_on: Vec<Option<usize>> = vec![None; fabric.switches.len()];
@@ -114,6 +118,7 @@ impl Workload {
             data_priority: DATA_QUEUE,
             ctrl_priority: if cfg.ack_high_priority() { DSCP_CTRL >> 3 } else { DATA_QUEUE },
             int_hops: (cfg.cc == Cc::Hpcc).then_some(self.int_hops),
+            int_compact: cfg.hpcc.int_compact,
             icrc: false,
             cnp_interval_ns: 0,
         });

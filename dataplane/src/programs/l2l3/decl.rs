@@ -91,15 +91,31 @@ pub fn parser() -> ParserDecl {
             .set(L4_DST_PORT, FieldRef::hdr("udp", &udp::field::DST_PORT)),
             StateDecl::new(
                 "int",
-                &[
-                    inst("int_shim", &hpcc_int::SHIM),
-                    stack(
-                        "int_hop",
-                        &hpcc_int::HOP,
-                        FieldRef::hdr("int_shim", &hpcc_int::field::shim::MAX_HOP),
-                        MAX_HOPS,
-                    ),
-                ],
+                &[inst("int_shim", &hpcc_int::SHIM)],
+                &[FieldRef::hdr("int_shim", &hpcc_int::field::shim::COMPACT)],
+                &[on(1, Next::State("int_compact"))],
+                Next::State("int_full"),
+            ),
+            StateDecl::new(
+                "int_full",
+                &[stack(
+                    "int_hop",
+                    &hpcc_int::HOP,
+                    FieldRef::hdr("int_shim", &hpcc_int::field::shim::MAX_HOP),
+                    MAX_HOPS,
+                )],
+                &[],
+                &[],
+                Next::Accept,
+            ),
+            StateDecl::new(
+                "int_compact",
+                &[stack(
+                    "int_hop_compact",
+                    &hpcc_int::HOP_COMPACT,
+                    FieldRef::hdr("int_shim", &hpcc_int::field::shim::MAX_HOP),
+                    MAX_HOPS,
+                )],
                 &[],
                 &[],
                 Next::Accept,

@@ -363,6 +363,7 @@ fn int_frame(flags: u8, max_hop: u8) -> Vec<u8> {
     use wire::stack::UdpFlow;
     let mut int = IntRepr::empty(max_hop);
     int.reflected = flags & wire::hpcc_int::FLAG_REFLECTED != 0;
+    int.compact = flags & wire::hpcc_int::FLAG_COMPACT != 0;
     let n = int.buffer_len();
     let mut f = vec![0u8; 42 + n];
     let from = std::net::SocketAddrV4::new(Ipv4Addr::new(10, 0, 1, 2), 1);
@@ -520,4 +521,16 @@ fn lookups_and_offsets_are_the_declared_ones() {
     let slot1 = parsed.offset("int_hop").unwrap() + wire::hpcc_int::HOP_LEN;
     assert_eq!(wire::hpcc_int::field::hop::SWITCH_ID.read(&twice[slot1..]), Some(9), "the second slot");
     assert_eq!(parsed.get(&twice, &FieldRef::hdr("int_shim", &wire::hpcc_int::field::shim::N_HOP)), Some(2));
+
+    // A compact header: the declared parser takes the compact branch, and the hop the switch
+    // wrote is at the compact stack's first slot, in its 8-byte encoding.
+    let f = int_frame(wire::hpcc_int::FLAG_COMPACT, 5);
+    let out = run(&mut sw, &mut pool, 0, &f, 0).remove(0).1;
+    let parsed = res.parser().run(&out).unwrap();
+    assert!(parsed.is_valid("int_hop_compact") && !parsed.is_valid("int_hop"));
+    let code = FieldRef::hdr("int_hop_compact", &wire::hpcc_int::field::hop_compact::RATE_CODE);
+    let rate = wire::hpcc_int::COMPACT_RATES[parsed.get(&out, &code).unwrap() as usize];
+    assert_eq!(u64::from(rate) * wire::hpcc_int::RATE_UNIT_BPS, 10_000_000_000, "the port's 10G");
+    let int = wire::hpcc_int::IntRepr::parse(&out[parsed.offset("int_shim").unwrap()..]).unwrap();
+    assert_eq!((int.compact, int.n_hop, int.buffer_len()), (true, 1, 44));
 }
