@@ -413,6 +413,21 @@ fn the_hpcc_papers_320_host_fabric_loads() {
     let fabric = cfg.topology.links.iter().filter(|l| l.rate_bps == 400_000_000_000).count();
     assert_eq!(fabric, 160);
     assert_eq!(cfg.buffer_bytes, 32 << 20);
+
+    // `kind = "pods"` describes the same fabric in five numbers: the very same links.
+    let text = std::fs::read_to_string(&cfg.file).unwrap();
+    let head = text.split("[[link]]").next().unwrap().replace(
+        "kind = \"explicit\"\nhosts = 320\nswitches = 56\n",
+        "kind = \"pods\"\npods = 5\ntors_per_pod = 4\naggs_per_pod = 4\ncores = 16\nhosts_per_tor = 16\nfabric_rate = \"400G\"\n",
+    );
+    let pods = LabConfig::parse(Path::new("pods.toml"), &head).unwrap();
+    let links = |c: &LabConfig| {
+        let mut v: Vec<String> = c.topology.links.iter().map(|l| format!("{l:?}")).collect();
+        v.sort();
+        v
+    };
+    assert_eq!((pods.hosts(), pods.topology.switches), (320, 56));
+    assert_eq!(links(&pods), links(&cfg));
 }
 
 /// A run cut at its duration leaves flows unfinished (counted, their bytes not acknowledged);
@@ -459,4 +474,23 @@ fn compact_int_carries_the_references_header_size() {
         b.flows.iter().filter_map(|f| f.fct_ns).max().unwrap(),
     );
     assert!(fb as f64 <= fa as f64 * 1.05, "{fb} vs {fa}: the same control");
+}
+
+/// A `pods` fabric whose cores do not divide among the aggregation switches, or that is far
+/// too large, is refused by key before anything is built.
+#[test]
+fn bad_pods_are_refused_by_key() {
+    let base = "[lab]\nduration_us = 10\ncc = \"hpcc\"\n[topology]\nkind = \"pods\"\nrate = \"100G\"\ndelay_ns = 1000\n";
+    for (extra, key) in [
+        ("pods = 2\ntors_per_pod = 2\naggs_per_pod = 3\ncores = 4\nhosts_per_tor = 2\n", "cores"),
+        ("pods = 2\ntors_per_pod = 2\naggs_per_pod = 2\ncores = 1000000000\nhosts_per_tor = 2\n", "pods"),
+        (
+            "pods = 100000\ntors_per_pod = 100\naggs_per_pod = 2\ncores = 2\nhosts_per_tor = 100\n",
+            "hosts_per_tor",
+        ),
+        ("pods = 2\naggs_per_pod = 2\ncores = 2\nhosts_per_tor = 2\n", "kind"),
+    ] {
+        let e = LabConfig::parse(Path::new("pods.toml"), &format!("{base}{extra}")).unwrap_err().to_string();
+        assert!(e.contains(key), "{extra}: {e}");
+    }
 }

@@ -218,6 +218,51 @@ impl Topology {
         Self { hosts, switches: edges + aggs + cores, links }
     }
 
+    /// A multi-pod Clos fabric as the HPCC simulator's `mix/fat.txt` is: `pods` pods of
+    /// `tors` ToRs and `aggs` aggregation switches, every ToR joined to every aggregation
+    /// switch of its pod at `fabric_bps`; `cores` core switches, aggregation switch `j` of every
+    /// pod joined to cores `j·cores/aggs ..` at `core_bps`; `hosts_per_tor` hosts on each ToR at
+    /// `rate_bps`. ToRs are `s0..` (pod by pod), aggregation switches next, cores last.
+    /// `cores` is a multiple of `aggs`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn pods(
+        pods: usize,
+        tors: usize,
+        aggs: usize,
+        cores: usize,
+        hosts_per_tor: usize,
+        (rate_bps, fabric_bps, core_bps): (u64, u64, u64),
+        delay_ns: u64,
+    ) -> Self {
+        let (n_tor, n_agg) = (pods * tors, pods * aggs);
+        let hosts = n_tor * hosts_per_tor;
+        let mut links: Vec<Link> = (0..hosts)
+            .map(|h| Link { a: Node::Host(h), b: Node::Switch(h / hosts_per_tor), rate_bps, delay_ns })
+            .collect();
+        let link = |a: usize, b: usize, rate_bps: u64| Link {
+            a: Node::Switch(a),
+            b: Node::Switch(b),
+            rate_bps,
+            delay_ns,
+        };
+        for pod in 0..pods {
+            for t in 0..tors {
+                for a in 0..aggs {
+                    links.push(link(pod * tors + t, n_tor + pod * aggs + a, fabric_bps));
+                }
+            }
+        }
+        let per_agg = cores / aggs.max(1);
+        for pod in 0..pods {
+            for a in 0..aggs {
+                for c in 0..per_agg {
+                    links.push(link(n_tor + pod * aggs + a, n_tor + n_agg + a * per_agg + c, core_bps));
+                }
+            }
+        }
+        Self { hosts, switches: n_tor + n_agg + cores, links }
+    }
+
     /// Check the topology: every link joins existing nodes (a host to a switch, or two
     /// different switches) at a non-zero rate, every host has exactly one link, and every host
     /// can reach every other.

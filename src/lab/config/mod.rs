@@ -14,13 +14,17 @@
 //!                            #   HPCC++, true for DCQCN, the reference's ACK_HIGH_PRIO)
 //!
 //! [topology]
-//! kind = "star"              # star | dumbbell | leaf_spine | fat_tree | explicit
+//! kind = "star"              # star | dumbbell | leaf_spine | fat_tree | pods | explicit
 //! hosts = 17                 # star, dumbbell, explicit
 //! # leaves = 4, spines = 2, hosts_per_leaf = 8    (leaf_spine)
 //! # k = 4                                         (fat_tree: k³/4 hosts)
+//! # pods = 5, tors_per_pod = 4, aggs_per_pod = 4, cores = 16, hosts_per_tor = 16
+//! #                          (pods: every ToR to every Agg of its pod, Agg j to cores
+//! #                           j·cores/aggs_per_pod.., as the HPCC simulator's mix/fat.txt)
 //! # switches = 3                                  (explicit, with [[link]] tables)
 //! rate = "100G"              # host links
 //! fabric_rate = "100G"       # switch–switch links (default: rate)
+//! # core_rate = "400G"       # pods: aggregation–core links (default: fabric_rate)
 //! delay_ns = 1000            # propagation delay of every link
 //! buffer_bytes = 33554432    # per switch (default: the reference's 16·bw/50 MB)
 //!
@@ -375,8 +379,14 @@ struct RawTopology {
     spines: Option<usize>,
     hosts_per_leaf: Option<usize>,
     k: Option<usize>,
+    pods: Option<usize>,
+    tors_per_pod: Option<usize>,
+    aggs_per_pod: Option<usize>,
+    cores: Option<usize>,
+    hosts_per_tor: Option<usize>,
     rate: String,
     fabric_rate: Option<String>,
+    core_rate: Option<String>,
     delay_ns: u64,
     buffer_bytes: Option<u64>,
 }
@@ -525,12 +535,18 @@ impl LabConfig {
             "star" | "dumbbell" => t.hosts.map(|h| h as u128),
             "leaf_spine" => t.leaves.zip(t.hosts_per_leaf).map(|(l, h)| l as u128 * h as u128),
             "fat_tree" => t.k.map(|k| (k as u128).saturating_pow(3) / 4),
+            "pods" => t
+                .pods
+                .zip(t.tors_per_pod)
+                .zip(t.hosts_per_tor)
+                .map(|((p, t), h)| (p as u128).saturating_mul(t as u128).saturating_mul(h as u128)),
             _ => None,
         };
         if let Some(h) = planned.filter(|&h| h > MAX_HOSTS as u128) {
             let key = match t.kind.as_str() {
                 "leaf_spine" => "hosts_per_leaf",
                 "fat_tree" => "k",
+                "pods" => "hosts_per_tor",
                 _ => "hosts",
             };
             return Err(err("topology", None, key, format!("{h} hosts: at most {MAX_HOSTS}")));
@@ -559,6 +575,47 @@ impl LabConfig {
                     return Err(err("topology", None, "k", format!("{k}: a fat-tree's k is even")));
                 }
                 Topology::fat_tree(k, rate_bps, fabric_bps, delay)
+            }
+            "pods" => {
+                let pods = need(t.pods, "pods", 1)?;
+                let tors = need(t.tors_per_pod, "tors_per_pod", 1)?;
+                let aggs = need(t.aggs_per_pod, "aggs_per_pod", 1)?;
+                let cores = need(t.cores, "cores", 0)?;
+                let hosts_per_tor = need(t.hosts_per_tor, "hosts_per_tor", 1)?;
+                if cores % aggs != 0 {
+                    return Err(err(
+                        "topology",
+                        None,
+                        "cores",
+                        format!(
+                            "{cores}: a multiple of aggs_per_pod ({aggs}), each aggregation switch joining as many"
+                        ),
+                    ));
+                }
+                if pods.saturating_mul(tors.max(aggs)) > MAX_HOSTS
+                    || tors.saturating_mul(hosts_per_tor) > MAX_HOSTS
+                    || cores > MAX_HOSTS
+                {
+                    return Err(err(
+                        "topology",
+                        None,
+                        "pods",
+                        format!("{pods} pods of {tors} ToRs: too many switches"),
+                    ));
+                }
+                let core_bps = match &t.core_rate {
+                    Some(r) => rate("topology", None, "core_rate", r)?,
+                    None => fabric_bps,
+                };
+                Topology::pods(
+                    pods,
+                    tors,
+                    aggs,
+                    cores,
+                    hosts_per_tor,
+                    (rate_bps, fabric_bps, core_bps),
+                    delay,
+                )
             }
             "explicit" => {
                 let mut links = Vec::with_capacity(raw.link.len());
