@@ -267,14 +267,15 @@ pub fn translator_stats(translator: &Runtime) -> Result<TranslatorStats, DemoErr
 }
 
 /// What a translator's accounting says: of the reports sent to it, how many it counted lost,
-/// and how many it is still asking for.
+/// and how many it is still asking for or holds unwritten.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Accounting {
     /// Reports found missing for good, dropped under a named reason (duplicates are not
     /// losses), and data items given up after translation (`lost_entries`,
     /// `region_lost_entries`).
     pub lost: u64,
-    /// Reports still asked for (`seq_missing`).
+    /// Reports still asked for (`seq_missing`) and data items held unwritten (`held`: postcards
+    /// of partial paths, partial Append batches, parked reports).
     pub pending: u64,
     /// The drops by reason that went into `lost`.
     pub dropped: Vec<(&'static str, u64)>,
@@ -296,7 +297,7 @@ pub fn accounting(translator: &Runtime) -> Result<Accounting, DemoError> {
         + dropped.iter().map(|x| x.1).sum::<u64>()
         + stats.get("lost_entries")
         + stats.get("region_lost_entries");
-    Ok(Accounting { lost, pending: stats.get("seq_missing"), dropped, stats })
+    Ok(Accounting { lost, pending: stats.get("seq_missing") + stats.get("held"), dropped, stats })
 }
 
 /// How many of the first `sent` reports of the Append stream over `lists` lists the collector

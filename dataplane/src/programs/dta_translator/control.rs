@@ -11,7 +11,7 @@ impl DtaTranslator {
              retransmitted={} acks={} nacks={} slow_downs={} parked={} unparked={} connects={} resets={} outstanding={} \
              seq_gaps={} seq_recovered={} seq_unrecoverable={} reporter_restarts={} untracked={} \
              replayed={} lost_requests={} lost_entries={} region_lost_entries={} rate_cuts={} ack_probes={} \
-             seq_missing={}",
+             seq_missing={} held={}",
             self.qps.len(),
             s.reports[0],
             s.reports[1],
@@ -40,6 +40,7 @@ impl DtaTranslator {
             s.rate_cuts,
             s.ack_probes,
             self.seq_missing(),
+            self.held(),
         )
     }
 

@@ -426,6 +426,23 @@ impl DtaTranslator {
         self.reporters.iter().map(|(_, t)| u64::from(t.missing())).sum()
     }
 
+    /// Data items the translator holds unwritten: postcards of partial paths (a path waits for
+    /// all its hops, or for a colliding flow to evict it), entries of partial Append batches,
+    /// and parked reports. With [`seq_missing`](Self::seq_missing), what is neither stored nor
+    /// counted lost yet.
+    pub fn held(&self) -> u64 {
+        let in_stores: u64 = self
+            .qps
+            .iter()
+            .map(|q| match &q.store {
+                Store::Append { batcher, .. } => batcher.pending() as u64,
+                Store::Postcarder(cache) => cache.cached_postcards(),
+                _ => 0,
+            })
+            .sum();
+        in_stores + self.parked.len() as u64
+    }
+
     /// Whether every QP is connected and has its region.
     pub fn ready(&self) -> bool {
         self.qps.iter().all(|q| q.phase == Phase::Ready)
