@@ -56,7 +56,7 @@
 //!   and partial Postcarder paths are counted.
 //!
 //! Every report not translated is dropped under a named reason; everything given up after it
-//! was translated is counted: stored + counted lost + `seq_missing` = sent.
+//! was translated is counted: stored + counted lost + `seq_missing` + `held` = sent.
 
 mod build;
 mod config;
