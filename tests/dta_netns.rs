@@ -209,7 +209,8 @@ fn stored(kind: Kind, s: &collector::Stores, sent: u64) -> Result<u64, String> {
     })
 }
 
-fn run(net: &Net, spec: LoadSpec, count: u64, rate: u64, epoch: u8, linger_ms: u64) -> ReportSummary {
+/// The load generator in namespace `ns` (the reporter's).
+fn run(ns: &str, spec: LoadSpec, count: u64, rate: u64, epoch: u8, linger_ms: u64) -> ReportSummary {
     let run = ReportRun {
         spec,
         collectors: vec![COLLECTOR],
@@ -221,7 +222,7 @@ fn run(net: &Net, spec: LoadSpec, count: u64, rate: u64, epoch: u8, linger_ms: u
         sink: Sink::Udp { bind: SocketAddrV4::new(REPORTER, 40041) },
         linger: Duration::from_millis(linger_ms),
     };
-    in_netns(&net.ns[0], move || report::run(&run).expect("the reporter runs"))
+    in_netns(ns, move || report::run(&run).expect("the reporter runs"))
 }
 
 fn network(tag: &str) -> Net {
@@ -253,7 +254,7 @@ fn every_primitive_under_iptables_loss_counts_everything() {
             let collector = start_collector(&net);
             let rt = start_translator(&net, 0);
             lose(&net, p);
-            let r = run(&net, spec(kind, count), count, rate, report::fresh_epoch(), 200);
+            let r = run(&net.ns[0], spec(kind, count), count, rate, report::fresh_epoch(), 200);
             settle(&rt);
             let stored = stored(kind, collector.stores(), r.sent).unwrap_or_else(|e| panic!("{kind:?}: {e}"));
             let a = accounting(&rt).unwrap();
@@ -304,18 +305,7 @@ fn collector_death_on_real_frames_is_counted() {
     let rt = start_translator(&net, 0);
     let ns0 = net.ns[0].clone();
     let sender = std::thread::spawn(move || {
-        let run = ReportRun {
-            spec: spec(Kind::Append, 0),
-            collectors: vec![COLLECTOR],
-            port: 40040,
-            rate: 20_000,
-            count: 40_000,
-            keep: 128,
-            epoch: report::fresh_epoch(),
-            sink: Sink::Udp { bind: SocketAddrV4::new(REPORTER, 40041) },
-            linger: Duration::from_millis(200),
-        };
-        in_netns(&ns0, move || report::run(&run).expect("the reporter runs"))
+        run(&ns0, spec(Kind::Append, 0), 40_000, 20_000, report::fresh_epoch(), 200)
     });
     std::thread::sleep(Duration::from_millis(600));
     collector.stop();
@@ -372,14 +362,14 @@ fn translator_restart_on_real_frames_continues_the_lists() {
     let collector = start_collector(&net);
     let rt = start_translator(&net, 0);
     lose(&net, 0.01);
-    let first = run(&net, spec(Kind::Append, 0), 6_000, 20_000, 3, 200);
+    let first = run(&net.ns[0], spec(Kind::Append, 0), 6_000, 20_000, 3, 200);
     settle(&rt);
     let old = accounting(&rt).unwrap();
     let stop = Instant::now();
     let summary = rt.stop();
     let rt = start_translator(&net, 100);
     let restart = stop.elapsed();
-    let second = run(&net, spec(Kind::Append, 0), 6_000, 20_000, 5, 200);
+    let second = run(&net.ns[0], spec(Kind::Append, 0), 6_000, 20_000, 5, 200);
     settle(&rt);
     let new = accounting(&rt).unwrap();
     let stored = stored_appends_of_two_runs(collector.stores(), first.sent, second.sent)
@@ -441,10 +431,10 @@ fn reporter_restart_on_real_frames_is_counted() {
         ],
     );
     iptables(&net, 0, &["-A", "INPUT", "-p", "udp", "--dport", "40044", "-j", "DROP"]);
-    let first = run(&net, spec(Kind::Append, 0), 5_000, 10_000, 3, 0);
+    let first = run(&net.ns[0], spec(Kind::Append, 0), 5_000, 10_000, 3, 0);
     let by_rule = dropped_by_rules(&net);
     iptables(&net, 0, &["-F"]);
-    let second = run(&net, spec(Kind::Append, 0), 5_000, 10_000, 5, 200);
+    let second = run(&net.ns[0], spec(Kind::Append, 0), 5_000, 10_000, 5, 200);
     settle(&rt);
     let a = accounting(&rt).unwrap();
     let stored = stored_appends_of_two_runs(collector.stores(), first.sent, second.sent)
