@@ -133,9 +133,16 @@ impl Calendar {
             // The current bucket is sorted, latest first: keep it so.
             let at = v.partition_point(|x| x.key() > e.key());
             v.insert(at, e);
+            self.on_calendar += 1;
         } else {
-            v.push(e);
+            self.place(i, e);
         }
+    }
+
+    /// Add `e` to bucket `i`, unsorted (a bucket is sorted when its turn comes).
+    #[inline(always)]
+    fn place(&mut self, i: usize, e: Event) {
+        self.buckets[i].push(e);
         self.occupied[i / 64] |= 1 << (i % 64);
         self.on_calendar += 1;
     }
@@ -159,10 +166,7 @@ impl Calendar {
             && (e.t >> BUCKET_SHIFT) < self.cur + BUCKETS as u64
         {
             let e = self.far.pop().expect("peeked");
-            let i = Self::slot(e.t >> BUCKET_SHIFT);
-            self.buckets[i].push(e);
-            self.occupied[i / 64] |= 1 << (i % 64);
-            self.on_calendar += 1;
+            self.place(Self::slot(e.t >> BUCKET_SHIFT), e);
         }
         let v = &mut self.buckets[Self::slot(self.cur)];
         v.sort_unstable_by_key(|e| std::cmp::Reverse(e.key()));

@@ -431,16 +431,7 @@ impl DtaTranslator {
     /// and parked reports. With [`seq_missing`](Self::seq_missing), what is neither stored nor
     /// counted lost yet.
     pub fn held(&self) -> u64 {
-        let in_stores: u64 = self
-            .qps
-            .iter()
-            .map(|q| match &q.store {
-                Store::Append { batcher, .. } => batcher.pending() as u64,
-                Store::Postcarder(cache) => cache.cached_postcards(),
-                _ => 0,
-            })
-            .sum();
-        in_stores + self.parked.len() as u64
+        self.qps.iter().map(|q| q.store.held()).sum::<u64>() + self.parked.len() as u64
     }
 
     /// Whether every QP is connected and has its region.

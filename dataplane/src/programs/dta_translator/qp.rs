@@ -60,6 +60,16 @@ impl Store {
         }
     }
 
+    /// Data items this store holds unwritten: a partial Append batch's entries, the postcards
+    /// of partial Postcarder paths.
+    pub fn held(&self) -> u64 {
+        match self {
+            Self::Append { batcher, .. } => batcher.pending() as u64,
+            Self::Postcarder(cache) => cache.cached_postcards(),
+            _ => 0,
+        }
+    }
+
     /// [`Qp::entry_len`] for this store.
     pub fn entry_len(&self) -> usize {
         match self {

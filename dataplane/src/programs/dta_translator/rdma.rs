@@ -157,12 +157,7 @@ impl DtaTranslator {
     /// translator stops).
     fn abandon(&mut self, qi: usize) {
         let q = &mut self.qps[qi];
-        let (mut lost, mut entries) = (0u64, 0u64);
-        entries += match &q.store {
-            Store::Append { batcher, .. } => batcher.pending() as u64,
-            Store::Postcarder(cache) => cache.cached_postcards(),
-            _ => 0,
-        };
+        let (mut lost, mut entries) = (0u64, q.store.held());
         let olds = q.orphans.take().map(|(r, _)| r);
         for r in [Some(&q.req), olds.as_ref()].into_iter().flatten() {
             for (op, payload) in r.outstanding_requests() {
