@@ -48,6 +48,13 @@ impl<K: TableKey, V> ExactTable<K, V> {
         }
     }
 
+    /// Record a lookup of `key` served from a resolved copy of its entry (a cache of this
+    /// table the program keeps): test builds trace it as the lookup it stands for.
+    #[inline(always)]
+    pub fn record_lookup(&self, key: &K) {
+        self.trace.record(key.bits());
+    }
+
     /// The entry for `key`, writable: the match-action path of a stateful table (a register
     /// reached by key), recorded as a lookup in test builds.
     #[inline]

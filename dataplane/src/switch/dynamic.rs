@@ -55,6 +55,8 @@ pub trait DynSwitch<F>: Send {
     fn tick_interval(&self) -> Option<u64>;
     /// [`Switch::next_ready`].
     fn next_ready(&self, port: PortId, now: u64) -> Option<u64>;
+    /// [`Switch::take_touched`]: the ports are appended to `out`.
+    fn take_touched(&mut self, out: &mut Vec<PortId>);
     /// [`Switch::drain_all`].
     fn drain_all(&mut self, pool: &mut dyn Pool<F>);
     /// [`Switch::count_drop`].
@@ -135,6 +137,10 @@ impl<P: Program, F: Frame + Send + 'static> DynSwitch<F> for Switch<P, F> {
 
     fn next_ready(&self, port: PortId, now: u64) -> Option<u64> {
         Switch::next_ready(self, port, now)
+    }
+
+    fn take_touched(&mut self, out: &mut Vec<PortId>) {
+        Switch::take_touched(self, |p| out.push(p))
     }
 
     fn drain_all(&mut self, pool: &mut dyn Pool<F>) {

@@ -796,6 +796,13 @@ impl<P: Program, F: Frame> Switch<P, F> {
         self.cpu.drain(..)
     }
 
+    /// Call `f` with every port whose [`Self::next_ready`] may have moved earlier since the
+    /// last call (see [`TrafficManager::take_touched`]): a virtual-time driver re-reads those
+    /// only.
+    pub fn take_touched(&mut self, f: impl FnMut(PortId)) {
+        self.tm.take_touched(f)
+    }
+
     /// The earliest time `port` has something to send (see [`TrafficManager::next_ready`]).
     pub fn next_ready(&self, port: PortId, now: u64) -> Option<u64> {
         if self.staged.get(usize::from(port)).is_some_and(|s| !s.is_empty()) {

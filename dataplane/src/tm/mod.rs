@@ -124,6 +124,34 @@ impl Default for Queue {
     }
 }
 
+/// Up to [`QUEUES`] queue numbers, in order, inline.
+#[derive(Debug, Clone, Copy, Default)]
+struct QueueList {
+    q: [u8; QUEUES],
+    n: u8,
+}
+
+impl QueueList {
+    fn of(qs: &[u8]) -> Self {
+        let mut l = Self::default();
+        for (d, &q) in l.q.iter_mut().zip(qs) {
+            *d = q;
+            l.n += 1;
+        }
+        l
+    }
+
+    #[inline(always)]
+    fn as_slice(&self) -> &[u8] {
+        &self.q[..usize::from(self.n)]
+    }
+
+    #[inline(always)]
+    fn len(&self) -> usize {
+        usize::from(self.n)
+    }
+}
+
 #[derive(Debug)]
 struct Port {
     cfg: PortTmConfig,
@@ -141,8 +169,10 @@ struct Port {
     /// Shaper: ps per byte, × 2^16.
     ps_per_byte_q16: u64,
     burst_ps: u64,
-    strict: Vec<u8>,
-    dwrr: Vec<u8>,
+    /// Strict queues, highest level first, and DWRR queues: inline, not on the heap (each
+    /// was a cache miss of its own on every dequeue in a lab of many switches).
+    strict: QueueList,
+    dwrr: QueueList,
     /// Bit q set: queue q is DWRR-scheduled.
     dwrr_mask: u8,
     /// Bit q set: queue q holds a packet.
@@ -199,6 +229,9 @@ pub struct TrafficManager<F> {
     egress_alpha_q16: u64,
     rng: u64,
     stats: TmStats,
+    /// Ports whose [`Self::next_ready`] may have moved earlier since [`Self::take_touched`],
+    /// a bit each.
+    touched: Vec<u64>,
 }
 
 impl<F> fmt::Debug for TrafficManager<F> {
@@ -220,6 +253,7 @@ impl<F: Frame> TrafficManager<F> {
     pub fn new(cfg: TmConfig, ports: Vec<PortTmConfig>) -> Result<Self, String> {
         let shared_size = cfg.shared_bytes(ports.len())?;
         let ports = ports.into_iter().map(|c| Self::port(c, cfg.pause_quanta, cfg.ecn)).collect::<Vec<_>>();
+        let ports_len = ports.len();
         let n = if cfg.preallocate { cfg.max_packets } else { 0 };
         let entries = (0..n).map(|i| Entry::free(if i + 1 < n { (i + 1) as u32 } else { NIL })).collect();
         let alpha = match cfg.pfc {
@@ -237,6 +271,7 @@ impl<F: Frame> TrafficManager<F> {
             egress_alpha_q16: q16(cfg.egress_alpha),
             rng: cfg.seed | 1,
             stats: TmStats::default(),
+            touched: vec![0; ports_len.div_ceil(64)],
             cfg,
         })
     }
@@ -274,9 +309,9 @@ impl<F: Frame> TrafficManager<F> {
             next_tx_ps: 0,
             ps_per_byte_q16,
             burst_ps,
-            strict,
+            strict: QueueList::of(&strict),
             dwrr_mask: dwrr.iter().fold(0, |m, &q| m | 1 << q),
-            dwrr,
+            dwrr: QueueList::of(&dwrr),
             nonempty: 0,
             quantum,
             deficit: [0; QUEUES],
@@ -467,6 +502,7 @@ impl<F: Frame> TrafficManager<F> {
         q.bytes += len;
         self.ports[eport].bytes += len;
         self.ports[eport].nonempty |= 1 << qid;
+        self.touch(meta.egress_port);
         self.shared_used += shared;
         self.stats.enqueued += 1;
 
@@ -483,6 +519,7 @@ impl<F: Frame> TrafficManager<F> {
                     port.pfc_xoff |= 1 << qid;
                     port.pfc_pending |= 1 << qid;
                     port.pfc_resume &= !(1 << qid);
+                    self.touch(meta.ingress_port);
                 }
             }
         }
@@ -524,6 +561,7 @@ impl<F: Frame> TrafficManager<F> {
         p.tx_packets += 1;
         let (red, pmax) = (p.ecn[qid], p.red_pmax_q32[qid]);
         let ecn_marked = red.is_some_and(|red| self.red_decides(red, pmax, len)) && mark_ce(pkt);
+        self.touch(meta.egress_port);
         self.stats.enqueued += 1;
         self.stats.dequeued += 1;
         self.stats.ecn_marked += u64::from(ecn_marked);
@@ -598,6 +636,7 @@ impl<F: Frame> TrafficManager<F> {
                 ip.pfc_xoff &= !bit;
                 ip.pfc_pending &= !bit;
                 ip.pfc_resume |= bit;
+                self.touch(meta.ingress_port);
             }
         } else {
             self.shared_used -= len;
@@ -642,7 +681,7 @@ impl<F: Frame> TrafficManager<F> {
         if ready == 0 {
             return None;
         }
-        for &q in &p.strict {
+        for &q in p.strict.as_slice() {
             if ready & (1 << q) != 0 {
                 return Some(usize::from(q));
             }
@@ -654,7 +693,7 @@ impl<F: Frame> TrafficManager<F> {
         // ceil(max frame / quantum) rounds.
         let n = p.dwrr.len();
         for _ in 0..n * 16 {
-            let q = usize::from(p.dwrr[p.dwrr_cur]);
+            let q = usize::from(p.dwrr.as_slice()[p.dwrr_cur]);
             if ready & (1 << q) != 0 {
                 if !p.dwrr_fresh {
                     p.deficit[q] += u64::from(p.quantum[q]);
@@ -699,6 +738,30 @@ impl<F: Frame> TrafficManager<F> {
                 p.paused_until = p.paused_until.max(q.paused_until);
             }
         }
+        self.touch(port);
+    }
+
+    /// Mark `port` touched: its [`Self::next_ready`] may have moved earlier.
+    #[inline(always)]
+    fn touch(&mut self, port: u16) {
+        let i = usize::from(port);
+        if let Some(w) = self.touched.get_mut(i / 64) {
+            *w |= 1 << (i % 64);
+        }
+    }
+
+    /// Call `f` with every port touched since the last call, in port order, and forget them:
+    /// a port a packet was queued or cut through to, one that must send a PAUSE or RESUME, one
+    /// whose queues a MAC Control frame paused or resumed. A virtual-time driver re-reads
+    /// [`Self::next_ready`] of these ports only, where others cannot have become ready sooner.
+    pub fn take_touched(&mut self, mut f: impl FnMut(u16)) {
+        for (wi, w) in self.touched.iter_mut().enumerate() {
+            let mut bits = std::mem::take(w);
+            while bits != 0 {
+                f((wi * 64 + bits.trailing_zeros() as usize) as u16);
+                bits &= bits - 1;
+            }
+        }
     }
 
     /// A PAUSE or RESUME frame `port` should send now, if any: resumes first, then new or
@@ -732,12 +795,14 @@ impl<F: Frame> TrafficManager<F> {
             return Some(now);
         }
         let pfc = (p.pfc_xoff != 0).then_some(p.pfc_refresh_at.max(now));
-        let data = p
-            .queues
-            .iter()
-            .filter(|q| q.head != NIL)
-            .map(|q| q.paused_until.max(now))
-            .min()
+        let mut bits = p.nonempty;
+        let mut earliest = None::<u64>;
+        while bits != 0 {
+            let t = p.queues[bits.trailing_zeros() as usize].paused_until.max(now);
+            earliest = Some(earliest.map_or(t, |e| e.min(t)));
+            bits &= bits - 1;
+        }
+        let data = earliest
             .map(|t| if p.ps_per_byte_q16 != 0 { t.max(p.next_tx_ps.div_ceil(1000)) } else { t });
         match (pfc, data) {
             (Some(a), Some(b)) => Some(a.min(b)),

@@ -76,29 +76,46 @@ impl Ord for Event {
     }
 }
 
-/// log2 of a calendar bucket's width, ns: 8 ns, a few tens of events per bucket on a k = 8
-/// fat tree at 50 % load (7 events per simulated ns).
-const BUCKET_SHIFT: u32 = 4;
-/// log2 of the number of buckets: 2^16 × 8 ns = 524 µs ahead on the calendar; later events
-/// (flow starts, long timers) wait in a heap and move onto it as it turns.
-const BUCKETS_LOG2: u32 = 10;
+/// log2 of the number of calendar buckets, one per virtual nanosecond: 2^13 ns = 8.2 µs
+/// ahead, several link delays plus a frame's serialisation; later events (flow starts, long
+/// timers) wait in a heap and move onto the calendar as it turns.
+const BUCKETS_LOG2: u32 = 13;
 const BUCKETS: usize = 1 << BUCKETS_LOG2;
+/// How many buckets (ns) [`Calendar::ahead`] looks through.
+const AHEAD_BUCKETS: u64 = 4;
+/// No node (end of a bucket's list, empty free list).
+const NIL: u32 = u32::MAX;
 
-/// The event queue: a calendar (Brown's calendar queue with a fixed year, as timing wheels in
-/// network simulators are) of 8 ns buckets, each unsorted until its turn comes, then sorted
-/// once; events beyond the year in a binary heap. Events come out in exactly the heap's order
-/// — by time, then by insertion — so a run is the same as with a plain heap, only faster:
-/// the heap's `pop` was the engine's top symbol (18 % at k = 8), each one walking log2(N)
-/// levels of a heap much larger than the caches.
+/// An event on the calendar: a node of its bucket's singly linked list, in the node slab.
+#[derive(Clone, Copy)]
+struct Slot {
+    t: u64,
+    kind: Kind,
+    next: u32,
+}
+
+/// The event queue: a calendar (a timing wheel, as network simulators use) of 1 ns buckets,
+/// each a FIFO list, and a binary heap for events beyond the year. Events come out in exactly
+/// a binary heap's order — by time, then by insertion — so a run is the same as with a plain
+/// heap: a bucket holds one time only and its events are appended in insertion order, and the
+/// heap's events move onto the calendar as soon as the year covers them, before anything can
+/// be pushed there directly. So nothing is ever sorted: a push and a pop are a few stores. (The
+/// binary heap's `pop` was the engine's top symbol at k = 8, 18 %; 16 ns buckets sorted on
+/// their turn were still 15 %.)
 pub(super) struct Calendar {
-    /// Bucket `b % BUCKETS` holds the events of absolute bucket `b` for `cur <= b < cur + BUCKETS`.
-    buckets: Vec<Vec<Event>>,
+    /// Bucket `b % BUCKETS`'s first and last node, for absolute bucket (ns) `b` with
+    /// `cur <= b < cur + BUCKETS`.
+    head: Vec<u32>,
+    tail: Vec<u32>,
     /// Non-empty buckets, a bit each.
     occupied: Vec<u64>,
-    /// The current absolute bucket; its events are sorted, latest first (popped from the end).
+    /// The current absolute bucket (ns).
     cur: u64,
     /// Events on the calendar.
     on_calendar: usize,
+    /// The nodes, and the free ones (a list through `next`, the most recently freed first).
+    nodes: Vec<Slot>,
+    free: u32,
     /// Events a year or more ahead of `cur`.
     far: BinaryHeap<Event>,
 }
@@ -106,10 +123,13 @@ pub(super) struct Calendar {
 impl Default for Calendar {
     fn default() -> Self {
         Self {
-            buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
+            head: vec![NIL; BUCKETS],
+            tail: vec![NIL; BUCKETS],
             occupied: vec![0; BUCKETS / 64],
             cur: 0,
             on_calendar: 0,
+            nodes: Vec::new(),
+            free: NIL,
             far: BinaryHeap::new(),
         }
     }
@@ -122,55 +142,64 @@ impl Calendar {
     }
 
     fn push(&mut self, e: Event) {
-        let b = (e.t >> BUCKET_SHIFT).max(self.cur);
+        // Nothing is scheduled in the past; were it, it would go first in the current bucket's
+        // time, after what is there.
+        debug_assert!(e.t >= self.cur, "an event in the past");
+        let b = e.t.max(self.cur);
         if b >= self.cur + BUCKETS as u64 {
             self.far.push(e);
             return;
         }
-        let i = Self::slot(b);
-        let v = &mut self.buckets[i];
-        if b == self.cur && !v.is_empty() {
-            // The current bucket is sorted, latest first: keep it so.
-            let at = v.partition_point(|x| x.key() > e.key());
-            v.insert(at, e);
-            self.on_calendar += 1;
-        } else {
-            self.place(i, e);
-        }
+        self.place(Self::slot(b), e.t, e.kind);
     }
 
-    /// Add `e` to bucket `i`, unsorted (a bucket is sorted when its turn comes).
+    /// Append an event to bucket `i`.
     #[inline(always)]
-    fn place(&mut self, i: usize, e: Event) {
-        self.buckets[i].push(e);
-        self.occupied[i / 64] |= 1 << (i % 64);
+    fn place(&mut self, i: usize, t: u64, kind: Kind) {
+        let node = Slot { t, kind, next: NIL };
+        let n = if self.free != NIL {
+            let n = self.free;
+            self.free = self.nodes[n as usize].next;
+            self.nodes[n as usize] = node;
+            n
+        } else {
+            self.nodes.push(node);
+            (self.nodes.len() - 1) as u32
+        };
+        let tail = self.tail[i];
+        if tail == NIL {
+            self.head[i] = n;
+            self.occupied[i / 64] |= 1 << (i % 64);
+        } else {
+            self.nodes[tail as usize].next = n;
+        }
+        self.tail[i] = n;
         self.on_calendar += 1;
     }
 
     /// Make the current bucket the earliest non-empty one (moving what the year then reaches
-    /// off the heap), sorted; `false` if there are no events at all.
+    /// off the heap); `false` if there are no events at all.
     fn settle(&mut self) -> bool {
-        if !self.buckets[Self::slot(self.cur)].is_empty() {
+        if self.head[Self::slot(self.cur)] != NIL {
             return true;
         }
         let on_calendar = (self.on_calendar > 0).then(|| self.next_occupied());
-        let far = self.far.peek().map(|e| e.t >> BUCKET_SHIFT);
+        let far = self.far.peek().map(|e| e.t);
         self.cur = match (on_calendar, far) {
             (None, None) => return false,
             (Some(a), None) | (None, Some(a)) => a,
             (Some(a), Some(b)) => a.min(b),
         };
         // The heap's events that the year now covers join the calendar (none is earlier than
-        // `cur`: it is the earliest of both).
+        // `cur`: it is the earliest of both), in the heap's order, so before anything pushed
+        // from now on.
         while let Some(e) = self.far.peek()
-            && (e.t >> BUCKET_SHIFT) < self.cur + BUCKETS as u64
+            && e.t < self.cur + BUCKETS as u64
         {
             let e = self.far.pop().expect("peeked");
-            self.place(Self::slot(e.t >> BUCKET_SHIFT), e);
+            self.place(Self::slot(e.t), e.t, e.kind);
         }
-        let v = &mut self.buckets[Self::slot(self.cur)];
-        v.sort_unstable_by_key(|e| std::cmp::Reverse(e.key()));
-        !v.is_empty()
+        true
     }
 
     /// The absolute number of the first occupied bucket at or after `cur` (there is one).
@@ -193,32 +222,47 @@ impl Calendar {
         unreachable!("on_calendar > 0 but no bucket occupied")
     }
 
-    fn pop(&mut self) -> Option<Event> {
+    fn pop(&mut self) -> Option<(u64, Kind)> {
         if !self.settle() {
             return None;
         }
         let i = Self::slot(self.cur);
-        let e = self.buckets[i].pop()?;
-        if self.buckets[i].is_empty() {
+        let n = self.head[i];
+        let Slot { t, kind, next } = self.nodes[n as usize];
+        self.head[i] = next;
+        if next == NIL {
+            self.tail[i] = NIL;
             self.occupied[i / 64] &= !(1 << (i % 64));
         }
+        self.nodes[n as usize].next = self.free;
+        self.free = n;
         self.on_calendar -= 1;
-        Some(e)
+        Some((t, kind))
     }
 
-    /// The kind of the event `n` places after the next one, if it is in the current bucket
-    /// (no settling: a look-ahead only).
+    /// The kind of the event `n` places after the next one, if it is within the current
+    /// bucket and the next few (no settling: a look-ahead only).
     #[inline(always)]
-    fn ahead(&self, n: usize) -> Option<Kind> {
-        let v = &self.buckets[Self::slot(self.cur)];
-        v.len().checked_sub(1 + n).map(|i| v[i].kind)
+    fn ahead(&self, mut n: usize) -> Option<Kind> {
+        for b in self.cur..self.cur + AHEAD_BUCKETS {
+            let mut at = self.head[Self::slot(b)];
+            while at != NIL {
+                if n == 0 {
+                    return Some(self.nodes[at as usize].kind);
+                }
+                n -= 1;
+                at = self.nodes[at as usize].next;
+            }
+        }
+        None
     }
 
-    fn peek(&mut self) -> Option<&Event> {
+    /// The next event's kind.
+    fn peek(&mut self) -> Option<Kind> {
         if !self.settle() {
             return None;
         }
-        self.buckets[Self::slot(self.cur)].last()
+        Some(self.nodes[self.head[Self::slot(self.cur)] as usize].kind)
     }
 }
 
@@ -251,12 +295,12 @@ impl Events {
         {
             f.prefetch();
         }
-        Some((e.t, e.kind))
+        Some(e)
     }
 
     /// Whether the next event is a sample.
     pub(super) fn sample_next(&mut self) -> bool {
-        matches!(self.cal.peek(), Some(e) if matches!(e.kind, Kind::Sample))
+        matches!(self.cal.peek(), Some(Kind::Sample))
     }
 
     /// Put `frame` on the wire to `node`'s `port`, arriving at `t`.
@@ -286,6 +330,13 @@ impl Events {
 mod tests {
     use super::*;
 
+    fn seq_of(k: Kind) -> u64 {
+        match k {
+            Kind::FlowStart { flow } => u64::from(flow),
+            _ => unreachable!("the test pushes flow starts only"),
+        }
+    }
+
     /// The calendar gives events in exactly a binary heap's order — by time, then insertion —
     /// for times near and far (beyond the year, into the heap and back), pushed while popping.
     #[test]
@@ -300,7 +351,6 @@ mod tests {
         let mut cal = Calendar::default();
         let mut heap = BinaryHeap::new();
         let (mut seq, mut now) = (0u64, 0u64);
-        let kind = Kind::Sample;
         for round in 0..200_000u32 {
             let r = next();
             if r % 3 != 0 || heap.is_empty() {
@@ -312,17 +362,18 @@ mod tests {
                     _ => (r >> 8) % 200,
                 };
                 seq += 1;
-                let e = Event { t: now + dt, seq, kind };
+                // The kind carries the insertion number, to compare.
+                let e = Event { t: now + dt, seq, kind: Kind::FlowStart { flow: seq as u32 } };
                 cal.push(e);
                 heap.push(e);
             } else {
                 let (a, b) = (cal.pop().unwrap(), heap.pop().unwrap());
-                assert_eq!(a.key(), b.key(), "round {round}");
-                now = a.t;
+                assert_eq!((a.0, seq_of(a.1)), b.key(), "round {round}");
+                now = a.0;
             }
         }
         while let Some(b) = heap.pop() {
-            assert_eq!(cal.pop().map(|e| e.key()), Some(b.key()));
+            assert_eq!(cal.pop().map(|(t, k)| (t, seq_of(k))), Some(b.key()));
         }
         assert!(cal.pop().is_none());
     }

@@ -11,7 +11,7 @@ use wire::pfc::MacControlRepr;
 
 use super::DATA_QUEUE;
 use super::events::{Events, Kind};
-use super::fabric::ser_ns;
+use super::fabric::SerRate;
 use crate::lab::topology::Node;
 
 /// A host agent the lab runs: an [`Agent`] with a name and counters for the results.
@@ -32,6 +32,8 @@ pub(super) struct HostNode {
     /// The switch and port it hangs off.
     pub(super) attach: (usize, u16),
     pub(super) rate_bps: u64,
+    /// The rate, for serialisation times.
+    ser: SerRate,
     delay_ns: u64,
     /// When the link is free again.
     free_at: u64,
@@ -45,7 +47,7 @@ pub(super) struct HostNode {
 
 impl HostNode {
     pub(super) fn new(agent: Box<dyn LabAgent>, attach: (usize, u16), rate_bps: u64, delay_ns: u64) -> Self {
-        Self { agent, attach, rate_bps, delay_ns, free_at: 0, paused_until: 0, pending: Vec::new() }
+        Self { agent, attach, rate_bps, ser: SerRate::new(rate_bps), delay_ns, free_at: 0, paused_until: 0, pending: Vec::new() }
     }
 
     /// Wake at `t` unless a wake-up at or before it is scheduled (it will look again).
@@ -113,7 +115,7 @@ impl HostNode {
         let paused = if self.paused_until > now { 1 << DATA_QUEUE } else { 0 };
         match transmit_into(pool as &mut dyn Pool<PktBuf>, &mut *self.agent, now, paused) {
             Some(frame) => {
-                let ser = ser_ns(frame.len(), self.rate_bps);
+                let ser = self.ser.ns(frame.len());
                 self.free_at = now + ser;
                 let (s, p) = self.attach;
                 ev.send_frame(now + ser + self.delay_ns, Node::Switch(s), p, frame);
