@@ -290,3 +290,48 @@ fn entries_grow_on_demand_when_not_preallocated() {
     let t = tm(TmConfig { max_packets: 8, ..TmConfig::default() }, vec![PortTmConfig::new(1, mac(1))]);
     assert_eq!(t.entries.len(), 8);
 }
+
+fn touched(t: &mut TrafficManager<PktBuf>) -> Vec<u16> {
+    let mut v = vec![];
+    t.take_touched(|p| v.push(p));
+    v
+}
+
+/// A virtual-time driver re-reads `next_ready` of the touched ports only, so every change that
+/// can make a port ready sooner must touch it: a packet queued there, a PAUSE it owes (the
+/// ingress port at XOFF), a RESUME it owes (the ingress port, on a dequeue elsewhere), a MAC
+/// Control frame received on it. Dequeues and refusals touch nothing.
+#[test]
+fn whatever_makes_a_port_ready_sooner_touches_it() {
+    let mut t = lossless_tm(5000, 2000);
+    assert_eq!(touched(&mut t), Vec::<u16>::new());
+    t.enqueue(0, pkt(1000), meta(0, 1, 3)).unwrap();
+    assert_eq!(touched(&mut t), [1]);
+    assert_eq!(touched(&mut t), Vec::<u16>::new(), "taken once");
+    for _ in 0..5 {
+        t.enqueue(0, pkt(1000), meta(0, 1, 3)).unwrap();
+    }
+    assert_eq!(t.xoff_mask(0), 1 << 3);
+    assert_eq!(touched(&mut t), [0, 1], "XOFF owed on the ingress port");
+    assert_eq!(t.next_ready(0, 7), Some(7));
+    t.pfc_frame(0, 7).unwrap();
+    let mut resumed = false;
+    for _ in 0..6 {
+        deq(&mut t, 1, 10).unwrap();
+        let tp = touched(&mut t);
+        if t.xoff_mask(0) == 0 && !resumed {
+            resumed = true;
+            assert_eq!(tp, [0], "XON owed on the ingress port");
+        } else {
+            assert_eq!(tp, Vec::<u16>::new());
+        }
+    }
+    assert!(resumed);
+    t.receive_mac_control(1, 20, &MacControlRepr::Pfc(PfcRepr::resume(1 << 3)));
+    assert_eq!(touched(&mut t), [1]);
+    // A cut-through packet leaves on its port at once.
+    let mut p = pkt(100);
+    let mut dm = DeqMeta::default();
+    assert!(t.cut_through(30, &mut p, meta(0, 1, 4), &mut dm));
+    assert_eq!(touched(&mut t), [1]);
+}

@@ -172,6 +172,7 @@ fn host_config(host: &Host, next_hop: EthernetAddress, cc: Option<(CcName, u8)>)
         },
         int_compact: false,
         icrc: true,
+        write_payload: true,
         cnp_interval_ns: 50_000,
     }
 }

@@ -120,6 +120,8 @@ impl Workload {
             int_hops: (cfg.cc == Cc::Hpcc).then_some(self.int_hops),
             int_compact: cfg.hpcc.int_compact,
             icrc: false,
+            // Nothing reads a lab frame's payload (see HostConfig::write_payload).
+            write_payload: false,
             cnp_interval_ns: 0,
         });
         for (i, f) in cfg.flows.iter().enumerate().filter(|(_, f)| f.dst == h) {

@@ -298,6 +298,47 @@ fn a_host_that_moves_is_relearned_at_once() {
     }
 }
 
+/// A route via a group follows its next hop's neighbour entry as it changes — replaced by a
+/// command, learned from ARP, removed — (the resolved adjacency is rebuilt each time), and a
+/// group added later resolves too.
+#[test]
+fn a_group_route_follows_its_neighbour_as_it_changes() {
+    let (mut sw, mut pool) = setup(CFG);
+    let f = udp_frame(HOST_A, P0, [10, 0, 1, 2], [172, 16, 1, 1], 64, 5);
+    let dst = |out: &[(u16, Vec<u8>)]| (out[0].0, EthernetRepr::parse(&out[0].1).unwrap().dst_addr);
+    assert_eq!(dst(&run(&mut sw, &mut pool, 0, &f, 0)), (1, EthernetAddress([2, 0, 0, 0, 2, 2])));
+    // The neighbour moves to p2 with a new MAC.
+    let moved = EthernetAddress([2, 0, 0, 0, 9, 9]);
+    sw.control(Command::NeighborAdd(Ipv4Addr::new(10, 0, 2, 2), moved, 2), 0).unwrap();
+    assert_eq!(dst(&run(&mut sw, &mut pool, 0, &f, 0)), (2, moved));
+    // Removed: the next packet asks for it (ARP on the connected port) and is dropped.
+    sw.control(Command::NeighborDel(Ipv4Addr::new(10, 0, 2, 2)), 0).unwrap();
+    let out = run(&mut sw, &mut pool, 0, &f, 0);
+    assert_eq!(drops(&sw, "no_neighbor"), 1);
+    assert_eq!(ArpRepr::parse(&out[0].1[14..]).unwrap().target_ip, Ipv4Addr::new(10, 0, 2, 2));
+    // Learned from the neighbour's ARP reply: routed again, to the MAC it announced.
+    let learned = EthernetAddress([2, 0, 0, 0, 2, 7]);
+    let mut reply = vec![0u8; 60];
+    EthernetRepr { src_addr: learned, dst_addr: EthernetAddress([2, 0, 0, 0, 0, 0x11]), vlan: None, ethertype: EtherType::ARP }
+        .emit(&mut reply)
+        .unwrap();
+    ArpRepr {
+        op: OP_REPLY,
+        sender_mac: learned,
+        sender_ip: Ipv4Addr::new(10, 0, 2, 2),
+        target_mac: EthernetAddress([2, 0, 0, 0, 0, 0x11]),
+        target_ip: Ipv4Addr::new(10, 0, 2, 1),
+    }
+    .emit(&mut reply[14..])
+    .unwrap();
+    run(&mut sw, &mut pool, 1, &reply, 1);
+    assert_eq!(dst(&run(&mut sw, &mut pool, 0, &f, 2)), (1, learned));
+    // A group created after the neighbours were known.
+    sw.control(Command::RouteVia(Ipv4Addr::new(10, 200, 0, 0), 16, vec![Ipv4Addr::new(10, 0, 3, 2)]), 0).unwrap();
+    let g = udp_frame(HOST_A, P0, [10, 0, 1, 2], [10, 200, 0, 1], 64, 5);
+    assert_eq!(dst(&run(&mut sw, &mut pool, 0, &g, 3)), (2, EthernetAddress([2, 0, 0, 0, 3, 2])));
+}
+
 #[test]
 fn control_commands() {
     let names = vec!["p0".to_string(), "p1".to_string()];
