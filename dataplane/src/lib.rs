@@ -19,6 +19,8 @@
 //! * [`programs`] — the registry and one folder per program (`l2l3`, `macswap`,
 //!   `dta_translator`, `dta_reporter`), each owning its config section, its commands and its
 //!   declarations; one registry line adds a program to the binary, the tests and the lab;
+//! * [`p4`] — the P4-16 export (`dataplane p4 export`): TNA and v1model programs generated
+//!   from the declarations and each program's hand-written P4 steps, with their table entries;
 //! * [`config`] — the TOML configuration: ports, runtime, DPDK, and each program's section
 //!   kept raw for the program to read, with file and line in every error;
 //! * [`runtime`] — the poll-mode runtime (pinned pipeline threads or DPDK lcores, a control
@@ -37,6 +39,7 @@
 pub use ports::buf;
 pub mod config;
 pub mod model;
+pub mod p4;
 pub use ports::port;
 pub mod programs;
 pub mod runtime;

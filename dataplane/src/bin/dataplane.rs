@@ -40,11 +40,33 @@ enum Cmd {
         #[arg(long, short)]
         config: PathBuf,
     },
+    /// P4: export the configured program as a P4-16 program for a target.
+    #[command(subcommand)]
+    P4(P4Cmd),
     /// Send DTA reports of one primitive at a chosen rate (a load generator): to each
     /// collector's address over UDP (the translator, as the collectors' ToR, takes them), or
     /// into a pcap file. Retransmittable reports are numbered, the last K kept and resent
     /// from NACKs.
     Report(Box<ReportArgs>),
+}
+
+/// `dataplane p4` subcommands.
+#[derive(Debug, Subcommand)]
+enum P4Cmd {
+    /// Write the configured program as P4-16 for `--target` into `--out`: `<program>.p4`, the
+    /// table entries its configuration implies (`entries.txt` for simple_switch_CLI, or
+    /// `bfrt_setup.py` for TNA), and `SUMMARY.md` (resources by estimate, stages, limitations).
+    Export {
+        /// Configuration file.
+        #[arg(long, short)]
+        config: PathBuf,
+        /// `tna` (Tofino 1) or `v1model` (BMv2).
+        #[arg(long)]
+        target: String,
+        /// Output directory (created).
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 /// `dataplane report` options.
@@ -217,6 +239,37 @@ fn main() -> ExitCode {
                     ExitCode::SUCCESS
                 }
                 Err(e) => config_error(e),
+            }
+        }
+        Cmd::P4(P4Cmd::Export { config, target, out }) => {
+            let Some(target) = dataplane::p4::Target::parse(&target) else {
+                eprintln!("error: --target {target:?}: expected \"tna\" or \"v1model\"");
+                return ExitCode::from(2);
+            };
+            let cfg = match load(&config) {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            match programs::p4_export(&cfg, target) {
+                Ok(export) => {
+                    if let Err(e) = std::fs::create_dir_all(&out) {
+                        eprintln!("error: {}: {e}", out.display());
+                        return ExitCode::FAILURE;
+                    }
+                    for (name, text) in &export.files {
+                        let path = out.join(name);
+                        if let Err(e) = std::fs::write(&path, text) {
+                            eprintln!("error: {}: {e}", path.display());
+                            return ExitCode::FAILURE;
+                        }
+                        println!("wrote {}", path.display());
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {}: {e}", config.display());
+                    ExitCode::FAILURE
+                }
             }
         }
         Cmd::Resources { config } => {

@@ -120,6 +120,20 @@ impl<V> LpmTable<V> {
         self.values.get(i as usize).and_then(Option::as_ref)
     }
 
+    /// Every rule `(prefix, length, value)`, sorted by prefix then length (the control plane's
+    /// view: an export of the table's entries).
+    pub fn rules(&self) -> Vec<(Ipv4Addr, u8, &V)> {
+        let mut v: Vec<(Ipv4Addr, u8, &V)> = self
+            .rules
+            .iter()
+            .filter_map(|(&(p, l), &i)| {
+                Some((Ipv4Addr::from_bits(p), l, self.values.get(i as usize)?.as_ref()?))
+            })
+            .collect();
+        v.sort_by_key(|&(p, l, _)| (p, l));
+        v
+    }
+
     /// Set or clear the result of a miss.
     pub fn set_default(&mut self, v: Option<V>) {
         self.default = v;

@@ -63,6 +63,12 @@ pub trait FromConfig: Program + Sized {
     fn resolved(_cfg: &Config) -> Result<String, ConfigError> {
         Ok(String::new())
     }
+
+    /// Its P4 rendering for `cfg` ([`crate::p4`]): the hand-written steps and the control-plane
+    /// state its tables hold; `None` for a program not rendered yet.
+    fn p4(&self, _cfg: &Config) -> Option<crate::p4::ProgramP4> {
+        None
+    }
 }
 
 /// A switch running `P` as `cfg` describes: the program, its traffic manager and options.
@@ -77,6 +83,17 @@ pub fn build_switch<P: FromConfig, F: Frame>(cfg: &Config) -> Result<Switch<P, F
         ..SwitchOptions::default()
     };
     Ok(Switch::new(program, ctx.drops, ctx.mcast, tm, opts))
+}
+
+/// Why [`p4_export`] failed: the configuration, or the export.
+#[derive(Debug, thiserror::Error)]
+pub enum P4ExportError {
+    /// The configuration does not build.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The export.
+    #[error(transparent)]
+    Export(#[from] crate::p4::ExportError),
 }
 
 /// A registered program, as data.
@@ -117,6 +134,22 @@ macro_rules! registry {
                     Ok(Box::new(build_switch::<$module::$ty, F>(cfg)?))
                 })*
                 other => Err(cfg.ctx().err("program", format!("unknown program {other:?}"))),
+            }
+        }
+
+        /// The configured program exported as P4 for `target` ([`crate::p4::export`]).
+        pub fn p4_export(cfg: &Config, target: crate::p4::Target) -> Result<crate::p4::Export, P4ExportError> {
+            let source = cfg.file.file_name().map_or_else(|| cfg.file.display().to_string(), |f| f.to_string_lossy().into_owned());
+            match cfg.program.as_str() {
+                $(n if n == <$module::$ty as FromConfig>::NAME => {
+                    let sw = build_switch::<$module::$ty, crate::buf::PktBuf>(cfg)?;
+                    let p = sw
+                        .program()
+                        .p4(cfg)
+                        .ok_or_else(|| crate::p4::ExportError::NoRendering(n.to_string()))?;
+                    Ok(crate::p4::export(n, &source, sw.program().resources(), &p, target)?)
+                })*
+                other => Err(cfg.ctx().err("program", format!("unknown program {other:?}")).into()),
             }
         }
 

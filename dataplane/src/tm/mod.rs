@@ -802,8 +802,8 @@ impl<F: Frame> TrafficManager<F> {
             earliest = Some(earliest.map_or(t, |e| e.min(t)));
             bits &= bits - 1;
         }
-        let data = earliest
-            .map(|t| if p.ps_per_byte_q16 != 0 { t.max(p.next_tx_ps.div_ceil(1000)) } else { t });
+        let data =
+            earliest.map(|t| if p.ps_per_byte_q16 != 0 { t.max(p.next_tx_ps.div_ceil(1000)) } else { t });
         match (pfc, data) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -282,8 +282,16 @@ mod tests {
     /// and at odd ones.
     #[test]
     fn ser_rate_is_the_division() {
-        for rate in [1, 7, 1_000_000_007, 10_000_000_000, 25_000_000_000, 100_000_000_000, 400_000_000_000, 999_999_999_999]
-        {
+        for rate in [
+            1,
+            7,
+            1_000_000_007,
+            10_000_000_000,
+            25_000_000_000,
+            100_000_000_000,
+            400_000_000_000,
+            999_999_999_999,
+        ] {
             let r = SerRate::new(rate);
             for bytes in (0..20_000).chain([65_535, 1 << 20, 1 << 30]) {
                 assert_eq!(r.ns(bytes), ser_ns(bytes, rate), "rate {rate}, {bytes} B");

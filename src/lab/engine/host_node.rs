@@ -47,7 +47,16 @@ pub(super) struct HostNode {
 
 impl HostNode {
     pub(super) fn new(agent: Box<dyn LabAgent>, attach: (usize, u16), rate_bps: u64, delay_ns: u64) -> Self {
-        Self { agent, attach, rate_bps, ser: SerRate::new(rate_bps), delay_ns, free_at: 0, paused_until: 0, pending: Vec::new() }
+        Self {
+            agent,
+            attach,
+            rate_bps,
+            ser: SerRate::new(rate_bps),
+            delay_ns,
+            free_at: 0,
+            paused_until: 0,
+            pending: Vec::new(),
+        }
     }
 
     /// Wake at `t` unless a wake-up at or before it is scheduled (it will look again).

@@ -25,6 +25,7 @@ use wire::ipv4::{Ipv4Packet, protocol};
 
 mod config;
 pub mod decl;
+mod p4;
 
 pub use self::config::{L2l3Section, NeighborEntry, RouteEntry, StaticMac};
 use super::{BuildCtx, FromConfig};
@@ -288,7 +289,8 @@ impl L2l3 {
 
     /// Apply a command (the control plane's and the configuration's path into the tables).
     fn apply(&mut self, cmd: Command, now: u64) -> Result<String, String> {
-        let resolve = matches!(cmd, Command::RouteVia(..) | Command::NeighborAdd(..) | Command::NeighborDel(_));
+        let resolve =
+            matches!(cmd, Command::RouteVia(..) | Command::NeighborAdd(..) | Command::NeighborDel(_));
         let r = self.apply_to_tables(cmd, now);
         if resolve && r.is_ok() {
             self.resolve_groups();
@@ -732,6 +734,10 @@ impl FromConfig for L2l3 {
 
     fn resolved(cfg: &Config) -> Result<String, ConfigError> {
         Ok(Self::section(cfg)?.resolved())
+    }
+
+    fn p4(&self, cfg: &Config) -> Option<crate::p4::ProgramP4> {
+        Some(self.rendering(cfg))
     }
 }
 

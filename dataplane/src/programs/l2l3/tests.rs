@@ -319,9 +319,14 @@ fn a_group_route_follows_its_neighbour_as_it_changes() {
     // Learned from the neighbour's ARP reply: routed again, to the MAC it announced.
     let learned = EthernetAddress([2, 0, 0, 0, 2, 7]);
     let mut reply = vec![0u8; 60];
-    EthernetRepr { src_addr: learned, dst_addr: EthernetAddress([2, 0, 0, 0, 0, 0x11]), vlan: None, ethertype: EtherType::ARP }
-        .emit(&mut reply)
-        .unwrap();
+    EthernetRepr {
+        src_addr: learned,
+        dst_addr: EthernetAddress([2, 0, 0, 0, 0, 0x11]),
+        vlan: None,
+        ethertype: EtherType::ARP,
+    }
+    .emit(&mut reply)
+    .unwrap();
     ArpRepr {
         op: OP_REPLY,
         sender_mac: learned,
@@ -334,7 +339,8 @@ fn a_group_route_follows_its_neighbour_as_it_changes() {
     run(&mut sw, &mut pool, 1, &reply, 1);
     assert_eq!(dst(&run(&mut sw, &mut pool, 0, &f, 2)), (1, learned));
     // A group created after the neighbours were known.
-    sw.control(Command::RouteVia(Ipv4Addr::new(10, 200, 0, 0), 16, vec![Ipv4Addr::new(10, 0, 3, 2)]), 0).unwrap();
+    sw.control(Command::RouteVia(Ipv4Addr::new(10, 200, 0, 0), 16, vec![Ipv4Addr::new(10, 0, 3, 2)]), 0)
+        .unwrap();
     let g = udp_frame(HOST_A, P0, [10, 0, 1, 2], [10, 200, 0, 1], 64, 5);
     assert_eq!(dst(&run(&mut sw, &mut pool, 0, &g, 3)), (2, EthernetAddress([2, 0, 0, 0, 3, 2])));
 }

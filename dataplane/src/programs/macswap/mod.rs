@@ -6,6 +6,8 @@
 //! costs over a bare DPDK forwarding loop (`scripts/bench-dpdk.sh` runs both on the same lcore
 //! and vdevs), and as the smallest complete program to read.
 
+mod p4;
+
 use crate::buf::Frame;
 use crate::config::{Config, ConfigError};
 use crate::model::{Next, ParserDecl, Resources, StateDecl, builtin, inst};
@@ -55,6 +57,10 @@ impl FromConfig for MacSwap {
 
     fn from_config(cfg: &Config, _ctx: &mut BuildCtx) -> Result<Self, ConfigError> {
         Ok(Self::new(cfg.ports.len() as PortId))
+    }
+
+    fn p4(&self, _cfg: &Config) -> Option<crate::p4::ProgramP4> {
+        Some(p4::rendering(self.ports))
     }
 }
 

@@ -1,0 +1,210 @@
+//! `dataplane p4 export`: every rendered program, both targets, against the golden files in
+//! `tests/p4/<program>/<target>/` (regenerate with `SOFTFABRIC_BLESS=1 cargo test -p dataplane
+//! --test p4_export`), deterministic, with the generated headers' field offsets equal to
+//! `wire`'s, every declared table and action present, and every entry naming a table and
+//! action the program declares.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use dataplane::buf::PktBuf;
+use dataplane::config::Config;
+use dataplane::p4::{Export, Target};
+use dataplane::programs;
+
+/// The programs that have a P4 rendering, by their golden configuration.
+const RENDERED: &[&str] = &["macswap", "l2l3"];
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/p4")
+}
+
+fn config(program: &str) -> Config {
+    Config::load(&dir().join(format!("{program}.toml"))).unwrap()
+}
+
+fn export(program: &str, target: Target) -> Export {
+    programs::p4_export(&config(program), target)
+        .unwrap_or_else(|e| panic!("{program} {}: {e}", target.name()))
+}
+
+#[test]
+fn exports_match_the_golden_files_and_are_deterministic() {
+    let bless = std::env::var("SOFTFABRIC_BLESS").as_deref() == Ok("1");
+    for program in RENDERED {
+        for target in [Target::Tna, Target::V1model] {
+            let a = export(program, target);
+            let b = export(program, target);
+            assert_eq!(a, b, "{program} {}: two exports differ", target.name());
+            let golden = dir().join(program).join(target.name());
+            if bless {
+                let _ = std::fs::remove_dir_all(&golden);
+                std::fs::create_dir_all(&golden).unwrap();
+                for (name, text) in &a.files {
+                    std::fs::write(golden.join(name), text).unwrap();
+                }
+                continue;
+            }
+            let mut on_disk = BTreeMap::new();
+            for f in std::fs::read_dir(&golden).unwrap_or_else(|e| panic!("{}: {e}", golden.display())) {
+                let f = f.unwrap().path();
+                on_disk.insert(
+                    f.file_name().unwrap().to_string_lossy().into_owned(),
+                    std::fs::read_to_string(&f).unwrap(),
+                );
+            }
+            assert_eq!(
+                a.files.keys().collect::<Vec<_>>(),
+                on_disk.keys().collect::<Vec<_>>(),
+                "{program} {}: files",
+                target.name()
+            );
+            for (name, text) in &a.files {
+                assert!(
+                    on_disk[name] == *text,
+                    "{program} {}: {name} differs from the golden file (SOFTFABRIC_BLESS=1 to regenerate after a deliberate change)",
+                    target.name()
+                );
+            }
+        }
+    }
+}
+
+/// `header X_h { bit<W> f; … }` blocks of a P4 text: name → fields (name, width) in order.
+fn p4_headers(p4: &str) -> BTreeMap<String, Vec<(String, u16)>> {
+    let mut out = BTreeMap::new();
+    let mut cur: Option<(String, Vec<(String, u16)>)> = None;
+    for line in p4.lines() {
+        let l = line.trim();
+        if let Some(rest) = l.strip_prefix("header ") {
+            cur = Some((rest.trim_end_matches(" {").to_string(), Vec::new()));
+        } else if l == "}" {
+            if let Some((n, f)) = cur.take() {
+                out.insert(n, f);
+            }
+        } else if let Some((_, fields)) = cur.as_mut() {
+            let l = l.trim_end_matches(';');
+            let (ty, name) = l.split_once(' ').unwrap();
+            let w: u16 = ty.trim_start_matches("bit<").trim_end_matches('>').parse().unwrap();
+            fields.push((name.trim_end_matches('_').to_string(), w));
+        }
+    }
+    out
+}
+
+/// Every header the program's parser extracts is declared in the P4 with `wire`'s fields at
+/// `wire`'s offsets (a field added or moved in `wire` changes the P4, or this fails).
+#[test]
+fn generated_headers_have_wires_field_offsets() {
+    for program in RENDERED {
+        let cfg = config(program);
+        let sw = programs::build::<PktBuf>(&cfg).unwrap();
+        let res = sw.resources().clone();
+        for target in [Target::Tna, Target::V1model] {
+            let e = export(program, target);
+            let p4 = &e.files[&format!("{program}.p4")];
+            let headers = p4_headers(p4);
+            for inst in res.parser().instances() {
+                let h = inst.header;
+                let got = headers
+                    .get(&format!("{}_h", h.name))
+                    .unwrap_or_else(|| panic!("{program} {}: no header type for {}", target.name(), h.name));
+                assert_eq!(got.len(), h.fields.len(), "{}: field count", h.name);
+                let mut offset = 0u16;
+                for ((name, width), f) in got.iter().zip(h.fields) {
+                    assert_eq!(
+                        (name.as_str(), offset, *width),
+                        (f.name, f.offset, f.width),
+                        "{}.{}",
+                        h.name,
+                        f.name
+                    );
+                    offset += width;
+                }
+                assert_eq!(usize::from(offset), h.len * 8, "{}: length", h.name);
+            }
+        }
+    }
+}
+
+/// Every declared table (not listed as not emitted) is a P4 table with each declared action;
+/// every entry names a table and an action of the program; braces balance.
+#[test]
+fn declared_tables_and_entries_are_in_the_p4() {
+    for program in RENDERED {
+        let cfg = config(program);
+        let sw = programs::build::<PktBuf>(&cfg).unwrap();
+        let res = sw.resources().clone();
+        for target in [Target::Tna, Target::V1model] {
+            let e = export(program, target);
+            let p4 = &e.files[&format!("{program}.p4")];
+            assert_eq!(
+                p4.matches('{').count(),
+                p4.matches('}').count(),
+                "{program} {}: braces",
+                target.name()
+            );
+            let summary = &e.files["SUMMARY.md"];
+            for d in res.list() {
+                let dataplane::model::decl::DeclKind::Table(t) = &d.kind else { continue };
+                if summary.contains(&format!("| {} | {} | — |", d.name, d.kind.name())) {
+                    continue; // not emitted, with its reason in the summary
+                }
+                assert!(p4.contains(&format!("    table {} {{", t.name)), "{program}: table {}", t.name);
+                for a in &t.actions {
+                    assert!(
+                        p4.contains(&format!("action {}_{}(", t.name, a.name)),
+                        "{program}: {}.{}",
+                        t.name,
+                        a.name
+                    );
+                }
+            }
+            let entries = match target {
+                Target::V1model => &e.files["entries.txt"],
+                Target::Tna => &e.files["bfrt_setup.py"],
+            };
+            for line in entries.lines().filter(|l| l.starts_with("table_add ")) {
+                let w: Vec<&str> = line.split_whitespace().collect();
+                let table = w[1].rsplit('.').next().unwrap();
+                let action = w[2].rsplit('.').next().unwrap();
+                assert!(p4.contains(&format!("    table {table} {{")), "{line}");
+                assert!(p4.contains(&format!("action {action}(")), "{line}");
+            }
+        }
+    }
+}
+
+/// A program without a P4 rendering says so, naming itself.
+#[test]
+fn a_program_without_a_rendering_is_refused_by_name() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/dta-reporter.toml");
+    let cfg = Config::load(&path).unwrap();
+    let err = programs::p4_export(&cfg, Target::V1model).unwrap_err().to_string();
+    assert!(err.contains("dta_reporter") && err.contains("no P4 rendering"), "{err}");
+}
+
+/// The captures `docs/p4/macswap/` gives a P4 target to reproduce are what this switch writes
+/// from their inputs (so they cannot drift from the Rust program).
+#[test]
+fn the_macswap_check_captures_are_the_switchs_output() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/p4/macswap");
+    let dir = std::env::temp_dir().join(format!("softfabric-p4-macswap-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in ["in_p0.pcap", "in_p1.pcap", "replay.toml"] {
+        std::fs::copy(src.join(f), dir.join(f)).unwrap();
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dataplane"))
+        .args(["run", "--config", "replay.toml"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for p in 0..2 {
+        let got = std::fs::read(dir.join(format!("out_p{p}.pcap"))).unwrap();
+        let want = std::fs::read(src.join(format!("expected_p{p}.pcap"))).unwrap();
+        assert!(got == want, "p{p}: the switch's output differs from docs/p4/macswap/expected_p{p}.pcap");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
