@@ -63,7 +63,11 @@ impl L2l3 {
             actions: vec![
                 a("dmac", "forward", "meta.l2_hit = 1;\nmeta.l2_port = port;"),
                 a("dmac", "flood", "meta.l2_hit = 0;"),
-                a("ipv4_lpm", "connected", "meta.route_kind = 1;\nmeta.nexthop = hdr.ipv4.dst_addr;"),
+                a(
+                    "ipv4_lpm",
+                    "connected",
+                    "meta.route_kind = 1;\nmeta.nexthop = hdr.ipv4.dst_addr;\n// The neighbour entry sets the port again.\nmeta.egress_port = port;",
+                ),
                 a("ipv4_lpm", "ecmp", "meta.route_kind = 2;\nmeta.ecmp_group = group;"),
                 a("ipv4_lpm", "local", "meta.route_kind = 3;"),
                 a("ipv4_lpm", "no_route", "meta.route_kind = 0;"),

@@ -433,6 +433,8 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta,
     action ipv4_lpm_connected(bit<16> port) {
         meta.route_kind = 1;
         meta.nexthop = hdr.ipv4.dst_addr;
+        // The neighbour entry sets the port again.
+        meta.egress_port = port;
     }
     action ipv4_lpm_ecmp(bit<16> group) {
         meta.route_kind = 2;

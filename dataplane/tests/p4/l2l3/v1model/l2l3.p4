@@ -414,6 +414,8 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta, inout standard_met
     action ipv4_lpm_connected(bit<16> port) {
         meta.route_kind = 1;
         meta.nexthop = hdr.ipv4.dst_addr;
+        // The neighbour entry sets the port again.
+        meta.egress_port = port;
     }
     action ipv4_lpm_ecmp(bit<16> group) {
         meta.route_kind = 2;
