@@ -17,8 +17,9 @@
 //!
 //! What it is not: no packet is parsed here beyond what a backend or the host runtime needs to
 //! move it (Ethernet/IPv4/UDP framing for the UDP backend, ARP); formats live in `wire`,
-//! protocol logic in `roce` and the agents. `unsafe` is in the AF_PACKET and DPDK backends only,
-//! each block with its `SAFETY` comment.
+//! protocol logic in `roce` and the agents. `unsafe` is in the AF_PACKET and DPDK backends and in
+//! two hints of `buf` (a cache prefetch, a huge-page `madvise`), each block with its `SAFETY`
+//! comment.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
