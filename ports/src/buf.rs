@@ -199,20 +199,22 @@ pub struct HeapPool {
     /// Buffers made so far (all of them for an eager pool).
     created: usize,
     dataroom: usize,
+    /// Most buffers out of the pool at once.
+    peak: usize,
 }
 
 impl HeapPool {
     /// `capacity` buffers of `dataroom` bytes each, allocated now.
     pub fn new(capacity: usize, dataroom: usize) -> Self {
         let free: Vec<PktBuf> = (0..capacity).map(|_| PktBuf::new(dataroom)).collect();
-        Self { free, capacity, created: capacity, dataroom }
+        Self { free, capacity, created: capacity, dataroom, peak: 0 }
     }
 
     /// At most `capacity` buffers of `dataroom` bytes, each allocated the first time it is
     /// needed: for a large bound that is rarely reached (the virtual-time lab's worst case of
     /// every switch buffer full), so start-up does not pay for it.
     pub fn lazy(capacity: usize, dataroom: usize) -> Self {
-        Self { free: Vec::new(), capacity, created: 0, dataroom }
+        Self { free: Vec::new(), capacity, created: 0, dataroom, peak: 0 }
     }
 
     /// At most `capacity` buffers, as [`Self::lazy`], the first `prefill` of them made now, side
@@ -227,13 +229,18 @@ impl HeapPool {
         let lo = free.iter().map(|b| b.raw.as_ptr() as usize).min().unwrap_or(0);
         let hi = free.iter().map(|b| b.raw.as_ptr() as usize + b.raw.len()).max().unwrap_or(0);
         advise_huge_pages(lo, hi);
-        Self { free, capacity, created: n, dataroom }
+        Self { free, capacity, created: n, dataroom, peak: 0 }
     }
 
     /// Buffers made so far: all of them for an eager pool, the most ever in use at once for a
     /// lazy one.
     pub fn created(&self) -> usize {
         self.created
+    }
+
+    /// The most buffers out of the pool at once so far.
+    pub fn peak(&self) -> usize {
+        self.peak
     }
 
     /// Buffers the pool was created with.
@@ -275,17 +282,19 @@ fn advise_huge_pages(lo: usize, hi: usize) {
 impl Pool<PktBuf> for HeapPool {
     #[inline]
     fn alloc(&mut self) -> Option<PktBuf> {
-        match self.free.pop() {
+        let b = match self.free.pop() {
             Some(mut b) => {
                 b.reset();
-                Some(b)
+                b
             }
             None if self.created < self.capacity => {
                 self.created += 1;
-                Some(PktBuf::new(self.dataroom))
+                PktBuf::new(self.dataroom)
             }
-            None => None,
-        }
+            None => return None,
+        };
+        self.peak = self.peak.max(self.created - self.free.len());
+        Some(b)
     }
     #[inline]
     fn free(&mut self, f: PktBuf) {
@@ -308,6 +317,7 @@ impl Pool<PktBuf> for HeapPool {
             out.push(PktBuf::new(self.dataroom));
             k += 1;
         }
+        self.peak = self.peak.max(self.created - self.free.len());
         k
     }
     fn available(&self) -> usize {
@@ -324,10 +334,10 @@ mod tests {
     #[test]
     fn a_prefilled_pool_makes_the_rest_on_demand() {
         let mut p = HeapPool::lazy_prefilled(3000, 1500, 2000);
-        assert_eq!((p.created(), p.available()), (2000, 3000));
+        assert_eq!((p.created(), p.available(), p.peak()), (2000, 3000, 0));
         let mut held: Vec<PktBuf> = (0..3000).map(|_| p.alloc().expect("within capacity")).collect();
         assert!(p.alloc().is_none(), "beyond capacity");
-        assert_eq!(p.created(), 3000);
+        assert_eq!((p.created(), p.peak()), (3000, 3000));
         held[0].append(1500).expect("the data room").fill(7);
         for b in held.drain(..) {
             p.free(b);

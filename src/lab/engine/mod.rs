@@ -47,9 +47,10 @@ struct Lab<'a> {
     next_live: usize,
 }
 
-/// Frame buffers the lab makes up front, side by side on huge pages ([`HeapPool::lazy_prefilled`]);
-/// more are made as needed.
-const PREFILL_FRAMES: usize = 8192;
+/// Frame buffers the lab makes up front, side by side on huge pages ([`HeapPool::lazy_prefilled`]),
+/// per link of the fabric, within bounds; more are made as needed.
+const PREFILL_FRAMES_PER_LINK: usize = 32;
+const PREFILL_FRAMES: std::ops::RangeInclusive<usize> = 1024..=8192;
 
 /// Run a lab to its end (`duration`, or earlier when it has flows and every one is done and the
 /// fabric idle). `progress` is called with the virtual time now and then.
@@ -69,12 +70,12 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
         hosts.push(HostNode::new(agent, attach, l.rate_bps, l.delay_ns));
     }
     // Buffers, made as needed: every switch's queue-entry table could fill, plus what is on the
-    // wires and in the hosts' control queues. The first PREFILL_FRAMES are made now on huge
-    // pages (a k = 8 fat tree at 50 % load peaks at ~7 000 frames in flight).
+    // wires and in the hosts' control queues. The first are made now on huge pages (a k = 8 fat
+    // tree, 384 links, at 50 % load peaks at ~7 000 frames in flight).
     let pool = HeapPool::lazy_prefilled(
         262_144 * fabric.switches.len() + 4096 * n,
         workload.max_frame().max(256) + 64,
-        PREFILL_FRAMES,
+        (PREFILL_FRAMES_PER_LINK * cfg.topology.links.len()).clamp(*PREFILL_FRAMES.start(), *PREFILL_FRAMES.end()),
     );
     let mut lab = Lab {
         cfg,
@@ -309,7 +310,7 @@ impl Lab<'_> {
             });
         }
         self.result.simulated_ns = self.now;
-        self.result.frame_buffers = (self.pool.created(), self.pool.dataroom() + ports::buf::HEADROOM);
+        self.result.frame_buffers = (self.pool.peak(), self.pool.dataroom() + ports::buf::HEADROOM);
         for sn in &mut self.switches {
             sn.sw.drain_all(&mut self.pool);
         }

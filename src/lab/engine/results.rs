@@ -90,7 +90,7 @@ pub struct LabResult {
     pub base_rtt_ns: u64,
     /// Events processed.
     pub events: u64,
-    /// Frame buffers made: the most frames held at once (in switch queues, on the wires and
+    /// Frame buffers: the most frames held at once (in switch queues, on the wires and
     /// being built), and with the bytes of each, what the run's packets took at the peak.
     pub frame_buffers: (usize, usize),
     /// Virtual time simulated, ns.
