@@ -608,6 +608,8 @@ const V1MODEL_PRELUDE: &str =
 // Multicast to group g (1-based here), the copy to port `excl` pruned in egress.
 #define SF_MCAST(g, excl) std.mcast_grp = (bit<16>)(g)
 #define SF_CHECKSUM_ERR (std.checksum_error == 1)
+// The egress queue (BMv2 runs priority queues with --priority-queues).
+#define SF_SET_QUEUE(q) std.priority = (bit<3>)(q)
 #define SF_EGRESS_PORT ((bit<16>)std.egress_port)
 #define SF_EGRESS_INGRESS_PORT ((bit<16>)std.ingress_port)
 #define SF_EGRESS_DROP() mark_to_drop(std)
@@ -626,6 +628,7 @@ const TNA_PRELUDE: &str = "// Target macros: the hand-written steps use these, s
 // Multicast to group g (1-based here), the copy to port `excl` pruned by the PRE (L2 XID).
 #define SF_MCAST(g, excl) ig_tm_md.mcast_grp_a = (MulticastGroupId_t)(g); ig_tm_md.level2_exclusion_id = (L2ExclusionId_t)(excl)
 #define SF_CHECKSUM_ERR (meta.checksum_err)
+#define SF_SET_QUEUE(q) ig_tm_md.qid = (QueueId_t)(q)
 #define SF_EGRESS_PORT ((bit<16>)eg_intr_md.egress_port)
 #define SF_EGRESS_DROP() eg_dprsr_md.drop_ctl = 1
 #define SF_EGRESS_TS_NS (eg_prsr_md.global_tstamp[31:0])

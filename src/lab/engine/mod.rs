@@ -75,7 +75,8 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
     let pool = HeapPool::lazy_prefilled(
         262_144 * fabric.switches.len() + 4096 * n,
         workload.max_frame().max(256) + 64,
-        (PREFILL_FRAMES_PER_LINK * cfg.topology.links.len()).clamp(*PREFILL_FRAMES.start(), *PREFILL_FRAMES.end()),
+        (PREFILL_FRAMES_PER_LINK * cfg.topology.links.len())
+            .clamp(*PREFILL_FRAMES.start(), *PREFILL_FRAMES.end()),
     );
     let mut lab = Lab {
         cfg,

@@ -144,9 +144,10 @@ impl L2l3 {
              five fields), not by the Rust program's `hash mod members`: each flow stays on one path on both, \
              but not necessarily the same path."
                 .into(),
-            "queues: the Rust TM's queue choice (DSCP or PCP), PFC, ECN and DWRR are the traffic manager's \
-             configuration on the target (Tofino's TM, BMv2's priority queues), not P4: every packet goes to \
-             the default queue here."
+            "queues: the queue is chosen as the Rust program does (IPv4 precedence or VLAN PCP: \
+             `std.priority` on BMv2, which needs `--priority-queues`; `ig_tm_md.qid` on Tofino); PFC, ECN \
+             marking, DWRR weights and buffer thresholds are the target traffic manager's configuration \
+             (Tofino's TM, BMv2's queues), not P4, and not exported."
                 .into(),
             "drop reasons: counted in the P4-only `l2l3_drops` counter, one index per reason, where the Rust \
              switch has named counters."
@@ -162,6 +163,8 @@ if (!hdr.ethernet.isValid()) {{
     {malformed}
     exit;
 }}
+// The egress queue: {queue_doc}.
+{queue}
 // Learning: (source, port) to the control plane (multicast and all-zero sources are not learned).
 if (hdr.ethernet.src_addr[40:40] == 0 && hdr.ethernet.src_addr != 0) {{
     mac_learn_send();
@@ -236,6 +239,16 @@ if (!done) {{
     }}
 }}",
             malformed = count_drop("malformed").replace('\n', "\n    "),
+            queue_doc = if self.qos_pcp {
+                "the VLAN tag's PCP (`qos = \"pcp\"`), else 0"
+            } else {
+                "the IPv4 precedence (DSCP >> 3), else 0"
+            },
+            queue = if self.qos_pcp {
+                "if (hdr.vlan.isValid()) {\n    SF_SET_QUEUE(hdr.vlan.pcp);\n}"
+            } else {
+                "if (hdr.ipv4.isValid()) {\n    SF_SET_QUEUE(hdr.ipv4.dscp[5:3]);\n}"
+            },
             arp_to_switch = count_drop("arp_to_switch").replace('\n', "\n            "),
             bad_checksum = count_drop("bad_checksum").replace('\n', "\n        "),
             no_route = count_drop("no_route").replace('\n', "\n            "),

@@ -12,6 +12,7 @@
 // Multicast to group g (1-based here), the copy to port `excl` pruned by the PRE (L2 XID).
 #define SF_MCAST(g, excl) ig_tm_md.mcast_grp_a = (MulticastGroupId_t)(g); ig_tm_md.level2_exclusion_id = (L2ExclusionId_t)(excl)
 #define SF_CHECKSUM_ERR (meta.checksum_err)
+#define SF_SET_QUEUE(q) ig_tm_md.qid = (QueueId_t)(q)
 #define SF_EGRESS_PORT ((bit<16>)eg_intr_md.egress_port)
 #define SF_EGRESS_DROP() eg_dprsr_md.drop_ctl = 1
 #define SF_EGRESS_TS_NS (eg_prsr_md.global_tstamp[31:0])
@@ -575,6 +576,10 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta,
             l2l3_drops.count(0);
             SF_DROP();
             exit;
+        }
+        // The egress queue: the IPv4 precedence (DSCP >> 3), else 0.
+        if (hdr.ipv4.isValid()) {
+            SF_SET_QUEUE(hdr.ipv4.dscp[5:3]);
         }
         // Learning: (source, port) to the control plane (multicast and all-zero sources are not learned).
         if (hdr.ethernet.src_addr[40:40] == 0 && hdr.ethernet.src_addr != 0) {

@@ -12,6 +12,8 @@
 // Multicast to group g (1-based here), the copy to port `excl` pruned in egress.
 #define SF_MCAST(g, excl) std.mcast_grp = (bit<16>)(g)
 #define SF_CHECKSUM_ERR (std.checksum_error == 1)
+// The egress queue (BMv2 runs priority queues with --priority-queues).
+#define SF_SET_QUEUE(q) std.priority = (bit<3>)(q)
 #define SF_EGRESS_PORT ((bit<16>)std.egress_port)
 #define SF_EGRESS_INGRESS_PORT ((bit<16>)std.ingress_port)
 #define SF_EGRESS_DROP() mark_to_drop(std)
@@ -554,6 +556,10 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta, inout standard_met
             l2l3_drops.count(0);
             SF_DROP();
             exit;
+        }
+        // The egress queue: the IPv4 precedence (DSCP >> 3), else 0.
+        if (hdr.ipv4.isValid()) {
+            SF_SET_QUEUE(hdr.ipv4.dscp[5:3]);
         }
         // Learning: (source, port) to the control plane (multicast and all-zero sources are not learned).
         if (hdr.ethernet.src_addr[40:40] == 0 && hdr.ethernet.src_addr != 0) {
