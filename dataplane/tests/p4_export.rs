@@ -70,6 +70,16 @@ fn exports_match_the_golden_files_and_are_deterministic() {
     }
 }
 
+/// Call `f` with every rendered program's declarations, each target and its export.
+fn each_export(mut f: impl FnMut(&str, Target, &dataplane::model::Resources, &Export)) {
+    for program in RENDERED {
+        let sw = programs::build::<PktBuf>(&config(program)).unwrap();
+        for target in [Target::Tna, Target::V1model] {
+            f(program, target, sw.resources(), &export(program, target));
+        }
+    }
+}
+
 /// `header X_h { bit<W> f; … }` blocks of a P4 text: name → fields (name, width) in order.
 fn p4_headers(p4: &str) -> BTreeMap<String, Vec<(String, u16)>> {
     let mut out = BTreeMap::new();
@@ -96,83 +106,66 @@ fn p4_headers(p4: &str) -> BTreeMap<String, Vec<(String, u16)>> {
 /// `wire`'s offsets (a field added or moved in `wire` changes the P4, or this fails).
 #[test]
 fn generated_headers_have_wires_field_offsets() {
-    for program in RENDERED {
-        let cfg = config(program);
-        let sw = programs::build::<PktBuf>(&cfg).unwrap();
-        let res = sw.resources().clone();
-        for target in [Target::Tna, Target::V1model] {
-            let e = export(program, target);
-            let p4 = &e.files[&format!("{program}.p4")];
-            let headers = p4_headers(p4);
-            for inst in res.parser().instances() {
-                let h = inst.header;
-                let got = headers
-                    .get(&format!("{}_h", h.name))
-                    .unwrap_or_else(|| panic!("{program} {}: no header type for {}", target.name(), h.name));
-                assert_eq!(got.len(), h.fields.len(), "{}: field count", h.name);
-                let mut offset = 0u16;
-                for ((name, width), f) in got.iter().zip(h.fields) {
-                    assert_eq!(
-                        (name.as_str(), offset, *width),
-                        (f.name, f.offset, f.width),
-                        "{}.{}",
-                        h.name,
-                        f.name
-                    );
-                    offset += width;
-                }
-                assert_eq!(usize::from(offset), h.len * 8, "{}: length", h.name);
+    each_export(|program, target, res, e| {
+        let p4 = &e.files[&format!("{program}.p4")];
+        let headers = p4_headers(p4);
+        for inst in res.parser().instances() {
+            let h = inst.header;
+            let got = headers
+                .get(&format!("{}_h", h.name))
+                .unwrap_or_else(|| panic!("{program} {}: no header type for {}", target.name(), h.name));
+            assert_eq!(got.len(), h.fields.len(), "{}: field count", h.name);
+            let mut offset = 0u16;
+            for ((name, width), f) in got.iter().zip(h.fields) {
+                assert_eq!(
+                    (name.as_str(), offset, *width),
+                    (f.name, f.offset, f.width),
+                    "{}.{}",
+                    h.name,
+                    f.name
+                );
+                offset += width;
             }
+            assert_eq!(usize::from(offset), h.len * 8, "{}: length", h.name);
         }
-    }
+    });
 }
 
 /// Every declared table (not listed as not emitted) is a P4 table with each declared action;
 /// every entry names a table and an action of the program; braces balance.
 #[test]
 fn declared_tables_and_entries_are_in_the_p4() {
-    for program in RENDERED {
-        let cfg = config(program);
-        let sw = programs::build::<PktBuf>(&cfg).unwrap();
-        let res = sw.resources().clone();
-        for target in [Target::Tna, Target::V1model] {
-            let e = export(program, target);
-            let p4 = &e.files[&format!("{program}.p4")];
-            assert_eq!(
-                p4.matches('{').count(),
-                p4.matches('}').count(),
-                "{program} {}: braces",
-                target.name()
-            );
-            let summary = &e.files["SUMMARY.md"];
-            for d in res.list() {
-                let dataplane::model::decl::DeclKind::Table(t) = &d.kind else { continue };
-                if summary.contains(&format!("| {} | {} | — |", d.name, d.kind.name())) {
-                    continue; // not emitted, with its reason in the summary
-                }
-                assert!(p4.contains(&format!("    table {} {{", t.name)), "{program}: table {}", t.name);
-                for a in &t.actions {
-                    assert!(
-                        p4.contains(&format!("action {}_{}(", t.name, a.name)),
-                        "{program}: {}.{}",
-                        t.name,
-                        a.name
-                    );
-                }
+    each_export(|program, target, res, e| {
+        let p4 = &e.files[&format!("{program}.p4")];
+        assert_eq!(p4.matches('{').count(), p4.matches('}').count(), "{program} {}: braces", target.name());
+        let summary = &e.files["SUMMARY.md"];
+        for d in res.list() {
+            let dataplane::model::decl::DeclKind::Table(t) = &d.kind else { continue };
+            if summary.contains(&format!("| {} | {} | — |", d.name, d.kind.name())) {
+                continue; // not emitted, with its reason in the summary
             }
-            let entries = match target {
-                Target::V1model => &e.files["entries.txt"],
-                Target::Tna => &e.files["bfrt_setup.py"],
-            };
-            for line in entries.lines().filter(|l| l.starts_with("table_add ")) {
-                let w: Vec<&str> = line.split_whitespace().collect();
-                let table = w[1].rsplit('.').next().unwrap();
-                let action = w[2].rsplit('.').next().unwrap();
-                assert!(p4.contains(&format!("    table {table} {{")), "{line}");
-                assert!(p4.contains(&format!("action {action}(")), "{line}");
+            assert!(p4.contains(&format!("    table {} {{", t.name)), "{program}: table {}", t.name);
+            for a in &t.actions {
+                assert!(
+                    p4.contains(&format!("action {}_{}(", t.name, a.name)),
+                    "{program}: {}.{}",
+                    t.name,
+                    a.name
+                );
             }
         }
-    }
+        let entries = match target {
+            Target::V1model => &e.files["entries.txt"],
+            Target::Tna => &e.files["bfrt_setup.py"],
+        };
+        for line in entries.lines().filter(|l| l.starts_with("table_add ")) {
+            let w: Vec<&str> = line.split_whitespace().collect();
+            let table = w[1].rsplit('.').next().unwrap();
+            let action = w[2].rsplit('.').next().unwrap();
+            assert!(p4.contains(&format!("    table {table} {{")), "{line}");
+            assert!(p4.contains(&format!("action {action}(")), "{line}");
+        }
+    });
 }
 
 /// A program without a P4 rendering says so, naming itself.

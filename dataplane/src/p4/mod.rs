@@ -245,14 +245,20 @@ fn headers_struct(res: &Resources) -> String {
     s
 }
 
+/// The metadata fields: the program's declared ones, then the rendering's, each name once.
+fn meta_fields<'a>(res: &'a Resources, p: &'a ProgramP4) -> Vec<&'a Param> {
+    let mut out: Vec<&Param> = Vec::new();
+    for m in res.metadata().iter().chain(&p.meta) {
+        if !out.iter().any(|o| o.name == m.name) {
+            out.push(m);
+        }
+    }
+    out
+}
+
 fn meta_struct(res: &Resources, p: &ProgramP4, target: Target) -> String {
     let mut s = String::from("struct metadata_t {\n");
-    let mut names: Vec<&str> = Vec::new();
-    for m in res.metadata().iter().chain(&p.meta) {
-        if names.contains(&m.name) {
-            continue;
-        }
-        names.push(m.name);
+    for m in meta_fields(res, p) {
         let _ = writeln!(s, "    bit<{}> {};", m.width, m.name);
     }
     if target == Target::Tna && res.parser().instances().iter().any(|i| i.name == "ipv4") {
@@ -761,12 +767,8 @@ pub fn export(
             let csum = if has_ipv4 { "    Checksum() ipv4_csum;\n\n" } else { "" };
             // Tofino does not zero metadata: every field starts at 0 here, as on BMv2.
             let mut meta_init = String::new();
-            let mut seen: Vec<&str> = Vec::new();
-            for m in res.metadata().iter().chain(&p.meta) {
-                if !seen.contains(&m.name) {
-                    seen.push(m.name);
-                    let _ = writeln!(meta_init, "        meta.{} = 0;", m.name);
-                }
+            for m in meta_fields(res, p) {
+                let _ = writeln!(meta_init, "        meta.{} = 0;", m.name);
             }
             if has_ipv4 {
                 meta_init.push_str("        meta.checksum_err = false;\n");

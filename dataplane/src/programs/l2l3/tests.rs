@@ -95,6 +95,18 @@ fn run(sw: &mut Sw, pool: &mut HeapPool, port: u16, frame: &[u8], now: u64) -> V
     out
 }
 
+/// An ARP reply from `(mac, ip)` to `(mac, ip)`, in a 60-byte frame.
+fn arp_reply(from: (EthernetAddress, Ipv4Addr), to: (EthernetAddress, Ipv4Addr)) -> Vec<u8> {
+    let mut reply = vec![0u8; 60];
+    EthernetRepr { src_addr: from.0, dst_addr: to.0, vlan: None, ethertype: EtherType::ARP }
+        .emit(&mut reply)
+        .unwrap();
+    ArpRepr { op: OP_REPLY, sender_mac: from.0, sender_ip: from.1, target_mac: to.0, target_ip: to.1 }
+        .emit(&mut reply[14..])
+        .unwrap();
+    reply
+}
+
 fn drops(sw: &Sw, name: &str) -> u64 {
     let i = sw.drop_reasons().names().iter().position(|n| *n == name).unwrap();
     sw.counters().drops[i]
@@ -203,24 +215,7 @@ fn unresolved_next_hop_sends_arp_then_routes_once_resolved() {
     assert!(run(&mut sw, &mut pool, 0, &f, 50_000_000).is_empty());
     // The host answers; the next packet is routed to it.
     let host = EthernetAddress([2, 0, 0, 0, 3, 9]);
-    let mut reply = vec![0u8; 60];
-    EthernetRepr {
-        src_addr: host,
-        dst_addr: EthernetAddress([2, 0, 0, 0, 0, 0x12]),
-        vlan: None,
-        ethertype: EtherType::ARP,
-    }
-    .emit(&mut reply)
-    .unwrap();
-    ArpRepr {
-        op: OP_REPLY,
-        sender_mac: host,
-        sender_ip: Ipv4Addr::new(10, 0, 3, 9),
-        target_mac: a.sender_mac,
-        target_ip: a.sender_ip,
-    }
-    .emit(&mut reply[14..])
-    .unwrap();
+    let reply = arp_reply((host, Ipv4Addr::new(10, 0, 3, 9)), (a.sender_mac, a.sender_ip));
     assert!(run(&mut sw, &mut pool, 2, &reply, 60_000_000).is_empty());
     assert_eq!(drops(&sw, "arp_to_switch"), 1);
     let out = run(&mut sw, &mut pool, 0, &f, 70_000_000);
@@ -318,24 +313,10 @@ fn a_group_route_follows_its_neighbour_as_it_changes() {
     assert_eq!(ArpRepr::parse(&out[0].1[14..]).unwrap().target_ip, Ipv4Addr::new(10, 0, 2, 2));
     // Learned from the neighbour's ARP reply: routed again, to the MAC it announced.
     let learned = EthernetAddress([2, 0, 0, 0, 2, 7]);
-    let mut reply = vec![0u8; 60];
-    EthernetRepr {
-        src_addr: learned,
-        dst_addr: EthernetAddress([2, 0, 0, 0, 0, 0x11]),
-        vlan: None,
-        ethertype: EtherType::ARP,
-    }
-    .emit(&mut reply)
-    .unwrap();
-    ArpRepr {
-        op: OP_REPLY,
-        sender_mac: learned,
-        sender_ip: Ipv4Addr::new(10, 0, 2, 2),
-        target_mac: EthernetAddress([2, 0, 0, 0, 0, 0x11]),
-        target_ip: Ipv4Addr::new(10, 0, 2, 1),
-    }
-    .emit(&mut reply[14..])
-    .unwrap();
+    let reply = arp_reply(
+        (learned, Ipv4Addr::new(10, 0, 2, 2)),
+        (EthernetAddress([2, 0, 0, 0, 0, 0x11]), Ipv4Addr::new(10, 0, 2, 1)),
+    );
     run(&mut sw, &mut pool, 1, &reply, 1);
     assert_eq!(dst(&run(&mut sw, &mut pool, 0, &f, 2)), (1, learned));
     // A group created after the neighbours were known.
