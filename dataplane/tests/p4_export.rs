@@ -233,3 +233,111 @@ fn the_export_command_writes_the_files_and_refuses_a_bad_target() {
     }
     std::fs::remove_dir_all(&out).ok();
 }
+
+/// Each identifier of `s` that follows `prefix` (e.g. every `x` of `meta.x`), with what comes
+/// after it: a rough reader of the generated text, enough to check references without a compiler.
+fn refs<'a>(s: &'a str, prefix: &str) -> Vec<(&'a str, &'a str)> {
+    let is_id = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(i) = s[at..].find(prefix) {
+        let start = at + i;
+        let before = s[..start].chars().next_back();
+        at = start + prefix.len();
+        if before.is_some_and(is_id) {
+            continue; // part of a longer name
+        }
+        let end = s[at..].find(|c: char| !is_id(c)).map_or(s.len(), |e| at + e);
+        out.push((&s[at..end], &s[end..]));
+        at = end;
+    }
+    out
+}
+
+/// What no compiler checks here, checked on the text as the preprocessor leaves it for the target
+/// (`#ifdef`s taken, used macros expanded): every `meta.x` is a metadata field, every `hdr.x` a
+/// header instance and `hdr.x.f` / `hdr.x[k].f` one of its header's fields, every `SF_…` macro
+/// used is defined, every `t.apply()` names a table, and every action a table lists is defined.
+#[test]
+fn the_generated_programs_refer_only_to_what_they_declare() {
+    each_export(|program, target, res, e| {
+        let full = &e.files[&format!("{program}.p4")];
+        let what = format!("{program} {}", target.name());
+        // The text outside `#define`s, plus the body of each macro it uses: a macro no one
+        // expands (the prelude's for every program) refers to nothing.
+        let defines: Vec<&str> = full.lines().filter(|l| l.trim_start().starts_with("#define ")).collect();
+        let defined =
+            |m: &str| defines.iter().any(|d| d.trim_start()[8..].split_whitespace().next() == Some(m));
+        // `#ifdef` / `#else` / `#endif` as the preprocessor takes them.
+        let mut active = vec![true];
+        let mut body = Vec::new();
+        for l in full.lines() {
+            let t = l.trim_start();
+            if let Some(m) = t.strip_prefix("#ifdef ") {
+                let on = *active.last().unwrap() && defined(m.trim());
+                active.push(on);
+            } else if t.starts_with("#else") {
+                let on = !active.pop().unwrap() && *active.last().unwrap();
+                active.push(on);
+            } else if t.starts_with("#endif") {
+                active.pop();
+            } else if !t.starts_with('#') && *active.last().unwrap() {
+                body.push(l);
+            }
+        }
+        assert_eq!(active.len(), 1, "{what}: unbalanced #ifdef");
+        let mut text = body.join("\n");
+        for (name, _) in refs(&text.clone(), "SF_") {
+            let d = defines
+                .iter()
+                .find(|d| d.trim_start()[8..].starts_with(&format!("SF_{name}")))
+                .unwrap_or_else(|| panic!("{what}: SF_{name} is not defined"));
+            text.push('\n');
+            text.push_str(d);
+        }
+        let p4 = &text;
+        let meta_block = &p4[p4.find("struct metadata_t {").unwrap()..];
+        let meta_block = &meta_block[..meta_block.find('}').unwrap()];
+        let meta: Vec<&str> = meta_block
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.trim().trim_end_matches(';').split_whitespace().nth(1))
+            .collect();
+        for (name, _) in refs(p4, "meta.") {
+            assert!(meta.contains(&name), "{what}: meta.{name} is not a metadata field");
+        }
+        let instances = res.parser().instances();
+        for (name, rest) in refs(p4, "hdr.") {
+            let inst = instances
+                .iter()
+                .find(|i| i.name == name)
+                .unwrap_or_else(|| panic!("{what}: hdr.{name} is not a header instance"));
+            // The field after `.` or `[k].`, if any.
+            let rest = if rest.starts_with('[') { &rest[rest.find(']').unwrap() + 1..] } else { rest };
+            if let Some(f) = rest.strip_prefix('.') {
+                let field: String =
+                    f.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                if ["isValid", "setValid", "setInvalid"].contains(&field.as_str()) {
+                    continue;
+                }
+                assert!(
+                    inst.header.fields.iter().any(|x| dataplane::p4::ident(x.name) == field),
+                    "{what}: hdr.{name}.{field} is not a field of {}",
+                    inst.header.name
+                );
+            }
+        }
+        for (i, _) in p4.match_indices(".apply()") {
+            let t: String =
+                p4[..i].chars().rev().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            let t: String = t.chars().rev().collect();
+            assert!(p4.contains(&format!("table {t} {{")), "{what}: {t}.apply() but no table {t}");
+        }
+        let mut lists = p4.split("actions = {").skip(1);
+        for list in lists.by_ref() {
+            for a in list[..list.find('}').unwrap()].split(';').map(str::trim).filter(|a| !a.is_empty()) {
+                assert!(p4.contains(&format!("action {a}(")), "{what}: action {a} is listed but not defined");
+            }
+        }
+    });
+}
