@@ -149,6 +149,9 @@ impl L2l3 {
              marking, DWRR weights and buffer thresholds are the target traffic manager's configuration \
              (Tofino's TM, BMv2's queues), not P4, and not exported."
                 .into(),
+            "IPv4 with options: the header checksum is verified and rewritten over the 20-byte header, so the \
+             targets drop such packets as `bad_checksum` where the Rust switch routes them."
+                .into(),
             "drop reasons: counted in the P4-only `l2l3_drops` counter, one index per reason, where the Rust \
              switch has named counters."
                 .into(),
@@ -177,7 +180,7 @@ if (hdr.arp.isValid()) {{
     if (meta.arp_hit == 1) {{
         done = true;
         if (hdr.arp.oper == 1) {{
-            hdr.ethernet.dst_addr = hdr.ethernet.src_addr;
+            hdr.ethernet.dst_addr = hdr.arp.sender_mac;
             hdr.ethernet.src_addr = meta.arp_mac;
             hdr.arp.oper = 2;
             hdr.arp.target_mac = hdr.arp.sender_mac;
@@ -186,6 +189,7 @@ if (hdr.arp.isValid()) {{
             hdr.arp.target_ip = hdr.arp.sender_ip;
             hdr.arp.sender_ip = asked;
             SF_SET_EGRESS(meta.ingress_port);
+            SF_SET_QUEUE({control_queue});
         }} else {{
             {arp_to_switch}
         }}
@@ -239,6 +243,7 @@ if (!done) {{
     }}
 }}",
             malformed = count_drop("malformed").replace('\n', "\n    "),
+            control_queue = super::CONTROL_QUEUE,
             queue_doc = if self.qos_pcp {
                 "the VLAN tag's PCP (`qos = \"pcp\"`), else 0"
             } else {

@@ -593,7 +593,7 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta,
             if (meta.arp_hit == 1) {
                 done = true;
                 if (hdr.arp.oper == 1) {
-                    hdr.ethernet.dst_addr = hdr.ethernet.src_addr;
+                    hdr.ethernet.dst_addr = hdr.arp.sender_mac;
                     hdr.ethernet.src_addr = meta.arp_mac;
                     hdr.arp.oper = 2;
                     hdr.arp.target_mac = hdr.arp.sender_mac;
@@ -602,6 +602,7 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta,
                     hdr.arp.target_ip = hdr.arp.sender_ip;
                     hdr.arp.sender_ip = asked;
                     SF_SET_EGRESS(meta.ingress_port);
+                    SF_SET_QUEUE(7);
                 } else {
                     l2l3_drops.count(7);
                     SF_DROP();
