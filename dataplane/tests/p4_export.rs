@@ -210,23 +210,20 @@ fn the_export_command_writes_the_files_and_refuses_a_bad_target() {
     let cfg = dir().join("l2l3.toml");
     let out = std::env::temp_dir().join(format!("softfabric-p4-cli-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
-    let bad = std::process::Command::new(bin)
-        .args(["p4", "export", "--config"])
-        .arg(&cfg)
-        .args(["--target", "psa", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
+    let export_to = |target: &str| {
+        std::process::Command::new(bin)
+            .args(["p4", "export", "--config"])
+            .arg(&cfg)
+            .args(["--target", target, "--out"])
+            .arg(&out)
+            .output()
+            .unwrap()
+    };
+    let bad = export_to("psa");
     assert_eq!(bad.status.code(), Some(2));
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.contains("\"psa\"") && err.contains("tna") && err.contains("v1model"), "{err}");
-    let ok = std::process::Command::new(bin)
-        .args(["p4", "export", "--config"])
-        .arg(&cfg)
-        .args(["--target", "v1model", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
+    let ok = export_to("v1model");
     assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
     for (name, text) in &export("l2l3", Target::V1model).files {
         assert_eq!(&std::fs::read_to_string(out.join(name)).unwrap(), text, "{name}");

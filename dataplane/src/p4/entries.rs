@@ -166,7 +166,7 @@ pub fn tna_bfrt(program: &str, entries: &[Entry]) -> String {
                 let c = if *pipe == super::Pipe::Egress { "egr" } else { "ing" };
                 let mut kv: Vec<String> = Vec::new();
                 for (name, v) in keys {
-                    let f = bfrt_field(name);
+                    let f = key_name(name);
                     match v {
                         KeyVal::Exact(x) => kv.push(format!("{f}={}", hex(*x))),
                         KeyVal::Lpm(x, l) => kv.push(format!("{f}={}, {f}_p_length={l}", hex(*x))),
@@ -237,8 +237,4 @@ pub fn tna_bfrt(program: &str, entries: &[Entry]) -> String {
 /// arguments: `hdr.ipv4.dst_addr` → `ipv4_dst_addr`, `meta.ecmp_group` → `ecmp_group`.
 pub fn key_name(p4: &str) -> String {
     p4.trim_start_matches("hdr.").trim_start_matches("meta.").replace('.', "_")
-}
-
-fn bfrt_field(p4: &str) -> String {
-    key_name(p4)
 }

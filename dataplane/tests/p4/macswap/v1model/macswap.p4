@@ -15,7 +15,6 @@
 // The egress queue (BMv2 runs priority queues with --priority-queues).
 #define SF_SET_QUEUE(q) std.priority = (bit<3>)(q)
 #define SF_EGRESS_PORT ((bit<16>)std.egress_port)
-#define SF_EGRESS_INGRESS_PORT ((bit<16>)std.ingress_port)
 #define SF_EGRESS_DROP() mark_to_drop(std)
 // BMv2 keeps time in microseconds.
 #define SF_EGRESS_TS_NS (((bit<32>)std.egress_global_timestamp) * 32w1000)
