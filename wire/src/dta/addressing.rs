@@ -1,4 +1,4 @@
-//! Collector addressing: the Key-Write checksum and slot hashes (two modes), key scrambling, the collector a
+//! Collector addressing: the Key-Write checksum and slot hashes (two modes), key scrambling, flow keys, the collector a
 //! key goes to, and the memory layouts both the translator and the collector compute.
 
 /// The Key-Write checksum stored with each slot: CRC-32/ISO-HDLC over the key's four
@@ -143,12 +143,76 @@ pub const fn scramble_key(x: u32) -> u32 {
 }
 
 /// Which of `n` collectors holds `key` (Key-Write and Key-Increment spread keys over collectors
-/// by hash): CRC-32C of the key's little-endian bytes, modulo `n`. A different CRC than the slot
-/// hash, so a collector's keys still spread over all its slots. `n` must be at least 1.
+/// by hash): CRC-32C of the key's little-endian bytes, scaled to `0..n` as `c · n >> 32`. A
+/// different CRC than the slot hash, so a collector's keys still spread over all its slots.
+///
+/// Why a scale and not `c mod n`: a switch pipeline has no divider. Collector `i` holds the
+/// hashes in `[⌈i·2³²/n⌉, ⌈(i+1)·2³²/n⌉)` ([`keywrite_collector_range`]), a range table's match
+/// on Tofino and BMv2, the same choice as here.
 #[inline]
 pub fn keywrite_collector(key: u32, n: usize) -> usize {
     let c = crc32c(&key.to_le_bytes());
-    (c as usize) % n.max(1)
+    ((u64::from(c) * n.max(1) as u64) >> 32) as usize
+}
+
+/// The CRC-32C of `key` that [`keywrite_collector`] scales: what a switch hashes.
+#[inline]
+pub fn keywrite_collector_hash(key: u32) -> u32 {
+    crc32c(&key.to_le_bytes())
+}
+
+/// The hashes collector `i` of `n` holds under [`keywrite_collector`]: `(first, last)`,
+/// inclusive. `None` when `i >= n` (or the range is empty, which no `n ≤ 2³²` gives).
+pub fn keywrite_collector_range(i: usize, n: usize) -> Option<(u32, u32)> {
+    let (i, n) = (i as u64, n as u64);
+    if i >= n {
+        return None;
+    }
+    let lo = (i << 32).div_ceil(n);
+    let hi = ((i + 1) << 32).div_ceil(n) - 1;
+    (lo <= hi).then_some((lo as u32, hi.min(u64::from(u32::MAX)) as u32))
+}
+
+/// The DTA key of a flow, from the CRC-32 of its 5-tuple: simple tabulation hashing, one fixed
+/// random table per byte of the CRC, XORed ([`FLOW_KEY_TABLES`]).
+///
+/// Why not the CRC itself: the slot hash is a CRC of the key, affine over GF(2), so keys that
+/// are CRCs of neighbouring 5-tuples (affine too) land in a small affine subspace of slots and
+/// collide in whole groups, in every copy at once. Random tables are not affine, so these keys
+/// spread over the slots as random keys do. Why tables and not [`scramble_key`]'s multiplies: a
+/// Tofino ALU cannot multiply, and four 256-entry exact tables are what every P4 target has —
+/// the reporter's key is the same on our switch, BMv2 and Tofino.
+#[inline]
+pub const fn flow_key(crc: u32) -> u32 {
+    let b = crc.to_le_bytes();
+    FLOW_KEY_TABLES[0][b[0] as usize]
+        ^ FLOW_KEY_TABLES[1][b[1] as usize]
+        ^ FLOW_KEY_TABLES[2][b[2] as usize]
+        ^ FLOW_KEY_TABLES[3][b[3] as usize]
+}
+
+/// [`flow_key`]'s tables: table `i` maps byte `i` (least significant first) of the CRC. Filled
+/// by SplitMix64 from a fixed seed, so every build and every target has the same ones.
+pub static FLOW_KEY_TABLES: [[u32; 256]; 4] = flow_key_tables();
+
+const fn flow_key_tables() -> [[u32; 256]; 4] {
+    let mut t = [[0u32; 256]; 4];
+    let mut s: u64 = 0x0d7a_f10e_5eed_0001;
+    let mut i = 0;
+    while i < 4 {
+        let mut j = 0;
+        while j < 256 {
+            s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = s;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^= z >> 31;
+            t[i][j] = (z >> 32) as u32;
+            j += 1;
+        }
+        i += 1;
+    }
+    t
 }
 
 /// CRC-32C (Castagnoli), bitwise: only a few bytes per report go through it.

@@ -8,6 +8,21 @@ fn keys_spread_over_collectors_and_layouts_hold() {
         counts[keywrite_collector(k, 3)] += 1;
     }
     assert!(counts.iter().all(|&c| (9_000..11_000).contains(&c)), "{counts:?}");
+    // The ranges a switch matches give the same collector, and cover the hash space.
+    for n in [1usize, 2, 3, 5, 7, 16] {
+        let ranges: Vec<(u32, u32)> = (0..n).map(|i| keywrite_collector_range(i, n).unwrap()).collect();
+        assert_eq!(ranges[0].0, 0);
+        assert_eq!(ranges[n - 1].1, u32::MAX);
+        for w in ranges.windows(2) {
+            assert_eq!(w[0].1 + 1, w[1].0, "n = {n}: {ranges:?}");
+        }
+        for k in 0..2_000u32 {
+            let c = keywrite_collector_hash(k);
+            let i = ranges.iter().position(|&(lo, hi)| (lo..=hi).contains(&c)).unwrap();
+            assert_eq!(i, keywrite_collector(k, n), "key {k}, n = {n}");
+        }
+        assert_eq!(keywrite_collector_range(n, n), None);
+    }
     // CRC-32C check value.
     assert_eq!(crc32c(b"123456789"), 0xe306_9283);
     assert_eq!(layout::keywrite_slot_len(4), 8);
@@ -110,4 +125,46 @@ fn bad_reports_name_their_field() {
     sm[3 + 9] = 1;
     sm[3 + 10] = 7;
     assert_eq!(DtaRepr::parse(&sm, f).unwrap_err().field(), "dta.sketchmerge.merge_op");
+}
+
+#[test]
+fn flow_keys_of_neighbouring_crcs_spread_over_slots() {
+    // The tables are fixed: a change would move every flow's key on every reporter.
+    assert_eq!(
+        flow_key(0),
+        FLOW_KEY_TABLES[0][0] ^ FLOW_KEY_TABLES[1][0] ^ FLOW_KEY_TABLES[2][0] ^ FLOW_KEY_TABLES[3][0]
+    );
+    assert_eq!(
+        flow_key(0x0403_0201),
+        FLOW_KEY_TABLES[0][1] ^ FLOW_KEY_TABLES[1][2] ^ FLOW_KEY_TABLES[2][3] ^ FLOW_KEY_TABLES[3][4]
+    );
+    // Consecutive CRCs (an affine family) in 2^12 slots: copy 0 and copy 1 collide about as
+    // random keys do (each ~n²/2s pairs), and the two copies' collisions are not the same pairs.
+    let (n, slots) = (2_000u32, 1u64 << 12);
+    let mut both = 0;
+    let mut each = [0u32; 2];
+    let hashes: Vec<KeyHash> = (0..n).map(|i| KeyHash::new(flow_key(0x1234_0000 + i))).collect();
+    let mut seen = [std::collections::HashMap::new(), std::collections::HashMap::new()];
+    let mut pairs: [std::collections::HashSet<(u32, u32)>; 2] = Default::default();
+    for (i, h) in hashes.iter().enumerate() {
+        for c in 0..2u8 {
+            let s = layout::key_slot_index(h, c, slots);
+            let prev: &mut Vec<u32> = seen[usize::from(c)].entry(s).or_default();
+            for &j in prev.iter() {
+                each[usize::from(c)] += 1;
+                pairs[usize::from(c)].insert((j, i as u32));
+            }
+            prev.push(i as u32);
+        }
+    }
+    for p in &pairs[0] {
+        if pairs[1].contains(p) {
+            both += 1;
+        }
+    }
+    let expect = f64::from(n) * f64::from(n) / 2.0 / slots as f64; // ~488
+    for e in each {
+        assert!((f64::from(e) - expect).abs() < expect * 0.25, "{each:?} vs {expect}");
+    }
+    assert!(both <= 3, "{both} pairs collide in both copies");
 }

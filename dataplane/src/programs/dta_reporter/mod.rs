@@ -38,6 +38,7 @@ use roce::dta::{MAX_REPORT, parse_priority};
 use wire::udp::port::DTA_NACK as NACK_PORT;
 mod config;
 pub mod decl;
+pub(crate) mod p4;
 
 pub use self::config::DtaReporterSection;
 use super::{BuildCtx, FromConfig};
@@ -46,11 +47,12 @@ use crate::config::{Config, ConfigError};
 use crate::model::{DropReason, HashAlgo, HashUnit, RegisterArray, Resources};
 use crate::switch::{Dest, Emitter, IngressMd, PortId, Program};
 
-/// A flow's DTA key from the CRC-32 of its 5-tuple, scrambled ([`wire::dta::scramble_key`]:
-/// a CRC of a CRC is affine and would make neighbouring flows collide in whole groups) and
-/// never 0, which marks an empty flow register.
+/// A flow's DTA key from the CRC-32 of its 5-tuple: [`wire::dta::flow_key`] (tabulation: a CRC
+/// of a CRC is affine and would make neighbouring flows collide in whole groups; tables, because
+/// the P4 export computes the same key on Tofino, which cannot multiply), never 0, which marks
+/// an empty flow register.
 pub fn flow_key(crc: u32) -> u32 {
-    wire::dta::scramble_key(crc).max(1)
+    wire::dta::flow_key(crc).max(1)
 }
 
 /// What a report says about a flow.
@@ -117,6 +119,8 @@ pub struct DtaReporter {
     src_port: u16,
     queue: u8,
     sender: ReportSender,
+    /// The configured epoch (`None`: a fresh one each start).
+    epoch_cfg: Option<u8>,
     /// Per flow slot: (flow key, last value reported); key 0 marks an empty slot.
     flows: RegisterArray<(u32, u32)>,
     flow_mask: usize,
@@ -140,6 +144,10 @@ impl FromConfig for DtaReporter {
 
     fn from_config(cfg: &Config, ctx: &mut BuildCtx) -> Result<Self, ConfigError> {
         Self::build(cfg, ctx)
+    }
+
+    fn p4(&self, cfg: &Config) -> Result<crate::p4::ProgramP4, crate::p4::ExportError> {
+        self.rendering(cfg)
     }
 }
 
@@ -248,6 +256,7 @@ impl DtaReporter {
             src_port: d.src_port.unwrap_or(0xc0de),
             queue,
             sender: ReportSender::new(keep, epoch),
+            epoch_cfg: d.epoch,
             flows: flow_regs,
             flow_mask: flows - 1,
             flow_hash,
