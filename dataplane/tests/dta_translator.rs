@@ -691,3 +691,124 @@ fn bad_configs_are_refused_by_key() {
     .to_string();
     assert!(e.contains("runtime.pool_buffers") && e.contains("available"), "{e}");
 }
+
+/// The captures `docs/p4/dta_translator/` gives a P4 target: the reports this lab sends into p0
+/// (`in_p0.pcap`), the RDMA requests this translator sends for them on p1 (`expected_p1.pcap`),
+/// the configuration (`translator.toml`, the lab's) and the state the control plane would have
+/// written after the CM exchange (`runtime_entries.txt`: each QP's `dta_qp_state` entry and
+/// starting PSN, as this run connected them). Key-Write N = 2, Key-Increment N = 2 and an Append
+/// to a list of batch 1: what the data plane of the P4 translates. Regenerated with
+/// `SOFTFABRIC_BLESS=1`; otherwise compared, so they cannot drift from the Rust program.
+#[test]
+fn the_p4_check_captures_are_this_translators_output() {
+    use pcap_file::DataLink;
+    use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
+
+    // A fixed CM seed: the same QPNs and starting PSNs every run.
+    let mut lab = standard_lab("seed = 7");
+    lab.capture = true;
+    let seq = long(0, false, Priority::Low);
+    let reports: Vec<Vec<u8>> = vec![
+        kw_bytes(&kw(0x0001_e240, 2, &[1, 2, 3, 4], seq)),
+        kw_bytes(&DtaRepr {
+            immediate: false,
+            seq,
+            primitive: Primitive::KeyIncrement { redundancy: 2, key: 0xbeef, counter: 1500 },
+        }),
+        kw_bytes(&DtaRepr {
+            immediate: false,
+            seq,
+            primitive: Primitive::Append { list_id: 2, data: 0xa1b2_c3d4 },
+        }),
+        kw_bytes(&kw(7, 1, &[9, 8, 7, 6], seq)),
+    ];
+    let mut inputs = Vec::new();
+    for r in &reports {
+        inputs.push(lab::report_frame(REPORTER, C0, r));
+        lab.report_bytes(REPORTER, C0, r);
+        lab.run(2);
+    }
+    lab.run(50);
+    let qps = lab.sw.program().queue_pairs();
+    // The requests: RoCEv2 to the collector with a WRITE or FETCH_ADD opcode, but not the
+    // requester's zero-length WRITEs asking for an ACK (ack probes: no data, not on the targets).
+    let requests: Vec<Vec<u8>> = std::mem::take(&mut lab.captured)
+        .into_iter()
+        .filter(|f| {
+            lab::udp_of(f).is_some_and(|u| {
+                u.2 == 4791
+                    && (f[u.3] == 0x14 || (f[u.3] == 0x0a && f[u.3 + 12 + 12..u.3 + 12 + 16] != [0; 4]))
+            })
+        })
+        .collect();
+    assert_eq!(requests.len(), 2 + 2 + 1 + 1, "one request per copy");
+    // The runtime state per QP used: its entry as the control plane writes it after the CM
+    // exchange, and the PSN of its first request here.
+    let mut runtime = String::from(
+        "# The control plane's state after the CM exchange of the recorded run (simple_switch_CLI).\n",
+    );
+    let mut done = Vec::new();
+    for f in &requests {
+        let (src, dst, _, l4, _) = lab::udp_of(f).unwrap();
+        let dqpn = u32::from_be_bytes([0, f[l4 + 5], f[l4 + 6], f[l4 + 7]]);
+        let psn = u32::from_be_bytes([0, f[l4 + 9], f[l4 + 10], f[l4 + 11]]);
+        let qi = qps.iter().position(|q| q.remote_qpn == dqpn).unwrap();
+        if done.contains(&qi) {
+            continue;
+        }
+        done.push(qi);
+        let q = &qps[qi];
+        let mac = |b: &[u8]| b.iter().fold(0u64, |a, &x| a << 8 | u64::from(x));
+        let sport = u16::from_be_bytes([f[l4 - 8], f[l4 - 7]]);
+        let last = q.slots - 1;
+        runtime.push_str(&format!(
+            "table_add SfEgress.dta_qp_state SfEgress.dta_qp_state_set {qi:#x} => {dqpn:#x} {:#x} {:#x} {last:#x} {last:#x} {:#x} {:#x} {:#x} {:#x} {sport:#x}\n",
+            q.region.rkey,
+            q.region.va,
+            mac(&f[6..12]),
+            mac(&f[0..6]),
+            src.to_bits(),
+            dst.to_bits(),
+        ));
+        runtime.push_str(&format!("register_write SfEgress.dta_qp_psn {qi} {psn:#x}\n"));
+    }
+    let pcap = |frames: &[Vec<u8>]| {
+        let mut w = PcapWriter::with_header(
+            Vec::new(),
+            PcapHeader { datalink: DataLink::ETHERNET, ..PcapHeader::default() },
+        )
+        .unwrap();
+        for (i, f) in frames.iter().enumerate() {
+            let ts = std::time::Duration::from_micros(1_000_000 + i as u64);
+            w.write_packet(&PcapPacket::new(ts, f.len() as u32, f)).unwrap();
+        }
+        w.into_writer()
+    };
+    let files: [(&str, Vec<u8>); 4] = [
+        ("in_p0.pcap", pcap(&inputs)),
+        ("expected_p1.pcap", pcap(&requests)),
+        ("runtime_entries.txt", runtime.into_bytes()),
+        ("translator.toml", lab.cfg_text.clone().into_bytes()),
+    ];
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/p4/dta_translator");
+    if std::env::var("SOFTFABRIC_BLESS").as_deref() == Ok("1") {
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, bytes) in &files {
+            std::fs::write(dir.join(name), bytes).unwrap();
+        }
+        return;
+    }
+    for (name, bytes) in &files {
+        let on_disk = std::fs::read(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(
+            on_disk == *bytes,
+            "docs/p4/dta_translator/{name} differs (SOFTFABRIC_BLESS=1 to regenerate)"
+        );
+    }
+}
+
+fn kw_bytes(r: &DtaRepr<'_>) -> Vec<u8> {
+    let mut b = vec![0u8; r.buffer_len()];
+    r.emit(&mut b).unwrap();
+    b
+}

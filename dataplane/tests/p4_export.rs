@@ -13,7 +13,7 @@ use dataplane::p4::{Export, Target};
 use dataplane::programs;
 
 /// The programs that have a P4 rendering, by their golden configuration.
-const RENDERED: &[&str] = &["macswap", "l2l3"];
+const RENDERED: &[&str] = &["macswap", "l2l3", "dta_reporter", "dta_translator"];
 
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/p4")
@@ -168,24 +168,33 @@ fn declared_tables_and_entries_are_in_the_p4() {
     });
 }
 
-/// A program without a P4 rendering says so, naming itself.
+/// A configuration the targets cannot run is refused with the reason: Key-Increment sampled one
+/// in 3 scales byte counts by 3, which a switch ALU cannot (a shift can).
 #[test]
-fn a_program_without_a_rendering_is_refused_by_name() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/dta-reporter.toml");
+fn a_configuration_the_targets_cannot_run_is_refused_with_the_reason() {
+    let text = std::fs::read_to_string(dir().join("dta_reporter.toml"))
+        .unwrap()
+        .replace("primitive = \"keywrite\"", "primitive = \"keyincrement\"")
+        .replace("trigger = \"change\"", "trigger = \"sample\"\nsample = 3");
+    let path = std::env::temp_dir().join(format!("softfabric-p4-refuse-{}.toml", std::process::id()));
+    std::fs::write(&path, text).unwrap();
     let cfg = Config::load(&path).unwrap();
-    let err = programs::p4_export(&cfg, Target::V1model).unwrap_err().to_string();
-    assert!(err.contains("dta_reporter") && err.contains("no P4 rendering"), "{err}");
+    std::fs::remove_file(&path).ok();
+    for target in [Target::Tna, Target::V1model] {
+        let err = programs::p4_export(&cfg, target).unwrap_err().to_string();
+        assert!(err.contains("one in 3") && err.contains("power of two"), "{err}");
+    }
 }
 
-/// The captures `docs/p4/macswap/` gives a P4 target to reproduce are what this switch writes
-/// from their inputs (so they cannot drift from the Rust program).
-#[test]
-fn the_macswap_check_captures_are_the_switchs_output() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/p4/macswap");
-    let dir = std::env::temp_dir().join(format!("softfabric-p4-macswap-{}", std::process::id()));
+/// Replay `docs/p4/<program>/`'s inputs through this switch and compare its output on each of
+/// `ports` ports with the `expected_p<i>.pcap` the docs give a P4 target to reproduce (so they
+/// cannot drift from the Rust program).
+fn check_captures(program: &str, inputs: &[&str], ports: usize) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/p4").join(program);
+    let dir = std::env::temp_dir().join(format!("softfabric-p4-{program}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    for f in ["in_p0.pcap", "in_p1.pcap", "replay.toml"] {
+    for f in inputs.iter().chain(&["replay.toml"]) {
         std::fs::copy(src.join(f), dir.join(f)).unwrap();
     }
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_dataplane"))
@@ -194,12 +203,22 @@ fn the_macswap_check_captures_are_the_switchs_output() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    for p in 0..2 {
+    for p in 0..ports {
         let got = std::fs::read(dir.join(format!("out_p{p}.pcap"))).unwrap();
         let want = std::fs::read(src.join(format!("expected_p{p}.pcap"))).unwrap();
-        assert!(got == want, "p{p}: the switch's output differs from docs/p4/macswap/expected_p{p}.pcap");
+        assert!(got == want, "p{p}: the switch's output differs from docs/p4/{program}/expected_p{p}.pcap");
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn the_macswap_check_captures_are_the_switchs_output() {
+    check_captures("macswap", &["in_p0.pcap", "in_p1.pcap"], 2);
+}
+
+#[test]
+fn the_dta_reporter_check_captures_are_the_switchs_output() {
+    check_captures("dta_reporter", &["in_p0.pcap"], 2);
 }
 
 /// The command: a bad target is refused with exit code 2 and the expected values; a good one
@@ -298,17 +317,32 @@ fn the_generated_programs_refer_only_to_what_they_declare() {
         let meta: Vec<&str> = meta_block
             .lines()
             .skip(1)
-            .filter_map(|l| l.trim().trim_end_matches(';').split_whitespace().nth(1))
+            .filter_map(|l| l.trim().trim_end_matches(';').split_whitespace().last())
             .collect();
         for (name, _) in refs(p4, "meta.") {
             assert!(meta.contains(&name), "{what}: meta.{name} is not a metadata field");
         }
-        let instances = res.parser().instances();
+        // Header instances as `headers_t` declares them (parsed, built, bridged), each with its
+        // type's fields as the text declares them; the parsed ones must be the parser's.
+        let types = p4_headers(full);
+        let hblock = &p4[p4.find("struct headers_t {").unwrap()..];
+        let hblock = &hblock[..hblock.find('}').unwrap()];
+        let instances: BTreeMap<&str, &str> = hblock
+            .lines()
+            .skip(1)
+            .filter_map(|l| {
+                let mut w = l.trim().trim_end_matches(';').split_whitespace();
+                let ty = w.next()?;
+                Some((w.next()?, ty.split('[').next().unwrap()))
+            })
+            .collect();
+        for i in res.parser().instances() {
+            assert!(instances.contains_key(i.name), "{what}: parsed instance {} not in headers_t", i.name);
+        }
         for (name, rest) in refs(p4, "hdr.") {
-            let inst = instances
-                .iter()
-                .find(|i| i.name == name)
-                .unwrap_or_else(|| panic!("{what}: hdr.{name} is not a header instance"));
+            let ty =
+                instances.get(name).unwrap_or_else(|| panic!("{what}: hdr.{name} is not a header instance"));
+            let fields = types.get(*ty).unwrap_or_else(|| panic!("{what}: no header type {ty}"));
             // The field after `.` or `[k].`, if any.
             let rest = if rest.starts_with('[') { &rest[rest.find(']').unwrap() + 1..] } else { rest };
             if let Some(f) = rest.strip_prefix('.') {
@@ -318,9 +352,8 @@ fn the_generated_programs_refer_only_to_what_they_declare() {
                     continue;
                 }
                 assert!(
-                    inst.header.fields.iter().any(|x| dataplane::p4::ident(x.name) == field),
-                    "{what}: hdr.{name}.{field} is not a field of {}",
-                    inst.header.name
+                    fields.iter().any(|(x, _)| dataplane::p4::ident(x) == field || *x == field),
+                    "{what}: hdr.{name}.{field} is not a field of {ty}"
                 );
             }
         }
@@ -337,4 +370,87 @@ fn the_generated_programs_refer_only_to_what_they_declare() {
             }
         }
     });
+}
+
+/// The translator's ICRC field lists, read from the exported v1model P4 and evaluated over the
+/// requests the Rust translator sent in `docs/p4/dta_translator/expected_p1.pcap` (each field
+/// taken from the frame at `wire`'s offset, each constant as written), give the ICRC those frames
+/// carry: the P4's masking and order are the RoCEv2 ICRC's, with no compiler to run.
+#[test]
+fn the_translator_icrc_field_lists_reproduce_the_rust_icrc() {
+    use pcap_file::pcap::PcapReader;
+    let cfg = Config::load(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/p4/dta_translator/translator.toml").as_path(),
+    )
+    .unwrap();
+    let p4 = programs::p4_export(&cfg, Target::V1model).unwrap().files["dta_translator.p4"].clone();
+    // Each list: the text between `hash(meta.dta_icrc, HashAlgorithm.crc32, 32w0, {` and `}`.
+    let lists: Vec<Vec<String>> = p4
+        .split("hash(meta.dta_icrc, HashAlgorithm.crc32, 32w0, {")
+        .skip(1)
+        .map(|t| t[..t.find('}').unwrap()].split(',').map(|x| x.trim().to_string()).collect())
+        .collect();
+    assert_eq!(lists.len(), 3, "one ICRC per frame shape");
+    // Where each header instance starts in a request frame, and its fields.
+    let layout = |inst: &str| -> (usize, Vec<(&'static str, u16, u16)>) {
+        let spec =
+            |h: &'static wire::spec::Header| h.fields.iter().map(|f| (f.name, f.offset, f.width)).collect();
+        match inst {
+            "ipv4" => (14, spec(&wire::ipv4::HEADER)),
+            "udp" => (34, spec(&wire::udp::HEADER)),
+            "roce_bth" => (42, spec(&wire::roce::BTH)),
+            "roce_reth" => (54, spec(&wire::roce::RETH)),
+            "roce_atomic_eth" => (54, spec(&wire::roce::ATOMIC_ETH)),
+            "rdma_payload" => (70, vec![("checksum_le", 0, 32), ("data", 32, 32)]),
+            "rdma_append" => (70, vec![("data_le", 0, 32)]),
+            o => panic!("unexpected {o} in an ICRC list"),
+        }
+    };
+    let bit = |f: &[u8], i: usize| (f[i / 8] >> (7 - i % 8)) & 1;
+    let mut r = PcapReader::new(
+        std::fs::File::open(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/p4/dta_translator/expected_p1.pcap"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let mut checked = 0;
+    while let Some(pkt) = r.next_packet() {
+        let f = pkt.unwrap().data.into_owned();
+        let ip_len = usize::from(u16::from_be_bytes([f[16], f[17]]));
+        let stored = u32::from_le_bytes(f[14 + ip_len - 4..14 + ip_len].try_into().unwrap());
+        let shape = match f[42] {
+            0x14 => "roce_atomic_eth",
+            _ if ip_len == 20 + 8 + 12 + 16 + 4 + 4 => "rdma_append",
+            _ => "rdma_payload",
+        };
+        let list = lists.iter().find(|l| l.iter().any(|x| x.contains(shape))).unwrap();
+        let mut bits: Vec<u8> = Vec::new();
+        for item in list {
+            if let Some((w, v)) = item.split_once("w0x") {
+                let w: usize = w.parse().unwrap();
+                let v = u128::from_str_radix(v, 16).unwrap();
+                bits.extend((0..w).rev().map(|i| ((v >> i) & 1) as u8));
+            } else {
+                let path: Vec<&str> = item.trim_start_matches("hdr.").split('.').collect();
+                let (at, fields) = layout(path[0]);
+                let &(_, off, w) = fields
+                    .iter()
+                    .find(|(n, ..)| dataplane::p4::ident(n) == path[1])
+                    .unwrap_or_else(|| panic!("{item}"));
+                let start = at * 8 + usize::from(off);
+                bits.extend((start..start + usize::from(w)).map(|i| bit(&f, i)));
+            }
+        }
+        assert_eq!(bits.len() % 8, 0);
+        let bytes: Vec<u8> = bits.chunks(8).map(|c| c.iter().fold(0u8, |a, &b| a << 1 | b)).collect();
+        let crc = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC).checksum(&bytes);
+        assert_eq!(
+            crc, stored,
+            "opcode {:#x}: the P4's ICRC list gives {crc:#x}, the frame has {stored:#x}",
+            f[42]
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 6);
 }

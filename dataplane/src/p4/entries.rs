@@ -10,6 +10,9 @@ pub enum KeyVal {
     Exact(u128),
     /// Value and prefix length.
     Lpm(u128, u8),
+    /// An inclusive range (a range match; entries of such a table take their position in the
+    /// list as priority).
+    Range(u128, u128),
 }
 
 /// A value and its width in bits, for action data.
@@ -59,6 +62,43 @@ pub enum Entry {
         /// Whether a copy to the ingress port is pruned.
         prune_ingress: bool,
     },
+    /// A multicast group of `copies` replicas to one port, replica `n` with replication ID `n`
+    /// (the copy number egress reads).
+    Replicas {
+        /// Group ID as the program numbers it (0 based); targets use `group + 1`.
+        group: u16,
+        /// Port.
+        port: u16,
+        /// Copies.
+        copies: u16,
+    },
+    /// An ingress mirror (clone) session to `port`, its copies cut to `max_len` bytes on TNA
+    /// (the mirror header included; v1model cuts in egress).
+    Mirror {
+        /// Session ID.
+        session: u16,
+        /// Port.
+        port: u16,
+        /// Truncation.
+        max_len: u16,
+    },
+    /// A packet meter's rates (packets per second, bursts in packets).
+    Meter {
+        /// The control it is in.
+        pipe: super::Pipe,
+        /// Meter.
+        name: &'static str,
+        /// Index.
+        index: u32,
+        /// Committed rate.
+        cir: u64,
+        /// Committed burst.
+        cbs: u64,
+        /// Peak rate.
+        pir: u64,
+        /// Peak burst.
+        pbs: u64,
+    },
     /// A register cell's initial value.
     Register {
         /// Register.
@@ -91,7 +131,8 @@ pub fn v1model_cli(entries: &[Entry]) -> String {
     let mut s = String::from(
         "# simple_switch_CLI commands: the table entries and multicast groups the configuration implies.\n",
     );
-    let (mut member, mut group) = (0u32, 0u32);
+    let (mut member, mut group, mut node) = (0u32, 0u32, 0u32);
+    let mut range_rank = std::collections::BTreeMap::new();
     for e in entries {
         match e {
             Entry::Table { pipe, table, keys, action, args } => {
@@ -101,9 +142,16 @@ pub fn v1model_cli(entries: &[Entry]) -> String {
                     .map(|(_, v)| match v {
                         KeyVal::Exact(x) => hex(*x),
                         KeyVal::Lpm(x, l) => format!("{}/{l}", hex(*x)),
+                        KeyVal::Range(lo, hi) => format!("{}->{}", hex(*lo), hex(*hi)),
                     })
                     .collect();
-                let a: Vec<String> = args.iter().map(|a| hex(a.value)).collect();
+                let mut a: Vec<String> = args.iter().map(|a| hex(a.value)).collect();
+                // A range match takes a priority (BMv2: lower wins); ranges here never overlap.
+                if keys.iter().any(|(_, v)| matches!(v, KeyVal::Range(..))) {
+                    let n = range_rank.entry(*table).or_insert(0u32);
+                    *n += 1;
+                    a.push(n.to_string());
+                }
                 let _ = writeln!(
                     s,
                     "table_add {control}.{table} {control}.{} {} => {}",
@@ -140,9 +188,32 @@ pub fn v1model_cli(entries: &[Entry]) -> String {
                 let mgrp = u32::from(*g) + 1;
                 let _ = writeln!(s, "mc_mgrp_create {mgrp}");
                 let p: Vec<String> = ports.iter().map(ToString::to_string).collect();
-                // Node handles are allocated from 0 in creation order: one node per group here.
-                let _ = writeln!(s, "mc_node_create {g} {}", p.join(" "));
-                let _ = writeln!(s, "mc_node_associate {mgrp} {g}");
+                // Node handles are allocated from 0 in creation order.
+                let _ = writeln!(s, "mc_node_create 0 {}", p.join(" "));
+                let _ = writeln!(s, "mc_node_associate {mgrp} {node}");
+                node += 1;
+            }
+            Entry::Replicas { group: g, port, copies } => {
+                let mgrp = u32::from(*g) + 1;
+                let _ = writeln!(s, "mc_mgrp_create {mgrp}");
+                for rid in 0..*copies {
+                    let _ = writeln!(s, "mc_node_create {rid} {port}");
+                    let _ = writeln!(s, "mc_node_associate {mgrp} {node}");
+                    node += 1;
+                }
+            }
+            Entry::Mirror { session, port, .. } => {
+                let _ = writeln!(s, "mirroring_add {session} {port}");
+            }
+            Entry::Meter { pipe, name, index, cir, cbs, pir, pbs } => {
+                // BMv2 packet meters take rates in packets per microsecond.
+                let _ = writeln!(
+                    s,
+                    "meter_set_rates {}.{name} {index} {}:{cbs} {}:{pbs}",
+                    control(*pipe),
+                    *cir as f64 / 1e6,
+                    *pir as f64 / 1e6
+                );
             }
             Entry::Register { name, index, value } => {
                 let _ = writeln!(s, "register_write SfIngress.{name} {index} {}", hex(*value));
@@ -160,6 +231,7 @@ pub fn tna_bfrt(program: &str, entries: &[Entry]) -> String {
     let _ = writeln!(s, "ing = p4.SfIngress");
     let _ = writeln!(s, "egr = p4.SfEgress");
     let (mut member, mut node) = (0u32, 1u32);
+    let mut range_rank = std::collections::BTreeMap::new();
     for e in entries {
         match e {
             Entry::Table { pipe, table, keys, action, args } => {
@@ -170,7 +242,15 @@ pub fn tna_bfrt(program: &str, entries: &[Entry]) -> String {
                     match v {
                         KeyVal::Exact(x) => kv.push(format!("{f}={}", hex(*x))),
                         KeyVal::Lpm(x, l) => kv.push(format!("{f}={}, {f}_p_length={l}", hex(*x))),
+                        KeyVal::Range(lo, hi) => {
+                            kv.push(format!("{f}_start={}, {f}_end={}", hex(*lo), hex(*hi)))
+                        }
                     }
+                }
+                if keys.iter().any(|(_, v)| matches!(v, KeyVal::Range(..))) {
+                    let n = range_rank.entry(*table).or_insert(0u32);
+                    kv.push(format!("MATCH_PRIORITY={n}"));
+                    *n += 1;
                 }
                 kv.extend(args.iter().map(|a| format!("{}={}", a.name, hex(a.value))));
                 let _ = writeln!(s, "{c}.{table}.add_with_{}({})", action_name(table, action), kv.join(", "));
@@ -224,6 +304,39 @@ pub fn tna_bfrt(program: &str, entries: &[Entry]) -> String {
                     }
                 }
                 node += 1;
+            }
+            Entry::Replicas { group, port, copies } => {
+                let nodes: Vec<String> = (node..node + u32::from(*copies)).map(|n| n.to_string()).collect();
+                for rid in 0..*copies {
+                    let _ = writeln!(
+                        s,
+                        "bfrt.pre.node.entry(MULTICAST_NODE_ID={node}, MULTICAST_RID={rid}, MULTICAST_LAG_ID=[], DEV_PORT=[{port}]).push()"
+                    );
+                    node += 1;
+                }
+                let xid: Vec<&str> = nodes.iter().map(|_| "False").collect();
+                let zeros: Vec<&str> = nodes.iter().map(|_| "0").collect();
+                let _ = writeln!(
+                    s,
+                    "bfrt.pre.mgid.entry(MGID={}, MULTICAST_NODE_ID=[{}], MULTICAST_NODE_L1_XID_VALID=[{}], MULTICAST_NODE_L1_XID=[{}]).push()",
+                    group + 1,
+                    nodes.join(", "),
+                    xid.join(", "),
+                    zeros.join(", ")
+                );
+            }
+            Entry::Mirror { session, port, max_len } => {
+                let _ = writeln!(
+                    s,
+                    "bfrt.mirror.cfg.entry_with_normal(sid={session}, direction=\"INGRESS\", session_enable=True, ucast_egress_port={port}, ucast_egress_port_valid=True, max_pkt_len={max_len}).push()"
+                );
+            }
+            Entry::Meter { pipe, name, index, cir, cbs, pir, pbs } => {
+                let c = if *pipe == super::Pipe::Egress { "egr" } else { "ing" };
+                let _ = writeln!(
+                    s,
+                    "{c}.{name}.mod(METER_INDEX={index}, METER_SPEC_CIR_PPS={cir}, METER_SPEC_PIR_PPS={pir}, METER_SPEC_CBS_PKTS={cbs}, METER_SPEC_PBS_PKTS={pbs})"
+                );
             }
             Entry::Register { name, index, value } => {
                 let _ = writeln!(s, "ing.{name}.mod({index}, {})", hex(*value));

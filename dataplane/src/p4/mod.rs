@@ -112,6 +112,44 @@ pub struct ProgramP4 {
     pub recirculation: String,
     /// What the targets cannot do as the Rust program does, and how the export handles it.
     pub limitations: Vec<String>,
+    /// Metadata carried from ingress to egress and with an ingress clone: on v1model the
+    /// fields of `@field_list(1)` (what `SF_CLONE_I2E` preserves); on TNA a bridged header
+    /// (`hdr.bridge`, kind 0) before the packet and the mirror header (kind 1) of a clone.
+    pub bridge: Vec<Param>,
+    /// TNA only: the egress parser's state `parse_clone` for an ingress clone (after the mirror
+    /// header), written by the program; `None` parses a clone as any packet.
+    pub tna_clone_parser: Option<String>,
+    /// Header instances the P4 adds beyond the parser's (headers the program builds), emitted
+    /// after the parsed ones in this order.
+    pub extra_headers: Vec<ExtraHeader>,
+}
+
+/// A header instance the P4 builds and the parser never extracts.
+#[derive(Debug, Clone)]
+pub struct ExtraHeader {
+    /// Instance name (`hdr.<instance>`).
+    pub instance: &'static str,
+    /// Its type's name.
+    pub type_name: String,
+    /// Its type's declaration, unless a parsed instance already declares the type.
+    pub decl: Option<String>,
+}
+
+impl ExtraHeader {
+    /// An instance of a header `wire` specifies (the type generated from the specification).
+    pub fn wire(instance: &'static str, h: &'static Header) -> Self {
+        Self { instance, type_name: header_type(h), decl: Some(header_decl(h)) }
+    }
+
+    /// `bytes` bytes of zeros (padding to the Ethernet minimum).
+    pub fn zeros(instance: &'static str, bytes: usize) -> Self {
+        let t = format!("{instance}_h");
+        let decl = format!(
+            "// {bytes} bytes of padding, all zero.\nheader {t} {{\n    bit<{}> zeros;\n}}\n\n",
+            bytes * 8
+        );
+        Self { instance, type_name: t, decl: Some(decl) }
+    }
 }
 
 /// Why an export failed.
@@ -120,6 +158,9 @@ pub enum ExportError {
     /// The program has no P4 rendering.
     #[error("program {0:?} has no P4 rendering")]
     NoRendering(String),
+    /// The configuration asks for what the target cannot do.
+    #[error("{0}")]
+    Unsupported(String),
     /// A declared action has no body in the program's rendering.
     #[error("table {table}: action {action} has no P4 body in the program's rendering")]
     MissingAction {
@@ -215,22 +256,73 @@ pub fn header_types(res: &Resources) -> String {
             continue;
         }
         seen.push(i.header.name);
-        let _ = writeln!(
-            s,
-            "// {} ({} B), from wire's `{}` specification.",
-            i.header.name, i.header.len, i.header.name
-        );
-        let _ = writeln!(s, "header {} {{", header_type(i.header));
-        for f in i.header.fields {
-            let _ = writeln!(s, "    bit<{}> {};", f.width, ident(f.name));
-        }
-        let _ = writeln!(s, "}}\n");
+        s.push_str(&header_decl(i.header));
     }
     s
 }
 
-fn headers_struct(res: &Resources) -> String {
+/// One header type's declaration, from its `wire` specification.
+pub fn header_decl(h: &Header) -> String {
+    let mut s = format!("// {} ({} B), from wire's `{}` specification.\n", h.name, h.len, h.name);
+    let _ = writeln!(s, "header {} {{", header_type(h));
+    for f in h.fields {
+        let _ = writeln!(s, "    bit<{}> {};", f.width, ident(f.name));
+    }
+    let _ = writeln!(s, "}}\n");
+    s
+}
+
+/// The extra headers' types not declared already.
+fn extra_types(res: &Resources, p: &ProgramP4) -> String {
+    let mut s = String::new();
+    let mut seen: Vec<String> = res.parser().instances().iter().map(|i| header_type(i.header)).collect();
+    for e in &p.extra_headers {
+        if let Some(d) = &e.decl
+            && !seen.contains(&e.type_name)
+        {
+            seen.push(e.type_name.clone());
+            s.push_str(d);
+        }
+    }
+    s
+}
+
+/// The bridged header (TNA): a kind byte, the bridged fields, padding to whole bytes.
+fn bridge_decl(p: &ProgramP4) -> String {
+    let mut s = String::from(
+        "// Ingress to egress (kind 0) and an ingress clone's mirror header (kind 1).\nheader bridge_h {\n    bit<8> kind;\n",
+    );
+    let mut bits = 0u32;
+    for f in &p.bridge {
+        let _ = writeln!(s, "    bit<{}> {};", f.width, f.name);
+        bits += u32::from(f.width);
+    }
+    if !bits.is_multiple_of(8) {
+        let _ = writeln!(s, "    bit<{}> pad;", 8 - bits % 8);
+    }
+    s.push_str("}\n\n");
+    s
+}
+
+/// The bridged header's fields as a list from `meta`, `kind` first (a mirror emit's argument).
+fn bridge_list(p: &ProgramP4, kind: u8) -> String {
+    let mut f = vec![format!("8w{kind}")];
+    let mut bits = 0u32;
+    for b in &p.bridge {
+        f.push(format!("meta.{}", b.name));
+        bits += u32::from(b.width);
+    }
+    if !bits.is_multiple_of(8) {
+        f.push(format!("{}w0", 8 - bits % 8));
+    }
+    format!("{{ {} }}", f.join(", "))
+}
+
+fn headers_struct(res: &Resources, p: &ProgramP4, target: Target) -> String {
     let mut s = String::from("struct headers_t {\n");
+    if target == Target::Tna && !p.bridge.is_empty() {
+        s.push_str("    bridge_h bridge;\n");
+    }
     for i in res.parser().instances() {
         match i.stack {
             None => {
@@ -241,6 +333,9 @@ fn headers_struct(res: &Resources) -> String {
             }
         }
     }
+    for e in &p.extra_headers {
+        let _ = writeln!(s, "    {} {};", e.type_name, e.instance);
+    }
     s.push_str("}\n");
     s
 }
@@ -248,7 +343,7 @@ fn headers_struct(res: &Resources) -> String {
 /// The metadata fields: the program's declared ones, then the rendering's, each name once.
 fn meta_fields<'a>(res: &'a Resources, p: &'a ProgramP4) -> Vec<&'a Param> {
     let mut out: Vec<&Param> = Vec::new();
-    for m in res.metadata().iter().chain(&p.meta) {
+    for m in res.metadata().iter().chain(&p.meta).chain(&p.bridge) {
         if !out.iter().any(|o| o.name == m.name) {
             out.push(m);
         }
@@ -259,10 +354,14 @@ fn meta_fields<'a>(res: &'a Resources, p: &'a ProgramP4) -> Vec<&'a Param> {
 fn meta_struct(res: &Resources, p: &ProgramP4, target: Target) -> String {
     let mut s = String::from("struct metadata_t {\n");
     for m in meta_fields(res, p) {
-        let _ = writeln!(s, "    bit<{}> {};", m.width, m.name);
+        let keep = target == Target::V1model && p.bridge.iter().any(|b| b.name == m.name);
+        let _ = writeln!(s, "    {}bit<{}> {};", if keep { "@field_list(1) " } else { "" }, m.width, m.name);
     }
     if target == Target::Tna && res.parser().instances().iter().any(|i| i.name == "ipv4") {
         s.push_str("    bool checksum_err;\n");
+    }
+    if target == Target::Tna && !p.bridge.is_empty() {
+        s.push_str("    bit<8> bridge_kind;\n    bit<10> mirror_session;\n");
     }
     s.push_str("}\n");
     s
@@ -386,10 +485,13 @@ fn render_select(st: &StateDecl, res: &Resources) -> String {
     s
 }
 
-fn deparser_emits(res: &Resources) -> String {
+fn deparser_emits(res: &Resources, p: &ProgramP4) -> String {
     let mut s = String::new();
     for i in res.parser().instances() {
         let _ = writeln!(s, "        pkt.emit(hdr.{});", i.name);
+    }
+    for e in &p.extra_headers {
+        let _ = writeln!(s, "        pkt.emit(hdr.{});", e.instance);
     }
     s
 }
@@ -625,6 +727,17 @@ const V1MODEL_PRELUDE: &str =
 #define SF_PKT_LEN ((bit<32>)std.packet_length)
 ";
 
+/// v1model macros of a program that clones (it bridges metadata).
+const V1MODEL_CLONE: &str =
+    "// An ingress-to-egress clone through session s, the @field_list(1) metadata preserved; in
+// egress the clone is instance type 1 (PKT_INSTANCE_TYPE_INGRESS_CLONE), cut to n bytes.
+#define SF_CLONE_I2E(s) clone_preserving_field_list(CloneType.I2E, (bit<32>)(s), 1)
+#define SF_EGRESS_IS_CLONE (std.instance_type == 1)
+#define SF_TRUNCATE(n) truncate((bit<32>)(n))
+// The replication ID of a multicast copy.
+#define SF_EGRESS_RID (std.egress_rid)
+";
+
 const TNA_PRELUDE: &str = "// Target macros: the hand-written steps use these, so one rendering serves both targets.
 #define SF_TNA 1
 #define SF_INGRESS_PORT ((bit<16>)ig_intr_md.ingress_port)
@@ -640,6 +753,17 @@ const TNA_PRELUDE: &str = "// Target macros: the hand-written steps use these, s
 // Tofino counts queue depth in 80-byte cells.
 #define SF_DEQ_QDEPTH_BYTES (((bit<32>)eg_intr_md.deq_qdepth) * 32w80)
 #define SF_PKT_LEN ((bit<32>)eg_intr_md.pkt_length)
+";
+
+/// TNA macros of a program that mirrors (it bridges metadata).
+const TNA_CLONE: &str =
+    "// An ingress mirror through session s with the bridged fields as its mirror header (kind 1); in
+// egress the clone is kind 1, already cut by the session's max_pkt_len.
+#define SF_CLONE_I2E(s) ig_dprsr_md.mirror_type = 1; meta.mirror_session = (bit<10>)(s)
+#define SF_EGRESS_IS_CLONE (meta.bridge_kind == 1)
+#define SF_TRUNCATE(n)
+// The replication ID of a multicast copy.
+#define SF_EGRESS_RID (eg_intr_md.egress_rid)
 ";
 
 fn digest_structs(p: &ProgramP4) -> String {
@@ -689,9 +813,19 @@ pub fn export(
         Target::Tna => TNA_PRELUDE,
         Target::V1model => V1MODEL_PRELUDE,
     });
+    if !p.bridge.is_empty() {
+        out.push_str(match target {
+            Target::Tna => TNA_CLONE,
+            Target::V1model => V1MODEL_CLONE,
+        });
+    }
     out.push('\n');
     out.push_str(&header_types(res));
-    out.push_str(&headers_struct(res));
+    out.push_str(&extra_types(res, p));
+    if target == Target::Tna && !p.bridge.is_empty() {
+        out.push_str(&bridge_decl(p));
+    }
+    out.push_str(&headers_struct(res, p, target));
     out.push('\n');
     out.push_str(&meta_struct(res, p, target));
     out.push('\n');
@@ -700,7 +834,7 @@ pub fn export(
     let states = parser_states(res, target, &mut limits);
     let ing = control_decls(res, p, target, Pipe::Ingress, &mut limits)?;
     let eg = control_decls(res, p, target, Pipe::Egress, &mut limits)?;
-    let emits = deparser_emits(res);
+    let emits = deparser_emits(res, p);
     match target {
         Target::V1model => {
             let _ = writeln!(
@@ -772,6 +906,21 @@ pub fn export(
             if has_ipv4 {
                 meta_init.push_str("        meta.checksum_err = false;\n");
             }
+            let bridged = !p.bridge.is_empty();
+            if bridged {
+                meta_init.push_str("        meta.bridge_kind = 0;\n        meta.mirror_session = 0;\n");
+            }
+            // The bridged header: valid from the start of ingress, its fields from meta at the end.
+            let (bridge_set, bridge_fill) = if bridged {
+                let mut fill = String::from("\n// Bridged to egress.\n");
+                for b in &p.bridge {
+                    let _ = writeln!(fill, "hdr.bridge.{0} = meta.{0};", b.name);
+                }
+                ("hdr.bridge.setValid();\nhdr.bridge.kind = 0;\n".to_string(), fill)
+            } else {
+                (String::new(), String::new())
+            };
+            let ingress_apply = format!("{bridge_set}{}{bridge_fill}", p.ingress_apply);
             let _ = writeln!(
                 out,
                 "parser SfIngressParser(packet_in pkt, out headers_t hdr, out metadata_t meta, out ingress_intrinsic_metadata_t ig_intr_md) {{\n{csum}    state start {{\n        pkt.extract(ig_intr_md);\n        pkt.advance(PORT_METADATA_SIZE);\n{meta_init}        transition parse_start;\n    }}\n\n{states}}}\n"
@@ -790,7 +939,7 @@ pub fn export(
                 out,
                 "control SfIngress(inout headers_t hdr, inout metadata_t meta,\n        in ingress_intrinsic_metadata_t ig_intr_md,\n        in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,\n        inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,\n        inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {{\n{digest_set}{ing}{}\n    apply {{\n{}\n    }}\n}}\n",
                 p.ingress_decls,
-                indent(&p.ingress_apply, 8)
+                indent(&ingress_apply, 8)
             );
             let packs: String = p
                 .digests
@@ -817,13 +966,45 @@ pub fn export(
             } else {
                 String::new()
             };
+            let (mirror_decl, mirror_emit, bridge_emit) = if bridged {
+                (
+                    "    Mirror() sf_mirror;\n".to_string(),
+                    format!(
+                        "        if (ig_dprsr_md.mirror_type == 1) {{\n            sf_mirror.emit<bridge_h>((MirrorId_t)meta.mirror_session, {});\n        }}\n",
+                        bridge_list(p, 1)
+                    ),
+                    "        pkt.emit(hdr.bridge);\n",
+                )
+            } else {
+                (String::new(), String::new(), "")
+            };
             let _ = writeln!(
                 out,
-                "control SfIngressDeparser(packet_out pkt, inout headers_t hdr, in metadata_t meta,\n        in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {{\n{csum}{digest_decls}    apply {{\n{packs}{update}{emits}    }}\n}}\n"
+                "control SfIngressDeparser(packet_out pkt, inout headers_t hdr, in metadata_t meta,\n        in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {{\n{csum}{digest_decls}{mirror_decl}    apply {{\n{mirror_emit}{packs}{update}{bridge_emit}{emits}    }}\n}}\n"
             );
+            let egress_start = if bridged {
+                let mut t = String::from(
+                    "        pkt.extract(hdr.bridge);\n        meta.bridge_kind = hdr.bridge.kind;\n",
+                );
+                for b in &p.bridge {
+                    let _ = writeln!(t, "        meta.{0} = hdr.bridge.{0};", b.name);
+                }
+                let clone = if p.tna_clone_parser.is_some() { "parse_clone" } else { "parse_start" };
+                let _ = writeln!(
+                    t,
+                    "        transition select(hdr.bridge.kind) {{\n            1: {clone};\n            default: parse_start;\n        }}"
+                );
+                t
+            } else {
+                "        transition parse_start;\n".to_string()
+            };
+            let clone_state = match &p.tna_clone_parser {
+                Some(body) if bridged => format!("    state parse_clone {{\n{}\n    }}\n\n", indent(body, 8)),
+                _ => String::new(),
+            };
             let _ = writeln!(
                 out,
-                "parser SfEgressParser(packet_in pkt, out headers_t hdr, out metadata_t meta, out egress_intrinsic_metadata_t eg_intr_md) {{\n{csum}    state start {{\n        pkt.extract(eg_intr_md);\n{meta_init}        transition parse_start;\n    }}\n\n{states}}}\n"
+                "parser SfEgressParser(packet_in pkt, out headers_t hdr, out metadata_t meta, out egress_intrinsic_metadata_t eg_intr_md) {{\n{csum}    state start {{\n        pkt.extract(eg_intr_md);\n{meta_init}{egress_start}    }}\n\n{clone_state}{states}}}\n"
             );
             let _ = writeln!(
                 out,

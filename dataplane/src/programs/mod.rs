@@ -65,9 +65,10 @@ pub trait FromConfig: Program + Sized {
     }
 
     /// Its P4 rendering for `cfg` ([`crate::p4`]): the hand-written steps and the control-plane
-    /// state its tables hold; `None` for a program not rendered yet.
-    fn p4(&self, _cfg: &Config) -> Option<crate::p4::ProgramP4> {
-        None
+    /// state its tables hold; an error for a program not rendered (or a configuration the
+    /// targets cannot run).
+    fn p4(&self, _cfg: &Config) -> Result<crate::p4::ProgramP4, crate::p4::ExportError> {
+        Err(crate::p4::ExportError::NoRendering(Self::NAME.to_string()))
     }
 }
 
@@ -143,10 +144,7 @@ macro_rules! registry {
             match cfg.program.as_str() {
                 $(n if n == <$module::$ty as FromConfig>::NAME => {
                     let sw = build_switch::<$module::$ty, crate::buf::PktBuf>(cfg)?;
-                    let p = sw
-                        .program()
-                        .p4(cfg)
-                        .ok_or_else(|| crate::p4::ExportError::NoRendering(n.to_string()))?;
+                    let p = sw.program().p4(cfg)?;
                     Ok(crate::p4::export(n, &source, sw.program().resources(), &p, target)?)
                 })*
                 other => Err(cfg.ctx().err("program", format!("unknown program {other:?}")).into()),

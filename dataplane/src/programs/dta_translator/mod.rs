@@ -62,6 +62,7 @@ mod build;
 mod config;
 mod control;
 pub mod decl;
+mod p4;
 mod qp;
 mod rdma;
 pub mod state;
@@ -495,6 +496,10 @@ impl FromConfig for DtaTranslator {
 
     fn resolved(cfg: &Config) -> Result<String, ConfigError> {
         Ok(L2l3::section(cfg)?.resolved())
+    }
+
+    fn p4(&self, cfg: &Config) -> Result<crate::p4::ProgramP4, crate::p4::ExportError> {
+        self.rendering(cfg)
     }
 }
 

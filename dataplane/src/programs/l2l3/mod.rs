@@ -579,6 +579,25 @@ impl L2l3 {
         Ok(NextHop { port: nb.port, dst_mac: nb.mac, src_mac: self.ports[usize::from(nb.port)].mac })
     }
 
+    /// The next hop towards `dst` as the switch holds it now, without side effects: what
+    /// [`next_hop`](Self::next_hop) gives for a key of `dst` alone, or `None` (no route, local,
+    /// unresolved). The P4 export resolves its static paths (reports to collectors) with it.
+    pub fn resolve(&self, dst: Ipv4Addr) -> Option<NextHop> {
+        let nexthop = match *self.routes.find(dst)? {
+            Route::Local => return None,
+            Route::Connected(_) => dst,
+            Route::Group(g) => {
+                let members = &self.groups[usize::from(g)];
+                let mut k = [0u8; 13];
+                k[4..8].copy_from_slice(&dst.octets());
+                let i = if members.len() == 1 { 0 } else { self.ecmp.hash(&k) as usize % members.len() };
+                *members.get(i)?
+            }
+        };
+        let nb = self.neighbors.get(&nexthop.to_bits())?;
+        Some(NextHop { port: nb.port, dst_mac: nb.mac, src_mac: self.ports[usize::from(nb.port)].mac })
+    }
+
     /// The keys each of its tables was looked up with since the last call (tests).
     #[cfg(test)]
     pub(crate) fn take_traces(&self) -> [(&'static str, Vec<u128>); 4] {
@@ -736,8 +755,8 @@ impl FromConfig for L2l3 {
         Ok(Self::section(cfg)?.resolved())
     }
 
-    fn p4(&self, cfg: &Config) -> Option<crate::p4::ProgramP4> {
-        Some(self.rendering(cfg))
+    fn p4(&self, cfg: &Config) -> Result<crate::p4::ProgramP4, crate::p4::ExportError> {
+        Ok(self.rendering(cfg))
     }
 }
 

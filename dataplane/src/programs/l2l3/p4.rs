@@ -58,7 +58,7 @@ fn rate_code(rate_bps: u64) -> u8 {
 
 impl L2l3 {
     /// The P4 rendering of this switch as `cfg` configures it.
-    pub(super) fn rendering(&self, cfg: &Config) -> ProgramP4 {
+    pub(crate) fn rendering(&self, cfg: &Config) -> ProgramP4 {
         let mut p = ProgramP4 {
             actions: vec![
                 a("dmac", "forward", "meta.l2_hit = 1;\nmeta.l2_port = port;"),
@@ -124,7 +124,7 @@ impl L2l3 {
 #endif
 "
         .into();
-        p.ingress_apply = self.ingress_apply();
+        p.ingress_apply = self.ingress_apply(&|_| String::new());
         self.egress(&mut p);
         p.entries = self.entries(cfg);
         p.limitations = vec![
@@ -159,7 +159,19 @@ impl L2l3 {
         p
     }
 
-    fn ingress_apply(&self) -> String {
+    /// The ingress steps; `unicast(port)` is P4 text placed where a packet is sent to one port
+    /// (routed or bridged), `port` its expression: programs built on `l2l3` observe it there.
+    pub(crate) fn ingress_apply(&self, unicast: &dyn Fn(&str) -> String) -> String {
+        let hook = |port: &str, pad: &str| {
+            let t = unicast(port);
+            if t.is_empty() {
+                t
+            } else {
+                format!("\n{pad}{}", t.trim_end().replace('\n', &format!("\n{pad}")))
+            }
+        };
+        let routed_hook = hook("meta.egress_port", "                ");
+        let bridged_hook = hook("meta.l2_port", "            ");
         format!(
             "meta.ingress_port = SF_INGRESS_PORT;
 if (!hdr.ethernet.isValid()) {{
@@ -220,7 +232,7 @@ if (!done && hdr.ipv4.isValid() && meta.port_mac != 0 && hdr.ethernet.dst_addr =
             }} else {{
                 smac_rewrite.apply();
                 hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
-                SF_SET_EGRESS(meta.egress_port);
+                SF_SET_EGRESS(meta.egress_port);{routed_hook}
             }}
         }}
     }}
@@ -238,7 +250,7 @@ if (!done) {{
         }} else if (meta.l2_port == meta.ingress_port) {{
             {same_port}
         }} else {{
-            SF_SET_EGRESS(meta.l2_port);
+            SF_SET_EGRESS(meta.l2_port);{bridged_hook}
         }}
     }}
 }}",

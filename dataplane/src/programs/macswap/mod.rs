@@ -59,8 +59,8 @@ impl FromConfig for MacSwap {
         Ok(Self::new(cfg.ports.len() as PortId))
     }
 
-    fn p4(&self, _cfg: &Config) -> Option<crate::p4::ProgramP4> {
-        Some(p4::rendering(self.ports))
+    fn p4(&self, _cfg: &Config) -> Result<crate::p4::ProgramP4, crate::p4::ExportError> {
+        Ok(p4::rendering(self.ports))
     }
 }
 
