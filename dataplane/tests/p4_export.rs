@@ -454,3 +454,54 @@ fn the_translator_icrc_field_lists_reproduce_the_rust_icrc() {
     }
     assert_eq!(checked, 6);
 }
+
+/// On TNA, egress sees no ingress metadata but what is bridged: every `meta.x` the egress control
+/// reads is bridged, set by the egress parser, or written in egress first. The one exception is
+/// `l2l3`'s flood check, which reads 0 on TNA by design (the PRE prunes the ingress port there).
+#[test]
+fn tna_egress_reads_only_bridged_or_egress_metadata() {
+    each_export(|program, target, _, e| {
+        if target != Target::Tna {
+            return;
+        }
+        let p4 = &e.files[&format!("{program}.p4")];
+        let section = |start: &str, end: &str| {
+            let a = p4.find(start).unwrap();
+            let b = a + p4[a..].find(end).unwrap();
+            p4[a..b].to_string()
+        };
+        let parser = section("parser SfEgressParser", "control SfEgress(");
+        let control = section("control SfEgress(", "control SfEgressDeparser");
+        let bridged: Vec<String> = {
+            let b =
+                p4.find("header bridge_h {").map(|a| &p4[a..a + p4[a..].find('}').unwrap()]).unwrap_or("");
+            b.lines()
+                .skip(1)
+                .filter_map(|l| l.trim().trim_end_matches(';').split_whitespace().nth(1))
+                .map(String::from)
+                .collect()
+        };
+        let set_in = |text: &str, name: &str| {
+            text.contains(&format!("meta.{name} = "))
+                || text.contains(&format!("(meta.{name},"))
+                || text.contains(&format!("read(meta.{name}"))
+        };
+        for (name, _) in refs(&control, "meta.") {
+            if ["flood", "ingress_port"].contains(&name) && program_is_l2l3_based(program) {
+                continue;
+            }
+            assert!(
+                // (The parser's `meta.x = 0;` initialisations do not count: only what it reads
+                // from a header.)
+                bridged.iter().any(|b| b == name)
+                    || parser.contains(&format!("meta.{name} = hdr."))
+                    || set_in(&control, name),
+                "{program} tna: egress reads meta.{name}, which is neither bridged nor set in egress"
+            );
+        }
+    });
+}
+
+fn program_is_l2l3_based(program: &str) -> bool {
+    program != "macswap"
+}

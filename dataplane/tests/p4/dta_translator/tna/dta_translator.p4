@@ -237,10 +237,11 @@ header bridge_h {
     bit<16> dta_qp;
     bit<8> dta_collector;
     bit<2> dta_bprio;
+    bit<1> dta_metered;
     bit<32> dta_key;
     bit<32> dta_data;
     bit<64> dta_count;
-    bit<4> pad;
+    bit<3> pad;
 }
 
 struct headers_t {
@@ -300,7 +301,6 @@ struct metadata_t {
     bit<32> dta_c2;
     bit<32> dta_c3;
     bit<16> dta_group;
-    bit<1> dta_metered;
     bit<8> dta_need_n;
     bit<1> dta_in_order;
     bit<16> dta_seq_cell;
@@ -328,6 +328,7 @@ struct metadata_t {
     bit<32> dta_icrc;
     bit<2> dta_op;
     bit<2> dta_bprio;
+    bit<1> dta_metered;
     bit<32> dta_key;
     bit<32> dta_data;
     bit<64> dta_count;
@@ -375,7 +376,6 @@ parser SfIngressParser(packet_in pkt, out headers_t hdr, out metadata_t meta, ou
         meta.dta_c2 = 0;
         meta.dta_c3 = 0;
         meta.dta_group = 0;
-        meta.dta_metered = 0;
         meta.dta_need_n = 0;
         meta.dta_in_order = 0;
         meta.dta_seq_cell = 0;
@@ -403,6 +403,7 @@ parser SfIngressParser(packet_in pkt, out headers_t hdr, out metadata_t meta, ou
         meta.dta_icrc = 0;
         meta.dta_op = 0;
         meta.dta_bprio = 0;
+        meta.dta_metered = 0;
         meta.dta_key = 0;
         meta.dta_data = 0;
         meta.dta_count = 0;
@@ -2314,6 +2315,7 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta,
         hdr.bridge.dta_qp = meta.dta_qp;
         hdr.bridge.dta_collector = meta.dta_collector;
         hdr.bridge.dta_bprio = meta.dta_bprio;
+        hdr.bridge.dta_metered = meta.dta_metered;
         hdr.bridge.dta_key = meta.dta_key;
         hdr.bridge.dta_data = meta.dta_data;
         hdr.bridge.dta_count = meta.dta_count;
@@ -2328,7 +2330,7 @@ control SfIngressDeparser(packet_out pkt, inout headers_t hdr, in metadata_t met
     Mirror() sf_mirror;
     apply {
         if (ig_dprsr_md.mirror_type == 1) {
-            sf_mirror.emit<bridge_h>((MirrorId_t)meta.mirror_session, { 8w1, meta.dta_op, meta.dta_qp, meta.dta_collector, meta.dta_bprio, meta.dta_key, meta.dta_data, meta.dta_count, 4w0 });
+            sf_mirror.emit<bridge_h>((MirrorId_t)meta.mirror_session, { 8w1, meta.dta_op, meta.dta_qp, meta.dta_collector, meta.dta_bprio, meta.dta_metered, meta.dta_key, meta.dta_data, meta.dta_count, 3w0 });
         }
         if (ig_dprsr_md.digest_type == 1) {
             mac_learn_digest.pack({ hdr.ethernet.src_addr, meta.ingress_port });
@@ -2399,7 +2401,6 @@ parser SfEgressParser(packet_in pkt, out headers_t hdr, out metadata_t meta, out
         meta.dta_c2 = 0;
         meta.dta_c3 = 0;
         meta.dta_group = 0;
-        meta.dta_metered = 0;
         meta.dta_need_n = 0;
         meta.dta_in_order = 0;
         meta.dta_seq_cell = 0;
@@ -2427,6 +2428,7 @@ parser SfEgressParser(packet_in pkt, out headers_t hdr, out metadata_t meta, out
         meta.dta_icrc = 0;
         meta.dta_op = 0;
         meta.dta_bprio = 0;
+        meta.dta_metered = 0;
         meta.dta_key = 0;
         meta.dta_data = 0;
         meta.dta_count = 0;
@@ -2439,6 +2441,7 @@ parser SfEgressParser(packet_in pkt, out headers_t hdr, out metadata_t meta, out
         meta.dta_qp = hdr.bridge.dta_qp;
         meta.dta_collector = hdr.bridge.dta_collector;
         meta.dta_bprio = hdr.bridge.dta_bprio;
+        meta.dta_metered = hdr.bridge.dta_metered;
         meta.dta_key = hdr.bridge.dta_key;
         meta.dta_data = hdr.bridge.dta_data;
         meta.dta_count = hdr.bridge.dta_count;

@@ -288,7 +288,6 @@ struct metadata_t {
     bit<32> dta_c2;
     bit<32> dta_c3;
     bit<16> dta_group;
-    bit<1> dta_metered;
     bit<8> dta_need_n;
     bit<1> dta_in_order;
     bit<16> dta_seq_cell;
@@ -316,6 +315,7 @@ struct metadata_t {
     bit<32> dta_icrc;
     @field_list(1) bit<2> dta_op;
     @field_list(1) bit<2> dta_bprio;
+    @field_list(1) bit<1> dta_metered;
     @field_list(1) bit<32> dta_key;
     @field_list(1) bit<32> dta_data;
     @field_list(1) bit<64> dta_count;
