@@ -163,6 +163,17 @@ impl DtaTranslator {
                 "Sketch-Merge (ordered column merges per reporter) goes to the CPU port".into(),
             ),
         ]);
+        // The slot hash units: tabulated exactly by the (copy, byte) tables instead.
+        for d in self.resources.list() {
+            if d.name.starts_with("dta_slot_hash") {
+                p.not_emitted.push((
+                    d.name,
+                    "its CRC of the key's four bytes is affine over GF(2): tabulated exactly in `dta_sb0..3` \
+                     (one lookup per byte for every copy), so neither target needs a custom CRC unit per copy"
+                        .to_string(),
+                ));
+            }
+        }
         p.added.extend([
             ("dta_local_ip", "exact on IPv4 destination: the switch's own addresses".to_string()),
             ("dta_kb0..kb3", "exact on a key byte, 256 constant entries each: the key's CRC-32C, in parts".into()),

@@ -904,18 +904,6 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta,
         size = 1;
     }
 
-    // hash dta_slot_hash_0: Crc32Poly(0x741b8cd7) (poly 0x741b8cd7, init 0xffffffff, reflected, xorout 0xffffffff) of (hdr.dta_keywrite.key_)
-    CRCPolynomial<bit<32>>(32w0x741b8cd7, true, false, false, 32w0xffffffff, 32w0xffffffff) dta_slot_hash_0_poly;
-    Hash<bit<32>>(HashAlgorithm_t.CUSTOM, dta_slot_hash_0_poly) dta_slot_hash_0;
-    // hash dta_slot_hash_1: Crc32Poly(0x814141ab) (poly 0x814141ab, init 0xffffffff, reflected, xorout 0xffffffff) of (hdr.dta_keywrite.key_)
-    CRCPolynomial<bit<32>>(32w0x814141ab, true, false, false, 32w0xffffffff, 32w0xffffffff) dta_slot_hash_1_poly;
-    Hash<bit<32>>(HashAlgorithm_t.CUSTOM, dta_slot_hash_1_poly) dta_slot_hash_1;
-    // hash dta_slot_hash_2: Crc32Poly(0xa833982b) (poly 0xa833982b, init 0xffffffff, reflected, xorout 0xffffffff) of (hdr.dta_keywrite.key_)
-    CRCPolynomial<bit<32>>(32w0xa833982b, true, false, false, 32w0xffffffff, 32w0xffffffff) dta_slot_hash_2_poly;
-    Hash<bit<32>>(HashAlgorithm_t.CUSTOM, dta_slot_hash_2_poly) dta_slot_hash_2;
-    // hash dta_slot_hash_3: Crc32Poly(0xf4acfb13) (poly 0xf4acfb13, init 0xffffffff, reflected, xorout 0xffffffff) of (hdr.dta_keywrite.key_)
-    CRCPolynomial<bit<32>>(32w0xf4acfb13, true, false, false, 32w0xffffffff, 32w0xffffffff) dta_slot_hash_3_poly;
-    Hash<bit<32>>(HashAlgorithm_t.CUSTOM, dta_slot_hash_3_poly) dta_slot_hash_3;
 #ifdef SF_TNA
     Counter<bit<32>, bit<8>>(8, CounterType_t.PACKETS) l2l3_drops;
 #else

@@ -822,10 +822,6 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta, inout standard_met
         size = 1;
     }
 
-    // hash dta_slot_hash_0: Crc32Poly(0x741b8cd7) (poly 0x741b8cd7, init 0xffffffff, reflected, xorout 0xffffffff) of (hdr.dta_keywrite.key_)
-    // hash dta_slot_hash_1: Crc32Poly(0x814141ab) (poly 0x814141ab, init 0xffffffff, reflected, xorout 0xffffffff) of (hdr.dta_keywrite.key_)
-    // hash dta_slot_hash_2: Crc32Poly(0xa833982b) (poly 0xa833982b, init 0xffffffff, reflected, xorout 0xffffffff) of (hdr.dta_keywrite.key_)
-    // hash dta_slot_hash_3: Crc32Poly(0xf4acfb13) (poly 0xf4acfb13, init 0xffffffff, reflected, xorout 0xffffffff) of (hdr.dta_keywrite.key_)
 #ifdef SF_TNA
     Counter<bit<32>, bit<8>>(8, CounterType_t.PACKETS) l2l3_drops;
 #else
