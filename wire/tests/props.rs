@@ -9,6 +9,7 @@ use wire::arp::{ArpPacket, ArpRepr};
 use wire::daiet::{DaietEntry, DaietRepr, Entries};
 use wire::dta::{self, BaseForm, DtaRepr, Format, MergeOp, NackExt, NackRepr, Primitive, Priority, Sequence};
 use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr, VlanRepr};
+use wire::hawkeye::report::{self as hreport, Entry as HEntry, Report as HReport, ReportHeader as HHeader};
 use wire::hawkeye::{FiveTuple, PollingFlag, PollingPacket, PollingRepr};
 use wire::hpcc_int::{IntHeader, IntHopRepr, IntRepr};
 use wire::ibcm::{
@@ -484,6 +485,59 @@ fn polling() -> impl Strategy<Value = PollingRepr> {
     )
 }
 
+fn five_tuple() -> impl Strategy<Value = FiveTuple> {
+    (ip(), ip(), any::<u8>(), any::<u16>(), any::<u16>()).prop_map(
+        |(src_ip, dst_ip, protocol, src_port, dst_port)| FiveTuple {
+            src_ip,
+            dst_ip,
+            protocol,
+            src_port,
+            dst_port,
+        },
+    )
+}
+
+fn hawkeye_entry() -> impl Strategy<Value = HEntry> {
+    prop_oneof![
+        (any::<u16>(), any::<u32>(), any::<u32>(), any::<u32>(), any::<u64>()).prop_map(
+            |(port, epoch_id, pkts, paused, qdepth_sum)| HEntry::Port {
+                port,
+                epoch_id,
+                pkts,
+                paused,
+                qdepth_sum
+            }
+        ),
+        (any::<u16>(), any::<u32>(), five_tuple(), any::<u32>(), any::<u32>(), 0u64..1 << 48).prop_map(
+            |(port, epoch_id, flow, pkts, paused, qdepth_sum)| HEntry::Flow {
+                port,
+                epoch_id,
+                flow,
+                pkts,
+                paused,
+                qdepth_sum
+            }
+        ),
+        (any::<u16>(), any::<u32>(), any::<u16>(), any::<u64>()).prop_map(
+            |(out_port, epoch_id, in_port, bytes)| HEntry::Meter { out_port, epoch_id, in_port, bytes }
+        ),
+    ]
+}
+
+fn hawkeye_header() -> impl Strategy<Value = HHeader> {
+    (0u8..4, any::<u16>(), any::<u8>(), any::<u16>(), any::<u16>(), any::<u32>(), any::<u8>(), any::<bool>())
+        .prop_map(|(flag, switch_id, event_id, in_port, out_port, seq, part, last)| HHeader {
+            flag,
+            switch_id,
+            event_id,
+            in_port,
+            out_port,
+            seq,
+            part,
+            last,
+        })
+}
+
 fn daiet_entries() -> impl Strategy<Value = Vec<DaietEntry>> {
     proptest::collection::vec(
         (any::<[u8; 16]>(), any::<u32>()).prop_map(|(key, value)| DaietEntry { key, value }),
@@ -686,6 +740,15 @@ proptest! {
     }
 
     #[test]
+    fn hawkeye_report_roundtrip(h in hawkeye_header(), e in proptest::collection::vec(hawkeye_entry(), 0..=hreport::MAX_ENTRIES)) {
+        let b = emitted(hreport::report_len(e.len()), |b| hreport::emit_report(&h, &e, b).map(|_| ()));
+        let r = HReport::parse(&b)?;
+        prop_assert_eq!(r.header, h);
+        let back: Result<Vec<HEntry>, _> = r.entries().collect();
+        prop_assert_eq!(back?, e);
+    }
+
+    #[test]
     fn polling_roundtrip(r in polling()) {
         let b = emitted(r.buffer_len(), |b| r.emit(b));
         prop_assert_eq!(PollingRepr::parse(&b)?, r);
@@ -774,6 +837,9 @@ fn parse_everything(b: &[u8]) {
         let _ = (p.flag(), p.victim(), p.ingress_port(), p.egress_port());
     }
     let _ = PollingRepr::parse(b);
+    if let Ok(r) = HReport::parse(b) {
+        let _ = r.entries().count();
+    }
     if let Ok(DaietRepr::Data { entries, .. }) = DaietRepr::parse(b) {
         let _ = entries.iter().count();
     }

@@ -11,6 +11,8 @@
 
 use core::net::Ipv4Addr;
 
+pub mod report;
+
 use crate::error::{Result, space};
 use crate::field::{set_u16, set_u32};
 use crate::spec::Header;
