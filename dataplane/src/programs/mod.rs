@@ -12,6 +12,7 @@
 pub(crate) mod conformance;
 pub mod dta_reporter;
 pub mod dta_translator;
+pub mod hawkeye;
 pub mod l2l3;
 pub mod macswap;
 
@@ -166,4 +167,5 @@ registry! {
     macswap::MacSwap,
     dta_translator::DtaTranslator,
     dta_reporter::DtaReporter,
+    hawkeye::Hawkeye,
 }

@@ -583,14 +583,21 @@ impl L2l3 {
     /// [`next_hop`](Self::next_hop) gives for a key of `dst` alone, or `None` (no route, local,
     /// unresolved). The P4 export resolves its static paths (reports to collectors) with it.
     pub fn resolve(&self, dst: Ipv4Addr) -> Option<NextHop> {
+        let mut k = [0u8; 13];
+        k[4..8].copy_from_slice(&dst.octets());
+        self.resolve_flow(dst, k)
+    }
+
+    /// The next hop a flow to `dst` whose ECMP key is `key` (addresses, protocol, ports: the 13
+    /// bytes the data path hashes) takes, as the data path sends it, without side effects;
+    /// `None` for no route, a local address or an unresolved neighbour.
+    pub fn resolve_flow(&self, dst: Ipv4Addr, key: [u8; 13]) -> Option<NextHop> {
         let nexthop = match *self.routes.find(dst)? {
             Route::Local => return None,
             Route::Connected(_) => dst,
             Route::Group(g) => {
                 let members = &self.groups[usize::from(g)];
-                let mut k = [0u8; 13];
-                k[4..8].copy_from_slice(&dst.octets());
-                let i = if members.len() == 1 { 0 } else { self.ecmp.hash(&k) as usize % members.len() };
+                let i = if members.len() == 1 { 0 } else { self.ecmp.hash(&key) as usize % members.len() };
                 *members.get(i)?
             }
         };

@@ -1,0 +1,30 @@
+//! The `[hawkeye]` section, as written; [`Hawkeye::build`](super::Hawkeye::build) validates it.
+
+use serde::Deserialize;
+
+/// The `[hawkeye]` section of program `hawkeye`: the epochs, the flow table, the polling
+/// packets' queue, and where telemetry reports go.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HawkeyeSection {
+    /// Epoch banks kept (a power of two, 1..=16; default 4).
+    pub epochs: Option<usize>,
+    /// Epoch length, ns (a power of two; default 2^20 = 1 048 576).
+    pub epoch_ns: Option<u64>,
+    /// Flow slots per epoch (a power of two up to 2^20; default 65 536).
+    pub flow_slots: Option<usize>,
+    /// TM queue of polling packets: a priority PFC never pauses (not in `[tm] lossless`;
+    /// default 7).
+    pub polling_queue: Option<u8>,
+    /// This switch's ID in its reports (default 1).
+    pub switch_id: Option<u16>,
+    /// `"address:port"` of the analyzer the control side sends UDP reports to.
+    pub analyzer: Option<String>,
+    /// Reports' source address (default: the switch's address on the port towards the
+    /// analyzer).
+    pub source_ip: Option<String>,
+    /// UDP source port of reports (default 0x4857).
+    pub src_port: Option<u16>,
+    /// Snapshots the control side can have pending (default 64); more are counted and dropped.
+    pub pending: Option<usize>,
+}

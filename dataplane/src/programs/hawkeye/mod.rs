@@ -1,0 +1,489 @@
+//! `hawkeye`: a switch that forwards like `l2l3` and collects Hawkeye's PFC-aware telemetry
+//! (seed `001` §3–§4; facts about the public prototype in `../shared/reference/hawkeye_hpcc.md`
+//! part A), so a softfabric switch traces PFC causality where a Tofino would.
+//!
+//! * **Epoch telemetry** ([`telemetry`]): per egress packet, at its enqueue time, a flow table,
+//!   a port table and a port-pair byte meter in `epochs` banks of `epoch_ns`; a cell from an
+//!   older lap is reset on first touch. "Paused" is the traffic manager's own 802.1Qbb state: the
+//!   packet waited on PFC, or its port is paused on its priority now (not the prototype's fixed
+//!   839 µs timer).
+//! * **Polling packets** (EtherType 0x6888, [`wire::hawkeye`]) at ingress ([`rules::fanout`]): a
+//!   flag 01 packet goes to the port the victim flow leaves by — `l2l3`'s LPM and ECMP hash of
+//!   the victim 5-tuple, as that flow is forwarded — and 11 and 10 to every other port (11 with
+//!   the victim port marked, 10 without); the packet records the port it came in on. Polling
+//!   packets travel in `polling_queue`, a priority PFC never pauses.
+//! * At egress ([`rules::survive`]): a copy survives on the victim port (as 11 if that port is
+//!   paused, else 01), or on another port as 10 only if the port is paused and its meter shows
+//!   bytes from the polling packet's in-port this epoch; other copies are dropped
+//!   (`hawkeye_pruned`). A port passes each event once per window (`hawkeye_duplicate`), so a
+//!   trace around a dependency cycle ends.
+//! * **Control side** (the program's tick: the slow path, never per packet): each surviving copy
+//!   queues a snapshot of the current and previous epochs for its port — the port's cell, the
+//!   meter from every port to it, every flow that left by it, zero entries dropped — sent as
+//!   telemetry reports ([`wire::hawkeye::report`], at most one MTU each) over UDP to `analyzer`.
+//!
+//! Bad input: a polling packet too short for its header (`hawkeye_malformed`), with flag 00
+//! (`hawkeye_no_trace`), or for a victim flow the switch has no route or neighbour for
+//! (`hawkeye_no_route`) is dropped under that reason.
+//!
+//! Not here yet: DTA Append reports into a collector, the detection agent, the lab's fault
+//! knobs and the P4 rendering (the rest of the Hawkeye issue).
+
+mod config;
+pub mod decl;
+pub mod rules;
+pub mod telemetry;
+
+use std::collections::VecDeque;
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use wire::ethernet::{EtherType, EthernetFrame};
+use wire::hawkeye::report::{self, Entry, ReportHeader};
+use wire::hawkeye::{FiveTuple, PORT_NONE, PollingFlag, PollingPacket, PollingRepr};
+use wire::ipv4::{Ipv4Packet, protocol};
+use wire::stack::UdpFlow;
+
+pub use self::config::HawkeyeSection;
+use self::rules::{CopyView, Fanout};
+use self::telemetry::{Sample, Telemetry};
+pub use super::dta_translator::Command;
+use super::l2l3::{FLOOD_GROUP, L2l3};
+use super::{BuildCtx, FromConfig};
+use crate::buf::Frame;
+use crate::config::{Config, ConfigError};
+use crate::model::{DropReason, RegisterArray, Resources, param};
+use crate::switch::{Dest, EgressMd, Emitter, IngressMd, Program};
+
+/// Counters of the Hawkeye program (the drops are the switch's, by reason).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HawkeyeStats {
+    /// Polling packets taken in at ingress.
+    pub polling: u64,
+    /// Polling copies that survived egress (each mirrored to the control side).
+    pub survived: u64,
+    /// Snapshots taken by the control side.
+    pub snapshots: u64,
+    /// Snapshots not taken: the control side's queue was full.
+    pub snapshots_dropped: u64,
+    /// Telemetry reports sent.
+    pub reports: u64,
+    /// Their bytes (UDP payload).
+    pub report_bytes: u64,
+    /// Entries in them.
+    pub entries: u64,
+    /// Reports not sent: no analyzer configured, or no route, neighbour or buffer to it.
+    pub reports_unsent: u64,
+}
+
+/// A surviving polling copy waiting for the control side.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    event_id: u8,
+    flag: PollingFlag,
+    in_port: u16,
+    out_port: u16,
+    at: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Drops {
+    malformed: DropReason,
+    no_trace: DropReason,
+    no_route: DropReason,
+    pruned: DropReason,
+    duplicate: DropReason,
+}
+
+/// The `hawkeye` program.
+#[derive(Debug)]
+pub struct Hawkeye {
+    l2l3: L2l3,
+    tel: Telemetry,
+    polling_queue: u8,
+    switch_id: u16,
+    analyzer: Option<SocketAddrV4>,
+    source_ip: Option<Ipv4Addr>,
+    port_ips: Vec<Option<Ipv4Addr>>,
+    src_port: u16,
+    /// Per egress port: the last event that left by it (event ID + 1; 0: none) and when.
+    last_event: RegisterArray<(u16, u64)>,
+    dedup_ns: u64,
+    pending: VecDeque<Pending>,
+    pending_cap: usize,
+    seq: u32,
+    drops: Drops,
+    stats: HawkeyeStats,
+    entries: Vec<Entry>,
+    buf: Vec<u8>,
+    resources: Resources,
+}
+
+impl FromConfig for Hawkeye {
+    const NAME: &'static str = "hawkeye";
+    const ABOUT: &'static str =
+        "l2l3 forwarding with Hawkeye's PFC-aware epoch telemetry and polling-packet tracing";
+    const SECTIONS: &'static [&'static str] = &["l2l3", "hawkeye"];
+    const SINGLE_PIPELINE: Option<&'static str> = Some("Hawkeye's telemetry tables are one switch's");
+
+    fn resolved(cfg: &Config) -> Result<String, ConfigError> {
+        Ok(L2l3::section(cfg)?.resolved())
+    }
+
+    fn from_config(cfg: &Config, ctx: &mut BuildCtx) -> Result<Self, ConfigError> {
+        Self::build(cfg, ctx)
+    }
+}
+
+impl Hawkeye {
+    /// Build from the configuration: `[l2l3]`, then `[hawkeye]`.
+    pub fn build(cfg: &Config, ctx: &mut BuildCtx) -> Result<Self, ConfigError> {
+        let c = cfg.ctx();
+        let l2l3 = L2l3::build(cfg, ctx)?;
+        let h = cfg.section::<HawkeyeSection>("hawkeye")?.unwrap_or_default();
+        let epochs = h.epochs.unwrap_or(4);
+        if !epochs.is_power_of_two() || epochs > 16 {
+            return Err(c.err("hawkeye.epochs", format!("{epochs}: expected a power of two, 1..=16")));
+        }
+        let epoch_ns = h.epoch_ns.unwrap_or(1 << 20);
+        if !epoch_ns.is_power_of_two() || epoch_ns < 1024 {
+            return Err(
+                c.err("hawkeye.epoch_ns", format!("{epoch_ns}: expected a power of two of at least 1024"))
+            );
+        }
+        let slots = h.flow_slots.unwrap_or(65536);
+        if !slots.is_power_of_two() || slots > 1 << 20 {
+            return Err(c.err("hawkeye.flow_slots", format!("{slots}: expected a power of two up to 2^20")));
+        }
+        let polling_queue = h.polling_queue.unwrap_or(7);
+        if polling_queue > 7 {
+            return Err(c.err("hawkeye.polling_queue", format!("{polling_queue}: expected 0..=7")));
+        }
+        if cfg.tm.lossless & (1 << polling_queue) != 0 {
+            return Err(c.err(
+                "hawkeye.polling_queue",
+                format!("{polling_queue}: a lossless priority ([tm] lossless), which PFC pauses: polling packets need one it never pauses"),
+            ));
+        }
+        let analyzer = match &h.analyzer {
+            None => None,
+            Some(s) => Some(s.parse::<SocketAddrV4>().map_err(|_| {
+                c.err("hawkeye.analyzer", format!("{s:?}: expected \"address:port\" (IPv4)"))
+            })?),
+        };
+        let source_ip = match &h.source_ip {
+            None => None,
+            Some(s) => Some(
+                s.parse::<Ipv4Addr>()
+                    .map_err(|_| c.err("hawkeye.source_ip", format!("{s:?} is not an IPv4 address")))?,
+            ),
+        };
+        let pending_cap = h.pending.unwrap_or(64);
+        if pending_cap == 0 || pending_cap > 65536 {
+            return Err(c.err("hawkeye.pending", format!("{pending_cap}: expected 1..=65536")));
+        }
+        let ports = cfg.ports.len();
+        let res = &mut ctx.resources;
+        let tel = Telemetry::new(res, epochs, epoch_ns.trailing_zeros(), slots, ports);
+        let last_event = RegisterArray::new(
+            res,
+            "hawkeye_last_event",
+            ports,
+            &[param("event", 16), param("at_ns", 64)],
+            None,
+        );
+        decl::declare(res);
+        let drops = Drops {
+            malformed: ctx.drops.declare("hawkeye_malformed"),
+            no_trace: ctx.drops.declare("hawkeye_no_trace"),
+            no_route: ctx.drops.declare("hawkeye_no_route"),
+            pruned: ctx.drops.declare("hawkeye_pruned"),
+            duplicate: ctx.drops.declare("hawkeye_duplicate"),
+        };
+        let resources = ctx.resources_after_l2l3(&l2l3);
+        Ok(Self {
+            l2l3,
+            tel,
+            polling_queue,
+            switch_id: h.switch_id.unwrap_or(1),
+            analyzer,
+            source_ip,
+            port_ips: cfg.ports.iter().map(|p| p.ipv4.first().map(|a| a.0)).collect(),
+            src_port: h.src_port.unwrap_or(report::MAGIC),
+            last_event,
+            dedup_ns: epoch_ns * epochs as u64,
+            pending: VecDeque::with_capacity(pending_cap),
+            pending_cap,
+            seq: 0,
+            drops,
+            stats: HawkeyeStats::default(),
+            entries: Vec::new(),
+            buf: vec![0u8; report::MAX_REPORT_LEN],
+            resources,
+        })
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> HawkeyeStats {
+        self.stats
+    }
+
+    /// Flow packets not merged into a slot another flow held (collisions).
+    pub fn collisions(&self) -> u64 {
+        self.tel.collisions
+    }
+
+    /// The telemetry tables.
+    pub fn telemetry(&self) -> &Telemetry {
+        &self.tel
+    }
+
+    /// The forwarding half.
+    pub fn l2l3(&self) -> &L2l3 {
+        &self.l2l3
+    }
+
+    /// A polling packet at ingress (its polling header at `l2`).
+    fn polling_ingress<F: Frame>(&mut self, pkt: &mut F, md: &mut IngressMd, l2: usize) {
+        let Ok(r) = PollingRepr::parse(&pkt.data()[l2..]) else {
+            md.dest = Dest::Drop(self.drops.malformed);
+            return;
+        };
+        let fan = rules::fanout(r.flag);
+        if fan == Fanout::Drop {
+            md.dest = Dest::Drop(self.drops.no_trace);
+            return;
+        }
+        let Some(nh) = self.l2l3.resolve_flow(r.victim.dst_ip, telemetry::key(&r.victim)) else {
+            md.dest = Dest::Drop(self.drops.no_route);
+            return;
+        };
+        self.stats.polling += 1;
+        let mut p = PollingPacket::new_unchecked(&mut pkt.data_mut()[l2..]);
+        p.set_ingress_port(md.ingress_port);
+        p.set_egress_port(if fan == Fanout::AllNoVictim { PORT_NONE } else { nh.port });
+        md.qid = self.polling_queue;
+        if fan == Fanout::Victim {
+            md.dest = Dest::Port(nh.port);
+        } else {
+            md.dest = Dest::Multicast(FLOOD_GROUP);
+            md.exclude_ingress = true;
+        }
+    }
+
+    /// A polling copy at egress: the survival rules, de-duplication, the control side's queue.
+    fn polling_egress<F: Frame>(&mut self, pkt: &mut F, md: &mut EgressMd, l2: usize) {
+        let now = md.deq.enq_ts;
+        let port = md.egress_port;
+        let Ok(view) = PollingPacket::new_checked(&pkt.data()[l2..]) else {
+            md.drop = Some(self.drops.malformed);
+            return;
+        };
+        let (flag, victim, inp, event) =
+            (view.flag(), view.egress_port(), view.ingress_port(), view.event_id());
+        let cell = self.tel.port(now, port);
+        let c = CopyView {
+            flag,
+            on_victim_port: victim == port,
+            port_paused: cell.paused > 0 || md.deq.paused_mask != 0,
+            traffic_from_in_port: self.tel.meter(now, inp, port) > 0,
+        };
+        let Some(flag) = rules::survive(c) else {
+            md.drop = Some(self.drops.pruned);
+            return;
+        };
+        let tag = u16::from(event) + 1;
+        let (last, at) = self.last_event.read(usize::from(port));
+        if last == tag && now.saturating_sub(at) < self.dedup_ns {
+            md.drop = Some(self.drops.duplicate);
+            return;
+        }
+        self.last_event.write(usize::from(port), (tag, now));
+        PollingPacket::new_unchecked(&mut pkt.data_mut()[l2..]).set_flag(flag);
+        self.stats.survived += 1;
+        if self.pending.len() < self.pending_cap {
+            self.pending.push_back(Pending { event_id: event, flag, in_port: inp, out_port: port, at: now });
+        } else {
+            self.stats.snapshots_dropped += 1;
+        }
+    }
+
+    /// The telemetry sample of a data packet at egress.
+    fn sample(data: &[u8], md: &EgressMd) -> Sample {
+        let mut flow = None;
+        if let Ok(eth) = EthernetFrame::new_checked(data)
+            && eth.ethertype() == EtherType::IPV4
+            && let Ok(ip) = Ipv4Packet::new_checked(&data[eth.header_len()..])
+        {
+            let (mut src_port, mut dst_port) = (0, 0);
+            let l4 = ip.payload();
+            if matches!(ip.protocol(), protocol::UDP | protocol::TCP)
+                && ip.frag_offset() == 0
+                && l4.len() >= 4
+            {
+                src_port = u16::from_be_bytes([l4[0], l4[1]]);
+                dst_port = u16::from_be_bytes([l4[2], l4[3]]);
+            }
+            flow = Some(FiveTuple {
+                src_ip: ip.src_addr(),
+                dst_ip: ip.dst_addr(),
+                protocol: ip.protocol(),
+                src_port,
+                dst_port,
+            });
+        }
+        let q = md.deq.enq.qid;
+        Sample {
+            flow,
+            in_port: md.deq.enq.ingress_port,
+            out_port: md.egress_port,
+            bytes: data.len() as u32,
+            enq_qdepth: md.deq.enq_qdepth,
+            paused: md.deq.waited_on_pfc || md.deq.paused_mask & (1 << (q & 7)) != 0,
+        }
+    }
+
+    /// The control side: snapshot what each surviving copy concerns and send it as reports.
+    fn control_side<F: Frame>(&mut self, now: u64, out: &mut Emitter<'_, F>) {
+        while let Some(p) = self.pending.pop_front() {
+            self.stats.snapshots += 1;
+            let mut entries = std::mem::take(&mut self.entries);
+            entries.clear();
+            self.tel.snapshot(p.at, p.out_port, &mut entries);
+            let parts = entries.len().div_ceil(report::MAX_ENTRIES).max(1);
+            for (i, chunk) in
+                entries.chunks(report::MAX_ENTRIES).chain(entries.is_empty().then_some(&[][..])).enumerate()
+            {
+                let h = ReportHeader {
+                    flag: p.flag as u8,
+                    switch_id: self.switch_id,
+                    event_id: p.event_id,
+                    in_port: p.in_port,
+                    out_port: p.out_port,
+                    seq: self.seq,
+                    part: i.min(255) as u8,
+                    last: i + 1 == parts,
+                };
+                self.seq = self.seq.wrapping_add(1);
+                let Ok(n) = report::emit_report(&h, chunk, &mut self.buf) else { continue };
+                if self.send(n, now, out) {
+                    self.stats.reports += 1;
+                    self.stats.report_bytes += n as u64;
+                    self.stats.entries += chunk.len() as u64;
+                } else {
+                    self.stats.reports_unsent += 1;
+                }
+            }
+            self.entries = entries;
+        }
+    }
+
+    /// Send `self.buf[..n]` to the analyzer through `l2l3`.
+    fn send<F: Frame>(&mut self, n: usize, now: u64, out: &mut Emitter<'_, F>) -> bool {
+        let Some(dst) = self.analyzer else { return false };
+        let key = || {
+            telemetry::key(&FiveTuple {
+                src_ip: Ipv4Addr::UNSPECIFIED,
+                dst_ip: *dst.ip(),
+                protocol: protocol::UDP,
+                src_port: self.src_port,
+                dst_port: dst.port(),
+            })
+        };
+        let Ok(nh) = self.l2l3.next_hop(*dst.ip(), key, now, out) else { return false };
+        let Some(src) = self.source_ip.or_else(|| self.port_ips.get(usize::from(nh.port)).copied().flatten())
+        else {
+            return false;
+        };
+        let flow = UdpFlow::host_udp(nh.src_mac, nh.dst_mac, SocketAddrV4::new(src, self.src_port), dst);
+        let payload = &self.buf[..n];
+        out.emit(Dest::Port(nh.port), self.polling_queue, |f| {
+            f.reset();
+            let len = flow.headers_len() + payload.len();
+            f.append(len.max(wire::ethernet::MIN_FRAME_LEN)).is_some_and(|b| {
+                b.fill(0);
+                flow.emit_with(payload.len(), false, b, |p| {
+                    p.copy_from_slice(payload);
+                    Ok(())
+                })
+                .is_ok()
+            })
+        })
+    }
+}
+
+impl Program for Hawkeye {
+    type Command = Command;
+
+    fn ingress<F: Frame>(&mut self, pkt: &mut F, md: &mut IngressMd, out: &mut Emitter<'_, F>) {
+        if let Ok(eth) = EthernetFrame::new_checked(pkt.data())
+            && eth.ethertype() == EtherType(decl::ETHERTYPE_POLLING)
+        {
+            let l2 = eth.header_len();
+            self.polling_ingress(pkt, md, l2);
+            return;
+        }
+        self.l2l3.ingress(pkt, md, out);
+    }
+
+    fn egress<F: Frame>(&mut self, pkt: &mut F, md: &mut EgressMd) {
+        if let Ok(eth) = EthernetFrame::new_checked(pkt.data())
+            && eth.ethertype() == EtherType(decl::ETHERTYPE_POLLING)
+        {
+            let l2 = eth.header_len();
+            self.polling_egress(pkt, md, l2);
+            return;
+        }
+        self.l2l3.egress(pkt, md);
+        let s = Self::sample(pkt.data(), md);
+        self.tel.record(md.deq.enq_ts, &s);
+    }
+
+    #[inline(always)]
+    fn has_egress(&self) -> bool {
+        true
+    }
+
+    fn tick_interval(&self) -> Option<u64> {
+        Some(50_000)
+    }
+
+    fn tick<F: Frame>(&mut self, now: u64, out: &mut Emitter<'_, F>) {
+        self.control_side(now, out);
+        self.l2l3.tick(now, out);
+    }
+
+    fn control(&mut self, cmd: Command, now: u64) -> Result<String, String> {
+        match cmd {
+            Command::Show | Command::Stats => {
+                let s = self.stats;
+                Ok(format!(
+                    "hawkeye: switch {} analyzer {:?}\npolling {} survived {} snapshots {} snapshots_dropped {} \
+                     reports {} report_bytes {} entries {} reports_unsent {} collisions {}\n",
+                    self.switch_id,
+                    self.analyzer,
+                    s.polling,
+                    s.survived,
+                    s.snapshots,
+                    s.snapshots_dropped,
+                    s.reports,
+                    s.report_bytes,
+                    s.entries,
+                    s.reports_unsent,
+                    self.tel.collisions
+                ))
+            }
+            Command::L2l3(c) => self.l2l3.control(c, now),
+        }
+    }
+
+    fn parse_command(line: &str, ports: &[String]) -> Result<Command, String> {
+        Command::parse(line, ports)
+    }
+
+    fn resources(&self) -> &Resources {
+        &self.resources
+    }
+}
+
+#[cfg(test)]
+mod tests;
