@@ -254,6 +254,14 @@ impl HeapPool {
     }
 }
 
+/// Ask the kernel to back the memory of `s`, rounded inward to 2 MiB boundaries, with
+/// transparent huge pages (a hint: large lookup tables touched at random, so the TLB holds
+/// them). Nothing happens for less than 2 MiB.
+pub fn advise_huge_pages_for<T>(s: &[T]) {
+    let lo = s.as_ptr() as usize;
+    advise_huge_pages(lo, lo + std::mem::size_of_val(s));
+}
+
 /// Ask the kernel to back `[lo, hi)`, rounded inward to 2 MiB boundaries, with transparent
 /// huge pages: `MADV_HUGEPAGE` for pages not touched yet, then `MADV_COLLAPSE` (Linux 6.1+) for
 /// those already mapped. Failures are ignored (an older kernel, THP off): it is a hint.

@@ -26,7 +26,10 @@ impl<T: Copy + Default> RegisterArray<T> {
             bytes: size * std::mem::size_of::<T>(),
             detail: String::new(),
         });
-        Self { cells: vec![T::default(); size] }
+        let cells = vec![T::default(); size];
+        // Large arrays are read at random per packet: back them with huge pages (a hint).
+        ports::buf::advise_huge_pages_for(&cells);
+        Self { cells }
     }
 
     /// Declare `epochs` banks of `size` registers, indexed by [`epoch_index`](Self::epoch_index):

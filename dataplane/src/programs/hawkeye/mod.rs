@@ -308,7 +308,41 @@ impl Hawkeye {
     }
 
     /// The telemetry sample of a data packet at egress.
+    #[inline]
     fn sample(data: &[u8], md: &EgressMd) -> Sample {
+        let q = md.deq.enq.qid;
+        let mut s = Sample {
+            flow: None,
+            in_port: md.deq.enq.ingress_port,
+            out_port: md.egress_port,
+            bytes: data.len() as u32,
+            enq_qdepth: md.deq.enq_qdepth,
+            paused: md.deq.waited_on_pfc || md.deq.paused_mask & (1 << (q & 7)) != 0,
+        };
+        // The common frame at fixed offsets: untagged IPv4 without options, first fragment.
+        if let Some(h) = data.get(..38)
+            && h[12..14] == [0x08, 0x00]
+            && h[14] == 0x45
+            && h[20] & 0x1f == 0
+            && h[21] == 0
+        {
+            let p = h[23];
+            let ports = matches!(p, protocol::UDP | protocol::TCP);
+            s.flow = Some(FiveTuple {
+                src_ip: Ipv4Addr::new(h[26], h[27], h[28], h[29]),
+                dst_ip: Ipv4Addr::new(h[30], h[31], h[32], h[33]),
+                protocol: p,
+                src_port: if ports { u16::from_be_bytes([h[34], h[35]]) } else { 0 },
+                dst_port: if ports { u16::from_be_bytes([h[36], h[37]]) } else { 0 },
+            });
+            return s;
+        }
+        s.flow = Self::flow_of(data);
+        s
+    }
+
+    /// A frame's 5-tuple, by the parsers (VLAN tags, IPv4 options, fragments).
+    fn flow_of(data: &[u8]) -> Option<FiveTuple> {
         let mut flow = None;
         if let Ok(eth) = EthernetFrame::new_checked(data)
             && eth.ethertype() == EtherType::IPV4
@@ -331,15 +365,7 @@ impl Hawkeye {
                 dst_port,
             });
         }
-        let q = md.deq.enq.qid;
-        Sample {
-            flow,
-            in_port: md.deq.enq.ingress_port,
-            out_port: md.egress_port,
-            bytes: data.len() as u32,
-            enq_qdepth: md.deq.enq_qdepth,
-            paused: md.deq.waited_on_pfc || md.deq.paused_mask & (1 << (q & 7)) != 0,
-        }
+        flow
     }
 
     /// The control side: snapshot what each surviving copy concerns and send it as reports.
@@ -414,8 +440,11 @@ impl Hawkeye {
 impl Program for Hawkeye {
     type Command = Command;
 
+    #[inline]
     fn ingress<F: Frame>(&mut self, pkt: &mut F, md: &mut IngressMd, out: &mut Emitter<'_, F>) {
-        if let Ok(eth) = EthernetFrame::new_checked(pkt.data())
+        let untagged_ipv4 = pkt.data().get(12..14) == Some(&[0x08, 0x00][..]);
+        if !untagged_ipv4
+            && let Ok(eth) = EthernetFrame::new_checked(pkt.data())
             && eth.ethertype() == EtherType(decl::ETHERTYPE_POLLING)
         {
             let l2 = eth.header_len();
@@ -425,8 +454,12 @@ impl Program for Hawkeye {
         self.l2l3.ingress(pkt, md, out);
     }
 
+    #[inline]
     fn egress<F: Frame>(&mut self, pkt: &mut F, md: &mut EgressMd) {
-        if let Ok(eth) = EthernetFrame::new_checked(pkt.data())
+        // Most frames are untagged IPv4: no polling packet, straight to the telemetry.
+        let untagged_ipv4 = pkt.data().get(12..14) == Some(&[0x08, 0x00][..]);
+        if !untagged_ipv4
+            && let Ok(eth) = EthernetFrame::new_checked(pkt.data())
             && eth.ethertype() == EtherType(decl::ETHERTYPE_POLLING)
         {
             let l2 = eth.header_len();

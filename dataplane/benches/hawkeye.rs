@@ -1,0 +1,234 @@
+//! `hawkeye` against `l2l3` in the same run: bursts of 32 routed 64-byte frames through the whole
+//! switch on one core (receive, ingress, TM, egress with the epoch telemetry, transmit) on memory
+//! ports, as `benches/l2l3.rs` measures `l2l3`; then a polling packet's handling (ingress fan-out
+//! and every copy's egress rules), and the control side's snapshot of one port's epochs.
+//! `HAWKEYE_BENCH_EXTRA="[hawkeye];flow_slots = 1024"` adds keys to the hawkeye switch's
+//! configuration (`;` for a new line).
+//!
+//! Run: `cargo bench -p dataplane --bench hawkeye`. Figures are kept in BENCHMARKS.md.
+
+use std::hint::black_box;
+use std::path::Path;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use dataplane::buf::{Frame, HeapPool, PktBuf, Pool};
+use dataplane::config::Config;
+use dataplane::model::Resources;
+use dataplane::port::MemPort;
+use dataplane::programs::hawkeye::Hawkeye;
+use dataplane::programs::hawkeye::telemetry::{Sample, Telemetry};
+use dataplane::programs::l2l3::L2l3;
+use dataplane::programs::{FromConfig, build_switch};
+use dataplane::runtime::{receive_all, transmit_all};
+use dataplane::switch::{Program, Switch};
+use wire::EthernetRepr;
+use wire::ethernet::{EtherType, EthernetAddress};
+use wire::hawkeye::report::Entry;
+use wire::hawkeye::{FiveTuple, PollingFlag, PollingRepr};
+use wire::ipv4::Ipv4Repr;
+use wire::udp::UdpRepr;
+
+const BURST: usize = 32;
+
+fn cfg(program: &str) -> String {
+    let extra = if program == "hawkeye" {
+        std::env::var("HAWKEYE_BENCH_EXTRA").unwrap_or_default().replace(";", "\n")
+    } else {
+        String::new()
+    };
+    format!(
+        r#"
+program = "{program}"
+[[port]]
+name = "p0"
+backend = "ring"
+mac = "02:00:00:00:00:10"
+speed = "100G"
+ipv4 = ["10.0.1.1/24"]
+[[port]]
+name = "p1"
+backend = "ring"
+mac = "02:00:00:00:00:11"
+speed = "100G"
+ipv4 = ["10.0.2.1/24"]
+[l2l3]
+neighbor = [{{ ip = "10.0.2.2", mac = "02:00:00:00:02:02", port = "p1" }}]
+{extra}
+"#
+    )
+}
+
+/// A 64-byte frame (60 without FCS): UDP from 10.0.1.2 to 10.0.2.2, routed.
+fn frame(sport: u16) -> Vec<u8> {
+    let mut f = vec![0u8; 60];
+    EthernetRepr {
+        src_addr: EthernetAddress([2, 0, 0, 0, 1, 2]),
+        dst_addr: EthernetAddress([2, 0, 0, 0, 0, 0x10]),
+        vlan: None,
+        ethertype: EtherType::IPV4,
+    }
+    .emit(&mut f)
+    .unwrap();
+    Ipv4Repr {
+        src_addr: [10, 0, 1, 2].into(),
+        dst_addr: [10, 0, 2, 2].into(),
+        protocol: 17,
+        payload_len: 26,
+        ttl: 64,
+        dscp: 0,
+        ecn: 0,
+        ident: 0,
+        dont_frag: true,
+        more_frags: false,
+        frag_offset: 0,
+    }
+    .emit(&mut f[14..])
+    .unwrap();
+    UdpRepr { src_port: sport, dst_port: 4791, payload_len: 18 }.emit(&mut f[34..]).unwrap();
+    f
+}
+
+struct Bench<P: Program> {
+    switch: Switch<P, PktBuf>,
+    ports: Vec<Option<Box<MemPort<PktBuf>>>>,
+    pool: HeapPool,
+    rx: Vec<PktBuf>,
+    tx: Vec<PktBuf>,
+    back: Vec<PktBuf>,
+    templates: Vec<Vec<u8>>,
+    now: u64,
+}
+
+impl<P: Program + FromConfig> Bench<P> {
+    fn new(program: &str, templates: Vec<Vec<u8>>) -> Self {
+        let cfg = Config::parse(Path::new("bench.toml"), &cfg(program)).unwrap();
+        let mut b = Self {
+            switch: build_switch(&cfg).unwrap(),
+            ports: vec![Some(Box::new(MemPort::new(4 * BURST))), Some(Box::new(MemPort::new(4 * BURST)))],
+            pool: HeapPool::new(4 * BURST, 2048),
+            rx: Vec::with_capacity(BURST),
+            tx: Vec::with_capacity(BURST),
+            back: Vec::with_capacity(BURST),
+            templates,
+            now: 0,
+        };
+        for i in 0..BURST {
+            let mut p = b.pool.alloc().unwrap();
+            p.set(&b.templates[i % b.templates.len()]);
+            b.ports[0].as_mut().unwrap().push_rx(p);
+        }
+        b
+    }
+
+    fn burst(&mut self) -> usize {
+        self.now += 1000;
+        receive_all(&mut self.switch, &mut self.ports, &mut self.pool, &mut self.rx, self.now, BURST);
+        transmit_all(&mut self.switch, &mut self.ports, &mut self.pool, &mut self.tx, self.now, BURST);
+        let n = self.ports[1].as_mut().unwrap().take_tx(&mut self.back);
+        for (f, t) in self.back.iter_mut().zip(self.templates.iter().cycle()) {
+            f.set(t);
+        }
+        self.ports[0].as_mut().unwrap().push_rx_burst(&mut self.back);
+        n
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("hawkeye");
+    g.throughput(Throughput::Elements(BURST as u64));
+    let frames: Vec<Vec<u8>> = (0..BURST as u16).map(|i| frame(1000 + i)).collect();
+    // Interleaved in one run: l2l3, then hawkeye, on the same frames.
+    let mut l: Bench<L2l3> = Bench::new("l2l3", frames.clone());
+    assert_eq!(l.burst(), BURST);
+    let mut h: Bench<Hawkeye> = Bench::new("hawkeye", frames);
+    assert_eq!(h.burst(), BURST);
+    assert_eq!(h.switch.counters().drops.iter().sum::<u64>(), 0);
+    g.bench_function("l2l3_route_64B_burst32", |x| x.iter(|| black_box(l.burst())));
+    g.bench_function("hawkeye_route_64B_burst32", |x| x.iter(|| black_box(h.burst())));
+    g.finish();
+
+    // A polling packet (11: fan out to every other port) in, its copies through egress (the
+    // control side's queue fills and counts what it cannot take: its snapshot is timed below).
+    let mut g = c.benchmark_group("hawkeye_polling");
+    g.throughput(Throughput::Elements(1));
+    let mut poll = vec![0u8; 60];
+    EthernetRepr {
+        src_addr: EthernetAddress([2, 0, 0, 0, 1, 2]),
+        dst_addr: EthernetAddress([2, 0, 0, 0, 0, 0x10]),
+        vlan: None,
+        ethertype: EtherType(0x6888),
+    }
+    .emit(&mut poll)
+    .unwrap();
+    PollingRepr {
+        flag: PollingFlag::Both,
+        ingress_port: 511,
+        egress_port: 511,
+        event_id: 0,
+        victim: FiveTuple {
+            src_ip: [10, 0, 1, 2].into(),
+            dst_ip: [10, 0, 2, 2].into(),
+            protocol: 17,
+            src_port: 1000,
+            dst_port: 4791,
+        },
+    }
+    .emit(&mut poll[14..])
+    .unwrap();
+    let mut event = 0u8;
+    g.bench_function("polling_packet_in_and_copies_out", |x| {
+        x.iter(|| {
+            event = event.wrapping_add(1);
+            poll[19] = event;
+            h.now += 100_000_000; // past the de-duplication window
+            let mut p = h.pool.alloc().unwrap();
+            p.set(&poll);
+            h.switch.receive(h.now, 0, p, &mut h.pool);
+            let mut out = Vec::new();
+            for port in 0..2 {
+                while h.switch.transmit(h.now, port, &mut out, 8, &mut h.pool) > 0 {}
+            }
+            for f in out.drain(..) {
+                h.pool.free(f);
+            }
+        })
+    });
+    g.finish();
+
+    // The control side's snapshot of one port: 65 536 flow slots × 2 epochs scanned.
+    let mut g = c.benchmark_group("hawkeye_control");
+    let mut res = Resources::default();
+    let mut t = Telemetry::new(&mut res, 4, 20, 65536, 8);
+    for i in 0..4096u32 {
+        let f = FiveTuple {
+            src_ip: i.into(),
+            dst_ip: [10, 0, 2, 2].into(),
+            protocol: 17,
+            src_port: i as u16,
+            dst_port: 4791,
+        };
+        t.record(
+            1 << 20,
+            &Sample {
+                flow: Some(f),
+                in_port: (i % 8) as u16,
+                out_port: 1,
+                bytes: 64,
+                enq_qdepth: 1000,
+                paused: i % 3 == 0,
+            },
+        );
+    }
+    let mut entries: Vec<Entry> = Vec::new();
+    g.bench_function("snapshot_port_4096_flows", |x| {
+        x.iter(|| {
+            entries.clear();
+            t.snapshot(1 << 20, 1, &mut entries);
+            black_box(entries.len())
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
