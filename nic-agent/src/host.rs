@@ -178,6 +178,8 @@ pub struct RcHost {
     until: Option<u64>,
     stats: HostStats,
     scratch: Vec<u8>,
+    /// Hawkeye's detection agent, when enabled.
+    detector: Option<crate::hawkeye::Detector>,
 }
 
 impl std::fmt::Debug for RcHost {
@@ -205,6 +207,7 @@ impl RcHost {
             until: None,
             stats: HostStats::default(),
             scratch: Vec::new(),
+            detector: None,
         }
     }
 
@@ -369,6 +372,18 @@ impl RcHost {
             self.stats.acks_rx += 1;
             self.stats.int_acks_rx += u64::from(p.int.is_some_and(|i| i.n_hop > 0));
             s.tx.handle_ack(now, &p.bth, aeth, p.int.as_ref());
+            if let Some(d) = &mut self.detector
+                && let Some(rtt) = s.tx.take_rtt_sample()
+            {
+                let victim = wire::hawkeye::FiveTuple {
+                    src_ip: self.cfg.ip,
+                    dst_ip: s.flow.peer,
+                    protocol: 17,
+                    src_port: s.udp.src_port,
+                    dst_port: s.udp.dst_port,
+                };
+                d.on_rtt(now, s.flow.id, victim, rtt);
+            }
             if s.tx.is_done() && s.acked_at.is_none() {
                 s.acked_at = Some(now);
                 let st = s.tx.stats();
@@ -381,6 +396,22 @@ impl RcHost {
             s.tx.handle_cnp(now);
         }
         self.refresh(si);
+    }
+
+    /// Run Hawkeye's detection agent on this host's senders: RTT samples from their ACKs;
+    /// polling packets for victims go on the control priority.
+    pub fn enable_detection(&mut self, cfg: crate::hawkeye::DetectorConfig) {
+        self.detector = Some(crate::hawkeye::Detector::new(cfg));
+    }
+
+    /// The detection agent, if enabled.
+    pub fn detector(&self) -> Option<&crate::hawkeye::Detector> {
+        self.detector.as_ref()
+    }
+
+    /// The detection agent's events since the last call (none when it is off).
+    pub fn take_poll_events(&mut self) -> Vec<crate::hawkeye::PollEvent> {
+        self.detector.as_mut().map(|d| d.take_events()).unwrap_or_default()
     }
 
     /// Write control frame `c` into `buf`.
@@ -505,10 +536,16 @@ impl Agent for RcHost {
     }
 
     fn poll_transmit(&mut self, now: u64, paused: u8, buf: &mut [u8]) -> Option<usize> {
-        if paused & (1 << self.cfg.ctrl_priority) == 0
-            && let Some(c) = self.ctrl.pop_front()
-        {
-            return self.ctrl_frame(c, buf);
+        if paused & (1 << self.cfg.ctrl_priority) == 0 {
+            if let Some(d) = &mut self.detector
+                && d.has_transmit()
+                && let Some(n) = d.poll_transmit(self.cfg.mac, self.cfg.gateway_mac, buf)
+            {
+                return Some(n);
+            }
+            if let Some(c) = self.ctrl.pop_front() {
+                return self.ctrl_frame(c, buf);
+            }
         }
         self.until = None;
         if paused & (1 << self.cfg.data_priority) != 0 {

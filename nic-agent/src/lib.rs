@@ -12,14 +12,15 @@
 //!   frames with INT in front of the BTH.
 //! * [`host`] — a host's NIC running those flows as one frame-level `roce::agent::Agent`:
 //!   what the lab's hosts and the `nic-agent` binary run.
+//! * [`hawkeye`] — Hawkeye's detection agent: per-flow RTT, polling packets for victims.
 //!
 //! What it is not: it owns no clock and no socket, and it defines no packet formats (INT is
-//! `wire::hpcc_int`, RoCEv2 `wire::roce`). µFAB-E and the Hawkeye detection agent are later
-//! issues.
+//! `wire::hpcc_int`, RoCEv2 `wire::roce`). µFAB-E is a later issue.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod dcqcn;
+pub mod hawkeye;
 pub mod host;
 pub mod hpcc;
 pub mod pacer;

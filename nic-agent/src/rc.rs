@@ -109,6 +109,11 @@ pub struct RcSender {
     /// The byte after the last one sent (first sends and resends alike): `snd_nxt` in HPCC++.
     sent_to: u64,
     stats: SenderStats,
+    /// The packet being timed for an RTT sample: its index among those posted, and when it
+    /// was sent (one at a time; a resend cancels it, Karn's rule).
+    rtt_probe: Option<(u64, u64)>,
+    /// The last RTT sample not yet taken, ns.
+    rtt_sample: Option<u64>,
 }
 
 impl RcSender {
@@ -138,7 +143,17 @@ impl RcSender {
             FlowCc::Fixed(r) => Pacer::new(*r, None),
         };
         let req = Requester::new(rc, cfg.dest_qp, cfg.start_psn);
-        Self { cfg, req, pacer, cc, una: 0, sent_to: 0, stats: SenderStats::default() }
+        Self {
+            cfg,
+            req,
+            pacer,
+            cc,
+            una: 0,
+            sent_to: 0,
+            stats: SenderStats::default(),
+            rtt_probe: None,
+            rtt_sample: None,
+        }
     }
 
     /// The settings.
@@ -231,6 +246,9 @@ impl RcSender {
             }
         } else {
             let last = offset + len as u64 >= self.cfg.size;
+            if self.rtt_probe.is_none() {
+                self.rtt_probe = Some((self.req.stats().posted, now));
+            }
             match self.req.post(now, Op::Send { imm: None }, &[], last) {
                 Ok(p) => p.ack_req,
                 Err(_) => return Transmit::Blocked,
@@ -251,8 +269,15 @@ impl RcSender {
         }
     }
 
+    /// The last RTT sample (from a packet's send to the acknowledgement covering it), once.
+    pub fn take_rtt_sample(&mut self) -> Option<u64> {
+        self.rtt_sample.take()
+    }
+
     /// Go back to the oldest unacknowledged byte, with nothing in flight.
     fn went_back(&mut self) {
+        // A resend makes the timed packet's acknowledgement ambiguous (Karn's rule).
+        self.rtt_probe = None;
         self.sent_to = self.una;
         self.pacer.set_inflight(0);
     }
@@ -269,6 +294,13 @@ impl RcSender {
         match r {
             Response::Acked { .. } => {
                 self.sync_acked();
+                let una_idx = self.req.stats().posted - u64::from(self.req.outstanding());
+                if let Some((idx, sent)) = self.rtt_probe
+                    && una_idx > idx
+                {
+                    self.rtt_probe = None;
+                    self.rtt_sample = Some(now.saturating_sub(sent));
+                }
                 if let (FlowCc::Hpcc(hp), Some(i)) = (&mut self.cc, int)
                     && let Some(w) = hp.handle_ack(self.una, self.sent_to, i)
                 {

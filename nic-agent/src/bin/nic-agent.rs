@@ -21,6 +21,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use nic_agent::dcqcn::{DcqcnConfig, DcqcnRp};
+use nic_agent::hawkeye::DetectorConfig;
 use nic_agent::host::{HostConfig, RcHost, RecvFlow, SendFlow};
 use nic_agent::hpcc::{Hpcc, HpccConfig};
 use nic_agent::rc::{FlowCc, SenderConfig, rc_frame_len, udp_src_port};
@@ -103,6 +104,16 @@ enum Cmd {
         /// Retransmission timeout, milliseconds (at least 0.01, at most a minute).
         #[arg(long, default_value_t = 20.0, value_parser = timeout_ms, allow_negative_numbers = true)]
         timeout_ms: f64,
+        /// Run Hawkeye's detection agent: a polling packet (EtherType 0x6888) for this flow
+        /// when its RTT exceeds this many times its base RTT (more than 1, at most 1000).
+        #[arg(long, value_parser = rtt_factor, allow_negative_numbers = true)]
+        hawkeye_rtt_factor: Option<f64>,
+        /// The detection agent's base RTT, microseconds (default: the flow's smallest).
+        #[arg(long, value_parser = rtt_us, allow_negative_numbers = true, requires = "hawkeye_rtt_factor")]
+        hawkeye_base_rtt_us: Option<f64>,
+        /// At most one polling packet per this many milliseconds (at least 0.01, at most a minute).
+        #[arg(long, default_value_t = 3.0, value_parser = timeout_ms, allow_negative_numbers = true)]
+        hawkeye_interval_ms: f64,
     },
     /// Receive a file.
     Recv {
@@ -144,6 +155,17 @@ fn timeout_ms(s: &str) -> Result<f64, String> {
     ranged(s, 0.01, 60_000.0, false, "ms")
 }
 
+fn rtt_factor(s: &str) -> Result<f64, String> {
+    ranged(s, 1.0, 1000.0, true, "× the base RTT")
+}
+
+/// The detection agent's options.
+struct HawkeyeOpts {
+    rtt_factor: Option<f64>,
+    base_rtt_us: Option<f64>,
+    interval_ms: f64,
+}
+
 type Host = HostPort<PktBuf, AfPacketPort, HeapPool>;
 
 /// The interface as a host: its port, buffers, MAC and address, and the next hop's MAC.
@@ -177,15 +199,17 @@ fn host_config(host: &Host, next_hop: EthernetAddress, cc: Option<(CcName, u8)>)
     }
 }
 
-fn send(
-    c: &Common,
-    file: &PathBuf,
-    cc: CcName,
+/// The sender's rate, CC and transport settings.
+#[derive(Clone, Copy)]
+struct Tuning {
     rate_gbps: f64,
     base_rtt_us: f64,
     int_hops: u8,
     timeout_ms: f64,
-) -> anyhow::Result<bool> {
+}
+
+fn send(c: &Common, file: &PathBuf, cc: CcName, t: &Tuning, hawkeye: &HawkeyeOpts) -> anyhow::Result<bool> {
+    let Tuning { rate_gbps, base_rtt_us, int_hops, timeout_ms } = *t;
     let data = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     if !(0.001..=400.0).contains(&rate_gbps) {
         bail!("--rate-gbps {rate_gbps}: expected a rate from 0.001 to 400 Gb/s");
@@ -214,6 +238,13 @@ fn send(
     let overhead = rc_frame_len(&udp, int.as_ref(), false, 4);
     let size = data.len() as u64;
     let mut agent = RcHost::new(hc);
+    if let Some(k) = hawkeye.rtt_factor {
+        agent.enable_detection(DetectorConfig {
+            rtt_factor: k,
+            base_rtt_ns: hawkeye.base_rtt_us.map(|us| (us * 1e3) as u64),
+            min_interval_ns: (hawkeye.interval_ms * 1e6) as u64,
+        });
+    }
     agent.start_send(
         host.now(),
         SendFlow {
@@ -261,6 +292,13 @@ fn send(
         rate / 1e9,
         window.map_or("none".to_string(), |w| w.to_string()),
     );
+    if let Some(d) = agent.detector() {
+        let ds = d.stats();
+        println!(
+            "hawkeye: rtt samples {}, over the threshold {}, polling packets {} (sent {}), suppressed {}",
+            ds.samples, ds.over, ds.polls, ds.sent, ds.suppressed
+        );
+    }
     match outcome {
         Ok(()) => Ok(true),
         Err(e) => {
@@ -314,8 +352,30 @@ fn main() -> anyhow::Result<()> {
         std::process::exit(2);
     }
     let ok = match &cli.cmd {
-        Cmd::Send { c, file, cc, rate_gbps, base_rtt_us, int_hops, timeout_ms } => {
-            send(c, file, *cc, *rate_gbps, *base_rtt_us, *int_hops, *timeout_ms)?
+        Cmd::Send {
+            c,
+            file,
+            cc,
+            rate_gbps,
+            base_rtt_us,
+            int_hops,
+            timeout_ms,
+            hawkeye_rtt_factor,
+            hawkeye_base_rtt_us,
+            hawkeye_interval_ms,
+        } => {
+            let hawkeye = HawkeyeOpts {
+                rtt_factor: *hawkeye_rtt_factor,
+                base_rtt_us: *hawkeye_base_rtt_us,
+                interval_ms: *hawkeye_interval_ms,
+            };
+            let t = Tuning {
+                rate_gbps: *rate_gbps,
+                base_rtt_us: *base_rtt_us,
+                int_hops: *int_hops,
+                timeout_ms: *timeout_ms,
+            };
+            send(c, file, *cc, &t, &hawkeye)?
         }
         Cmd::Recv { c, size, out } => recv(c, *size, out)?,
     };

@@ -208,3 +208,40 @@ fn frames_are_checked_and_bad_ones_refused() {
     assert!(parse_rc(&buf[..40]).is_err());
     assert!(emit_rc(&mut buf[..50], &fa, None, &data_bth(QP_B, &seg), None, 16, |_| {}).is_err());
 }
+
+/// One RTT sample per round trip: the first packet sent is timed until the ACK that covers it;
+/// a go-back-N round cancels the timed packet (Karn's rule), and a new one is timed after.
+#[test]
+fn rtt_samples_time_one_packet_to_its_ack_and_skip_resends() {
+    let mut tx = RcSender::new(cfg(MTU as u64 * 8), FlowCc::Fixed(100e9));
+    let mut rx = RcReceiver::new(MTU as u64 * 8, 0xff_fff0, 50_000);
+    let mut sent = Vec::new();
+    for t in 0..3u64 {
+        let Transmit::Send(seg) = tx.poll_transmit(t * 1000) else { panic!() };
+        sent.push(seg);
+    }
+    assert_eq!(tx.take_rtt_sample(), None);
+    // The receiver acknowledges the first packet at 25 µs: the sample is 25 µs.
+    let zeros = vec![0u8; MTU];
+    let r = rx.handle_data(20_000, &data_bth(QP_B, &sent[0]), &zeros[..sent[0].len], false);
+    let ack = r.ack.unwrap();
+    tx.handle_ack(25_000, &ack_bth(QP_A, &ack), &ack.aeth, None);
+    assert_eq!(tx.take_rtt_sample(), Some(25_000));
+    assert_eq!(tx.take_rtt_sample(), None, "taken once");
+    // The next packet sent is timed; its ACK is lost and the timeout resends: no sample from it.
+    let Transmit::Send(seg) = tx.poll_transmit(30_000) else { panic!() };
+    assert!(!seg.resend);
+    tx.handle_timeout(1_000_000);
+    let mut resends = 0;
+    while let Transmit::Send(s) = tx.poll_transmit(1_000_000) {
+        if s.resend {
+            resends += 1;
+        }
+    }
+    assert!(resends > 0);
+    let r = rx.handle_data(1_010_000, &data_bth(QP_B, &sent[1]), &zeros[..sent[1].len], false);
+    if let Some(ack) = r.ack {
+        tx.handle_ack(1_020_000, &ack_bth(QP_A, &ack), &ack.aeth, None);
+    }
+    assert_eq!(tx.take_rtt_sample(), None, "a resent packet is never timed");
+}
