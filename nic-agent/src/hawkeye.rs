@@ -278,7 +278,8 @@ mod host_tests {
             start_psn: 0,
             keep: false,
         });
-        let (mut to_b, mut to_a): (VecDeque<(u64, Vec<u8>)>, VecDeque<(u64, Vec<u8>)>) = Default::default();
+        type Wire = VecDeque<(u64, Vec<u8>)>;
+        let (mut to_b, mut to_a) = (Wire::new(), Wire::new());
         let mut polls = Vec::new();
         let mut buf = vec![0u8; 2048];
         let mut now = 0u64;
