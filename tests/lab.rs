@@ -494,3 +494,51 @@ fn bad_pods_are_refused_by_key() {
         assert!(e.contains(key), "{extra}: {e}");
     }
 }
+
+/// Hawkeye in the lab (`config/labs/hawkeye-incast-backpressure.toml`): the incast into h8
+/// pauses the switches upstream; the victim h2 → h9, which only shares the paused links, is
+/// slowed and its agent polls for it; the polling packet's copies survive at the paused ports
+/// on its path (flag 11 on a paused victim port), and the reports of h8's switch for the port
+/// towards h8 name every burst flow. The same lab gives the same JSON lines twice.
+#[test]
+fn hawkeye_traces_the_incast_that_pauses_the_victims_path() {
+    use wire::hawkeye::report::{Entry, Report};
+    let cfg = bundled("hawkeye-incast-backpressure.toml");
+    let r = lab::run(&cfg, |_| {}).unwrap();
+    assert!(!r.pfc.is_empty(), "the incast pauses");
+    // The victim's sender polled, for the victim flow.
+    let victim = r.polls.iter().find(|(h, _)| *h == 2).expect("the victim's agent polls");
+    assert_eq!(
+        (victim.1.victim.src_ip, victim.1.victim.dst_ip),
+        ([10, 0, 2, 2].into(), [10, 0, 9, 2].into())
+    );
+    assert!(victim.1.rtt_ns > victim.1.threshold_ns);
+    let reports: Vec<(usize, Report<'_>)> =
+        r.records.iter().map(|(_, s, b)| (*s, Report::parse(b).unwrap())).collect();
+    assert!(!reports.is_empty());
+    // Along the path some copy found its victim port paused (11).
+    assert!(reports.iter().any(|(_, rep)| rep.header.flag == 3));
+    // Leaf 2 (switch 2) reports its port towards h8 (port 0) with every burst flow in it.
+    let mut burst_srcs: Vec<[u8; 4]> = Vec::new();
+    for (s, rep) in &reports {
+        if *s != 2 || rep.header.out_port != 0 {
+            continue;
+        }
+        for e in rep.entries().map(Result::unwrap) {
+            if let Entry::Flow { flow, pkts, .. } = e
+                && flow.dst_ip == std::net::Ipv4Addr::new(10, 0, 8, 2)
+                && pkts > 0
+            {
+                burst_srcs.push(flow.src_ip.octets());
+            }
+        }
+    }
+    burst_srcs.sort();
+    burst_srcs.dedup();
+    let want: Vec<[u8; 4]> = [0u8, 1, 4, 5, 6].iter().map(|&h| [10, 0, h, 2]).collect();
+    assert_eq!(burst_srcs, want, "the burst flows at the congested port");
+    let a = lab::output::hawkeye_jsonl(&r);
+    let b = lab::output::hawkeye_jsonl(&lab::run(&cfg, |_| {}).unwrap());
+    assert_eq!(a, b);
+    assert_eq!(a.len(), 2);
+}

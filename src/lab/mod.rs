@@ -33,6 +33,8 @@
 //!   agents' frames are complete, ICRC included). A receiver ACKs every packet; out of order it
 //!   sends one PSN-sequence NAK and the sender goes back N. Hosts obey the PFC frames their
 //!   switch sends. Every switch's and agent's counters end in `switches.csv` and `agents.csv`.
+//!   Switches running `hawkeye` and hosts with `[hawkeye] detect` add their telemetry reports
+//!   and polling events as JSON lines (`hawkeye_reports.jsonl`, `hawkeye_polls.jsonl`).
 //!
 //! Events are ordered by (time, insertion number), so a seed and a configuration give the same
 //! run, byte for byte. What the lab is not: a model of NIC internals (one send queue per host,

@@ -5,6 +5,18 @@
 //! `rates.csv` (bytes delivered per running flow, sampled), `pfc.csv` (pause and resume frames), `links.csv` (utilisation over the run),
 //! `switches.csv` (each switch's program and counters: drops by reason, packets consumed) and
 //! `agents.csv` (each host's agent and its counters).
+//!
+//! With Hawkeye, two JSON-lines files, one object per line:
+//! * `hawkeye_reports.jsonl` — every telemetry report a `hawkeye` switch made
+//!   (`wire::hawkeye::report`, decoded): `{"t_ns", "switch", "switch_id", "event", "flag",
+//!   "in_port", "out_port", "seq", "part", "last", "entries": [...]}`, each entry
+//!   `{"kind": "port", "port", "epoch", "pkts", "paused", "qdepth_sum"}`,
+//!   `{"kind": "flow", "port", "epoch", "src", "dst", "protocol", "sport", "dport", "pkts",
+//!   "paused", "qdepth_sum"}` or `{"kind": "meter", "out_port", "in_port", "epoch", "bytes"}`;
+//!   `t_ns` is when the lab took it (its switch's next tick), `switch` the lab's switch index.
+//! * `hawkeye_polls.jsonl` — every polling packet a detection agent sent: `{"t_ns", "host",
+//!   "flow", "event", "src", "dst", "protocol", "sport", "dport", "rtt_ns", "threshold_ns"}`.
+//!
 //! Every number is an integer or printed with fixed precision, so the same run gives the same
 //! bytes.
 
@@ -80,10 +92,72 @@ pub fn csv(r: &LabResult) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// Write the CSV files into `dir` (created if needed).
+/// Hawkeye's JSON-lines files, when the run made reports or polls.
+pub fn hawkeye_jsonl(r: &LabResult) -> Vec<(&'static str, String)> {
+    use wire::hawkeye::report::{Entry, Report};
+    let mut out = Vec::new();
+    if !r.records.is_empty() {
+        let mut s = String::new();
+        for (t, sw, bytes) in &r.records {
+            let Ok(rep) = Report::parse(bytes) else { continue };
+            let h = rep.header;
+            let _ = write!(
+                s,
+                "{{\"t_ns\":{t},\"switch\":{sw},\"switch_id\":{},\"event\":{},\"flag\":{},\"in_port\":{},\"out_port\":{},\"seq\":{},\"part\":{},\"last\":{},\"entries\":[",
+                h.switch_id, h.event_id, h.flag, h.in_port, h.out_port, h.seq, h.part, h.last
+            );
+            for (i, e) in rep.entries().filter_map(Result::ok).enumerate() {
+                if i > 0 {
+                    s.push(',');
+                }
+                let _ = match e {
+                    Entry::Port { port, epoch_id, pkts, paused, qdepth_sum } => write!(
+                        s,
+                        "{{\"kind\":\"port\",\"port\":{port},\"epoch\":{epoch_id},\"pkts\":{pkts},\"paused\":{paused},\"qdepth_sum\":{qdepth_sum}}}"
+                    ),
+                    Entry::Flow { port, epoch_id, flow, pkts, paused, qdepth_sum } => write!(
+                        s,
+                        "{{\"kind\":\"flow\",\"port\":{port},\"epoch\":{epoch_id},\"src\":\"{}\",\"dst\":\"{}\",\"protocol\":{},\"sport\":{},\"dport\":{},\"pkts\":{pkts},\"paused\":{paused},\"qdepth_sum\":{qdepth_sum}}}",
+                        flow.src_ip, flow.dst_ip, flow.protocol, flow.src_port, flow.dst_port
+                    ),
+                    Entry::Meter { out_port, epoch_id, in_port, bytes } => write!(
+                        s,
+                        "{{\"kind\":\"meter\",\"out_port\":{out_port},\"in_port\":{in_port},\"epoch\":{epoch_id},\"bytes\":{bytes}}}"
+                    ),
+                };
+            }
+            s.push_str("]}\n");
+        }
+        out.push(("hawkeye_reports.jsonl", s));
+    }
+    if !r.polls.is_empty() {
+        let mut s = String::new();
+        for (h, e) in &r.polls {
+            let v = e.victim;
+            let _ = writeln!(
+                s,
+                "{{\"t_ns\":{},\"host\":{h},\"flow\":{},\"event\":{},\"src\":\"{}\",\"dst\":\"{}\",\"protocol\":{},\"sport\":{},\"dport\":{},\"rtt_ns\":{},\"threshold_ns\":{}}}",
+                e.at,
+                e.flow,
+                e.event_id,
+                v.src_ip,
+                v.dst_ip,
+                v.protocol,
+                v.src_port,
+                v.dst_port,
+                e.rtt_ns,
+                e.threshold_ns
+            );
+        }
+        out.push(("hawkeye_polls.jsonl", s));
+    }
+    out
+}
+
+/// Write the CSV files (and Hawkeye's JSON lines, if any) into `dir` (created if needed).
 pub fn write(r: &LabResult, dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    for (name, text) in csv(r) {
+    for (name, text) in csv(r).into_iter().chain(hawkeye_jsonl(r)) {
         std::fs::write(dir.join(name), text)?;
     }
     Ok(())

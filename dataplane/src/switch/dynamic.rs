@@ -74,6 +74,8 @@ pub trait DynSwitch<F>: Send {
     fn command(&mut self, line: &str, ports: &[String], now: u64) -> Result<String, String>;
     /// The program's declarations ([`Program::resources`]).
     fn resources(&self) -> &Resources;
+    /// [`Program::take_records`].
+    fn take_records(&mut self, out: &mut Vec<Vec<u8>>);
 }
 
 impl<P: Program, F: Frame + Send + 'static> DynSwitch<F> for Switch<P, F> {
@@ -174,5 +176,9 @@ impl<P: Program, F: Frame + Send + 'static> DynSwitch<F> for Switch<P, F> {
 
     fn resources(&self) -> &Resources {
         self.program().resources()
+    }
+
+    fn take_records(&mut self, out: &mut Vec<Vec<u8>>) {
+        self.program_mut().take_records(out)
     }
 }

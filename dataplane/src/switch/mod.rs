@@ -155,6 +155,11 @@ pub trait Program: Send + 'static {
 
     /// The declared resources.
     fn resources(&self) -> &Resources;
+
+    /// Records the program made for its operator that no packet carried (Hawkeye's telemetry
+    /// reports when no analyzer address is configured), appended to `out` and forgotten: a
+    /// runtime that collects them (the lab) calls this after each tick.
+    fn take_records(&mut self, _out: &mut Vec<Vec<u8>>) {}
 }
 
 /// Multicast groups: group ID → (port, replication ID) members.

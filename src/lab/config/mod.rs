@@ -81,6 +81,12 @@
 //! # config = "..."           # dta_collector: its configuration (collector.toml's stores);
 //!                            #   [collector] ip is the host's address
 //!
+//! [hawkeye]                  # optional: Hawkeye's detection agent on every RC host
+//! detect = true              # poll for a flow whose RTT exceeds rtt_factor × its base RTT
+//! rtt_factor = 3.0           #   (base_rtt_ns, default: the flow's smallest sample), at most
+//! min_interval_us = 3000     #   once per min_interval_us; switches run program "hawkeye"
+//!                            #   ([switches] program) to trace and report
+//!
 //! [[poisson]]                # Poisson arrivals at `load` of every sender's link rate
 //! cdf = "websearch"          # "websearch", "fb_hadoop", or a CDF file (relative to this file)
 //! load = 0.5
@@ -263,6 +269,8 @@ pub struct LabConfig {
     pub switch_programs: Vec<(usize, SwitchProgram)>,
     /// Per host, its agent.
     pub host_agents: Vec<HostAgent>,
+    /// Hawkeye's detection agent on every RC host (`[hawkeye]`), if on.
+    pub hawkeye: Option<nic_agent::hawkeye::DetectorConfig>,
 }
 
 /// A switch's program (a `dataplane` registry name) and the sections of its own the lab appends
@@ -324,6 +332,16 @@ struct Raw {
     flow: Vec<RawFlow>,
     #[serde(default)]
     poisson: Vec<RawPoisson>,
+    hawkeye: Option<RawHawkeye>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHawkeye {
+    detect: Option<bool>,
+    rtt_factor: Option<f64>,
+    base_rtt_ns: Option<u64>,
+    min_interval_us: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -727,6 +745,37 @@ impl LabConfig {
         if !(hpcc.eta > 0.0 && hpcc.eta <= 1.0) {
             return Err(err("hpcc", None, "eta", format!("{}: in (0, 1]", hpcc.eta)));
         }
+        let hawkeye = match raw.hawkeye.as_ref() {
+            None => None,
+            Some(h) if h.detect == Some(false) => None,
+            Some(h) => {
+                let d = nic_agent::hawkeye::DetectorConfig::default();
+                let rtt_factor = h.rtt_factor.unwrap_or(d.rtt_factor);
+                if !(rtt_factor > 1.0 && rtt_factor <= 1000.0) {
+                    return Err(err(
+                        "hawkeye",
+                        None,
+                        "rtt_factor",
+                        format!("{rtt_factor}: above 1, at most 1000"),
+                    ));
+                }
+                if h.base_rtt_ns.is_some_and(|b| b == 0 || b > 1_000_000_000) {
+                    return Err(err("hawkeye", None, "base_rtt_ns", "1 ns to 1 s".into()));
+                }
+                let min_interval_ns = match h.min_interval_us {
+                    None => d.min_interval_ns,
+                    Some(us @ 1..=60_000_000) => us * 1000,
+                    Some(us) => {
+                        return Err(err("hawkeye", None, "min_interval_us", format!("{us}: 1 µs to 60 s")));
+                    }
+                };
+                Some(nic_agent::hawkeye::DetectorConfig {
+                    rtt_factor,
+                    base_rtt_ns: h.base_rtt_ns,
+                    min_interval_ns,
+                })
+            }
+        };
         let dcqcn = match raw.dcqcn.as_ref() {
             None => DcqcnParams::default(),
             Some(d) => {
@@ -935,6 +984,7 @@ impl LabConfig {
             switches,
             switch_programs,
             host_agents,
+            hawkeye,
         };
         // The switches' own sections, as the lab will write them into each configuration.
         super::engine::check_programs(&cfg).map_err(|reason| {

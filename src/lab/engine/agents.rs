@@ -23,7 +23,7 @@ impl LabAgent for RcHost {
 
     fn summary(&self) -> Vec<(String, u64)> {
         let s = self.stats();
-        [
+        let mut v: Vec<(String, u64)> = [
             ("acks_rx", s.acks_rx),
             ("cnps_rx", s.cnps_rx),
             ("acks_tx", s.acks_tx),
@@ -35,7 +35,21 @@ impl LabAgent for RcHost {
             ("not_ours", s.not_ours),
         ]
         .map(named)
-        .into()
+        .into();
+        if let Some(d) = self.detector() {
+            let d = d.stats();
+            v.extend(
+                [
+                    ("hawkeye_rtt_samples", d.samples),
+                    ("hawkeye_over_threshold", d.over),
+                    ("hawkeye_polls", d.polls),
+                    ("hawkeye_polls_sent", d.sent),
+                    ("hawkeye_polls_suppressed", d.suppressed),
+                ]
+                .map(named),
+            );
+        }
+        v
     }
 
     fn rc(&mut self) -> Option<&mut RcHost> {

@@ -98,6 +98,8 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
             retransmits: 0,
             switches: Vec::new(),
             agents: Vec::new(),
+            records: Vec::new(),
+            polls: Vec::new(),
         },
         switches: fabric.switches,
         hosts,
@@ -193,6 +195,9 @@ impl Lab<'_> {
             Kind::SwitchTick { sw } => {
                 let s = sw as usize;
                 self.switches[s].tick(&mut self.ev, s, now, &mut self.pool);
+                let mut recs = Vec::new();
+                self.switches[s].sw.take_records(&mut recs);
+                self.result.records.extend(recs.into_iter().map(|r| (now, s, r)));
             }
             Kind::HostWake { host } => {
                 let h = host as usize;
@@ -303,6 +308,7 @@ impl Lab<'_> {
         for (h, host) in self.hosts.iter_mut().enumerate() {
             if let Some(rc) = host.agent.rc() {
                 self.result.retransmits += rc.stats().retransmit_rounds;
+                self.result.polls.extend(rc.take_poll_events().into_iter().map(|e| (h, e)));
             }
             self.result.agents.push(AgentSummary {
                 host: h,

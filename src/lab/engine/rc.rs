@@ -124,6 +124,9 @@ impl Workload {
             write_payload: false,
             cnp_interval_ns: 0,
         });
+        if let Some(d) = cfg.hawkeye {
+            host.enable_detection(d);
+        }
         for (i, f) in cfg.flows.iter().enumerate().filter(|(_, f)| f.dst == h) {
             // QP numbers are flow numbers + 1 at both ends, across the lab.
             let qp = i as u32 + 1;

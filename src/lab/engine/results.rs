@@ -103,6 +103,11 @@ pub struct LabResult {
     pub switches: Vec<SwitchSummary>,
     /// Per host: its agent and its counters.
     pub agents: Vec<AgentSummary>,
+    /// Records switches made for their operator (Hawkeye's telemetry reports): when the lab
+    /// took them (the tick after they were made), the switch, the bytes.
+    pub records: Vec<(u64, usize, Vec<u8>)>,
+    /// Hawkeye's detection agents' polling events: the host and the event.
+    pub polls: Vec<(usize, nic_agent::hawkeye::PollEvent)>,
 }
 
 /// A switch's counters at the end of a run.

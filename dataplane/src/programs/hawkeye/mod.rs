@@ -16,11 +16,14 @@
 //!   paused, else 01), or on another port as 10 only if the port is paused and its meter shows
 //!   bytes from the polling packet's in-port this epoch; other copies are dropped
 //!   (`hawkeye_pruned`). A port passes each event once per window (`hawkeye_duplicate`), so a
-//!   trace around a dependency cycle ends.
+//!   trace around a dependency cycle ends; an event is the event ID and the victim's source
+//!   (agents polling in the same millisecond share an event ID).
 //! * **Control side** (the program's tick: the slow path, never per packet): each surviving copy
 //!   queues a snapshot of the current and previous epochs for its port — the port's cell, the
 //!   meter from every port to it, every flow that left by it, zero entries dropped — sent as
-//!   telemetry reports ([`wire::hawkeye::report`], at most one MTU each) over UDP to `analyzer`.
+//!   telemetry reports ([`wire::hawkeye::report`], at most one MTU each) over UDP to `analyzer`,
+//!   or, with no analyzer, kept for the runtime ([`Program::take_records`]: the lab writes them
+//!   out), 65 536 at most between two takes (beyond, counted `reports_unsent`).
 //!
 //! Bad input: a polling packet too short for its header (`hawkeye_malformed`), with flag 00
 //! (`hawkeye_no_trace`), or for a victim flow the switch has no route or neighbour for
@@ -71,7 +74,8 @@ pub struct HawkeyeStats {
     pub report_bytes: u64,
     /// Entries in them.
     pub entries: u64,
-    /// Reports not sent: no analyzer configured, or no route, neighbour or buffer to it.
+    /// Reports not sent: no route, neighbour or buffer to the analyzer, or (without one) the
+    /// runtime did not take the kept reports in time.
     pub reports_unsent: u64,
 }
 
@@ -105,8 +109,9 @@ pub struct Hawkeye {
     source_ip: Option<Ipv4Addr>,
     port_ips: Vec<Option<Ipv4Addr>>,
     src_port: u16,
-    /// Per egress port: the last event that left by it (event ID + 1; 0: none) and when.
-    last_event: RegisterArray<(u16, u64)>,
+    /// Per egress port: the last event that left by it (valid bit, the victim source's low 23
+    /// bits, the event ID; 0: none) and when.
+    last_event: RegisterArray<(u32, u64)>,
     dedup_ns: u64,
     pending: VecDeque<Pending>,
     pending_cap: usize,
@@ -115,8 +120,13 @@ pub struct Hawkeye {
     stats: HawkeyeStats,
     entries: Vec<Entry>,
     buf: Vec<u8>,
+    /// Reports kept for the runtime when no analyzer is configured ([`Program::take_records`]).
+    kept: Vec<Vec<u8>>,
     resources: Resources,
 }
+
+/// Reports kept for the runtime at most (beyond, counted unsent).
+const KEEP_MAX: usize = 65536;
 
 impl FromConfig for Hawkeye {
     const NAME: &'static str = "hawkeye";
@@ -218,6 +228,7 @@ impl Hawkeye {
             stats: HawkeyeStats::default(),
             entries: Vec::new(),
             buf: vec![0u8; report::MAX_REPORT_LEN],
+            kept: Vec::new(),
             resources,
         })
     }
@@ -291,7 +302,11 @@ impl Hawkeye {
             md.drop = Some(self.drops.pruned);
             return;
         };
-        let tag = u16::from(event) + 1;
+        // One event of one victim: the 8-bit event ID (milliseconds mod 256 at the agent) is
+        // shared by every host polling in that millisecond, so the victim's source address
+        // tells their polls apart.
+        let src = view.victim().src_ip.to_bits();
+        let tag = (1 << 31) | ((src & 0x7f_ffff) << 8) | u32::from(event);
         let (last, at) = self.last_event.read(usize::from(port));
         if last == tag && now.saturating_sub(at) < self.dedup_ns {
             md.drop = Some(self.drops.duplicate);
@@ -403,9 +418,16 @@ impl Hawkeye {
         }
     }
 
-    /// Send `self.buf[..n]` to the analyzer through `l2l3`.
+    /// Send `self.buf[..n]` to the analyzer through `l2l3`, or keep it for the runtime when
+    /// there is no analyzer.
     fn send<F: Frame>(&mut self, n: usize, now: u64, out: &mut Emitter<'_, F>) -> bool {
-        let Some(dst) = self.analyzer else { return false };
+        let Some(dst) = self.analyzer else {
+            if self.kept.len() < KEEP_MAX {
+                self.kept.push(self.buf[..n].to_vec());
+                return true;
+            }
+            return false;
+        };
         let key = || {
             telemetry::key(&FiveTuple {
                 src_ip: Ipv4Addr::UNSPECIFIED,
@@ -515,6 +537,10 @@ impl Program for Hawkeye {
 
     fn resources(&self) -> &Resources {
         &self.resources
+    }
+
+    fn take_records(&mut self, out: &mut Vec<Vec<u8>>) {
+        out.append(&mut self.kept);
     }
 }
 
