@@ -274,6 +274,46 @@ pub fn emit_report(header: &ReportHeader, entries: &[Entry], b: &mut [u8]) -> Re
     Ok(n)
 }
 
+/// The first word of a report carried as DTA Append data: [`MAGIC`] in the high half, the
+/// number of words that follow in the low half.
+pub const fn frame_word(words: u16) -> u32 {
+    ((MAGIC as u32) << 16) | words as u32
+}
+
+/// A report as the 32-bit words of DTA Append reports (one list per switch): a
+/// [`frame_word`], then the report's bytes as big-endian words, the last zero-padded.
+pub fn words(report: &[u8]) -> impl Iterator<Item = u32> + '_ {
+    let n = report.len().div_ceil(4);
+    core::iter::once(frame_word(n as u16)).chain(report.chunks(4).map(|c| {
+        let mut w = [0u8; 4];
+        w[..c.len()].copy_from_slice(c);
+        u32::from_be_bytes(w)
+    }))
+}
+
+/// The reports in an Append list's words, in order: each report's words after its frame word
+/// (turn them back into bytes with `to_be_bytes`, then [`Report::parse`]). A word that is not
+/// a frame word where one is due, or a frame longer than the words left, ends the walk with an
+/// error naming `hawkeye_report.frame`.
+pub fn frames(words: &[u32]) -> impl Iterator<Item = Result<&[u32]>> + '_ {
+    let mut at = 0usize;
+    let mut failed = false;
+    core::iter::from_fn(move || {
+        if failed || at >= words.len() {
+            return None;
+        }
+        let w = words[at];
+        let n = (w & 0xffff) as usize;
+        if w >> 16 != u32::from(MAGIC) || at + 1 + n > words.len() {
+            failed = true;
+            return Some(Err(Error::Invalid { field: "hawkeye_report.frame", value: u64::from(w) }));
+        }
+        let f = &words[at + 1..at + 1 + n];
+        at += 1 + n;
+        Some(Ok(f))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,5 +366,36 @@ mod tests {
         assert!(Report::parse(&bad[..n]).unwrap().entries().next().unwrap().is_err());
         assert_eq!(MAX_ENTRIES, 36);
         const { assert!(report_len(MAX_ENTRIES) <= MAX_REPORT_LEN) };
+    }
+
+    #[test]
+    fn reports_travel_as_append_words_and_come_back() {
+        let h = ReportHeader {
+            flag: 1,
+            switch_id: 3,
+            event_id: 9,
+            in_port: 0,
+            out_port: 1,
+            seq: 0,
+            part: 0,
+            last: true,
+        };
+        let e = [Entry::Meter { out_port: 1, epoch_id: 2, in_port: 0, bytes: 77 }];
+        let mut b = [0u8; 60];
+        let n = emit_report(&h, &e, &mut b).unwrap();
+        let mut list: Vec<u32> = words(&b[..n]).collect();
+        list.extend(words(&b[..n]));
+        assert_eq!(list[0], frame_word(15));
+        let got: Vec<&[u32]> = frames(&list).map(Result::unwrap).collect();
+        assert_eq!(got.len(), 2);
+        let bytes: Vec<u8> = got[1].iter().flat_map(|w| w.to_be_bytes()).collect();
+        let r = Report::parse(&bytes).unwrap();
+        assert_eq!(r.header, h);
+        assert_eq!(r.entries().next().unwrap().unwrap(), e[0]);
+        // A broken list ends with an error, after what read well.
+        list.push(7);
+        let all: Vec<_> = frames(&list).collect();
+        assert_eq!(all.len(), 3);
+        assert_eq!(all[2].unwrap_err().field(), "hawkeye_report.frame");
     }
 }

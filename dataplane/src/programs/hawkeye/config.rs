@@ -27,4 +27,12 @@ pub struct HawkeyeSection {
     pub src_port: Option<u16>,
     /// Snapshots the control side can have pending (default 64); more are counted and dropped.
     pub pending: Option<usize>,
+    /// A DTA collector's (or translator's) address: reports also go there as DTA Append
+    /// reports, one 32-bit word each, to list `dta_list` — Hawkeye telemetry in collector
+    /// memory through the translator.
+    pub dta_collector: Option<String>,
+    /// The Append list (default: the switch ID).
+    pub dta_list: Option<u32>,
+    /// UDP port of DTA reports (default 40040).
+    pub dta_port: Option<u16>,
 }

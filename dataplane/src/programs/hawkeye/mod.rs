@@ -22,15 +22,16 @@
 //!   queues a snapshot of the current and previous epochs for its port — the port's cell, the
 //!   meter from every port to it, every flow that left by it, zero entries dropped — sent as
 //!   telemetry reports ([`wire::hawkeye::report`], at most one MTU each) over UDP to `analyzer`,
-//!   or, with no analyzer, kept for the runtime ([`Program::take_records`]: the lab writes them
+//!   and/or as DTA Append reports (one word each, `wire::hawkeye::report::words`) to a DTA
+//!   collector's list (`dta_collector`, `dta_list`) — Hawkeye telemetry landing in collector
+//!   memory through the translator; with neither, kept for the runtime ([`Program::take_records`]: the lab writes them
 //!   out), 65 536 at most between two takes (beyond, counted `reports_unsent`).
 //!
 //! Bad input: a polling packet too short for its header (`hawkeye_malformed`), with flag 00
 //! (`hawkeye_no_trace`), or for a victim flow the switch has no route or neighbour for
 //! (`hawkeye_no_route`) is dropped under that reason.
 //!
-//! Not here yet: DTA Append reports into a collector, the detection agent, the lab's fault
-//! knobs and the P4 rendering (the rest of the Hawkeye issue).
+//! Not here yet: the lab's fault knobs and the P4 rendering (the rest of the Hawkeye issue).
 
 mod config;
 pub mod decl;
@@ -77,6 +78,13 @@ pub struct HawkeyeStats {
     /// Reports not sent: no route, neighbour or buffer to the analyzer, or (without one) the
     /// runtime did not take the kept reports in time.
     pub reports_unsent: u64,
+    /// Reports sent to the DTA collector as Append words (whole).
+    pub dta_reports: u64,
+    /// DTA Append reports (words) sent.
+    pub dta_words: u64,
+    /// DTA Append reports not sent (no route, neighbour or buffer): their report is incomplete
+    /// in the list, which the reader's framing shows.
+    pub dta_words_unsent: u64,
 }
 
 /// A surviving polling copy waiting for the control side.
@@ -106,6 +114,8 @@ pub struct Hawkeye {
     polling_queue: u8,
     switch_id: u16,
     analyzer: Option<SocketAddrV4>,
+    /// The DTA collector, its list and the DTA UDP port.
+    dta: Option<(Ipv4Addr, u32, u16)>,
     source_ip: Option<Ipv4Addr>,
     port_ips: Vec<Option<Ipv4Addr>>,
     src_port: u16,
@@ -180,6 +190,16 @@ impl Hawkeye {
                 c.err("hawkeye.analyzer", format!("{s:?}: expected \"address:port\" (IPv4)"))
             })?),
         };
+        let dta = match &h.dta_collector {
+            None => None,
+            Some(s) => {
+                let ip = s
+                    .parse::<Ipv4Addr>()
+                    .map_err(|_| c.err("hawkeye.dta_collector", format!("{s:?} is not an IPv4 address")))?;
+                let list = h.dta_list.unwrap_or(u32::from(h.switch_id.unwrap_or(1)));
+                Some((ip, list, h.dta_port.unwrap_or(wire::udp::port::DTA)))
+            }
+        };
         let source_ip = match &h.source_ip {
             None => None,
             Some(s) => Some(
@@ -216,6 +236,7 @@ impl Hawkeye {
             polling_queue,
             switch_id: h.switch_id.unwrap_or(1),
             analyzer,
+            dta,
             source_ip,
             port_ips: cfg.ports.iter().map(|p| p.ipv4.first().map(|a| a.0)).collect(),
             src_port: h.src_port.unwrap_or(report::MAGIC),
@@ -406,6 +427,9 @@ impl Hawkeye {
                 };
                 self.seq = self.seq.wrapping_add(1);
                 let Ok(n) = report::emit_report(&h, chunk, &mut self.buf) else { continue };
+                if self.dta.is_some() {
+                    self.send_dta(n, now, out);
+                }
                 if self.send(n, now, out) {
                     self.stats.reports += 1;
                     self.stats.report_bytes += n as u64;
@@ -418,10 +442,82 @@ impl Hawkeye {
         }
     }
 
+    /// Send `self.buf[..n]` to the DTA collector as Append reports, one word each
+    /// (`wire::hawkeye::report::words`), high priority, not retransmittable.
+    fn send_dta<F: Frame>(&mut self, n: usize, now: u64, out: &mut Emitter<'_, F>) {
+        let Some((dst, list, port)) = self.dta else { return };
+        let key = || {
+            telemetry::key(&FiveTuple {
+                src_ip: Ipv4Addr::UNSPECIFIED,
+                dst_ip: dst,
+                protocol: protocol::UDP,
+                src_port: self.src_port,
+                dst_port: port,
+            })
+        };
+        let Ok(nh) = self.l2l3.next_hop(dst, key, now, out) else {
+            self.stats.dta_words_unsent += report::words(&self.buf[..n]).count() as u64;
+            return;
+        };
+        let Some(src) = self.source_ip.or_else(|| self.port_ips.get(usize::from(nh.port)).copied().flatten())
+        else {
+            self.stats.dta_words_unsent += report::words(&self.buf[..n]).count() as u64;
+            return;
+        };
+        let flow = UdpFlow::host_udp(
+            nh.src_mac,
+            nh.dst_mac,
+            SocketAddrV4::new(src, self.src_port),
+            SocketAddrV4::new(dst, port),
+        );
+        let seq = wire::dta::Sequence {
+            seqnum: 0,
+            retransmittable: false,
+            priority: wire::dta::Priority::High,
+            epoch: 0,
+        };
+        let mut all = true;
+        for w in report::words(&self.buf[..n]) {
+            let r = wire::dta::DtaRepr {
+                immediate: false,
+                seq: Some(seq),
+                primitive: wire::dta::Primitive::Append { list_id: list, data: w },
+            };
+            let mut b = [0u8; 16];
+            let len = r.buffer_len();
+            if r.emit(&mut b[..len]).is_err() {
+                continue;
+            }
+            let sent = out.emit(Dest::Port(nh.port), self.polling_queue, |f| {
+                f.reset();
+                let total = (flow.headers_len() + len).max(wire::ethernet::MIN_FRAME_LEN);
+                f.append(total).is_some_and(|buf| {
+                    buf.fill(0);
+                    flow.emit_with(len, false, buf, |p| {
+                        p.copy_from_slice(&b[..len]);
+                        Ok(())
+                    })
+                    .is_ok()
+                })
+            });
+            if sent {
+                self.stats.dta_words += 1;
+            } else {
+                self.stats.dta_words_unsent += 1;
+                all = false;
+            }
+        }
+        self.stats.dta_reports += u64::from(all);
+    }
+
     /// Send `self.buf[..n]` to the analyzer through `l2l3`, or keep it for the runtime when
     /// there is no analyzer.
     fn send<F: Frame>(&mut self, n: usize, now: u64, out: &mut Emitter<'_, F>) -> bool {
         let Some(dst) = self.analyzer else {
+            if self.dta.is_some() {
+                // Delivered to the DTA collector instead.
+                return true;
+            }
             if self.kept.len() < KEEP_MAX {
                 self.kept.push(self.buf[..n].to_vec());
                 return true;
@@ -512,10 +608,12 @@ impl Program for Hawkeye {
             Command::Show | Command::Stats => {
                 let s = self.stats;
                 Ok(format!(
-                    "hawkeye: switch {} analyzer {:?}\npolling {} survived {} snapshots {} snapshots_dropped {} \
-                     reports {} report_bytes {} entries {} reports_unsent {} collisions {}\n",
+                    "hawkeye: switch {} analyzer {:?} dta {:?}\npolling {} survived {} snapshots {} snapshots_dropped {} \
+                     reports {} report_bytes {} entries {} reports_unsent {} dta_reports {} dta_words {} \
+                     dta_words_unsent {} collisions {}\n",
                     self.switch_id,
                     self.analyzer,
+                    self.dta,
                     s.polling,
                     s.survived,
                     s.snapshots,
@@ -524,6 +622,9 @@ impl Program for Hawkeye {
                     s.report_bytes,
                     s.entries,
                     s.reports_unsent,
+                    s.dta_reports,
+                    s.dta_words,
+                    s.dta_words_unsent,
                     self.tel.collisions
                 ))
             }

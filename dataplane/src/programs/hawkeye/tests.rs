@@ -332,3 +332,41 @@ fn the_flow_hash_tables_and_the_fast_tuple_read_agree_with_the_declarations() {
     assert_eq!(fast, Hawkeye::flow_of(f.data()));
     assert_eq!(fast.unwrap().src_port, 777);
 }
+
+/// With `dta_collector` (and no analyzer) the same report goes out as DTA Append reports, one
+/// word each, to list = the switch ID: read back in order, the words frame the report exactly.
+#[test]
+fn reports_reach_a_dta_collector_as_append_words() {
+    let text = CFG
+        .replace("analyzer = \"10.0.2.100:9999\"", "dta_collector = \"10.0.2.100\"")
+        .replace("switch_id = 9", "switch_id = 9\ndta_list = 77");
+    let cfg = Config::parse(Path::new("t.toml"), &text).unwrap();
+    let mut sw: Switch<Hawkeye, PktBuf> = build_switch(&cfg).unwrap();
+    let mut pool = HeapPool::new(2048, 2048);
+    let t0 = 5u64 << 20;
+    for _ in 0..3 {
+        sw.receive(t0 + 100, 0, udp_frame(&mut pool, 6000, 100), &mut pool);
+    }
+    drain(&mut sw, &mut pool, 1, t0 + 1000);
+    sw.receive(t0 + 2000, 0, polling_frame(&mut pool, PollingFlag::VictimPath, 7, 6000), &mut pool);
+    assert_eq!(drain(&mut sw, &mut pool, 1, t0 + 3000).len(), 1);
+    sw.tick(t0 + 4000, &mut pool);
+    let frames = drain(&mut sw, &mut pool, 2, t0 + 5000);
+    let mut words = Vec::new();
+    for f in &frames {
+        assert_eq!(u16::from_be_bytes([f[36], f[37]]), 40040);
+        let r = wire::dta::DtaRepr::parse(&f[42..], wire::dta::Format::default()).unwrap();
+        let wire::dta::Primitive::Append { list_id, data } = r.primitive else { panic!("{r:?}") };
+        assert_eq!(list_id, 77);
+        words.push(data);
+    }
+    let reports: Vec<&[u32]> = wire::hawkeye::report::frames(&words).map(Result::unwrap).collect();
+    assert_eq!(reports.len(), 1);
+    let bytes: Vec<u8> = reports[0].iter().flat_map(|w| w.to_be_bytes()).collect();
+    let r = Report::parse(&bytes).unwrap();
+    assert_eq!((r.header.switch_id, r.header.event_id, r.header.out_port), (9, 7, 1));
+    assert_eq!(r.len(), 3, "port, meter, flow");
+    let s = sw.program().stats();
+    assert_eq!((s.reports, s.dta_reports, s.dta_words, s.dta_words_unsent), (1, 1, frames.len() as u64, 0));
+    assert_eq!(s.dta_words, 1 + (20 + 3 * 40) / 4);
+}
