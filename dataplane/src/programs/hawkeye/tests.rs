@@ -370,3 +370,199 @@ fn reports_reach_a_dta_collector_as_append_words() {
     assert_eq!((s.reports, s.dta_reports, s.dta_words, s.dta_words_unsent), (1, 1, frames.len() as u64, 0));
     assert_eq!(s.dta_words, 1 + (20 + 3 * 40) / 4);
 }
+
+/// Three switches in a line, by hand: A (10.0.0.2) — S0 — S1 — S2 — D (10.0.2.2), and a burst
+/// source C (10.0.3.2) on S1. S1's port towards S2 is paused by PFC while 2 victim packets and
+/// 3 burst packets wait there; then A's agent polls for A → D. The trace and every number the
+/// three switches report are computed by hand:
+/// * S0: the copy leaves by port 1 (the victim's, not paused): flag 01; port 1 had the 4 victim
+///   packets, none paused, meter 0 → 1 = 400 bytes, the victim flow 4 packets;
+/// * S1: the victim's port 1 paused 5 packets of 7 (2 victim before the pause, 2 victim and 3
+///   burst during it): flag 11; meter 0 → 1 = 400 bytes, 2 → 1 = 300 bytes; the victim flow 4
+///   packets (2 paused), the burst flow 3 packets (3 paused);
+/// * S2: flag 11 arrives and fans out; the copy on the victim's port 1 (not paused at S2) goes
+///   on as 01, the other port (back to S1, excluded as the ingress) has none: one report, port 1
+///   with the 7 packets, none paused.
+#[test]
+fn three_switches_trace_and_report_exactly_by_hand() {
+    let sw_cfg = |ports: &[(&str, &str, &str)], l2l3: &str, id: u16| {
+        let mut t = String::from("program = \"hawkeye\"\n");
+        for (name, mac, ip) in ports {
+            t.push_str(&format!(
+                "[[port]]\nname = \"{name}\"\nbackend = \"ring\"\nspeed = \"10G\"\nmac = \"{mac}\"\nipv4 = [\"{ip}\"]\n"
+            ));
+        }
+        t.push_str(&format!("[l2l3]\n{l2l3}\n[hawkeye]\nswitch_id = {id}\n"));
+        let cfg = Config::parse(Path::new("t.toml"), &t).unwrap();
+        build_switch::<Hawkeye, PktBuf>(&cfg).unwrap()
+    };
+    // S0: p0 host A, p1 to S1. S1: p0 from S0, p1 to S2, p2 host C. S2: p0 from S1, p1 host D.
+    let mut s0 = sw_cfg(
+        &[("a", "02:00:00:00:00:a0", "10.0.0.1/24"), ("up", "02:00:00:00:00:a1", "10.9.1.1/24")],
+        "neighbor = [{ ip = \"10.0.0.2\", mac = \"02:00:00:00:0a:02\", port = \"a\" }, { ip = \"10.9.1.2\", mac = \"02:00:00:00:00:b0\", port = \"up\" }]\nroute = [{ prefix = \"10.0.2.0/24\", via = [\"10.9.1.2\"] }, { prefix = \"10.0.3.0/24\", via = [\"10.9.1.2\"] }]",
+        10,
+    );
+    let mut s1 = sw_cfg(
+        &[
+            ("down", "02:00:00:00:00:b0", "10.9.1.2/24"),
+            ("up", "02:00:00:00:00:b1", "10.9.2.1/24"),
+            ("c", "02:00:00:00:00:b2", "10.0.3.1/24"),
+        ],
+        "neighbor = [{ ip = \"10.9.1.1\", mac = \"02:00:00:00:00:a1\", port = \"down\" }, { ip = \"10.9.2.2\", mac = \"02:00:00:00:00:c0\", port = \"up\" }, { ip = \"10.0.3.2\", mac = \"02:00:00:00:0c:02\", port = \"c\" }]\nroute = [{ prefix = \"10.0.2.0/24\", via = [\"10.9.2.2\"] }, { prefix = \"10.0.0.0/24\", via = [\"10.9.1.1\"] }]",
+        11,
+    );
+    let mut s2 = sw_cfg(
+        &[("down", "02:00:00:00:00:c0", "10.9.2.2/24"), ("d", "02:00:00:00:00:c1", "10.0.2.1/24")],
+        "neighbor = [{ ip = \"10.9.2.1\", mac = \"02:00:00:00:00:b1\", port = \"down\" }, { ip = \"10.0.2.2\", mac = \"02:00:00:00:0d:02\", port = \"d\" }]\nroute = [{ prefix = \"10.0.0.0/24\", via = [\"10.9.2.1\"] }, { prefix = \"10.0.3.0/24\", via = [\"10.9.2.1\"] }]",
+        12,
+    );
+    let mut pool = HeapPool::new(1024, 2048);
+    let pkt = |pool: &mut HeapPool, src: [u8; 4], smac: [u8; 6], dmac: [u8; 6], sport: u16| {
+        let flow = UdpFlow::host_udp(
+            EthernetAddress(smac),
+            EthernetAddress(dmac),
+            SocketAddrV4::new(src.into(), sport),
+            SocketAddrV4::new([10, 0, 2, 2].into(), 4791),
+        );
+        let mut f = pool.alloc().unwrap();
+        let b = f.append(100).unwrap();
+        flow.emit_with(100 - flow.headers_len(), false, b, |_| Ok(())).unwrap();
+        f
+    };
+    let victim =
+        |pool: &mut HeapPool| pkt(pool, [10, 0, 0, 2], [2, 0, 0, 0, 0xa, 2], [2, 0, 0, 0, 0, 0xa0], 5000);
+    let burst =
+        |pool: &mut HeapPool| pkt(pool, [10, 0, 3, 2], [2, 0, 0, 0, 0xc, 2], [2, 0, 0, 0, 0, 0xb2], 7000);
+    let t0 = 100u64 << 20;
+    // Move what `from` sends on `port` into `to` on `to_port`, at `now`.
+    fn hop(
+        from: &mut Switch<Hawkeye, PktBuf>,
+        port: u16,
+        to: &mut Switch<Hawkeye, PktBuf>,
+        to_port: u16,
+        now: u64,
+        pool: &mut HeapPool,
+    ) -> usize {
+        let frames = drain(from, pool, port, now);
+        for f in &frames {
+            let mut b = pool.alloc().unwrap();
+            b.append(f.len()).unwrap().copy_from_slice(f);
+            to.receive(now, to_port, b, pool);
+        }
+        frames.len()
+    }
+    // Two victim packets through the whole line.
+    for _ in 0..2 {
+        s0.receive(t0 + 1_000, 0, victim(&mut pool), &mut pool);
+    }
+    assert_eq!(hop(&mut s0, 1, &mut s1, 0, t0 + 2_000, &mut pool), 2);
+    assert_eq!(hop(&mut s1, 1, &mut s2, 0, t0 + 3_000, &mut pool), 2);
+    assert_eq!(drain(&mut s2, &mut pool, 1, t0 + 4_000).len(), 2);
+    // S2 pauses S1's port 1 (priority 0, 1000 quanta: 51.2 µs at 10 Gb/s).
+    let mut pause = pool.alloc().unwrap();
+    wire::pfc::emit_frame(
+        EthernetAddress([2, 0, 0, 0, 0, 0xc0]),
+        &MacControlRepr::Pfc(PfcRepr::pause(1, 1000)),
+        pause.append(60).unwrap(),
+    )
+    .unwrap();
+    s1.receive(t0 + 10_000, 1, pause, &mut pool);
+    // Two more victim packets and three burst packets wait at S1's port 1.
+    for _ in 0..2 {
+        s0.receive(t0 + 11_000, 0, victim(&mut pool), &mut pool);
+    }
+    assert_eq!(hop(&mut s0, 1, &mut s1, 0, t0 + 12_000, &mut pool), 2);
+    for _ in 0..3 {
+        s1.receive(t0 + 12_000, 2, burst(&mut pool), &mut pool);
+    }
+    assert_eq!(drain(&mut s1, &mut pool, 1, t0 + 20_000).len(), 0, "paused");
+    assert_eq!(hop(&mut s1, 1, &mut s2, 0, t0 + 70_000, &mut pool), 5, "after the pause");
+    assert_eq!(drain(&mut s2, &mut pool, 1, t0 + 71_000).len(), 5);
+    // A's agent polls for A → D.
+    s0.receive(
+        t0 + 100_000,
+        0,
+        polling_frame_for(&mut pool, [10, 0, 0, 2], [10, 0, 2, 2], 5000, 33),
+        &mut pool,
+    );
+    assert_eq!(hop(&mut s0, 1, &mut s1, 0, t0 + 101_000, &mut pool), 1);
+    assert_eq!(hop(&mut s1, 1, &mut s2, 0, t0 + 102_000, &mut pool), 1);
+    let last = drain(&mut s2, &mut pool, 1, t0 + 103_000);
+    assert_eq!(last.len(), 1);
+    assert_eq!(PollingRepr::parse(&last[0][14..]).unwrap().flag, PollingFlag::VictimPath);
+    assert!(drain(&mut s2, &mut pool, 0, t0 + 103_000).is_empty());
+    // Every switch's control side reports (no analyzer: kept for the runtime).
+    let epoch_id = (t0 >> 20) as u32;
+    let vflow = tuple([10, 0, 0, 2], [10, 0, 2, 2], 5000);
+    let bflow = tuple([10, 0, 3, 2], [10, 0, 2, 2], 7000);
+    let report = |sw: &mut Switch<Hawkeye, PktBuf>, pool: &mut HeapPool| {
+        sw.tick(t0 + 200_000, pool);
+        let mut recs = Vec::new();
+        sw.program_mut().take_records(&mut recs);
+        assert_eq!(recs.len(), 1);
+        let r = Report::parse(&recs[0]).unwrap();
+        let mut e: Vec<Entry> = r.entries().map(Result::unwrap).collect();
+        e.sort_by_key(|x| format!("{x:?}"));
+        (r.header, e)
+    };
+    let (h, e) = report(&mut s0, &mut pool);
+    assert_eq!((h.switch_id, h.event_id, h.flag, h.in_port, h.out_port), (10, 33, 1, 0, 1));
+    // Nothing queued at S0 (each packet cut through an empty queue): queue-depth sums are 0.
+    let mut want = vec![
+        Entry::Port { port: 1, epoch_id, pkts: 4, paused: 0, qdepth_sum: 0 },
+        Entry::Meter { out_port: 1, epoch_id, in_port: 0, bytes: 400 },
+        Entry::Flow { port: 1, epoch_id, flow: vflow, pkts: 4, paused: 0, qdepth_sum: 0 },
+    ];
+    want.sort_by_key(|x| format!("{x:?}"));
+    assert_eq!(e, want);
+    let (h, e) = report(&mut s1, &mut pool);
+    assert_eq!((h.switch_id, h.event_id, h.flag, h.in_port, h.out_port), (11, 33, 3, 0, 1));
+    let port = e.iter().find_map(|x| match x {
+        Entry::Port { pkts, paused, .. } => Some((*pkts, *paused)),
+        _ => None,
+    });
+    assert_eq!(port, Some((7, 5)));
+    let meters: Vec<(u16, u64)> = e
+        .iter()
+        .filter_map(|x| match x {
+            Entry::Meter { in_port, bytes, .. } => Some((*in_port, *bytes)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(meters, vec![(0, 400), (2, 300)]);
+    let flows: Vec<(FiveTuple, u32, u32)> = e
+        .iter()
+        .filter_map(|x| match x {
+            Entry::Flow { flow, pkts, paused, .. } => Some((*flow, *pkts, *paused)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(flows.len(), 2);
+    assert!(flows.contains(&(vflow, 4, 2)));
+    assert!(flows.contains(&(bflow, 3, 3)));
+    let (h, e) = report(&mut s2, &mut pool);
+    assert_eq!((h.switch_id, h.event_id, h.flag, h.in_port, h.out_port), (12, 33, 1, 0, 1));
+    let port = e.iter().find_map(|x| match x {
+        Entry::Port { pkts, paused, .. } => Some((*pkts, *paused)),
+        _ => None,
+    });
+    assert_eq!(port, Some((7, 0)));
+}
+
+fn polling_frame_for(pool: &mut HeapPool, src: [u8; 4], dst: [u8; 4], sport: u16, event_id: u8) -> PktBuf {
+    let r = PollingRepr {
+        flag: PollingFlag::VictimPath,
+        ingress_port: PORT_NONE,
+        egress_port: PORT_NONE,
+        event_id,
+        victim: tuple(src, dst, sport),
+    };
+    let mut f = pool.alloc().unwrap();
+    let b = f.append(60).unwrap();
+    b.fill(0);
+    b[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 0xa0]);
+    b[6..12].copy_from_slice(&[2, 0, 0, 0, 0xa, 2]);
+    b[12..14].copy_from_slice(&decl::ETHERTYPE_POLLING.to_be_bytes());
+    r.emit(&mut b[14..]).unwrap();
+    f
+}
