@@ -542,3 +542,74 @@ fn hawkeye_traces_the_incast_that_pauses_the_victims_path() {
     assert_eq!(a, b);
     assert_eq!(a.len(), 2);
 }
+
+/// A PFC storm: h1's NIC keeps pausing its switch port on the data priority from 50 to 250 µs
+/// while it receives h0's flow. The flow stalls, h0's agent polls during the storm (its timed
+/// packet is overdue: no ACK comes back), and the switch's report for the port towards h1 has
+/// the poll's copy there as 11 (its victim port, paused now) — what the analyzer will name as
+/// host PFC injection. The storm host counts its frames.
+#[test]
+fn a_pfc_storm_host_pauses_its_port_and_the_poll_sees_it() {
+    use wire::hawkeye::report::{Entry, Report};
+    let dir = std::env::temp_dir().join(format!("softfabric-storm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("storm.toml");
+    std::fs::write(
+        &file,
+        r#"
+[lab]
+duration_us = 600
+cc = "dcqcn"
+ack_high_priority = true
+[topology]
+kind = "star"
+hosts = 3
+rate = "100G"
+delay_ns = 1000
+[switches]
+program = "hawkeye"
+sections = "[hawkeye]\nepoch_ns = 65536\nflow_slots = 1024\n"
+[hawkeye]
+detect = true
+rtt_factor = 3.0
+min_interval_us = 100
+[[host]]
+ids = [1]
+agent = "pfc_storm"
+priority = 3
+quanta = 65535
+start_ns = 50000
+stop_ns = 250000
+interval_ns = 5000
+[[flow]]
+src = 0
+dst = 1
+size = 4000000
+start_ns = 0
+"#,
+    )
+    .unwrap();
+    let cfg = LabConfig::load(&file).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    let r = lab::run(&cfg, |_| {}).unwrap();
+    let storm = r.agents.iter().find(|a| a.host == 1).unwrap();
+    assert_eq!(storm.agent, "pfc_storm");
+    let sent = storm.counters.iter().find(|(k, _)| k == "pause_frames_sent").unwrap().1;
+    assert_eq!(sent, 40, "one every 5 µs from 50 to 250 µs");
+    assert!(
+        r.polls.iter().any(|(h, e)| *h == 0 && (50_000..250_000).contains(&e.at)),
+        "the sender polls in the storm"
+    );
+    // The star's switch port towards h1 is port 1.
+    let seen = r.records.iter().any(|(t, _, b)| {
+        let rep = Report::parse(b).unwrap();
+        *t <= 300_000
+            && rep.header.out_port == 1
+            && rep.header.flag == 3
+            && rep
+                .entries()
+                .map(Result::unwrap)
+                .any(|e| matches!(e, Entry::Port { port: 1, pkts, .. } if pkts > 0))
+    });
+    assert!(seen, "a report of the paused port towards the storm host");
+}

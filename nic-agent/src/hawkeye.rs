@@ -9,7 +9,9 @@
 //! Choices the paper and prototype leave open, made here: the base RTT is configured, or else
 //! the smallest RTT the flow has shown (the DOCA agent's template has a fixed 13 µs); the event
 //! ID is the time in milliseconds mod 256, as the reference agent sets it; a flow's RTT is one
-//! sample per round trip (one PSN timed at a time, Karn's rule: never a resent one).
+//! sample per round trip (one PSN timed at a time, Karn's rule: never a resent one), and a timed
+//! packet still unacknowledged past the threshold counts as an RTT of at least its age (the
+//! NS-3 agent's check of unacknowledged packets: a flow whose path is paused sends no ACKs).
 
 use std::collections::{HashMap, VecDeque};
 
@@ -105,8 +107,34 @@ impl Detector {
         self.stats.samples += 1;
         let st = self.flows.entry(flow).or_default();
         st.min_rtt = Some(st.min_rtt.map_or(rtt_ns, |m| m.min(rtt_ns)));
-        let Some(base) = self.cfg.base_rtt_ns.or(st.min_rtt) else { return };
-        let threshold = (base as f64 * self.cfg.rtt_factor) as u64;
+        self.check(now, flow, victim, rtt_ns);
+    }
+
+    /// A packet of flow `flow` sent `age_ns` ago is still unacknowledged at `now`: its RTT is
+    /// at least that (the simulator's agent checks unacknowledged packets so; a flow whose
+    /// ACKs have stopped — its path paused — gives no samples at all).
+    pub fn on_overdue(&mut self, now: u64, flow: u64, victim: FiveTuple, age_ns: u64) {
+        self.check(now, flow, victim, age_ns);
+    }
+
+    /// The threshold of `flow`, ns: `rtt_factor` × its base RTT, once known.
+    pub fn threshold(&self, flow: u64) -> Option<u64> {
+        let base = self.cfg.base_rtt_ns.or_else(|| self.flows.get(&flow).and_then(|s| s.min_rtt))?;
+        Some((base as f64 * self.cfg.rtt_factor) as u64)
+    }
+
+    /// When a packet of `flow` sent at `sent` and still unacknowledged should next be looked at:
+    /// when it passes the threshold, and not before the flow may poll again.
+    pub fn next_check(&self, flow: u64, sent: u64) -> Option<u64> {
+        let t = sent.saturating_add(self.threshold(flow)?).saturating_add(1);
+        let again =
+            self.flows.get(&flow).and_then(|s| s.last_poll).map_or(0, |p| p + self.cfg.min_interval_ns);
+        Some(t.max(again))
+    }
+
+    fn check(&mut self, now: u64, flow: u64, victim: FiveTuple, rtt_ns: u64) {
+        let Some(threshold) = self.threshold(flow) else { return };
+        let st = self.flows.entry(flow).or_default();
         if rtt_ns <= threshold {
             return;
         }
@@ -202,6 +230,19 @@ mod tests {
         let ev = d.take_events();
         assert_eq!(ev.len(), 2);
         assert_eq!((ev[0].flow, ev[0].rtt_ns, ev[0].threshold_ns), (7, 30_001, 30_000));
+        // A timed packet overdue past the threshold polls, at most once per interval; the
+        // next look is when the packet passes the threshold and the flow may poll again.
+        let mut d = Detector::new(DetectorConfig::default());
+        assert_eq!(d.next_check(3, 0), None, "no base RTT yet");
+        d.on_rtt(0, 3, v, 10_000);
+        assert_eq!(d.threshold(3), Some(30_000));
+        assert_eq!(d.next_check(3, 100_000), Some(130_001));
+        d.on_overdue(120_000, 3, v, 20_000);
+        assert_eq!(d.stats().polls, 0);
+        d.on_overdue(130_001, 3, v, 30_001);
+        assert_eq!(d.stats().polls, 1);
+        assert_eq!(d.next_check(3, 100_000), Some(130_001 + 3_000_000));
+        assert_eq!(d.stats().samples, 1, "an overdue packet is not an RTT sample");
         // A configured base RTT is used instead of the flow's smallest sample.
         let mut d = Detector::new(DetectorConfig { base_rtt_ns: Some(1_000), ..DetectorConfig::default() });
         d.on_rtt(0, 1, v, 3_500);

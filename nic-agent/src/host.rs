@@ -533,6 +533,24 @@ impl Agent for RcHost {
                 self.refresh(si);
             }
         }
+        // The detection agent: a timed packet unacknowledged past the threshold.
+        if let Some(d) = &mut self.detector {
+            for &si in &self.active {
+                let s = &self.sending[si];
+                if let Some(sent) = s.tx.probe_sent()
+                    && d.next_check(s.flow.id, sent).is_some_and(|t| t <= now)
+                {
+                    let victim = wire::hawkeye::FiveTuple {
+                        src_ip: self.cfg.ip,
+                        dst_ip: s.flow.peer,
+                        protocol: 17,
+                        src_port: s.udp.src_port,
+                        dst_port: s.udp.dst_port,
+                    };
+                    d.on_overdue(now, s.flow.id, victim, now - sent);
+                }
+            }
+        }
     }
 
     fn poll_transmit(&mut self, now: u64, paused: u8, buf: &mut [u8]) -> Option<usize> {
@@ -559,6 +577,16 @@ impl Agent for RcHost {
             self.next.set(self.active.iter().filter_map(|&si| self.deadline[si]).min());
             self.next_dirty.set(false);
         }
-        self.next.get().into_iter().chain(self.until).min()
+        // The detection agent looks at each timed packet when it passes the threshold.
+        let detect = self.detector.as_ref().and_then(|d| {
+            self.active
+                .iter()
+                .filter_map(|&si| {
+                    let s = &self.sending[si];
+                    d.next_check(s.flow.id, s.tx.probe_sent()?)
+                })
+                .min()
+        });
+        self.next.get().into_iter().chain(self.until).chain(detect).min()
     }
 }

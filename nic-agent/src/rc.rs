@@ -269,6 +269,11 @@ impl RcSender {
         }
     }
 
+    /// When the packet being timed for an RTT sample was sent, if one is outstanding.
+    pub fn probe_sent(&self) -> Option<u64> {
+        self.rtt_probe.map(|(_, sent)| sent)
+    }
+
     /// The last RTT sample (from a packet's send to the acknowledgement covering it), once.
     pub fn take_rtt_sample(&mut self) -> Option<u64> {
         self.rtt_sample.take()

@@ -73,13 +73,16 @@
 //!
 //! [[host]]                   # optional: hosts running another agent than RC flows
 //! ids = [0, 1]
-//! agent = "dta_reporter"     # "rc" (the default), "dta_reporter" or "dta_collector"
+//! agent = "dta_reporter"     # "rc" (the default), "dta_reporter", "dta_collector", "pfc_storm"
 //! to = ["10.0.2.2"]          # dta_reporter: the collectors (host h is 10.h/256.h%256.2)
 //! primitive = "keywrite"     #   keywrite, keyincrement, append or postcarder
 //! count = 10000              #   reports; rate = reports/s (0: line rate); keys, redundancy,
 //!                            #   lists, start_ns as `dataplane report`
 //! # config = "..."           # dta_collector: its configuration (collector.toml's stores);
 //!                            #   [collector] ip is the host's address
+//! # agent = "pfc_storm"      # a host injecting PFC PAUSE into its switch (priority = 3,
+//!                            #   quanta = 65535, start_ns, stop_ns, interval_ns = 10000) while
+//!                            #   its NIC runs RC flows as "rc" hosts do
 //!
 //! [hawkeye]                  # optional: Hawkeye's detection agent on every RC host
 //! detect = true              # poll for a flow whose RTT exceeds rtt_factor × its base RTT
@@ -295,6 +298,25 @@ pub enum HostAgent {
         /// The collector configuration (`[collector]` and the stores); its `ip` is the host's.
         config: String,
     },
+    /// A host that injects PFC PAUSE frames into its switch (a "PFC storm", Hawkeye's host
+    /// PFC injection): one every `interval_ns` from `start_ns` until `stop_ns`; its NIC runs
+    /// RC flows as an `rc` host does.
+    PfcStorm(PfcStormSpec),
+}
+
+/// A PFC storm: what a misbehaving NIC sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PfcStormSpec {
+    /// The priority paused.
+    pub priority: u8,
+    /// Pause time of each frame, in 512-bit quanta.
+    pub quanta: u16,
+    /// First frame, ns.
+    pub start_ns: u64,
+    /// No frame at or after this, ns.
+    pub stop_ns: u64,
+    /// Between frames, ns.
+    pub interval_ns: u64,
 }
 
 /// A DTA reporter host's stream.
@@ -373,6 +395,10 @@ struct RawHost {
     lists: Option<u32>,
     start_ns: Option<u64>,
     config: Option<String>,
+    priority: Option<u8>,
+    quanta: Option<u16>,
+    stop_ns: Option<u64>,
+    interval_ns: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -954,7 +980,8 @@ impl LabConfig {
             }
         }
         for f in &flows {
-            if let Some(h) = [f.src, f.dst].into_iter().find(|&h| host_agents[h] != HostAgent::Rc) {
+            let runs_rc = |h: usize| matches!(host_agents[h], HostAgent::Rc | HostAgent::PfcStorm(_));
+            if let Some(h) = [f.src, f.dst].into_iter().find(|&h| !runs_rc(h)) {
                 return Err(err(
                     "host",
                     given[h],
@@ -1031,6 +1058,46 @@ fn host_agent(h: &RawHost, err: &dyn Fn(&str, String) -> LabError) -> Result<Hos
         "rc" | "dta_reporter" if h.config.is_some() => {
             Err(err("config", format!("config is for agent \"dta_collector\", not {:?}", h.agent)))
         }
+        "rc" | "dta_reporter" | "dta_collector"
+            if h.priority.is_some()
+                || h.quanta.is_some()
+                || h.stop_ns.is_some()
+                || h.interval_ns.is_some() =>
+        {
+            Err(err(
+                "agent",
+                format!(
+                    "priority, quanta, stop_ns and interval_ns are for agent \"pfc_storm\", not {:?}",
+                    h.agent
+                ),
+            ))
+        }
+        "pfc_storm" if reporter_keys.iter().any(|k| k.is_some()) || h.config.is_some() => Err(err(
+            "agent",
+            "a \"pfc_storm\" host takes priority, quanta, start_ns, stop_ns and interval_ns only".into(),
+        )),
+        "pfc_storm" => {
+            let priority = h.priority.unwrap_or(3);
+            if priority > 7 {
+                return Err(err("priority", format!("{priority}: expected 0..=7")));
+            }
+            let interval_ns = h.interval_ns.unwrap_or(10_000);
+            if interval_ns == 0 {
+                return Err(err("interval_ns", "0: expected a positive interval".into()));
+            }
+            let start_ns = h.start_ns.unwrap_or(0);
+            let stop_ns = h.stop_ns.unwrap_or(u64::MAX);
+            if stop_ns <= start_ns {
+                return Err(err("stop_ns", format!("{stop_ns}: expected after start_ns ({start_ns})")));
+            }
+            Ok(HostAgent::PfcStorm(PfcStormSpec {
+                priority,
+                quanta: h.quanta.unwrap_or(0xffff),
+                start_ns,
+                stop_ns,
+                interval_ns,
+            }))
+        }
         "rc" => Ok(HostAgent::Rc),
         "dta_collector" => Ok(HostAgent::DtaCollector {
             config: h
@@ -1083,7 +1150,9 @@ fn host_agent(h: &RawHost, err: &dyn Fn(&str, String) -> LabError) -> Result<Hos
         }
         o => Err(err(
             "agent",
-            format!("unknown agent {o:?}; expected \"rc\", \"dta_reporter\" or \"dta_collector\""),
+            format!(
+                "unknown agent {o:?}; expected \"rc\", \"dta_reporter\", \"dta_collector\" or \"pfc_storm\""
+            ),
         )),
     }
 }

@@ -9,7 +9,7 @@ use roce::dta::{ReporterAgent, ReporterConfig};
 
 use super::fabric::{host_ip, host_mac, switch_mac};
 use super::host_node::LabAgent;
-use crate::lab::config::{LabConfig, ReporterSpec};
+use crate::lab::config::{LabConfig, PfcStormSpec, ReporterSpec};
 
 /// A counter of a summary, its name owned.
 fn named((name, value): (&str, u64)) -> (String, u64) {
@@ -160,5 +160,69 @@ impl LabAgent for CollectorHost {
         .into();
         out.extend(self.stores.occupancy());
         out
+    }
+}
+
+/// A host injecting PFC PAUSE frames (a PFC storm): a frame pausing `priority` for `quanta`
+/// every `interval_ns` from `start_ns` until `stop_ns`, whatever its switch says to it — while
+/// its NIC otherwise runs the lab's RC flows as any host (a broken NIC is still a destination).
+pub(super) struct PfcStorm {
+    rc: RcHost,
+    mac: wire::EthernetAddress,
+    spec: PfcStormSpec,
+    next: u64,
+    sent: u64,
+}
+
+impl PfcStorm {
+    /// The storm host `h`, its NIC `rc`.
+    pub(super) fn new(h: usize, spec: PfcStormSpec, rc: RcHost) -> Self {
+        Self { rc, mac: host_mac(h), spec, next: spec.start_ns, sent: 0 }
+    }
+}
+
+impl Agent for PfcStorm {
+    fn handle_packet(&mut self, now: u64, frame: &[u8]) {
+        self.rc.handle_packet(now, frame)
+    }
+
+    fn handle_timeout(&mut self, now: u64) {
+        self.rc.handle_timeout(now)
+    }
+
+    fn poll_transmit(&mut self, now: u64, paused: u8, buf: &mut [u8]) -> Option<usize> {
+        if now >= self.next && self.next < self.spec.stop_ns {
+            let f = buf.get_mut(..wire::ethernet::MIN_FRAME_LEN)?;
+            let pause = wire::pfc::PfcRepr::pause(1 << self.spec.priority, self.spec.quanta);
+            wire::pfc::emit_frame(self.mac, &wire::pfc::MacControlRepr::Pfc(pause), f).ok()?;
+            self.sent += 1;
+            self.next = self.next.saturating_add(self.spec.interval_ns);
+            return Some(wire::ethernet::MIN_FRAME_LEN);
+        }
+        self.rc.poll_transmit(now, paused, buf)
+    }
+
+    fn poll_timeout(&self) -> Option<u64> {
+        let storm = (self.next < self.spec.stop_ns).then_some(self.next);
+        match (storm, self.rc.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+impl LabAgent for PfcStorm {
+    fn name(&self) -> &'static str {
+        "pfc_storm"
+    }
+
+    fn summary(&self) -> Vec<(String, u64)> {
+        let mut v = self.rc.summary();
+        v.push(("pause_frames_sent".to_string(), self.sent));
+        v
+    }
+
+    fn rc(&mut self) -> Option<&mut RcHost> {
+        Some(&mut self.rc)
     }
 }

@@ -65,6 +65,9 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
             HostAgent::Rc => Box::new(workload.host(cfg, h, attach)),
             HostAgent::DtaReporter(r) => Box::new(agents::reporter(h, attach, r)),
             HostAgent::DtaCollector { config } => Box::new(agents::CollectorHost::new(cfg, h, config)?),
+            HostAgent::PfcStorm(spec) => {
+                Box::new(agents::PfcStorm::new(h, *spec, workload.host(cfg, h, attach)))
+            }
         };
         let l = cfg.topology.links[fabric.wiring.host_port[h].link];
         hosts.push(HostNode::new(agent, attach, l.rate_bps, l.delay_ns));
