@@ -613,3 +613,55 @@ start_ns = 0
     });
     assert!(seen, "a report of the paused port towards the storm host");
 }
+
+/// A static route override: leaf 0's route to h2 only via spine 3 (switch 3), where ECMP would
+/// spread over both spines — every data byte of h0 → h2 crosses spine 3 and none spine 2. A
+/// switch that is not a neighbour is refused when the file is read.
+#[test]
+fn a_route_override_pins_the_path() {
+    let dir = std::env::temp_dir().join(format!("softfabric-route-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = |via: usize| {
+        format!(
+            r#"
+[lab]
+duration_us = 400
+cc = "hpcc"
+[topology]
+kind = "leaf_spine"
+leaves = 2
+spines = 2
+hosts_per_leaf = 2
+rate = "100G"
+delay_ns = 1000
+[[switch]]
+id = 0
+route = [{{ host = 2, via = {via} }}]
+[[flow]]
+src = 0
+dst = 2
+size = 2000000
+start_ns = 0
+[[flow]]
+src = 1
+dst = 2
+size = 2000000
+start_ns = 0
+"#
+        )
+    };
+    let file = dir.join("route.toml");
+    std::fs::write(&file, text(3)).unwrap();
+    let cfg = LabConfig::load(&file).unwrap();
+    let r = lab::run(&cfg, |_| {}).unwrap();
+    assert!(r.flows.iter().all(|f| f.fct_ns.is_some()));
+    let sent = |s: usize| r.links.iter().filter(|l| l.0 == s).map(|l| l.2).sum::<u64>();
+    assert!(sent(3) >= 4_000_000, "spine 3 carries the data: {}", sent(3));
+    // Spine 2 carries only ACKs back (one per data packet, with INT): 4 000 of ~114 bytes.
+    assert!(sent(2) * 5 < sent(3), "spine 2 carries no data, at most ACKs: {} vs {}", sent(2), sent(3));
+    // Switch 1 (leaf 1) is not a neighbour of leaf 0: the file is refused, naming the key.
+    std::fs::write(&file, text(1)).unwrap();
+    let e = LabConfig::load(&file).unwrap_err().to_string();
+    assert!(e.contains("switch[0].route") && e.contains("not a neighbour of switch 0"), "{e}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -67,9 +67,10 @@
 //! sections = ""              #   configuration the lab writes (ports, TM, and [l2l3] for
 //!                            #   programs built on it)
 //!
-//! [[switch]]                 # optional: one switch's program and sections
-//! id = 0
-//! program = "macswap"
+//! [[switch]]                 # optional: one switch's program and sections (default: as
+//! id = 0                     #   [switches]), and static route overrides: the route to a
+//! program = "macswap"        #   host's subnet only via one neighbouring switch
+//! # route = [{ host = 5, via = 2 }]
 //!
 //! [[host]]                   # optional: hosts running another agent than RC flows
 //! ids = [0, 1]
@@ -284,6 +285,9 @@ pub struct SwitchProgram {
     pub program: String,
     /// TOML sections (`[dta]` …).
     pub sections: String,
+    /// Static route overrides: the route to host `.0`'s subnet goes only via the neighbouring
+    /// switch `.1` (to build cyclic buffer dependencies, i.e. real deadlocks).
+    pub routes: Vec<(usize, usize)>,
 }
 
 /// What a host runs.
@@ -377,8 +381,17 @@ struct RawSwitchProgram {
 #[serde(deny_unknown_fields)]
 struct RawSwitch {
     id: usize,
-    program: String,
+    program: Option<String>,
     sections: Option<String>,
+    #[serde(default)]
+    route: Vec<RawRouteOverride>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRouteOverride {
+    host: usize,
+    via: usize,
 }
 
 #[derive(Debug, Deserialize)]
@@ -944,6 +957,7 @@ impl LabConfig {
                 raw.switches.as_ref().and_then(|s| s.program.as_deref()).unwrap_or("l2l3"),
             )?,
             sections: raw.switches.as_ref().and_then(|s| s.sections.clone()).unwrap_or_default(),
+            routes: Vec::new(),
         };
         let mut switch_programs = Vec::new();
         for (i, s) in raw.switch.iter().enumerate() {
@@ -958,9 +972,41 @@ impl LabConfig {
             if switch_programs.iter().any(|(id, _)| *id == s.id) {
                 return Err(err("switch", Some(i), "id", format!("switch {} is given twice", s.id)));
             }
+            let mut routes = Vec::new();
+            for r in &s.route {
+                if r.host >= hosts {
+                    return Err(err(
+                        "switch",
+                        Some(i),
+                        "route",
+                        format!("host {} does not exist (hosts 0..{hosts})", r.host),
+                    ));
+                }
+                let adjacent = topology.links.iter().any(|l| {
+                    (l.a, l.b) == (Node::Switch(s.id), Node::Switch(r.via))
+                        || (l.b, l.a) == (Node::Switch(s.id), Node::Switch(r.via))
+                });
+                if !adjacent {
+                    return Err(err(
+                        "switch",
+                        Some(i),
+                        "route",
+                        format!("via {}: not a neighbour of switch {}", r.via, s.id),
+                    ));
+                }
+                routes.push((r.host, r.via));
+            }
             let p = SwitchProgram {
-                program: program("switch", Some(i), &s.program)?,
-                sections: s.sections.clone().unwrap_or_default(),
+                program: match &s.program {
+                    Some(name) => program("switch", Some(i), name)?,
+                    None => switches.program.clone(),
+                },
+                sections: match &s.sections {
+                    Some(t) => t.clone(),
+                    None if s.program.is_none() => switches.sections.clone(),
+                    None => String::new(),
+                },
+                routes,
             };
             switch_programs.push((s.id, p));
         }

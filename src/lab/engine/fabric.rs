@@ -211,7 +211,7 @@ fn build_some(cfg: &LabConfig, which: impl Fn(usize) -> bool) -> Result<Fabric, 
             cfg.seed.wrapping_add(s as u64)
         ));
         if info.sections.contains(&"l2l3") {
-            text.push_str(&l2l3_section(s, ports, &w, &attach, &dist_to, &port_ip));
+            text.push_str(&l2l3_section(s, ports, &w, &attach, &dist_to, &port_ip, &spec.routes)?);
         }
         text.push_str(&spec.sections);
         let file = cfg.file.with_extension(format!("switch{s}.toml"));
@@ -239,7 +239,8 @@ fn l2l3_section(
     attach: &[(usize, u16)],
     dist_to: &[Option<Vec<u32>>],
     port_ip: &dyn Fn(usize, &PortEnd) -> (Ipv4Addr, u8),
-) -> String {
+    overrides: &[(usize, usize)],
+) -> Result<String, String> {
     let mut text = format!("[l2l3]\nint_switch_id = {}\n", s + 1);
     let mut neighbors = Vec::new();
     for (p, end) in ports.iter().enumerate() {
@@ -256,10 +257,19 @@ fn l2l3_section(
     let mut routes = Vec::new();
     for (h, &(t, _)) in attach.iter().enumerate() {
         let Some(dist) = dist_to[t].as_ref().filter(|_| t != s) else { continue };
+        // A static override: only via that neighbour, shortest or not.
+        let forced = overrides.iter().find(|(host, _)| *host == h).map(|&(_, o)| o);
+        if let Some(o) = forced
+            && !ports.iter().any(|end| end.peer == Node::Switch(o))
+        {
+            return Err(format!(
+                "switch {s}: route override for host {h} via switch {o}, which is not a neighbour"
+            ));
+        }
         let via: Vec<String> = ports
             .iter()
             .filter_map(|end| match end.peer {
-                Node::Switch(o) if dist[o].wrapping_add(1) == dist[s] => {
+                Node::Switch(o) if forced.map_or(dist[o].wrapping_add(1) == dist[s], |f| f == o) => {
                     let back = &w.switch_ports[o][usize::from(end.peer_port)];
                     Some(format!("\"{}\"", port_ip(o, back).0))
                 }
@@ -271,7 +281,7 @@ fn l2l3_section(
     if !routes.is_empty() {
         text.push_str(&format!("route = [{}]\n", routes.join(", ")));
     }
-    text
+    Ok(text)
 }
 
 #[cfg(test)]
