@@ -93,6 +93,7 @@ fn setup(what: impl std::fmt::Display, e: impl std::error::Error) -> RuntimeErro
 }
 
 /// A [`SetupError`] that is `e` (which says what it was about) and its causes.
+#[cfg(dpdk)]
 fn setup_of(e: impl std::error::Error) -> RuntimeError {
     setup_msg(chain(&e))
 }
