@@ -147,11 +147,16 @@ impl Switch {
     /// `dataplane run` (the binary at `bin`) with `ports` (`{S0}`, `{S1}`: the switch-side
     /// veths) appended to an l2l3 config.
     pub fn start(bin: &std::path::Path, lab: &Lab, tag: &str, ports: &str) -> Self {
+        Self::start_program(bin, lab, tag, "l2l3", ports)
+    }
+
+    /// `dataplane run` of `program` with `rest` (ports with `{S0}`, `{S1}`, and sections).
+    pub fn start_program(bin: &std::path::Path, lab: &Lab, tag: &str, program: &str, rest: &str) -> Self {
         let dir = std::env::temp_dir().join(format!("softfabric-netns-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let cfg = format!(
-            "program = \"l2l3\"\n[runtime]\nstats_interval_s = 60\n{}",
-            ports.replace("{S0}", &lab.sw[0]).replace("{S1}", &lab.sw[1])
+            "program = \"{program}\"\n[runtime]\nstats_interval_s = 60\n{}",
+            rest.replace("{S0}", &lab.sw[0]).replace("{S1}", &lab.sw[1])
         );
         let path = dir.join("switch.toml");
         std::fs::write(&path, cfg).unwrap();
