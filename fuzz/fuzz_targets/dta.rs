@@ -20,7 +20,8 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     if let Ok(n) = NackRepr::parse(data) {
-        let mut b = [0u8; 2];
+        // Two bytes, or fourteen with our extension.
+        let mut b = vec![0u8; n.buffer_len()];
         n.emit(&mut b).unwrap();
         assert_eq!(NackRepr::parse(&b).unwrap(), n);
     }
