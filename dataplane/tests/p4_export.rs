@@ -13,7 +13,7 @@ use dataplane::p4::{Export, Target};
 use dataplane::programs;
 
 /// The programs that have a P4 rendering, by their golden configuration.
-const RENDERED: &[&str] = &["macswap", "l2l3", "dta_reporter", "dta_translator"];
+const RENDERED: &[&str] = &["macswap", "l2l3", "dta_reporter", "dta_translator", "hawkeye"];
 
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/p4")
@@ -230,6 +230,11 @@ fn the_macswap_check_captures_are_the_switchs_output() {
 #[test]
 fn the_dta_reporter_check_captures_are_the_switchs_output() {
     check_captures("dta_reporter", &["in_p0.pcap"], 2);
+}
+
+#[test]
+fn the_hawkeye_check_captures_are_the_switchs_output() {
+    check_captures("hawkeye", &["in_p0.pcap"], 3);
 }
 
 /// The command: a bad target is refused with exit code 2 and the expected values; a good one

@@ -122,6 +122,8 @@ pub struct ProgramP4 {
     /// Header instances the P4 adds beyond the parser's (headers the program builds), emitted
     /// after the parsed ones in this order.
     pub extra_headers: Vec<ExtraHeader>,
+    /// Egress clones (`SF_CLONE_E2E`): TNA's egress deparser gets a mirror (with `bridge`).
+    pub egress_mirror: bool,
 }
 
 /// A header instance the P4 builds and the parser never extracts.
@@ -738,6 +740,11 @@ const V1MODEL_CLONE: &str =
 #define SF_EGRESS_RID (std.egress_rid)
 ";
 
+/// v1model macro of a program that clones in egress.
+const V1MODEL_E2E: &str = "// An egress-to-egress clone through session s (instance type 2 in egress).
+#define SF_CLONE_E2E(s) clone(CloneType.E2E, (bit<32>)(s))
+";
+
 const TNA_PRELUDE: &str = "// Target macros: the hand-written steps use these, so one rendering serves both targets.
 #define SF_TNA 1
 #define SF_INGRESS_PORT ((bit<16>)ig_intr_md.ingress_port)
@@ -764,6 +771,12 @@ const TNA_CLONE: &str =
 #define SF_TRUNCATE(n)
 // The replication ID of a multicast copy.
 #define SF_EGRESS_RID (eg_intr_md.egress_rid)
+";
+
+/// TNA macro of a program that mirrors in egress.
+const TNA_E2E: &str =
+    "// An egress mirror through session s, the bridged fields as its mirror header (kind 1).
+#define SF_CLONE_E2E(s) eg_dprsr_md.mirror_type = 1; meta.mirror_session = (bit<10>)(s)
 ";
 
 fn digest_structs(p: &ProgramP4) -> String {
@@ -818,6 +831,12 @@ pub fn export(
             Target::Tna => TNA_CLONE,
             Target::V1model => V1MODEL_CLONE,
         });
+        if p.egress_mirror {
+            out.push_str(match target {
+                Target::Tna => TNA_E2E,
+                Target::V1model => V1MODEL_E2E,
+            });
+        }
     }
     out.push('\n');
     out.push_str(&header_types(res));
@@ -1012,9 +1031,20 @@ pub fn export(
                 p.egress_decls,
                 indent(&p.egress_apply, 8)
             );
+            let (emirror_decl, emirror_emit) = if bridged && p.egress_mirror {
+                (
+                    "    Mirror() sf_emirror;\n".to_string(),
+                    format!(
+                        "        if (eg_dprsr_md.mirror_type == 1) {{\n            sf_emirror.emit<bridge_h>((MirrorId_t)meta.mirror_session, {});\n        }}\n",
+                        bridge_list(p, 1)
+                    ),
+                )
+            } else {
+                (String::new(), String::new())
+            };
             let _ = writeln!(
                 out,
-                "control SfEgressDeparser(packet_out pkt, inout headers_t hdr, in metadata_t meta,\n        in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {{\n{csum}    apply {{\n{update}{emits}    }}\n}}\n"
+                "control SfEgressDeparser(packet_out pkt, inout headers_t hdr, in metadata_t meta,\n        in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {{\n{csum}{emirror_decl}    apply {{\n{emirror_emit}{update}{emits}    }}\n}}\n"
             );
             out.push_str(
                 "Pipeline(SfIngressParser(), SfIngress(), SfIngressDeparser(),\n         SfEgressParser(), SfEgress(), SfEgressDeparser()) pipe;\n\nSwitch(pipe) main;\n",

@@ -20,6 +20,11 @@ pub fn parser() -> ParserDecl {
         s.transitions.push(on(u64::from(ETHERTYPE_POLLING), Next::State("polling")));
     }
     p.states.push(StateDecl::new("polling", &[inst("polling", &hawkeye::HEADER)], &[], &[], Next::Accept));
+    // MAC Control (PFC): the Rust switch's traffic manager consumes these before the program;
+    // a P4 target's pipeline sees them, and Hawkeye's rendering reads their pause times.
+    let start = p.states.iter_mut().find(|s| s.name == "start").expect("l2l3 parses Ethernet");
+    start.transitions.push(on(u64::from(wire::ethernet::EtherType::MAC_CONTROL.0), Next::State("pfc")));
+    p.states.push(StateDecl::new("pfc", &[inst("pfc", &wire::pfc::PFC)], &[], &[], Next::Accept));
     p
 }
 

@@ -31,10 +31,11 @@
 //! (`hawkeye_no_trace`), or for a victim flow the switch has no route or neighbour for
 //! (`hawkeye_no_route`) is dropped under that reason.
 //!
-//! Not here yet: the lab's fault knobs and the P4 rendering (the rest of the Hawkeye issue).
+//! The P4 rendering is in `p4.rs` (`dataplane p4 export`, docs/p4/hawkeye.md).
 
 mod config;
 pub mod decl;
+mod p4;
 pub mod rules;
 pub mod telemetry;
 
@@ -151,6 +152,10 @@ impl FromConfig for Hawkeye {
 
     fn from_config(cfg: &Config, ctx: &mut BuildCtx) -> Result<Self, ConfigError> {
         Self::build(cfg, ctx)
+    }
+
+    fn p4(&self, cfg: &Config) -> Result<crate::p4::ProgramP4, crate::p4::ExportError> {
+        self.rendering(cfg)
     }
 }
 

@@ -105,6 +105,9 @@ pub struct Telemetry {
     shift: u32,
     slots: usize,
     ports: usize,
+    /// Cells per epoch bank of the port table (and per in-port row of the meter): `ports`
+    /// rounded up to a power of two, so a switch pipeline indexes them with shifts.
+    stride: usize,
     flows: RegisterArray<FlowCell>,
     port_cells: RegisterArray<PortCell>,
     meter: RegisterArray<MeterCell>,
@@ -121,8 +124,10 @@ impl Telemetry {
     /// `2^epoch_shift` ns, `slots` flow slots (a power of two), `ports` ports.
     pub fn new(res: &mut Resources, epochs: usize, epoch_shift: u32, slots: usize, ports: usize) -> Self {
         let flows = RegisterArray::with_epochs(res, "hawkeye_flows", epochs, slots, &FLOW_CELL);
-        let port_cells = RegisterArray::with_epochs(res, "hawkeye_ports", epochs, ports, &PORT_CELL);
-        let meter = RegisterArray::with_epochs(res, "hawkeye_port_meter", epochs, ports * ports, &METER_CELL);
+        let stride = ports.next_power_of_two();
+        let port_cells = RegisterArray::with_epochs(res, "hawkeye_ports", epochs, stride, &PORT_CELL);
+        let meter =
+            RegisterArray::with_epochs(res, "hawkeye_port_meter", epochs, stride * stride, &METER_CELL);
         let hash =
             HashUnit::new(res, "hawkeye_flow_hash", HashAlgo::Crc32IsoHdlc, 32, &super::decl::FLOW_INPUTS);
         let mut byte_tables = Box::new([[0u32; 256]; 13]);
@@ -141,6 +146,7 @@ impl Telemetry {
             shift: epoch_shift,
             slots,
             ports,
+            stride,
             flows,
             port_cells,
             meter,
@@ -159,6 +165,26 @@ impl Telemetry {
             h ^= t[i][usize::from(k[i])];
         }
         h
+    }
+
+    /// Epoch banks.
+    pub fn epochs(&self) -> usize {
+        self.epochs
+    }
+
+    /// log2 of the epoch length, ns.
+    pub fn shift(&self) -> u32 {
+        self.shift
+    }
+
+    /// Flow slots per epoch.
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    /// Port cells per epoch bank (a power of two).
+    pub fn stride(&self) -> usize {
+        self.stride
     }
 
     /// The lap of time `now`.
@@ -192,7 +218,7 @@ impl Telemetry {
         let (out, inp) = (usize::from(s.out_port), usize::from(s.in_port));
         let q = if s.paused { 0 } else { s.enq_qdepth };
         if out < self.ports {
-            let i = RegisterArray::<PortCell>::epoch_index(bank, self.ports, out);
+            let i = RegisterArray::<PortCell>::epoch_index(bank, self.stride, out);
             self.port_cells.update(i, |c| {
                 if c.epoch_id != id {
                     *c = PortCell { epoch_id: id, ..PortCell::default() };
@@ -204,8 +230,8 @@ impl Telemetry {
             if inp < self.ports {
                 let i = RegisterArray::<MeterCell>::epoch_index(
                     bank,
-                    self.ports * self.ports,
-                    inp * self.ports + out,
+                    self.stride * self.stride,
+                    inp * self.stride + out,
                 );
                 self.meter.update(i, |c| {
                     if c.epoch_id != id {
@@ -243,7 +269,7 @@ impl Telemetry {
         let id = self.epoch_id(now);
         let c = self.port_cells.read(RegisterArray::<PortCell>::epoch_index(
             self.bank(id),
-            self.ports,
+            self.stride,
             usize::from(port),
         ));
         if c.epoch_id == id && usize::from(port) < self.ports { c } else { PortCell::default() }
@@ -258,8 +284,8 @@ impl Telemetry {
         }
         let c = self.meter.read(RegisterArray::<MeterCell>::epoch_index(
             self.bank(id),
-            self.ports * self.ports,
-            inp * self.ports + out,
+            self.stride * self.stride,
+            inp * self.stride + out,
         ));
         if c.epoch_id == id { c.bytes } else { 0 }
     }
@@ -289,7 +315,7 @@ impl Telemetry {
         }
         for id in laps.into_iter().filter(|&id| id <= cur) {
             let bank = self.bank(id);
-            let p = self.port_cells.read(RegisterArray::<PortCell>::epoch_index(bank, self.ports, o));
+            let p = self.port_cells.read(RegisterArray::<PortCell>::epoch_index(bank, self.stride, o));
             if p.epoch_id == id && p.pkts > 0 {
                 entries.push(Entry::Port {
                     port: out,
@@ -302,8 +328,8 @@ impl Telemetry {
             for inp in 0..self.ports {
                 let m = self.meter.read(RegisterArray::<MeterCell>::epoch_index(
                     bank,
-                    self.ports * self.ports,
-                    inp * self.ports + o,
+                    self.stride * self.stride,
+                    inp * self.stride + o,
                 ));
                 if m.epoch_id == id && m.bytes > 0 {
                     entries.push(Entry::Meter {

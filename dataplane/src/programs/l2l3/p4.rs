@@ -162,6 +162,20 @@ impl L2l3 {
     /// The ingress steps; `unicast(port)` is P4 text placed where a packet is sent to one port
     /// (routed or bridged), `port` its expression: programs built on `l2l3` observe it there.
     pub(crate) fn ingress_apply(&self, unicast: &dyn Fn(&str) -> String) -> String {
+        self.ingress_apply_routing(unicast, None)
+    }
+
+    /// [`Self::ingress_apply`], with `route_also` a condition under which IPv4 is routed even
+    /// when the frame is not addressed to the port's MAC (a program routing a packet it built).
+    pub(crate) fn ingress_apply_routing(
+        &self,
+        unicast: &dyn Fn(&str) -> String,
+        route_also: Option<&str>,
+    ) -> String {
+        let to_router = match route_also {
+            None => "hdr.ethernet.dst_addr == meta.port_mac".to_string(),
+            Some(c) => format!("(hdr.ethernet.dst_addr == meta.port_mac || {c})"),
+        };
         let hook = |port: &str, pad: &str| {
             let t = unicast(port);
             if t.is_empty() {
@@ -208,7 +222,7 @@ if (hdr.arp.isValid()) {{
     }}
 }}
 // Routed: IPv4 to the port's own MAC.
-if (!done && hdr.ipv4.isValid() && meta.port_mac != 0 && hdr.ethernet.dst_addr == meta.port_mac) {{
+if (!done && hdr.ipv4.isValid() && meta.port_mac != 0 && {to_router}) {{
     done = true;
     if (hdr.ipv4.version != 4) {{
         {malformed}
