@@ -665,3 +665,102 @@ start_ns = 0
     assert!(e.contains("switch[0].route") && e.contains("not a neighbour of switch 0"), "{e}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Hawkeye's telemetry into a DTA collector's memory, in the lab: switch 0 runs `hawkeye` with
+/// `dta_collector`, switch 1 is the collector's ToR running `dta_translator`, host 2 the
+/// collector. Two flows into h1 queue at switch 0; the senders' agents poll; switch 0 sends its
+/// reports as DTA Append words to list 0; the translator writes them with RDMA into the
+/// collector's ring — every word of every report: stored = sent.
+#[test]
+fn hawkeye_reports_land_in_a_dta_collectors_list() {
+    let dir = std::env::temp_dir().join(format!("softfabric-hk-dta-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("hk-dta.toml");
+    std::fs::write(
+        &file,
+        r#"
+[lab]
+duration_us = 3000
+cc = "dcqcn"
+ack_high_priority = true
+[topology]
+kind = "explicit"
+hosts = 4
+switches = 2
+rate = "100G"
+delay_ns = 1000
+[[link]]
+a = "h0"
+b = "s0"
+[[link]]
+a = "h1"
+b = "s0"
+[[link]]
+a = "h3"
+b = "s0"
+[[link]]
+a = "h2"
+b = "s1"
+[[link]]
+a = "s0"
+b = "s1"
+[switches]
+program = "hawkeye"
+sections = "[hawkeye]\nepoch_ns = 262144\nflow_slots = 1024\ndta_collector = \"10.0.2.2\"\ndta_list = 0\n"
+[[switch]]
+id = 1
+program = "dta_translator"
+sections = """
+[dta]
+append_flush_us = 20
+[[dta.collector]]
+name = "c0"
+ip = "10.0.2.2"
+append = [{ list = 0, port = 1338, batch = 16 }]
+"""
+[[host]]
+ids = [2]
+agent = "dta_collector"
+config = """
+[collector]
+ip = "10.0.2.2"
+memory = "pages"
+seed = 1
+[[append]]
+list = 0
+port = 1338
+entries = 65536
+"""
+[hawkeye]
+detect = true
+rtt_factor = 1.5
+min_interval_us = 200
+[[flow]]
+src = 0
+dst = 1
+size = 3000000
+start_ns = 500000
+[[flow]]
+src = 3
+dst = 1
+size = 3000000
+start_ns = 500000
+"#,
+    )
+    .unwrap();
+    let cfg = LabConfig::load(&file).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    let r = lab::run(&cfg, |_| {}).unwrap();
+    assert!(!r.polls.is_empty(), "the agents poll");
+    // Switch 0's reports (kept for the lab too: no analyzer): their words.
+    let words: u64 = r
+        .records
+        .iter()
+        .filter(|(_, s, _)| *s == 0)
+        .map(|(_, _, b)| wire::hawkeye::report::words(b).count() as u64)
+        .sum();
+    assert!(words > 0, "switch 0 reported");
+    let collector = r.agents.iter().find(|a| a.host == 2).unwrap();
+    let stored = collector.counters.iter().find(|(k, _)| k == "append0_entries").map(|c| c.1);
+    assert_eq!(stored, Some(words), "every word in the collector's list: {:?}", collector.counters);
+}

@@ -24,7 +24,7 @@
 //!   telemetry reports ([`wire::hawkeye::report`], at most one MTU each) over UDP to `analyzer`,
 //!   and/or as DTA Append reports (one word each, `wire::hawkeye::report::words`) to a DTA
 //!   collector's list (`dta_collector`, `dta_list`) — Hawkeye telemetry landing in collector
-//!   memory through the translator; with neither, kept for the runtime ([`Program::take_records`]: the lab writes them
+//!   memory through the translator; without an analyzer, also kept for the runtime ([`Program::take_records`]: the lab writes them
 //!   out), 65 536 at most between two takes (beyond, counted `reports_unsent`).
 //!
 //! Bad input: a polling packet too short for its header (`hawkeye_malformed`), with flag 00
@@ -519,10 +519,6 @@ impl Hawkeye {
     /// there is no analyzer.
     fn send<F: Frame>(&mut self, n: usize, now: u64, out: &mut Emitter<'_, F>) -> bool {
         let Some(dst) = self.analyzer else {
-            if self.dta.is_some() {
-                // Delivered to the DTA collector instead.
-                return true;
-            }
             if self.kept.len() < KEEP_MAX {
                 self.kept.push(self.buf[..n].to_vec());
                 return true;
