@@ -238,7 +238,8 @@ impl RcHost {
     pub fn start_send(&mut self, now: u64, flow: SendFlow) {
         let _ = now;
         let udp = self.udp(flow.peer, flow.local_qp, self.cfg.data_dscp, self.cfg.data_ecn);
-        let tx = RcSender::new(flow.cfg, flow.cc.clone());
+        let mut tx = RcSender::new(flow.cfg, flow.cc.clone());
+        tx.set_rtt_sampling(self.detector.is_some());
         let i = self.sending.len();
         self.by_qp.entry((flow.local_qp, flow.peer)).or_default().0 = Some(i);
         self.by_id.entry(flow.id).or_default().0 = Some(i);
@@ -402,6 +403,9 @@ impl RcHost {
     /// polling packets for victims go on the control priority.
     pub fn enable_detection(&mut self, cfg: crate::hawkeye::DetectorConfig) {
         self.detector = Some(crate::hawkeye::Detector::new(cfg));
+        for s in &mut self.sending {
+            s.tx.set_rtt_sampling(true);
+        }
     }
 
     /// The detection agent, if enabled.

@@ -114,6 +114,8 @@ pub struct RcSender {
     rtt_probe: Option<(u64, u64)>,
     /// The last RTT sample not yet taken, ns.
     rtt_sample: Option<u64>,
+    /// Whether RTT samples are taken at all (someone reads them: Hawkeye's detection agent).
+    rtt_sampling: bool,
 }
 
 impl RcSender {
@@ -153,6 +155,7 @@ impl RcSender {
             stats: SenderStats::default(),
             rtt_probe: None,
             rtt_sample: None,
+            rtt_sampling: false,
         }
     }
 
@@ -246,7 +249,7 @@ impl RcSender {
             }
         } else {
             let last = offset + len as u64 >= self.cfg.size;
-            if self.rtt_probe.is_none() {
+            if self.rtt_sampling && self.rtt_probe.is_none() {
                 self.rtt_probe = Some((self.req.stats().posted, now));
             }
             match self.req.post(now, Op::Send { imm: None }, &[], last) {
@@ -266,6 +269,15 @@ impl RcSender {
         if acked > self.una {
             self.pacer.on_acked(acked - self.una);
             self.una = acked;
+        }
+    }
+
+    /// Take RTT samples (one timed packet per round trip), or not: off by default, as nothing
+    /// reads them but Hawkeye's detection agent.
+    pub fn set_rtt_sampling(&mut self, on: bool) {
+        self.rtt_sampling = on;
+        if !on {
+            self.rtt_probe = None;
         }
     }
 
@@ -299,9 +311,8 @@ impl RcSender {
         match r {
             Response::Acked { .. } => {
                 self.sync_acked();
-                let una_idx = self.req.stats().posted - u64::from(self.req.outstanding());
                 if let Some((idx, sent)) = self.rtt_probe
-                    && una_idx > idx
+                    && self.req.stats().posted - u64::from(self.req.outstanding()) > idx
                 {
                     self.rtt_probe = None;
                     self.rtt_sample = Some(now.saturating_sub(sent));

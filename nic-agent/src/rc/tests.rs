@@ -214,6 +214,7 @@ fn frames_are_checked_and_bad_ones_refused() {
 #[test]
 fn rtt_samples_time_one_packet_to_its_ack_and_skip_resends() {
     let mut tx = RcSender::new(cfg(MTU as u64 * 8), FlowCc::Fixed(100e9));
+    tx.set_rtt_sampling(true);
     let mut rx = RcReceiver::new(MTU as u64 * 8, 0xff_fff0, 50_000);
     let mut sent = Vec::new();
     for t in 0..3u64 {
