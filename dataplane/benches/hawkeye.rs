@@ -8,27 +8,21 @@
 //! Run: `cargo bench -p dataplane --bench hawkeye`. Figures are kept in BENCHMARKS.md.
 
 use std::hint::black_box;
-use std::path::Path;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use dataplane::buf::{Frame, HeapPool, PktBuf, Pool};
-use dataplane::config::Config;
+use dataplane::buf::{Frame, Pool};
 use dataplane::model::Resources;
-use dataplane::port::MemPort;
 use dataplane::programs::hawkeye::Hawkeye;
 use dataplane::programs::hawkeye::telemetry::{Sample, Telemetry};
 use dataplane::programs::l2l3::L2l3;
-use dataplane::programs::{FromConfig, build_switch};
-use dataplane::runtime::{receive_all, transmit_all};
-use dataplane::switch::{Program, Switch};
 use wire::EthernetRepr;
 use wire::ethernet::{EtherType, EthernetAddress};
 use wire::hawkeye::report::Entry;
 use wire::hawkeye::{FiveTuple, PollingFlag, PollingRepr};
-use wire::ipv4::Ipv4Repr;
-use wire::udp::UdpRepr;
 
-const BURST: usize = 32;
+#[path = "support/mod.rs"]
+mod support;
+use support::{BURST, Bench};
 
 fn cfg(program: &str) -> String {
     let extra = if program == "hawkeye" {
@@ -58,79 +52,9 @@ neighbor = [{{ ip = "10.0.2.2", mac = "02:00:00:00:02:02", port = "p1" }}]
     )
 }
 
-/// A 64-byte frame (60 without FCS): UDP from 10.0.1.2 to 10.0.2.2, routed.
+/// A 64-byte frame of flow `sport`, routed to 10.0.2.2.
 fn frame(sport: u16) -> Vec<u8> {
-    let mut f = vec![0u8; 60];
-    EthernetRepr {
-        src_addr: EthernetAddress([2, 0, 0, 0, 1, 2]),
-        dst_addr: EthernetAddress([2, 0, 0, 0, 0, 0x10]),
-        vlan: None,
-        ethertype: EtherType::IPV4,
-    }
-    .emit(&mut f)
-    .unwrap();
-    Ipv4Repr {
-        src_addr: [10, 0, 1, 2].into(),
-        dst_addr: [10, 0, 2, 2].into(),
-        protocol: 17,
-        payload_len: 26,
-        ttl: 64,
-        dscp: 0,
-        ecn: 0,
-        ident: 0,
-        dont_frag: true,
-        more_frags: false,
-        frag_offset: 0,
-    }
-    .emit(&mut f[14..])
-    .unwrap();
-    UdpRepr { src_port: sport, dst_port: 4791, payload_len: 18 }.emit(&mut f[34..]).unwrap();
-    f
-}
-
-struct Bench<P: Program> {
-    switch: Switch<P, PktBuf>,
-    ports: Vec<Option<Box<MemPort<PktBuf>>>>,
-    pool: HeapPool,
-    rx: Vec<PktBuf>,
-    tx: Vec<PktBuf>,
-    back: Vec<PktBuf>,
-    templates: Vec<Vec<u8>>,
-    now: u64,
-}
-
-impl<P: Program + FromConfig> Bench<P> {
-    fn new(program: &str, templates: Vec<Vec<u8>>) -> Self {
-        let cfg = Config::parse(Path::new("bench.toml"), &cfg(program)).unwrap();
-        let mut b = Self {
-            switch: build_switch(&cfg).unwrap(),
-            ports: vec![Some(Box::new(MemPort::new(4 * BURST))), Some(Box::new(MemPort::new(4 * BURST)))],
-            pool: HeapPool::new(4 * BURST, 2048),
-            rx: Vec::with_capacity(BURST),
-            tx: Vec::with_capacity(BURST),
-            back: Vec::with_capacity(BURST),
-            templates,
-            now: 0,
-        };
-        for i in 0..BURST {
-            let mut p = b.pool.alloc().unwrap();
-            p.set(&b.templates[i % b.templates.len()]);
-            b.ports[0].as_mut().unwrap().push_rx(p);
-        }
-        b
-    }
-
-    fn burst(&mut self) -> usize {
-        self.now += 1000;
-        receive_all(&mut self.switch, &mut self.ports, &mut self.pool, &mut self.rx, self.now, BURST);
-        transmit_all(&mut self.switch, &mut self.ports, &mut self.pool, &mut self.tx, self.now, BURST);
-        let n = self.ports[1].as_mut().unwrap().take_tx(&mut self.back);
-        for (f, t) in self.back.iter_mut().zip(self.templates.iter().cycle()) {
-            f.set(t);
-        }
-        self.ports[0].as_mut().unwrap().push_rx_burst(&mut self.back);
-        n
-    }
+    support::frame(EthernetAddress([2, 0, 0, 0, 0, 0x10]), [10, 0, 2, 2], sport, 4791)
 }
 
 fn bench(c: &mut Criterion) {
@@ -138,9 +62,9 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements(BURST as u64));
     let frames: Vec<Vec<u8>> = (0..BURST as u16).map(|i| frame(1000 + i)).collect();
     // Interleaved in one run: l2l3, then hawkeye, on the same frames.
-    let mut l: Bench<L2l3> = Bench::new("l2l3", frames.clone());
+    let mut l: Bench<L2l3> = Bench::new(&cfg("l2l3"), frames.clone());
     assert_eq!(l.burst(), BURST);
-    let mut h: Bench<Hawkeye> = Bench::new("hawkeye", frames);
+    let mut h: Bench<Hawkeye> = Bench::new(&cfg("hawkeye"), frames);
     assert_eq!(h.burst(), BURST);
     assert_eq!(h.switch.counters().drops.iter().sum::<u64>(), 0);
     g.bench_function("l2l3_route_64B_burst32", |x| x.iter(|| black_box(l.burst())));

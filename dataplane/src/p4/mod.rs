@@ -249,6 +249,29 @@ pub fn field_expr(f: &FieldRef, res: &Resources) -> String {
     }
 }
 
+/// `setInvalid()` of every parsed header instance but `keep` (every copy of a stack), one
+/// statement a line indented for a control's `apply`: what a program that turns a packet into
+/// another (a report, an RDMA request) writes before validating the headers it builds.
+pub fn invalidate_parsed_except(res: &Resources, keep: &[&str]) -> String {
+    let mut s = String::new();
+    for i in res.parser().instances() {
+        if keep.contains(&i.name) {
+            continue;
+        }
+        match i.stack {
+            None => {
+                let _ = writeln!(s, "    hdr.{}.setInvalid();", i.name);
+            }
+            Some((_, max)) => {
+                for k in 0..max {
+                    let _ = writeln!(s, "    hdr.{}[{k}].setInvalid();", i.name);
+                }
+            }
+        }
+    }
+    s
+}
+
 /// The header type declarations, one per distinct header the parser extracts.
 pub fn header_types(res: &Resources) -> String {
     let mut s = String::new();

@@ -401,22 +401,7 @@ if (meta.dta_fwd == 1 && hdr.ipv4.isValid() && !(hdr.udp.isValid() && (hdr.udp.d
         opcode: u8,
         prim: &str,
     ) -> String {
-        let mut invalid = String::new();
-        for i in self.resources.parser().instances() {
-            if matches!(i.name, "ethernet" | "ipv4" | "udp") {
-                continue;
-            }
-            match i.stack {
-                None => {
-                    let _ = writeln!(invalid, "    hdr.{}.setInvalid();", i.name);
-                }
-                Some((_, max)) => {
-                    for k in 0..max {
-                        let _ = writeln!(invalid, "    hdr.{}[{k}].setInvalid();", i.name);
-                    }
-                }
-            }
-        }
+        let invalid = crate::p4::invalidate_parsed_except(&self.resources, &["ethernet", "ipv4", "udp"]);
         let (retx, prio) = (u8::from(self.retransmittable), priority_bits(self.priority));
         let fields = match self.kind {
             ReportKind::KeyWrite { redundancy } => format!(

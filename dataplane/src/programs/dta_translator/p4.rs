@@ -560,22 +560,7 @@ if (meta.dta_punt == 1) {{
     }
 
     fn egress_p4(&self, l2l3: &str, data_len: usize, slot_len: usize) -> String {
-        let mut invalid = String::new();
-        for i in self.resources.parser().instances() {
-            if matches!(i.name, "ethernet" | "ipv4" | "udp") {
-                continue;
-            }
-            match i.stack {
-                None => {
-                    let _ = writeln!(invalid, "    hdr.{}.setInvalid();", i.name);
-                }
-                Some((_, max)) => {
-                    for k in 0..max {
-                        let _ = writeln!(invalid, "    hdr.{}[{k}].setInvalid();", i.name);
-                    }
-                }
-            }
-        }
+        let invalid = crate::p4::invalidate_parsed_except(&self.resources, &["ethernet", "ipv4", "udp"]);
         let ack_mask = self.s.requester.ack_req_every.next_power_of_two().max(1) - 1;
         let kw_len = 4 + data_len;
         let (dscp, ecn) = (self.s.dscp, self.s.ecn);
