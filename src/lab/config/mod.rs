@@ -55,6 +55,8 @@
 //! dst = 0
 //! size = 500000
 //! start_ns = 10000
+//! # repeat = 1               # synchronized burst groups: the same burst `repeat` times,
+//! # period_ns = 100000       #   one every `period_ns`
 //!
 //! [[flow]]                   # one flow
 //! src = 1
@@ -488,6 +490,8 @@ struct RawIncast {
     dst: usize,
     size: u64,
     start_ns: u64,
+    repeat: Option<u32>,
+    period_ns: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -869,17 +873,40 @@ impl LabConfig {
             if f.senders.is_empty() {
                 return Err(err("incast", Some(i), "senders", "no senders".into()));
             }
-            for &s in &f.senders {
-                let src = host("incast", i, "senders", s)?;
-                if src == dst {
+            // Synchronized burst groups: the same senders again every period.
+            let repeat = f.repeat.unwrap_or(1);
+            if repeat == 0 || repeat > 10_000 {
+                return Err(err("incast", Some(i), "repeat", format!("{repeat}: 1 to 10000 bursts")));
+            }
+            let period = match (repeat, f.period_ns) {
+                (1, p) => p.unwrap_or(0),
+                (_, Some(p)) if p > 0 => p,
+                _ => {
                     return Err(err(
                         "incast",
                         Some(i),
-                        "senders",
-                        format!("host {s} is also the destination"),
+                        "period_ns",
+                        "repeated bursts need a period above 0".into(),
                     ));
                 }
-                flows.push(FlowSpec { src, dst, size: f.size, start_ns: f.start_ns });
+            };
+            for &s in &f.senders {
+                host("incast", i, "senders", s)?;
+            }
+            for k in 0..u64::from(repeat) {
+                let start_ns = f.start_ns.saturating_add(k.saturating_mul(period));
+                for &s in &f.senders {
+                    let src = host("incast", i, "senders", s)?;
+                    if src == dst {
+                        return Err(err(
+                            "incast",
+                            Some(i),
+                            "senders",
+                            format!("host {s} is also the destination"),
+                        ));
+                    }
+                    flows.push(FlowSpec { src, dst, size: f.size, start_ns });
+                }
             }
         }
         for (i, f) in raw.flow.iter().enumerate() {

@@ -104,3 +104,25 @@ fn a_bad_cdf_file_is_named_by_file_and_line() {
     assert!(!c.flows.is_empty() && c.hpcc.ai_rate_bps == Some(40e6));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Synchronized burst groups: an incast repeated `repeat` times every `period_ns` gives one flow
+/// per sender per burst, at the burst's start; a repeat without a period is refused by name.
+#[test]
+fn incast_bursts_repeat_every_period() {
+    let text = |extra: &str| {
+        format!(
+            "[lab]\nduration_us = 100\ncc = \"hpcc\"\n[topology]\nkind = \"star\"\nhosts = 4\nrate = \"100G\"\ndelay_ns = 1000\n\
+             [[incast]]\nsenders = [1, 2, 3]\ndst = 0\nsize = 1000\nstart_ns = 5000\n{extra}"
+        )
+    };
+    let c = LabConfig::parse(std::path::Path::new("burst.toml"), &text("repeat = 3\nperiod_ns = 20000\n")).unwrap();
+    let starts: Vec<(usize, u64)> = c.flows.iter().map(|f| (f.src, f.start_ns)).collect();
+    assert_eq!(starts.len(), 9);
+    for k in 0..3u64 {
+        for s in 1..=3usize {
+            assert!(starts.contains(&(s, 5000 + k * 20000)), "{starts:?}");
+        }
+    }
+    let e = LabConfig::parse(std::path::Path::new("burst.toml"), &text("repeat = 2\n")).unwrap_err().to_string();
+    assert!(e.contains("incast[0].period_ns"), "{e}");
+}
