@@ -115,7 +115,8 @@ fn incast_bursts_repeat_every_period() {
              [[incast]]\nsenders = [1, 2, 3]\ndst = 0\nsize = 1000\nstart_ns = 5000\n{extra}"
         )
     };
-    let c = LabConfig::parse(std::path::Path::new("burst.toml"), &text("repeat = 3\nperiod_ns = 20000\n")).unwrap();
+    let c = LabConfig::parse(std::path::Path::new("burst.toml"), &text("repeat = 3\nperiod_ns = 20000\n"))
+        .unwrap();
     let starts: Vec<(usize, u64)> = c.flows.iter().map(|f| (f.src, f.start_ns)).collect();
     assert_eq!(starts.len(), 9);
     for k in 0..3u64 {
@@ -123,6 +124,7 @@ fn incast_bursts_repeat_every_period() {
             assert!(starts.contains(&(s, 5000 + k * 20000)), "{starts:?}");
         }
     }
-    let e = LabConfig::parse(std::path::Path::new("burst.toml"), &text("repeat = 2\n")).unwrap_err().to_string();
+    let e =
+        LabConfig::parse(std::path::Path::new("burst.toml"), &text("repeat = 2\n")).unwrap_err().to_string();
     assert!(e.contains("incast[0].period_ns"), "{e}");
 }
