@@ -48,6 +48,8 @@ use wire::hawkeye::{FiveTuple, PORT_NONE, PollingFlag, PollingPacket, PollingRep
 use wire::ipv4::{Ipv4Packet, protocol};
 use wire::stack::UdpFlow;
 
+use roce::dta::{report_frame_len, write_report_frame};
+
 pub use self::config::HawkeyeSection;
 use self::rules::{CopyView, Fanout};
 use self::telemetry::{Sample, Telemetry};
@@ -447,34 +449,52 @@ impl Hawkeye {
         }
     }
 
+    /// The UDP flow from this switch (`source_ip`, else its address on the way out) to `dst`,
+    /// through `l2l3`'s routes and neighbours, and the port it leaves by.
+    fn flow_to<F: Frame>(
+        &mut self,
+        dst: SocketAddrV4,
+        now: u64,
+        out: &mut Emitter<'_, F>,
+    ) -> Option<(u16, UdpFlow)> {
+        let src_port = self.src_port;
+        let key = || {
+            telemetry::key(&FiveTuple {
+                src_ip: Ipv4Addr::UNSPECIFIED,
+                dst_ip: *dst.ip(),
+                protocol: protocol::UDP,
+                src_port,
+                dst_port: dst.port(),
+            })
+        };
+        let nh = self.l2l3.next_hop(*dst.ip(), key, now, out).ok()?;
+        let src = self.source_ip.or_else(|| self.port_ips.get(usize::from(nh.port)).copied().flatten())?;
+        Some((nh.port, UdpFlow::host_udp(nh.src_mac, nh.dst_mac, SocketAddrV4::new(src, src_port), dst)))
+    }
+
+    /// One UDP frame of `payload` on `flow` out of `port`, in the polling queue.
+    fn emit_udp<F: Frame>(
+        &self,
+        out: &mut Emitter<'_, F>,
+        port: u16,
+        flow: &UdpFlow,
+        payload: &[u8],
+    ) -> bool {
+        out.emit(Dest::Port(port), self.polling_queue, |f| {
+            f.reset();
+            f.append(report_frame_len(flow, payload.len()))
+                .is_some_and(|b| write_report_frame(flow, payload, b))
+        })
+    }
+
     /// Send `self.buf[..n]` to the DTA collector as Append reports, one word each
     /// (`wire::hawkeye::report::words`), high priority, not retransmittable.
     fn send_dta<F: Frame>(&mut self, n: usize, now: u64, out: &mut Emitter<'_, F>) {
         let Some((dst, list, port)) = self.dta else { return };
-        let key = || {
-            telemetry::key(&FiveTuple {
-                src_ip: Ipv4Addr::UNSPECIFIED,
-                dst_ip: dst,
-                protocol: protocol::UDP,
-                src_port: self.src_port,
-                dst_port: port,
-            })
-        };
-        let Ok(nh) = self.l2l3.next_hop(dst, key, now, out) else {
+        let Some((out_port, flow)) = self.flow_to(SocketAddrV4::new(dst, port), now, out) else {
             self.stats.dta_words_unsent += report::words(&self.buf[..n]).count() as u64;
             return;
         };
-        let Some(src) = self.source_ip.or_else(|| self.port_ips.get(usize::from(nh.port)).copied().flatten())
-        else {
-            self.stats.dta_words_unsent += report::words(&self.buf[..n]).count() as u64;
-            return;
-        };
-        let flow = UdpFlow::host_udp(
-            nh.src_mac,
-            nh.dst_mac,
-            SocketAddrV4::new(src, self.src_port),
-            SocketAddrV4::new(dst, port),
-        );
         let seq = wire::dta::Sequence {
             seqnum: 0,
             retransmittable: false,
@@ -493,19 +513,7 @@ impl Hawkeye {
             if r.emit(&mut b[..len]).is_err() {
                 continue;
             }
-            let sent = out.emit(Dest::Port(nh.port), self.polling_queue, |f| {
-                f.reset();
-                let total = (flow.headers_len() + len).max(wire::ethernet::MIN_FRAME_LEN);
-                f.append(total).is_some_and(|buf| {
-                    buf.fill(0);
-                    flow.emit_with(len, false, buf, |p| {
-                        p.copy_from_slice(&b[..len]);
-                        Ok(())
-                    })
-                    .is_ok()
-                })
-            });
-            if sent {
+            if self.emit_udp(out, out_port, &flow, &b[..len]) {
                 self.stats.dta_words += 1;
             } else {
                 self.stats.dta_words_unsent += 1;
@@ -525,34 +533,8 @@ impl Hawkeye {
             }
             return false;
         };
-        let key = || {
-            telemetry::key(&FiveTuple {
-                src_ip: Ipv4Addr::UNSPECIFIED,
-                dst_ip: *dst.ip(),
-                protocol: protocol::UDP,
-                src_port: self.src_port,
-                dst_port: dst.port(),
-            })
-        };
-        let Ok(nh) = self.l2l3.next_hop(*dst.ip(), key, now, out) else { return false };
-        let Some(src) = self.source_ip.or_else(|| self.port_ips.get(usize::from(nh.port)).copied().flatten())
-        else {
-            return false;
-        };
-        let flow = UdpFlow::host_udp(nh.src_mac, nh.dst_mac, SocketAddrV4::new(src, self.src_port), dst);
-        let payload = &self.buf[..n];
-        out.emit(Dest::Port(nh.port), self.polling_queue, |f| {
-            f.reset();
-            let len = flow.headers_len() + payload.len();
-            f.append(len.max(wire::ethernet::MIN_FRAME_LEN)).is_some_and(|b| {
-                b.fill(0);
-                flow.emit_with(payload.len(), false, b, |p| {
-                    p.copy_from_slice(payload);
-                    Ok(())
-                })
-                .is_ok()
-            })
-        })
+        let Some((port, flow)) = self.flow_to(dst, now, out) else { return false };
+        self.emit_udp(out, port, &flow, &self.buf[..n])
     }
 }
 
