@@ -53,7 +53,25 @@ use roce::dta::{report_frame_len, write_report_frame};
 pub use self::config::HawkeyeSection;
 use self::rules::{CopyView, Fanout};
 use self::telemetry::{Sample, Telemetry};
-pub use super::dta_translator::Command;
+
+/// The control commands: `show hawkeye` (or `hawkeye`), else an `l2l3` command.
+#[derive(Debug, Clone)]
+pub enum Command {
+    /// The control side's counters and where its reports go.
+    Show,
+    /// A command of the forwarding underneath.
+    L2l3(super::l2l3::Command),
+}
+
+impl Command {
+    /// Parse one control line.
+    pub fn parse(line: &str, ports: &[String]) -> Result<Self, String> {
+        match line.trim() {
+            "show hawkeye" | "hawkeye" => Ok(Self::Show),
+            _ => L2l3::parse_command(line, ports).map(Self::L2l3),
+        }
+    }
+}
 use super::l2l3::{FLOOD_GROUP, L2l3};
 use super::{BuildCtx, FromConfig};
 use crate::buf::Frame;
@@ -588,7 +606,7 @@ impl Program for Hawkeye {
 
     fn control(&mut self, cmd: Command, now: u64) -> Result<String, String> {
         match cmd {
-            Command::Show | Command::Stats => {
+            Command::Show => {
                 let s = self.stats;
                 Ok(format!(
                     "hawkeye: switch {} analyzer {:?} dta {:?}\npolling {} survived {} snapshots {} snapshots_dropped {} \
