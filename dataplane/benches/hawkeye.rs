@@ -143,6 +143,34 @@ fn bench(c: &mut Criterion) {
             },
         );
     }
+    // The telemetry alone: one burst of 32 samples (32 flows, as the switch bench sends).
+    let samples: Vec<Sample> = (0..BURST as u16)
+        .map(|i| Sample {
+            flow: Some(FiveTuple {
+                src_ip: [10, 0, 1, 2].into(),
+                dst_ip: [10, 0, 2, 2].into(),
+                protocol: 17,
+                src_port: 1000 + i,
+                dst_port: 4791,
+            }),
+            in_port: 0,
+            out_port: 1,
+            bytes: 60,
+            enq_qdepth: 0,
+            paused: false,
+        })
+        .collect();
+    let mut now = 1u64 << 20;
+    g.throughput(Throughput::Elements(BURST as u64));
+    g.bench_function("record_burst32", |x| {
+        x.iter(|| {
+            now += 1000;
+            for s in &samples {
+                t.record(now, black_box(s));
+            }
+        })
+    });
+    g.throughput(Throughput::Elements(1));
     let mut entries: Vec<Entry> = Vec::new();
     g.bench_function("snapshot_port_4096_flows", |x| {
         x.iter(|| {
