@@ -540,7 +540,22 @@ fn hawkeye_traces_the_incast_that_pauses_the_victims_path() {
     let a = lab::output::hawkeye_jsonl(&r);
     let b = lab::output::hawkeye_jsonl(&lab::run(&cfg, |_| {}).unwrap());
     assert_eq!(a, b);
-    assert_eq!(a.len(), 2);
+    assert_eq!(a.len(), 3, "reports, polls, topology");
+    // The analyzer on the run's output: every incident is the incast's PFC backpressure, its
+    // spreading path from the victim's paused uplink (leaf 0, ID 1, port 4) to the spine's
+    // port towards leaf 2 (ID 4, port 2), where the incast and the victim meet.
+    use collector::hawkeye::{self, Anomaly, Params, PortId, Topology, lab as hl};
+    let text = |name: &str| a.iter().find(|(n, _)| *n == name).map(|x| x.1.clone()).unwrap();
+    let topo = Topology::from_json(&text("hawkeye_topology.json")).unwrap();
+    let mut inc = hawkeye::incidents(hl::reports(&text("hawkeye_reports.jsonl")).unwrap(), 2_000_000);
+    hl::attach_victims(&mut inc, &hl::polls(&text("hawkeye_polls.jsonl")).unwrap(), 2_000_000);
+    assert!(!inc.is_empty());
+    for i in &inc {
+        let (_, d) = hawkeye::analyze(i, &topo, &Params::default());
+        assert_eq!(d.anomaly, Some(Anomaly::MicroBurstIncast), "{d:?}");
+        assert_eq!(d.pfc_path.first(), Some(&PortId { switch_id: 1, port: 4 }), "{d:?}");
+        assert_eq!(d.pfc_path.last(), Some(&PortId { switch_id: 4, port: 2 }), "{d:?}");
+    }
 }
 
 /// A PFC storm: h1's NIC keeps pausing its switch port on the data priority from 50 to 250 µs

@@ -25,13 +25,17 @@
 //! * [`service`] — the backend (soft-RNIC on a UDP socket, on AF_PACKET or on DPDK, or verbs)
 //!   on its thread plus the stores: what `collector serve` and the demo run.
 //!
+//! * [`hawkeye`] — the Hawkeye analyzer: telemetry reports of an incident → provenance graph →
+//!   diagnosis (seed `001` §3.5), sans-IO; `collector hawkeye analyze` runs it on a lab run.
+//!
 //! What it is not: it never touches a report on the data path — reports arrive as RDMA writes,
-//! and queries read memory. The Hawkeye analyzer is not here yet.
+//! and queries read memory.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod config;
+pub mod hawkeye;
 pub mod http;
 pub mod memory;
 pub mod peer;

@@ -55,6 +55,7 @@ pub use config::{
     Cc, DcqcnParams, FlowSpec, HostAgent, HpccParams, LabConfig, LabError, ReporterSpec, SwitchProgram,
 };
 pub use engine::QUEUE_HIST_BYTES;
+pub(crate) use engine::host_ip;
 pub use engine::{
     AgentSummary, FlowResult, LabAgent, LabResult, PfcEvent, QueueSample, RateSample, SwitchSummary, run,
 };

@@ -17,6 +17,11 @@
 //! * `hawkeye_polls.jsonl` — every polling packet a detection agent sent: `{"t_ns", "host",
 //!   "flow", "event", "src", "dst", "protocol", "sport", "dport", "rtt_ns", "threshold_ns"}`.
 //!
+//! and `hawkeye_topology.json`, what the analyzer needs to join one switch's port to the next
+//! (`collector::hawkeye::Topology`): `{"switches": [{"switch_id", "ports": [{"port", "switch_id",
+//! "peer_port"} | {"port", "host", "ip"}]}]}` — the lab gives switch `s` the ID `s + 1` (its
+//! `[l2l3] int_switch_id`, which `hawkeye` reports under unless `[hawkeye] switch_id` is set).
+//!
 //! Every number is an integer or printed with fixed precision, so the same run gives the same
 //! bytes.
 
@@ -129,6 +134,27 @@ pub fn hawkeye_jsonl(r: &LabResult) -> Vec<(&'static str, String)> {
             s.push_str("]}\n");
         }
         out.push(("hawkeye_reports.jsonl", s));
+    }
+    if !r.records.is_empty() {
+        use super::Node;
+        let mut s = String::from("{\"switches\":[");
+        for (i, ports) in r.wiring.iter().enumerate() {
+            let _ = write!(s, "{}{{\"switch_id\":{},\"ports\":[", if i > 0 { "," } else { "" }, i + 1);
+            for (p, (peer, peer_port)) in ports.iter().enumerate() {
+                let sep = if p > 0 { "," } else { "" };
+                let _ = match peer {
+                    Node::Switch(o) => {
+                        write!(s, "{sep}{{\"port\":{p},\"switch_id\":{},\"peer_port\":{peer_port}}}", o + 1)
+                    }
+                    Node::Host(h) => {
+                        write!(s, "{sep}{{\"port\":{p},\"host\":{h},\"ip\":\"{}\"}}", super::host_ip(*h))
+                    }
+                };
+            }
+            s.push_str("]}");
+        }
+        s.push_str("]}\n");
+        out.push(("hawkeye_topology.json", s));
     }
     if !r.polls.is_empty() {
         let mut s = String::new();

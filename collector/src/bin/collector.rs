@@ -57,6 +57,30 @@ enum Cmd {
         #[command(subcommand)]
         q: Query,
     },
+    /// The Hawkeye analyzer.
+    Hawkeye {
+        #[command(subcommand)]
+        cmd: HawkeyeCmd,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum HawkeyeCmd {
+    /// Diagnose every incident of a lab run's output directory (hawkeye_reports.jsonl,
+    /// hawkeye_polls.jsonl, hawkeye_topology.json): print each one's summary.
+    Analyze {
+        /// The lab run's output directory.
+        dir: PathBuf,
+        /// Write the incidents as JSON lines here (one object per incident).
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Write each incident's graph into this directory as incident-<n>.dot and .svg.
+        #[arg(long)]
+        svg: Option<PathBuf>,
+        /// Reports of one event ID within this many µs form one incident.
+        #[arg(long, default_value_t = 2000)]
+        window_us: u64,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -301,6 +325,51 @@ fn interval_s(s: &str) -> Result<f64, String> {
     seconds(s, 0.0, 86_400.0, true)
 }
 
+/// `collector hawkeye analyze`.
+fn hawkeye_analyze(
+    dir: &std::path::Path,
+    json: Option<&std::path::Path>,
+    svg: Option<&std::path::Path>,
+    window_us: u64,
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use collector::hawkeye::{self, Params, Topology, lab, render};
+    let read = |name: &str| {
+        let p = dir.join(name);
+        std::fs::read_to_string(&p).with_context(|| format!("{}", p.display()))
+    };
+    let reports = lab::reports(&read("hawkeye_reports.jsonl")?)?;
+    let polls = match read("hawkeye_polls.jsonl") {
+        Ok(t) => lab::polls(&t)?,
+        Err(_) => Vec::new(),
+    };
+    let topo = Topology::from_json(&read("hawkeye_topology.json")?)?;
+    let window = window_us.saturating_mul(1000);
+    let mut incidents = hawkeye::incidents(reports, window);
+    lab::attach_victims(&mut incidents, &polls, window);
+    let params = Params::default();
+    let mut lines = String::new();
+    if let Some(d) = svg {
+        std::fs::create_dir_all(d).with_context(|| format!("{}", d.display()))?;
+    }
+    for (n, inc) in incidents.iter().enumerate() {
+        let (g, d) = hawkeye::analyze(inc, &topo, &params);
+        println!("incident {n} (event {}, t = {} ns): {}", inc.event, inc.t_ns, render::summary(&d));
+        lines += &render::json(inc, &g, &d).to_string();
+        lines.push('\n');
+        if let Some(dirp) = svg {
+            let dot = render::dot(&g, &d);
+            std::fs::write(dirp.join(format!("incident-{n}.dot")), &dot)?;
+            let s = render::svg(&dot).map_err(anyhow::Error::msg)?;
+            std::fs::write(dirp.join(format!("incident-{n}.svg")), s)?;
+        }
+    }
+    if let Some(p) = json {
+        std::fs::write(p, lines).with_context(|| format!("{}", p.display()))?;
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     ports::host::init_tracing("warn");
     let cli = Cli::parse();
@@ -319,6 +388,9 @@ fn main() -> ExitCode {
             Err(code) => Ok(code),
         },
         Cmd::Query { http, q } => query(http, q),
+        Cmd::Hawkeye { cmd: HawkeyeCmd::Analyze { dir, json, svg, window_us } } => {
+            hawkeye_analyze(&dir, json.as_deref(), svg.as_deref(), window_us).map(|()| ExitCode::SUCCESS)
+        }
     };
     r.unwrap_or_else(|e| {
         eprintln!("error: {e:#}");

@@ -6,7 +6,7 @@
 mod agents;
 mod events;
 mod fabric;
-pub(crate) use fabric::check_programs;
+pub(crate) use fabric::{check_programs, host_ip};
 pub use switch_node::QUEUE_HIST_BYTES;
 mod host_node;
 mod rc;
@@ -103,6 +103,12 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
             agents: Vec::new(),
             records: Vec::new(),
             polls: Vec::new(),
+            wiring: fabric
+                .wiring
+                .switch_ports
+                .iter()
+                .map(|ports| ports.iter().map(|e| (e.peer, e.peer_port)).collect())
+                .collect(),
         },
         switches: fabric.switches,
         hosts,

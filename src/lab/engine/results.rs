@@ -108,6 +108,9 @@ pub struct LabResult {
     pub records: Vec<(u64, usize, Vec<u8>)>,
     /// Hawkeye's detection agents' polling events: the host and the event.
     pub polls: Vec<(usize, nic_agent::hawkeye::PollEvent)>,
+    /// Per switch, per port: the node across and its port (the topology, for Hawkeye's
+    /// analyzer).
+    pub wiring: Vec<Vec<(crate::lab::topology::Node, u16)>>,
 }
 
 /// A switch's counters at the end of a run.

@@ -99,7 +99,7 @@ impl PollingFlag {
 }
 
 /// The victim flow's 5-tuple.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FiveTuple {
     /// Source address.
     pub src_ip: Ipv4Addr,

@@ -209,6 +209,9 @@ impl Hawkeye {
                 format!("{polling_queue}: a lossless priority ([tm] lossless), which PFC pauses: polling packets need one it never pauses"),
             ));
         }
+        // The switch's ID in its reports: `[hawkeye] switch_id`, else the INT switch ID (the lab
+        // sets that to switch index + 1), else 1.
+        let switch_id = h.switch_id.or(L2l3::section(cfg)?.int_switch_id).unwrap_or(1);
         let analyzer = match &h.analyzer {
             None => None,
             Some(s) => Some(s.parse::<SocketAddrV4>().map_err(|_| {
@@ -221,7 +224,7 @@ impl Hawkeye {
                 let ip = s
                     .parse::<Ipv4Addr>()
                     .map_err(|_| c.err("hawkeye.dta_collector", format!("{s:?} is not an IPv4 address")))?;
-                let list = h.dta_list.unwrap_or(u32::from(h.switch_id.unwrap_or(1)));
+                let list = h.dta_list.unwrap_or(u32::from(switch_id));
                 Some((ip, list, h.dta_port.unwrap_or(wire::udp::port::DTA)))
             }
         };
@@ -259,7 +262,7 @@ impl Hawkeye {
             l2l3,
             tel,
             polling_queue,
-            switch_id: h.switch_id.unwrap_or(1),
+            switch_id,
             analyzer,
             dta,
             source_ip,

@@ -1,0 +1,364 @@
+//! Algorithm 2 and Table 2 (seed `001` §3.5.2): traverse the provenance graph from the victim
+//! path and match the six signatures.
+//!
+//! From each port on the victim path, first hop first:
+//! * a port with port-level out-edges (it was paused by PFC) → walk the port-level subgraph
+//!   (`CheckPortNode`): a loop reached → `DeadlockDiagnose`; otherwise the walk's end nodes
+//!   (out-degree 0, the initial congestion points) → `AnalyzeFlowContention`: positive
+//!   port → flow edges there name the burst flows (**micro-burst incast → PFC backpressure**),
+//!   none name the device across that port as injecting PFC (**PFC storm**, the host);
+//! * `DeadlockDiagnose`: a loop port with out-degree > 1 has a branch leaving the loop: its end
+//!   node is the initiator — contention there (**out-of-loop deadlock, flow contention**) or
+//!   none (**out-of-loop deadlock, host PFC injection**); every loop port of out-degree 1 → the
+//!   initiator is in the loop: the loop port with the largest positive contention names the
+//!   flows (**in-loop deadlock**);
+//! * no port-level edge anywhere → the victim-path port with the largest positive contention
+//!   (**flow contention**).
+//!
+//! Choices the paper leaves open: the walk follows every out-edge (depth first, lightest
+//! revisit first found); when several end nodes are reached the one with the heaviest incoming
+//! port → port weight is the initiator; a contributor is a flow whose port → flow weight
+//! exceeds [`super::graph::Params::contributor`]. Anything else is "undiagnosed" with the
+//! reason, never a guess.
+
+use std::collections::BTreeSet;
+
+use wire::hawkeye::FiveTuple;
+
+use super::graph::{Graph, Params, PortId};
+use super::{Peer, Topology};
+
+/// The six anomalies of Table 2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Anomaly {
+    /// Micro-burst incast causing PFC backpressure.
+    MicroBurstIncast,
+    /// Deadlock whose initiator is inside the loop (flow contention in the loop).
+    InLoopDeadlock,
+    /// Deadlock initiated outside the loop by flow contention.
+    OutOfLoopDeadlockContention,
+    /// Deadlock initiated outside the loop by a host injecting PFC.
+    OutOfLoopDeadlockInjection,
+    /// PFC storm: a host injecting PFC.
+    PfcStorm,
+    /// Plain flow contention, no PFC.
+    FlowContention,
+}
+
+impl Anomaly {
+    /// Every anomaly, in Table 2's order.
+    pub const ALL: [Anomaly; 6] = [
+        Self::MicroBurstIncast,
+        Self::InLoopDeadlock,
+        Self::OutOfLoopDeadlockContention,
+        Self::OutOfLoopDeadlockInjection,
+        Self::PfcStorm,
+        Self::FlowContention,
+    ];
+
+    /// Its name in outputs and scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::MicroBurstIncast => "microburst_incast",
+            Self::InLoopDeadlock => "in_loop_deadlock",
+            Self::OutOfLoopDeadlockContention => "out_of_loop_deadlock_contention",
+            Self::OutOfLoopDeadlockInjection => "out_of_loop_deadlock_injection",
+            Self::PfcStorm => "pfc_storm",
+            Self::FlowContention => "flow_contention",
+        }
+    }
+
+    /// The anomaly named `s` ([`Self::name`]).
+    pub fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|a| a.name() == s)
+    }
+
+    /// A phrase for the summary.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::MicroBurstIncast => "a micro-burst incast whose PFC backpressure reached the victim",
+            Self::InLoopDeadlock => "a PFC deadlock initiated by flow contention inside the loop",
+            Self::OutOfLoopDeadlockContention => {
+                "a PFC deadlock initiated by flow contention outside the loop"
+            }
+            Self::OutOfLoopDeadlockInjection => {
+                "a PFC deadlock initiated by a host injecting PFC outside the loop"
+            }
+            Self::PfcStorm => "a PFC storm from a host injecting PAUSE frames",
+            Self::FlowContention => "plain flow contention (no PFC)",
+        }
+    }
+}
+
+/// What caused it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RootCause {
+    /// Contending flows and their port → flow weights, heaviest first, at `port`.
+    Flows {
+        /// Where they contend.
+        port: PortId,
+        /// The flows.
+        flows: Vec<(FiveTuple, f64)>,
+    },
+    /// The device across `port` injects PFC (a host when the topology says so).
+    Host {
+        /// The switch port facing it.
+        port: PortId,
+        /// The host, if the topology names it: its number and address.
+        host: Option<(u32, std::net::Ipv4Addr)>,
+    },
+}
+
+/// One incident's diagnosis.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diagnosis {
+    /// The anomaly, or `None` with [`Self::undiagnosed`] saying why.
+    pub anomaly: Option<Anomaly>,
+    /// The root cause.
+    pub root_cause: Option<RootCause>,
+    /// The PFC spreading path, from the victim's paused port to the initiator.
+    pub pfc_path: Vec<PortId>,
+    /// The loop, for deadlocks.
+    pub deadlock_loop: Vec<PortId>,
+    /// The victim flow, if known.
+    pub victim: Option<FiveTuple>,
+    /// Why no signature matched.
+    pub undiagnosed: Option<String>,
+}
+
+impl Diagnosis {
+    fn none(victim: Option<FiveTuple>, why: impl Into<String>) -> Self {
+        Self {
+            anomaly: None,
+            root_cause: None,
+            pfc_path: Vec::new(),
+            deadlock_loop: Vec::new(),
+            victim,
+            undiagnosed: Some(why.into()),
+        }
+    }
+}
+
+/// Algorithm 2 over `g`.
+pub fn diagnose(g: &Graph, topo: &Topology, victim: Option<FiveTuple>, params: &Params) -> Diagnosis {
+    if g.ports.is_empty() {
+        return Diagnosis::none(victim, "no telemetry: the incident's reports hold no port");
+    }
+    if g.victim_path.is_empty() {
+        return Diagnosis::none(victim, "no victim: no report carries the victim-path flag");
+    }
+    for &p in &g.victim_path {
+        if g.out_degree(p) == 0 {
+            continue;
+        }
+        return check_port_node(g, topo, victim, params, p);
+    }
+    if g.port_port.is_empty() {
+        // No PFC anywhere: classic contention on the victim path.
+        let best = g
+            .victim_path
+            .iter()
+            .filter_map(|&p| contenders(g, params, p).map(|c| (p, c)))
+            .max_by(|a, b| total(&a.1).total_cmp(&total(&b.1)));
+        return match best {
+            Some((p, flows)) => Diagnosis {
+                anomaly: Some(Anomaly::FlowContention),
+                root_cause: Some(RootCause::Flows { port: g.ports[p].0, flows: named(g, &flows) }),
+                pfc_path: Vec::new(),
+                deadlock_loop: Vec::new(),
+                victim,
+                undiagnosed: None,
+            },
+            None => Diagnosis::none(
+                victim,
+                "no signature matched: no PFC edge and no flow contending on the victim path",
+            ),
+        };
+    }
+    Diagnosis::none(
+        victim,
+        "no signature matched: port-level PFC edges exist, but none starts on the victim path",
+    )
+}
+
+fn total(c: &[(usize, f64)]) -> f64 {
+    c.iter().map(|x| x.1).sum()
+}
+
+/// The flows with positive contention at port `p`, heaviest first (`None` if none).
+fn contenders(g: &Graph, params: &Params, p: usize) -> Option<Vec<(usize, f64)>> {
+    let mut c: Vec<(usize, f64)> = g.contributions(p).filter(|&(_, w)| w > params.contributor).collect();
+    c.sort_by(|a, b| b.1.total_cmp(&a.1));
+    (!c.is_empty()).then_some(c)
+}
+
+fn named(g: &Graph, c: &[(usize, f64)]) -> Vec<(FiveTuple, f64)> {
+    c.iter().map(|&(f, w)| (g.flows[f], w)).collect()
+}
+
+/// `CheckPortNode`: walk the port-level subgraph from `start`.
+fn check_port_node(
+    g: &Graph,
+    topo: &Topology,
+    victim: Option<FiveTuple>,
+    params: &Params,
+    start: usize,
+) -> Diagnosis {
+    // Depth-first, remembering the path: a successor on the path closes a loop.
+    let mut path = vec![start];
+    let mut on_path = BTreeSet::from([start]);
+    let mut ends: Vec<(usize, Vec<usize>)> = Vec::new();
+    let mut visited = BTreeSet::new();
+    if let Some(lp) = dfs(g, start, &mut path, &mut on_path, &mut visited, &mut ends) {
+        return deadlock(g, topo, victim, params, &lp);
+    }
+    // The initiator: the end node with the heaviest incoming edge.
+    let weight_in = |e: usize| g.port_port.iter().filter(|x| x.1 == e).map(|x| x.2).fold(0.0, f64::max);
+    let Some((end, path)) = ends.into_iter().max_by(|a, b| weight_in(a.0).total_cmp(&weight_in(b.0))) else {
+        return Diagnosis::none(victim, "no signature matched: the PFC path has no end node");
+    };
+    let pfc_path: Vec<PortId> = path.iter().map(|&i| g.ports[i].0).collect();
+    let (anomaly, root) =
+        analyze_contention(g, topo, params, end, Anomaly::MicroBurstIncast, Anomaly::PfcStorm);
+    Diagnosis {
+        anomaly: Some(anomaly),
+        root_cause: Some(root),
+        pfc_path,
+        deadlock_loop: Vec::new(),
+        victim,
+        undiagnosed: None,
+    }
+}
+
+/// Depth-first search from `at`: the first loop found (its ports in order), or `None` with
+/// every end node reached (and the path to it) pushed to `ends`.
+fn dfs(
+    g: &Graph,
+    at: usize,
+    path: &mut Vec<usize>,
+    on_path: &mut BTreeSet<usize>,
+    visited: &mut BTreeSet<usize>,
+    ends: &mut Vec<(usize, Vec<usize>)>,
+) -> Option<Vec<usize>> {
+    visited.insert(at);
+    let next: Vec<usize> = g.successors(at).collect();
+    if next.is_empty() {
+        ends.push((at, path.clone()));
+        return None;
+    }
+    for n in next {
+        if on_path.contains(&n) {
+            let from = path.iter().position(|&x| x == n).unwrap_or(0);
+            return Some(path[from..].to_vec());
+        }
+        if visited.contains(&n) {
+            continue;
+        }
+        path.push(n);
+        on_path.insert(n);
+        if let Some(l) = dfs(g, n, path, on_path, visited, ends) {
+            return Some(l);
+        }
+        path.pop();
+        on_path.remove(&n);
+    }
+    None
+}
+
+/// `AnalyzeFlowContention` at an initiator `p`: contending flows → `with`, none → `without`
+/// with the device across `p`.
+fn analyze_contention(
+    g: &Graph,
+    topo: &Topology,
+    params: &Params,
+    p: usize,
+    with: Anomaly,
+    without: Anomaly,
+) -> (Anomaly, RootCause) {
+    let port = g.ports[p].0;
+    match contenders(g, params, p) {
+        Some(c) => (with, RootCause::Flows { port, flows: named(g, &c) }),
+        None => {
+            let host = match topo.peer(port.switch_id, port.port) {
+                Some(Peer::Host { host, ip }) => Some((host, ip)),
+                _ => None,
+            };
+            (without, RootCause::Host { port, host })
+        }
+    }
+}
+
+/// `DeadlockDiagnose` on `lp`.
+fn deadlock(
+    g: &Graph,
+    topo: &Topology,
+    victim: Option<FiveTuple>,
+    params: &Params,
+    lp: &[usize],
+) -> Diagnosis {
+    let deadlock_loop: Vec<PortId> = lp.iter().map(|&i| g.ports[i].0).collect();
+    let in_loop: BTreeSet<usize> = lp.iter().copied().collect();
+    // A branch out of the loop: follow it to its end node.
+    for &p in lp {
+        if g.out_degree(p) <= 1 {
+            continue;
+        }
+        for b in g.successors(p).filter(|n| !in_loop.contains(n)) {
+            let mut path = vec![p, b];
+            let mut at = b;
+            let mut seen = in_loop.clone();
+            seen.insert(b);
+            // The branch's end (out-degree 0), heaviest edge first.
+            while let Some(n) = g
+                .port_port
+                .iter()
+                .filter(|e| e.0 == at && !seen.contains(&e.1))
+                .max_by(|a, b| a.2.total_cmp(&b.2))
+                .map(|e| e.1)
+            {
+                path.push(n);
+                seen.insert(n);
+                at = n;
+            }
+            if g.out_degree(at) > 0 {
+                // The branch leads back into the loop (or another loop): no initiator on it.
+                continue;
+            }
+            let (anomaly, root) = analyze_contention(
+                g,
+                topo,
+                params,
+                at,
+                Anomaly::OutOfLoopDeadlockContention,
+                Anomaly::OutOfLoopDeadlockInjection,
+            );
+            return Diagnosis {
+                anomaly: Some(anomaly),
+                root_cause: Some(root),
+                pfc_path: path.iter().map(|&i| g.ports[i].0).collect(),
+                deadlock_loop,
+                victim,
+                undiagnosed: None,
+            };
+        }
+    }
+    // The initiator is in the loop: the loop port with the heaviest contention.
+    let best = lp
+        .iter()
+        .filter_map(|&p| contenders(g, params, p).map(|c| (p, c)))
+        .max_by(|a, b| total(&a.1).total_cmp(&total(&b.1)));
+    match best {
+        Some((p, c)) => Diagnosis {
+            anomaly: Some(Anomaly::InLoopDeadlock),
+            root_cause: Some(RootCause::Flows { port: g.ports[p].0, flows: named(g, &c) }),
+            pfc_path: deadlock_loop.clone(),
+            deadlock_loop,
+            victim,
+            undiagnosed: None,
+        },
+        None => Diagnosis {
+            deadlock_loop,
+            ..Diagnosis::none(victim, "a PFC loop without a branch out of it and without contention in it")
+        },
+    }
+}

@@ -1,0 +1,218 @@
+use std::net::Ipv4Addr;
+
+use wire::hawkeye::FiveTuple;
+use wire::hawkeye::report::{Entry, ReportHeader};
+
+use super::*;
+
+fn flow(src: u8, dst: u8, sport: u16) -> FiveTuple {
+    FiveTuple {
+        src_ip: Ipv4Addr::new(10, 0, src, 2),
+        dst_ip: Ipv4Addr::new(10, 0, dst, 2),
+        protocol: 17,
+        src_port: sport,
+        dst_port: 4791,
+    }
+}
+
+fn report(t: u64, sw: u16, flag: u8, in_port: u16, out_port: u16, entries: Vec<Entry>) -> Received {
+    Received {
+        t_ns: t,
+        header: ReportHeader {
+            flag,
+            switch_id: sw,
+            event_id: 5,
+            in_port,
+            out_port,
+            seq: 0,
+            part: 0,
+            last: true,
+        },
+        entries,
+    }
+}
+
+fn port(port: u16, pkts: u32, paused: u32, qdepth_sum: u64) -> Entry {
+    Entry::Port { port, epoch_id: 1, pkts, paused, qdepth_sum }
+}
+
+fn fl(port: u16, f: FiveTuple, pkts: u32, paused: u32, qdepth_sum: u64) -> Entry {
+    Entry::Flow { port, epoch_id: 1, flow: f, pkts, paused, qdepth_sum }
+}
+
+fn meter(in_port: u16, out_port: u16, bytes: u64) -> Entry {
+    Entry::Meter { out_port, epoch_id: 1, in_port, bytes }
+}
+
+/// h0 — S1 —(P1:P0)— S2 — P1: h1 (the victim's receiver), P2: h2 (the incast's receiver);
+/// bursts from h3, h4 (on S2's ports 3, 4) into h2 … or a host on P2 injecting PAUSE.
+fn two_switches() -> Topology {
+    let mut t = Topology::default();
+    let h = |n: u32| Peer::Host { host: n, ip: Ipv4Addr::new(10, 0, n as u8, 2) };
+    t.link(1, 0, h(0));
+    t.link(1, 1, Peer::Switch { switch_id: 2, port: 0 });
+    t.link(2, 0, Peer::Switch { switch_id: 1, port: 1 });
+    t.link(2, 1, h(1));
+    t.link(2, 2, h(2));
+    t.link(2, 3, h(3));
+    t.link(2, 4, h(4));
+    t
+}
+
+/// The victim h0 → h2's flow is paused at S1.P1 (S2 pauses it); at S2.P2 the queue is deep,
+/// with (`burst`) or without two burst flows from h3 and h4.
+fn incident(burst: bool) -> Incident {
+    let victim = flow(0, 2, 1000);
+    let (b1, b2) = (flow(3, 2, 1001), flow(4, 2, 1002));
+    let s1 = report(
+        10,
+        1,
+        1,
+        0,
+        1,
+        vec![port(1, 100, 80, 2000), fl(1, victim, 100, 80, 2000), meter(0, 1, 100_000)],
+    );
+    let mut e2 = vec![meter(0, 2, 20_000)];
+    if burst {
+        e2.extend([
+            port(2, 420, 0, 420 * 30_000),
+            fl(2, victim, 20, 0, 20 * 30_000),
+            fl(2, b1, 200, 0, 200 * 30_000),
+            fl(2, b2, 200, 0, 200 * 30_000),
+            meter(3, 2, 200_000),
+            meter(4, 2, 200_000),
+        ]);
+    } else {
+        // Paused by the host on P2: a queue that builds with no contention (one flow).
+        e2.extend([port(2, 20, 20, 0), fl(2, victim, 20, 20, 0)]);
+    }
+    let s2 = report(20, 2, 1, 0, 2, e2);
+    Incident { event: 5, t_ns: 10, reports: vec![s1, s2], victim: Some(victim) }
+}
+
+#[test]
+fn a_burst_behind_a_paused_link_is_an_incast_with_the_burst_flows_as_root_cause() {
+    let topo = two_switches();
+    let (g, d) = analyze(&incident(true), &topo, &Params::default());
+    assert_eq!(g.victim_path.len(), 2);
+    assert_eq!(d.anomaly, Some(Anomaly::MicroBurstIncast), "{d:?}");
+    let p = |s, p| PortId { switch_id: s, port: p };
+    assert_eq!(d.pfc_path, vec![p(1, 1), p(2, 2)]);
+    let Some(RootCause::Flows { port, flows }) = &d.root_cause else { panic!("{d:?}") };
+    assert_eq!(*port, p(2, 2));
+    let named: Vec<FiveTuple> = flows.iter().map(|f| f.0).collect();
+    assert!(named.contains(&flow(3, 2, 1001)) && named.contains(&flow(4, 2, 1002)), "{named:?}");
+    assert!(!named.contains(&flow(0, 2, 1000)), "the victim is not its own cause: {named:?}");
+    // The outputs render.
+    let j = render::json(&incident(true), &g, &d);
+    assert_eq!(j["anomaly"], "microburst_incast");
+    assert!(render::svg(&render::dot(&g, &d)).unwrap().contains("<svg"));
+}
+
+#[test]
+fn a_paused_end_with_no_contention_is_a_pfc_storm_from_the_host_across() {
+    let (_, d) = analyze(&incident(false), &two_switches(), &Params::default());
+    assert_eq!(d.anomaly, Some(Anomaly::PfcStorm), "{d:?}");
+    assert_eq!(
+        d.root_cause,
+        Some(RootCause::Host {
+            port: PortId { switch_id: 2, port: 2 },
+            host: Some((2, Ipv4Addr::new(10, 0, 2, 2)))
+        })
+    );
+}
+
+/// Four switches in a square, each pausing the next: the loop S1.P1 → S2.P1 → S3.P1 → S4.P1 →
+/// S1.P1, with contention at S3.P1 (in-loop) or a branch S2.P2 → a host pausing it.
+fn square(branch: bool) -> (Topology, Incident) {
+    let mut t = Topology::default();
+    for s in 1..=4u16 {
+        let next = s % 4 + 1;
+        t.link(s, 1, Peer::Switch { switch_id: next, port: 0 });
+        t.link(next, 0, Peer::Switch { switch_id: s, port: 1 });
+        t.link(s, 2, Peer::Host { host: u32::from(s), ip: Ipv4Addr::new(10, 0, s as u8, 2) });
+        t.link(s, 3, Peer::Host { host: 10 + u32::from(s), ip: Ipv4Addr::new(10, 0, 10 + s as u8, 2) });
+    }
+    let victim = flow(11, 3, 7);
+    let mut reports = Vec::new();
+    for s in 1..=4u16 {
+        let mut e = vec![port(1, 100, 100, 0), meter(0, 1, 50_000), meter(3, 1, 50_000)];
+        e.push(fl(1, flow(s as u8, (s % 4 + 1) as u8, s), 100, 100, 0));
+        if s == 2 && branch {
+            e.extend([meter(0, 2, 50_000), port(2, 50, 50, 0), fl(2, flow(9, 2, 9), 50, 50, 0)]);
+        }
+        if s == 3 && !branch {
+            e[0] = port(1, 300, 100, 200 * 20_000);
+            e.extend([
+                fl(1, flow(13, 4, 31), 100, 0, 100 * 20_000),
+                fl(1, flow(13, 4, 32), 100, 0, 100 * 20_000),
+            ]);
+        }
+        reports.push(report(u64::from(s), s, if s == 1 { 1 } else { 2 }, 3, 1, e));
+    }
+    (t, Incident { event: 5, t_ns: 1, reports, victim: Some(victim) })
+}
+
+#[test]
+fn a_loop_with_contention_inside_is_an_in_loop_deadlock() {
+    let (t, inc) = square(false);
+    let (_, d) = analyze(&inc, &t, &Params::default());
+    assert_eq!(d.anomaly, Some(Anomaly::InLoopDeadlock), "{d:?}");
+    assert_eq!(d.deadlock_loop.len(), 4);
+    let Some(RootCause::Flows { port, .. }) = &d.root_cause else { panic!("{d:?}") };
+    assert_eq!(*port, PortId { switch_id: 3, port: 1 });
+}
+
+#[test]
+fn a_loop_with_a_branch_to_a_pausing_host_is_an_out_of_loop_deadlock_by_injection() {
+    let (t, inc) = square(true);
+    let (_, d) = analyze(&inc, &t, &Params::default());
+    assert_eq!(d.anomaly, Some(Anomaly::OutOfLoopDeadlockInjection), "{d:?}");
+    assert_eq!(
+        d.root_cause,
+        Some(RootCause::Host {
+            port: PortId { switch_id: 2, port: 2 },
+            host: Some((2, Ipv4Addr::new(10, 0, 2, 2)))
+        })
+    );
+}
+
+#[test]
+fn bad_inputs_are_undiagnosed_with_the_reason() {
+    let topo = two_switches();
+    // No victim-path copy.
+    let mut inc = incident(true);
+    for r in &mut inc.reports {
+        r.header.flag = 2;
+    }
+    let (_, d) = analyze(&inc, &topo, &Params::default());
+    assert!(d.anomaly.is_none() && d.undiagnosed.as_deref().unwrap().contains("no victim"), "{d:?}");
+    // A switch the topology does not know.
+    let mut inc = incident(true);
+    inc.reports[1].header.switch_id = 99;
+    let (_, d) = analyze(&inc, &topo, &Params::default());
+    assert!(d.undiagnosed.as_deref().unwrap().contains("switch 99"), "{d:?}");
+    // Nothing reported.
+    let inc = Incident { event: 1, t_ns: 0, reports: Vec::new(), victim: None };
+    let (_, d) = analyze(&inc, &topo, &Params::default());
+    assert!(d.undiagnosed.is_some());
+    assert!(render::summary(&d).starts_with("Undiagnosed"));
+    // Topologies that do not hold together.
+    assert!(Topology::from_json("{}").is_err());
+    let one_way = r#"{"switches":[{"switch_id":1,"ports":[{"port":0,"switch_id":2,"peer_port":0}]}]}"#;
+    assert!(Topology::from_json(one_way).unwrap_err().to_string().contains("does not face it back"));
+    // Truncated bytes.
+    assert!(Received::parse(0, &[0x48, 0x57, 1]).is_err());
+}
+
+#[test]
+fn reports_of_one_event_within_the_window_form_one_incident() {
+    let r = |t, e| {
+        let mut x = report(t, 1, 1, 0, 1, Vec::new());
+        x.header.event_id = e;
+        x
+    };
+    let inc = incidents(vec![r(0, 1), r(500, 1), r(100, 2), r(5000, 1)], 1000);
+    let sizes: Vec<(u8, usize)> = inc.iter().map(|i| (i.event, i.reports.len())).collect();
+    assert_eq!(sizes, vec![(1, 2), (2, 1), (1, 1)]);
+}
