@@ -18,9 +18,12 @@
 //! | `nic-agent` | HPCC++, DCQCN, pacing, RC flows, and a host's NIC as one agent (`RcHost`) |
 //! | `collector` | the DTA collector: stores, queries, the soft-RNIC (UDP socket or frame agent) and the verbs backend |
 //!
-//! What it is not (yet): Hawkeye, µFAB and DAIET exist as wire formats only, and no program is
-//! exported to P4 yet.
+//! It also holds Hawkeye's evaluation ([`hawkeye_eval`]: scenario files, traces in the lab,
+//! the analyzer scored per anomaly class).
+//!
+//! What it is not (yet): µFAB and DAIET exist as wire formats only.
 #![forbid(unsafe_code)]
 
 pub mod dta_demo;
+pub mod hawkeye_eval;
 pub mod lab;

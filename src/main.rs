@@ -21,6 +21,41 @@ enum Cmd {
         #[command(subcommand)]
         cmd: LabCmd,
     },
+    /// Hawkeye's evaluation.
+    Hawkeye {
+        #[command(subcommand)]
+        cmd: HawkeyeCmd,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum HawkeyeCmd {
+    /// Run every scenario of DIR (config/labs/hawkeye/) for TRACES traces each, diagnose every
+    /// trace with the analyzer and its baselines, and print precision and recall per class
+    /// (Markdown; with --out, also results.csv and results.md there).
+    Eval {
+        /// The scenario directory.
+        dir: PathBuf,
+        /// Traces per scenario.
+        #[arg(long, default_value_t = 100)]
+        traces: u64,
+        /// Worker threads (default: the machine's cores).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Where results.csv and results.md go.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Print every trace's injection and diagnoses (stderr).
+        #[arg(long)]
+        verbose: bool,
+    },
+    /// Write trace N of a scenario as a lab file (to run and inspect with `softfabric lab run`).
+    Trace {
+        /// The scenario file.
+        scenario: PathBuf,
+        /// The trace number.
+        n: u64,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -238,6 +273,55 @@ fn main() -> ExitCode {
                 LabCmd::Compare { file, out, quiet } => lab_compare(&file, &out, quiet),
             };
             r.map_or_else(LabFail::exit, |()| ExitCode::SUCCESS)
+        }
+        Cmd::Hawkeye { cmd: HawkeyeCmd::Trace { scenario, n } } => {
+            match softfabric::hawkeye_eval::Scenario::load(&scenario).and_then(|s| s.trace(n)) {
+                Ok(t) => {
+                    print!(
+                        "# {} trace {n}: load {}, seed {}, injected {:?}\n{}",
+                        scenario.display(),
+                        t.load,
+                        t.seed,
+                        t.injected,
+                        t.text
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Cmd::Hawkeye { cmd: HawkeyeCmd::Eval { dir, traces, threads, out, verbose } } => {
+            let threads =
+                threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            let t0 = std::time::Instant::now();
+            match softfabric::hawkeye_eval::eval(&dir, traces, threads, verbose) {
+                Ok(results) => {
+                    let (csv, md) = softfabric::hawkeye_eval::tables(&results);
+                    print!("{md}");
+                    println!(
+                        "{} scenario(s) × {traces} trace(s) in {:.1} s",
+                        results.len(),
+                        t0.elapsed().as_secs_f64()
+                    );
+                    if let Some(o) = out {
+                        let w = std::fs::create_dir_all(&o)
+                            .and_then(|()| std::fs::write(o.join("results.csv"), csv))
+                            .and_then(|()| std::fs::write(o.join("results.md"), md));
+                        if let Err(e) = w {
+                            eprintln!("error: {}: {e}", o.display());
+                            return ExitCode::FAILURE;
+                        }
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(2)
+                }
+            }
         }
     }
 }

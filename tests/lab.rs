@@ -551,7 +551,8 @@ fn hawkeye_traces_the_incast_that_pauses_the_victims_path() {
     hl::attach_victims(&mut inc, &hl::polls(&text("hawkeye_polls.jsonl")).unwrap(), 2_000_000);
     assert!(!inc.is_empty());
     for i in &inc {
-        let (_, d) = hawkeye::analyze(i, &topo, &Params::default());
+        let (_, ds) = hawkeye::analyze(i, &topo, &Params::default());
+        let d = &ds[0];
         assert_eq!(d.anomaly, Some(Anomaly::MicroBurstIncast), "{d:?}");
         assert_eq!(d.pfc_path.first(), Some(&PortId { switch_id: 1, port: 4 }), "{d:?}");
         assert_eq!(d.pfc_path.last(), Some(&PortId { switch_id: 4, port: 2 }), "{d:?}");

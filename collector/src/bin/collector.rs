@@ -353,12 +353,14 @@ fn hawkeye_analyze(
         std::fs::create_dir_all(d).with_context(|| format!("{}", d.display()))?;
     }
     for (n, inc) in incidents.iter().enumerate() {
-        let (g, d) = hawkeye::analyze(inc, &topo, &params);
-        println!("incident {n} (event {}, t = {} ns): {}", inc.event, inc.t_ns, render::summary(&d));
-        lines += &render::json(inc, &g, &d).to_string();
-        lines.push('\n');
+        let (g, ds) = hawkeye::analyze(inc, &topo, &params);
+        for d in &ds {
+            println!("incident {n} (event {}, t = {} ns): {}", inc.event, inc.t_ns, render::summary(d));
+            lines += &render::json(inc, &g, d).to_string();
+            lines.push('\n');
+        }
         if let Some(dirp) = svg {
-            let dot = render::dot(&g, &d);
+            let dot = render::dot(&g, &ds[0]);
             std::fs::write(dirp.join(format!("incident-{n}.dot")), &dot)?;
             let s = render::svg(&dot).map_err(anyhow::Error::msg)?;
             std::fs::write(dirp.join(format!("incident-{n}.svg")), s)?;

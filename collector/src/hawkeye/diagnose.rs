@@ -2,7 +2,7 @@
 //! path and match the six signatures.
 //!
 //! From each port on the victim path, first hop first:
-//! * a port with port-level out-edges (it was paused by PFC) → walk the port-level subgraph
+//! * a port with PFC pause (paused packets, or port-level out-edges) → walk the port-level subgraph
 //!   (`CheckPortNode`): a loop reached → `DeadlockDiagnose`; otherwise the walk's end nodes
 //!   (out-degree 0, the initial congestion points) → `AnalyzeFlowContention`: positive
 //!   port → flow edges there name the burst flows (**micro-burst incast → PFC backpressure**),
@@ -139,19 +139,36 @@ impl Diagnosis {
     }
 }
 
-/// Algorithm 2 over `g`.
-pub fn diagnose(g: &Graph, topo: &Topology, victim: Option<FiveTuple>, params: &Params) -> Diagnosis {
+/// Algorithm 2 over `g`: one diagnosis per distinct finding — every victim-path port paused by
+/// PFC starts a walk, and walks that end at the same initiator give one diagnosis (an incident
+/// can hold several victims: polls of one event ID, as the reference's millisecond event IDs
+/// make them). Without PFC, the victim-path port with the heaviest contention. Never empty: an
+/// incident that matches nothing gives one undiagnosed result saying why.
+pub fn diagnose(g: &Graph, topo: &Topology, victim: Option<FiveTuple>, params: &Params) -> Vec<Diagnosis> {
     if g.ports.is_empty() {
-        return Diagnosis::none(victim, "no telemetry: the incident's reports hold no port");
+        return vec![Diagnosis::none(victim, "no telemetry: the incident's reports hold no port")];
     }
     if g.victim_path.is_empty() {
-        return Diagnosis::none(victim, "no victim: no report carries the victim-path flag");
+        return vec![Diagnosis::none(victim, "no victim: no report carries the victim-path flag")];
     }
+    let mut out: Vec<Diagnosis> = Vec::new();
     for &p in &g.victim_path {
-        if g.out_degree(p) == 0 {
+        // A port with PFC pause: paused packets there, or PFC edges out of it.
+        if !g.ports[p].1.pfc() && g.out_degree(p) == 0 {
             continue;
         }
-        return check_port_node(g, topo, victim, params, p);
+        let d = check_port_node(g, topo, victim, params, p);
+        let key = |d: &Diagnosis| (d.anomaly, d.pfc_path.last().copied(), d.deadlock_loop.first().copied());
+        if !out.iter().any(|o| key(o) == key(&d)) {
+            out.push(d);
+        }
+    }
+    if !out.is_empty() {
+        // A walk that matched beats one that did not.
+        if out.iter().any(|d| d.anomaly.is_some()) {
+            out.retain(|d| d.anomaly.is_some());
+        }
+        return out;
     }
     if g.port_port.is_empty() {
         // No PFC anywhere: classic contention on the victim path.
@@ -160,7 +177,7 @@ pub fn diagnose(g: &Graph, topo: &Topology, victim: Option<FiveTuple>, params: &
             .iter()
             .filter_map(|&p| contenders(g, params, p).map(|c| (p, c)))
             .max_by(|a, b| total(&a.1).total_cmp(&total(&b.1)));
-        return match best {
+        return vec![match best {
             Some((p, flows)) => Diagnosis {
                 anomaly: Some(Anomaly::FlowContention),
                 root_cause: Some(RootCause::Flows { port: g.ports[p].0, flows: named(g, &flows) }),
@@ -173,12 +190,12 @@ pub fn diagnose(g: &Graph, topo: &Topology, victim: Option<FiveTuple>, params: &
                 victim,
                 "no signature matched: no PFC edge and no flow contending on the victim path",
             ),
-        };
+        }];
     }
-    Diagnosis::none(
+    vec![Diagnosis::none(
         victim,
         "no signature matched: port-level PFC edges exist, but none starts on the victim path",
-    )
+    )]
 }
 
 fn total(c: &[(usize, f64)]) -> f64 {

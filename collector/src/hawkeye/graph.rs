@@ -21,6 +21,9 @@
 //! * The telemetry of all the epochs an incident's reports carry is summed (the control side
 //!   reports the epochs the polling packet concerns: the current one and the one before).
 //!   Entries reported twice (several copies of a poll through one switch) count once.
+//! * A port is paused by PFC when it counted paused packets **or** a polling copy left it with
+//!   the PFC bit set (A.5's rules set it where the port is paused now): packets a pause holds
+//!   are counted only when they leave, so a port paused for the whole epoch counts none.
 //! * A downstream port is "congested" when it was paused itself or its mean depth at enqueue
 //!   was at least [`Params::congested_bytes`]. A port whose packets were all paused has no
 //!   unpaused depth: its incoming port → port edge exists with the weight the formula gives
@@ -80,6 +83,17 @@ pub struct PortStats {
     pub qdepth_sum: u64,
     /// Bytes that left by it (the switch's meters into it).
     pub bytes: u64,
+    /// A polling copy found it paused when it passed (the copy's flag has the PFC bit: A.5's
+    /// rules). Packets held by a pause show in the counts only once they leave; this is the
+    /// pause the switch saw at the poll.
+    pub paused_now: bool,
+}
+
+impl PortStats {
+    /// Paused by PFC: paused packets counted, or paused when a poll passed.
+    pub fn pfc(&self) -> bool {
+        self.paused > 0 || self.paused_now
+    }
 }
 
 impl PortStats {
@@ -173,6 +187,14 @@ pub fn build(inc: &Incident, topo: &Topology, params: &Params) -> Graph {
         }
     }
     let mut ports: BTreeMap<PortId, PortStats> = BTreeMap::new();
+    for r in &inc.reports {
+        if r.header.flag & 2 != 0 {
+            ports
+                .entry(PortId { switch_id: r.header.switch_id, port: r.header.out_port })
+                .or_default()
+                .paused_now = true;
+        }
+    }
     for (&(s, port, _), &(pkts, paused, q)) in &port_e {
         let p = ports.entry(PortId { switch_id: s, port }).or_default();
         p.pkts += u64::from(pkts);
@@ -206,7 +228,7 @@ pub fn build(inc: &Incident, topo: &Topology, params: &Params) -> Graph {
 
     // Port → port: from each paused port to the congested ports downstream of its link.
     for (i, &(pi, si)) in g.ports.iter().enumerate() {
-        if si.paused == 0 {
+        if !si.pfc() {
             continue;
         }
         let Some(Peer::Switch { switch_id: down, port: in_port }) = topo.peer(pi.switch_id, pi.port) else {
@@ -226,7 +248,7 @@ pub fn build(inc: &Incident, topo: &Topology, params: &Params) -> Graph {
                 continue;
             }
             let m = meter.get(&(down, in_port, pj.port)).copied().unwrap_or(0);
-            let congested = sj.paused > 0 || sj.qdepth() >= params.congested_bytes;
+            let congested = sj.pfc() || sj.qdepth() >= params.congested_bytes;
             if m > 0 && congested {
                 let w = si.paused as f64 * (m as f64 / sum as f64) * sj.qdepth();
                 g.port_port.push((i, j, w));

@@ -111,9 +111,9 @@ pub fn incidents(mut reports: Vec<Received>, window_ns: u64) -> Vec<Incident> {
     out
 }
 
-/// Algorithm 1 then Algorithm 2 on one incident: its graph and its diagnosis. A report from a
-/// switch the topology does not know leaves the incident undiagnosed, saying so.
-pub fn analyze(inc: &Incident, topo: &Topology, params: &graph::Params) -> (Graph, Diagnosis) {
+/// Algorithm 1 then Algorithm 2 on one incident: its graph and its diagnoses (at least one). A
+/// report from a switch the topology does not know leaves the incident undiagnosed, saying so.
+pub fn analyze(inc: &Incident, topo: &Topology, params: &graph::Params) -> (Graph, Vec<Diagnosis>) {
     let g = build(inc, topo, params);
     if let Some(s) = g.switches.iter().find(|&&s| !topo.knows(s)) {
         let why = format!("a report from switch {s}, which the topology does not know");
@@ -125,7 +125,7 @@ pub fn analyze(inc: &Incident, topo: &Topology, params: &graph::Params) -> (Grap
             victim: inc.victim,
             undiagnosed: Some(why),
         };
-        return (g, d);
+        return (g, vec![d]);
     }
     let d = diagnose(&g, topo, inc.victim, params);
     (g, d)

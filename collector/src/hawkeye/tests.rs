@@ -93,7 +93,8 @@ fn incident(burst: bool) -> Incident {
 #[test]
 fn a_burst_behind_a_paused_link_is_an_incast_with_the_burst_flows_as_root_cause() {
     let topo = two_switches();
-    let (g, d) = analyze(&incident(true), &topo, &Params::default());
+    let (g, ds) = analyze(&incident(true), &topo, &Params::default());
+    let d = ds[0].clone();
     assert_eq!(g.victim_path.len(), 2);
     assert_eq!(d.anomaly, Some(Anomaly::MicroBurstIncast), "{d:?}");
     let p = |s, p| PortId { switch_id: s, port: p };
@@ -111,7 +112,8 @@ fn a_burst_behind_a_paused_link_is_an_incast_with_the_burst_flows_as_root_cause(
 
 #[test]
 fn a_paused_end_with_no_contention_is_a_pfc_storm_from_the_host_across() {
-    let (_, d) = analyze(&incident(false), &two_switches(), &Params::default());
+    let (_, ds) = analyze(&incident(false), &two_switches(), &Params::default());
+    let d = ds[0].clone();
     assert_eq!(d.anomaly, Some(Anomaly::PfcStorm), "{d:?}");
     assert_eq!(
         d.root_cause,
@@ -156,7 +158,8 @@ fn square(branch: bool) -> (Topology, Incident) {
 #[test]
 fn a_loop_with_contention_inside_is_an_in_loop_deadlock() {
     let (t, inc) = square(false);
-    let (_, d) = analyze(&inc, &t, &Params::default());
+    let (_, ds) = analyze(&inc, &t, &Params::default());
+    let d = ds[0].clone();
     assert_eq!(d.anomaly, Some(Anomaly::InLoopDeadlock), "{d:?}");
     assert_eq!(d.deadlock_loop.len(), 4);
     let Some(RootCause::Flows { port, .. }) = &d.root_cause else { panic!("{d:?}") };
@@ -166,7 +169,8 @@ fn a_loop_with_contention_inside_is_an_in_loop_deadlock() {
 #[test]
 fn a_loop_with_a_branch_to_a_pausing_host_is_an_out_of_loop_deadlock_by_injection() {
     let (t, inc) = square(true);
-    let (_, d) = analyze(&inc, &t, &Params::default());
+    let (_, ds) = analyze(&inc, &t, &Params::default());
+    let d = ds[0].clone();
     assert_eq!(d.anomaly, Some(Anomaly::OutOfLoopDeadlockInjection), "{d:?}");
     assert_eq!(
         d.root_cause,
@@ -185,16 +189,19 @@ fn bad_inputs_are_undiagnosed_with_the_reason() {
     for r in &mut inc.reports {
         r.header.flag = 2;
     }
-    let (_, d) = analyze(&inc, &topo, &Params::default());
+    let (_, ds) = analyze(&inc, &topo, &Params::default());
+    let d = ds[0].clone();
     assert!(d.anomaly.is_none() && d.undiagnosed.as_deref().unwrap().contains("no victim"), "{d:?}");
     // A switch the topology does not know.
     let mut inc = incident(true);
     inc.reports[1].header.switch_id = 99;
-    let (_, d) = analyze(&inc, &topo, &Params::default());
+    let (_, ds) = analyze(&inc, &topo, &Params::default());
+    let d = ds[0].clone();
     assert!(d.undiagnosed.as_deref().unwrap().contains("switch 99"), "{d:?}");
     // Nothing reported.
     let inc = Incident { event: 1, t_ns: 0, reports: Vec::new(), victim: None };
-    let (_, d) = analyze(&inc, &topo, &Params::default());
+    let (_, ds) = analyze(&inc, &topo, &Params::default());
+    let d = ds[0].clone();
     assert!(d.undiagnosed.is_some());
     assert!(render::summary(&d).starts_with("Undiagnosed"));
     // Topologies that do not hold together.

@@ -1,0 +1,444 @@
+//! Hawkeye's evaluation (seed `001` §4): scenario files that inject one anomaly into a lab
+//! fabric with background traffic, many traces per scenario over loads, seeds and placements,
+//! each trace diagnosed by the analyzer (`collector::hawkeye`) and scored against what was
+//! injected — precision and recall per anomaly class, for Hawkeye and for baselines built from
+//! the same reports.
+//!
+//! A scenario file (`config/labs/hawkeye/*.toml`):
+//!
+//! ```toml
+//! [scenario]
+//! class = "microburst_incast"   # the anomaly injected (Table 2's names: microburst_incast,
+//!                               #   pfc_storm, flow_contention, in_loop_deadlock,
+//!                               #   out_of_loop_deadlock_contention, out_of_loop_deadlock_injection)
+//! base = "fattree-k4.toml"      # the lab file (relative to this one): topology, switches
+//!                               #   running "hawkeye", [hawkeye] detection, duration
+//! loads = [0.2, 0.3, 0.4]       # background websearch Poisson load; trace i takes loads[i % n]
+//! seed = 1                      # trace i runs with lab seed `seed + i`
+//! window_us = 1000              # incidents whose first report comes within this long after
+//!                               #   the injection are this trace's diagnoses
+//!
+//! [anomaly]                     # what is injected, where and when
+//! kind = "incast"               # incast: `senders` hosts (drawn per trace from outside the
+//! senders = 6                   #   receiver's edge switch) each send `size` bytes to a
+//! size = 500000                 #   receiver drawn per trace, at `start_us`, `repeat` times
+//! start_us = 500                #   every `period_us`
+//! # kind = "pfc_storm"          # a host drawn per trace injects PAUSE from start_us to stop_us
+//! # stop_us = 1500              #   while the others send to it (`senders` flows of `size`)
+//! ```
+//!
+//! Scoring (the paper's definition): a trace is a true positive when one of its diagnoses names
+//! the injected anomaly **and** its root cause — for flows, the injected flows carry more than
+//! half of the contention weight the diagnosis names (background flows into the same receiver
+//! contend too, and are named with their share); for a host, the injecting host. A trace with diagnoses but none right is
+//! a false positive; a trace without any is a false negative.
+//!
+//! Variants (same runs, the reports filtered before the analyzer): `hawkeye` (everything the
+//! tracing collected), `victim_only` (only the reports of victim-path copies: no PFC tracing),
+//! `port_only` (flow entries dropped), `flow_only` (port and meter entries dropped).
+
+use std::path::{Path, PathBuf};
+
+use collector::hawkeye::{self, Anomaly, Params, RootCause, Topology};
+use serde::Deserialize;
+use wire::hawkeye::report::Entry;
+
+use crate::lab::{self, LabConfig};
+
+/// The analyzer variants scored.
+pub const VARIANTS: [&str; 4] = ["hawkeye", "victim_only", "port_only", "flow_only"];
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    scenario: RawHead,
+    anomaly: RawAnomaly,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHead {
+    class: String,
+    base: String,
+    loads: Vec<f64>,
+    seed: Option<u64>,
+    window_us: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAnomaly {
+    kind: String,
+    senders: Option<usize>,
+    size: Option<u64>,
+    start_us: u64,
+    stop_us: Option<u64>,
+    repeat: Option<u32>,
+    period_us: Option<u64>,
+}
+
+/// A scenario: its file, class, base lab and anomaly.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// The file.
+    pub path: PathBuf,
+    /// The expected anomaly.
+    pub class: Anomaly,
+    base_text: String,
+    base_path: PathBuf,
+    loads: Vec<f64>,
+    seed: u64,
+    window_ns: u64,
+    anomaly: RawAnomaly,
+}
+
+/// What a trace injected: the expected anomaly and its root cause.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Injected {
+    /// Burst flows: (src host, dst host).
+    Flows(Vec<(usize, usize)>),
+    /// A host injecting PFC.
+    Host(usize),
+}
+
+/// One trace's lab and what it injected.
+#[derive(Debug, Clone)]
+pub struct Trace {
+    /// The lab to run.
+    pub lab: LabConfig,
+    /// Its text (a lab file: `softfabric lab run` reproduces the trace).
+    pub text: String,
+    /// The background load.
+    pub load: f64,
+    /// The lab seed.
+    pub seed: u64,
+    /// The injection's start, ns.
+    pub start_ns: u64,
+    /// What was injected.
+    pub injected: Injected,
+}
+
+/// One trace's score per variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Score {
+    /// Right anomaly and root cause.
+    pub tp: u32,
+    /// Diagnosed, but wrong.
+    pub fp: u32,
+    /// Not diagnosed.
+    pub fn_: u32,
+}
+
+impl Score {
+    /// TP / (TP + FP).
+    pub fn precision(&self) -> f64 {
+        let d = self.tp + self.fp;
+        if d == 0 { 0.0 } else { f64::from(self.tp) / f64::from(d) }
+    }
+    /// TP / (TP + FN).
+    pub fn recall(&self) -> f64 {
+        let d = self.tp + self.fn_;
+        if d == 0 { 0.0 } else { f64::from(self.tp) / f64::from(d) }
+    }
+    fn add(&mut self, o: Score) {
+        self.tp += o.tp;
+        self.fp += o.fp;
+        self.fn_ += o.fn_;
+    }
+}
+
+impl Scenario {
+    /// Read and check a scenario file (errors name the file and the key).
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let p = path.display();
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{p}: {e}"))?;
+        let raw: RawScenario = toml::from_str(&text).map_err(|e| format!("{p}: {e}"))?;
+        let class = Anomaly::from_name(&raw.scenario.class).ok_or_else(|| {
+            format!("{p}: scenario.class: {:?} is not one of Table 2's anomalies", raw.scenario.class)
+        })?;
+        if raw.scenario.loads.is_empty() || raw.scenario.loads.iter().any(|l| !(0.0..1.0).contains(l)) {
+            return Err(format!("{p}: scenario.loads: expected loads in [0, 1)"));
+        }
+        let base_path = path.parent().unwrap_or(Path::new(".")).join(&raw.scenario.base);
+        let base_text = std::fs::read_to_string(&base_path)
+            .map_err(|e| format!("{p}: scenario.base: {}: {e}", base_path.display()))?;
+        match raw.anomaly.kind.as_str() {
+            "incast" | "pfc_storm" => {}
+            k => return Err(format!("{p}: anomaly.kind: {k:?}: expected \"incast\" or \"pfc_storm\"")),
+        }
+        if raw.anomaly.kind == "pfc_storm" && raw.anomaly.stop_us.is_none_or(|s| s <= raw.anomaly.start_us) {
+            return Err(format!("{p}: anomaly.stop_us: a storm needs a stop after start_us"));
+        }
+        Ok(Self {
+            path: path.to_path_buf(),
+            class,
+            base_text,
+            base_path,
+            loads: raw.scenario.loads,
+            seed: raw.scenario.seed.unwrap_or(1),
+            window_ns: raw.scenario.window_us.unwrap_or(1000) * 1000,
+            anomaly: raw.anomaly,
+        })
+    }
+
+    /// Trace `i`: its load, seed and placement (drawn from the seed), and the lab.
+    pub fn trace(&self, i: u64) -> Result<Trace, String> {
+        use rand_chacha::ChaCha8Rng;
+        use rand_chacha::rand_core::{Rng, SeedableRng};
+        let seed = self.seed + i;
+        let load = self.loads[(i as usize) % self.loads.len()];
+        let mut v: toml::Table = toml::from_str(&self.base_text).map_err(|e| e.to_string())?;
+        let base = LabConfig::parse(&self.base_path, &self.base_text).map_err(|e| e.to_string())?;
+        let hosts = base.hosts();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut draw = |n: usize| (rng.next_u64() % n as u64) as usize;
+        let a = &self.anomaly;
+        let start_ns = a.start_us * 1000;
+        // The receiver (incast) or the injecting host (storm), then senders elsewhere.
+        let target = draw(hosts);
+        let edge_of = |h: usize| {
+            base.topology.links.iter().find_map(|l| match (l.a, l.b) {
+                (lab::Node::Host(x), lab::Node::Switch(s)) | (lab::Node::Switch(s), lab::Node::Host(x))
+                    if x == h =>
+                {
+                    Some(s)
+                }
+                _ => None,
+            })
+        };
+        let mut others: Vec<usize> = (0..hosts).filter(|&h| edge_of(h) != edge_of(target)).collect();
+        let n = a.senders.unwrap_or(4).min(others.len());
+        let mut senders = Vec::new();
+        for _ in 0..n {
+            let k = draw(others.len());
+            senders.push(others.swap_remove(k));
+        }
+        senders.sort_unstable();
+        let lab_t = v.entry("lab").or_insert(toml::Value::Table(Default::default()));
+        if let Some(t) = lab_t.as_table_mut() {
+            t.insert("seed".into(), toml::Value::Integer(seed as i64));
+        }
+        let mut poisson = toml::Table::new();
+        poisson.insert("cdf".into(), "websearch".into());
+        poisson.insert("load".into(), toml::Value::Float(load));
+        push(&mut v, "poisson", poisson);
+        let mut incast = toml::Table::new();
+        incast.insert(
+            "senders".into(),
+            toml::Value::Array(senders.iter().map(|&h| (h as i64).into()).collect()),
+        );
+        incast.insert("dst".into(), (target as i64).into());
+        incast.insert("size".into(), (a.size.unwrap_or(500_000) as i64).into());
+        incast.insert("start_ns".into(), (start_ns as i64).into());
+        if let Some(r) = a.repeat {
+            incast.insert("repeat".into(), i64::from(r).into());
+            incast.insert("period_ns".into(), (a.period_us.unwrap_or(100) as i64 * 1000).into());
+        }
+        push(&mut v, "incast", incast);
+        let injected = if a.kind == "pfc_storm" {
+            let mut h = toml::Table::new();
+            h.insert("ids".into(), toml::Value::Array(vec![(target as i64).into()]));
+            h.insert("agent".into(), "pfc_storm".into());
+            h.insert("start_ns".into(), (start_ns as i64).into());
+            h.insert("stop_ns".into(), (a.stop_us.unwrap_or(0) as i64 * 1000).into());
+            push(&mut v, "host", h);
+            Injected::Host(target)
+        } else {
+            Injected::Flows(senders.iter().map(|&s| (s, target)).collect())
+        };
+        let text = toml::to_string(&v).map_err(|e| e.to_string())?;
+        let lab = LabConfig::parse(&self.base_path, &text).map_err(|e| e.to_string())?;
+        Ok(Trace { lab, text, load, seed, start_ns, injected })
+    }
+
+    /// Run trace `i` and score it under every variant (in [`VARIANTS`] order).
+    pub fn score(&self, i: u64, verbose: bool) -> Result<[Score; 4], String> {
+        let t = self.trace(i)?;
+        let r = lab::run(&t.lab, |_| {})?;
+        let files = lab::output::hawkeye_jsonl(&r);
+        let text =
+            |name: &str| files.iter().find(|(n, _)| *n == name).map(|x| x.1.clone()).unwrap_or_default();
+        let mut out = [Score::default(); 4];
+        if text("hawkeye_reports.jsonl").is_empty() {
+            for s in &mut out {
+                s.fn_ = 1;
+            }
+            return Ok(out);
+        }
+        let topo = Topology::from_json(&text("hawkeye_topology.json")).map_err(|e| e.to_string())?;
+        let reports = hawkeye::lab::reports(&text("hawkeye_reports.jsonl")).map_err(|e| e.to_string())?;
+        let polls = hawkeye::lab::polls(&text("hawkeye_polls.jsonl")).map_err(|e| e.to_string())?;
+        for (vi, variant) in VARIANTS.iter().enumerate() {
+            let filtered: Vec<_> = reports
+                .iter()
+                .filter(|r| t_in(r.t_ns, t.start_ns, self.window_ns))
+                .filter(|r| *variant != "victim_only" || r.header.flag & 1 != 0)
+                .map(|r| {
+                    let mut r = r.clone();
+                    match *variant {
+                        "port_only" => r.entries.retain(|e| !matches!(e, Entry::Flow { .. })),
+                        "flow_only" => r.entries.retain(|e| matches!(e, Entry::Flow { .. })),
+                        _ => {}
+                    }
+                    r
+                })
+                .collect();
+            let mut incs = hawkeye::incidents(filtered, self.window_ns);
+            hawkeye::lab::attach_victims(&mut incs, &polls, self.window_ns);
+            let mut s = Score::default();
+            if verbose && vi == 0 {
+                let mut line = format!(
+                    "{} trace {i} (load {}, seed {}): injected {:?}\n",
+                    self.path.display(),
+                    t.load,
+                    t.seed,
+                    t.injected
+                );
+                for inc in &incs {
+                    let (_, ds) = hawkeye::analyze(inc, &topo, &Params::default());
+                    for d in &ds {
+                        line += &format!(
+                            "  event {} t {}: {}\n",
+                            inc.event,
+                            inc.t_ns,
+                            collector::hawkeye::render::summary(d)
+                        );
+                    }
+                }
+                eprint!("{line}");
+            }
+            if incs.is_empty() {
+                s.fn_ = 1;
+            } else if incs.iter().any(|inc| {
+                let (_, ds) = hawkeye::analyze(inc, &topo, &Params::default());
+                ds.iter().any(|d| right(d, self.class, &t.injected))
+            }) {
+                s.tp = 1;
+            } else {
+                s.fp = 1;
+            }
+            out[vi] = s;
+        }
+        Ok(out)
+    }
+}
+
+fn t_in(t: u64, start: u64, window: u64) -> bool {
+    t >= start && t - start <= window
+}
+
+fn push(v: &mut toml::Table, key: &str, t: toml::Table) {
+    let arr = v.entry(key).or_insert(toml::Value::Array(Vec::new()));
+    if let Some(a) = arr.as_array_mut() {
+        a.push(toml::Value::Table(t));
+    }
+}
+
+/// Whether `d` names `class` and the injected root cause.
+fn right(d: &hawkeye::Diagnosis, class: Anomaly, injected: &Injected) -> bool {
+    if d.anomaly != Some(class) {
+        return false;
+    }
+    match (&d.root_cause, injected) {
+        (Some(RootCause::Flows { flows, .. }), Injected::Flows(want)) => {
+            // The injected flows carry most of the contention named (background flows to the
+            // same receiver contend too, and are named with their share).
+            let injected = |f: &wire::hawkeye::FiveTuple| {
+                want.iter().any(|&(s, dst)| f.src_ip == lab::host_ip(s) && f.dst_ip == lab::host_ip(dst))
+            };
+            let total: f64 = flows.iter().map(|x| x.1).sum();
+            let ours: f64 = flows.iter().filter(|x| injected(&x.0)).map(|x| x.1).sum();
+            total > 0.0 && ours > total / 2.0
+        }
+        (Some(RootCause::Host { host: Some((h, _)), .. }), Injected::Host(want)) => *h as usize == *want,
+        _ => false,
+    }
+}
+
+/// Score `traces` traces of every scenario in `dir` on `threads` threads: per scenario, the
+/// summed score of each variant.
+pub fn eval(
+    dir: &Path,
+    traces: u64,
+    threads: usize,
+    verbose: bool,
+) -> Result<Vec<(Scenario, [Score; 4])>, String> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "toml")
+                && !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('_'))
+        })
+        .collect();
+    files.sort();
+    let scenarios: Vec<Scenario> = files.iter().map(|f| Scenario::load(f)).collect::<Result<_, _>>()?;
+    let mut out = Vec::new();
+    for s in scenarios {
+        let next = std::sync::atomic::AtomicU64::new(0);
+        let total = std::sync::Mutex::new([Score::default(); 4]);
+        let failed = std::sync::Mutex::new(None);
+        std::thread::scope(|sc| {
+            for _ in 0..threads.max(1) {
+                sc.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if i >= traces {
+                            break;
+                        }
+                        match s.score(i, verbose) {
+                            Ok(sc) => {
+                                let mut t = total.lock().unwrap_or_else(|e| e.into_inner());
+                                for (a, b) in t.iter_mut().zip(sc) {
+                                    a.add(b);
+                                }
+                            }
+                            Err(e) => {
+                                *failed.lock().unwrap_or_else(|e| e.into_inner()) =
+                                    Some(format!("{} trace {i}: {e}", s.path.display()));
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        if let Some(e) = failed.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            return Err(e);
+        }
+        let t = total.into_inner().unwrap_or_else(|e| e.into_inner());
+        out.push((s, t));
+    }
+    Ok(out)
+}
+
+/// The results as CSV and as a Markdown table.
+pub fn tables(results: &[(Scenario, [Score; 4])]) -> (String, String) {
+    let mut csv = String::from("scenario,class,variant,tp,fp,fn,precision,recall\n");
+    let mut md = String::from(
+        "| scenario | class | variant | TP | FP | FN | precision | recall |\n|---|---|---|---|---|---|---|---|\n",
+    );
+    for (s, scores) in results {
+        let name = s.path.file_stem().map(|x| x.to_string_lossy().to_string()).unwrap_or_default();
+        for (v, sc) in VARIANTS.iter().zip(scores) {
+            csv += &format!(
+                "{name},{},{v},{},{},{},{:.3},{:.3}\n",
+                s.class.name(),
+                sc.tp,
+                sc.fp,
+                sc.fn_,
+                sc.precision(),
+                sc.recall()
+            );
+            md += &format!(
+                "| {name} | {} | {v} | {} | {} | {} | {:.2} | {:.2} |\n",
+                s.class.name(),
+                sc.tp,
+                sc.fp,
+                sc.fn_,
+                sc.precision(),
+                sc.recall()
+            );
+        }
+    }
+    (csv, md)
+}
