@@ -27,11 +27,13 @@
 //! # stop_us = 1500              #   while the others send to it (`senders` flows of `size`)
 //! ```
 //!
-//! Scoring (the paper's definition): a trace is a true positive when one of its diagnoses names
-//! the injected anomaly **and** its root cause — for flows, the injected flows carry more than
+//! Scoring (the paper's definition of a true positive: the right anomaly **and** its root
+//! cause): every diagnosis of every incident that opens in a trace's window counts — right, or
+//! wrong (another anomaly, another root cause, undiagnosed: false positives, background
+//! anomalies included); precision = right / all diagnoses, recall = traces with a right
+//! diagnosis / traces. A diagnosis is right when it names the injected anomaly and its root cause — for flows, the injected flows carry more than
 //! half of the contention weight the diagnosis names (background flows into the same receiver
-//! contend too, and are named with their share); for a host, the injecting host. A trace with diagnoses but none right is
-//! a false positive; a trace without any is a false negative.
+//! contend too, and are named with their share); for a host, the injecting host.
 //!
 //! Variants (same runs, the reports filtered before the analyzer): `hawkeye` (everything the
 //! tracing collected), `victim_only` (only the reports of victim-path copies: no PFC tracing),
@@ -118,32 +120,35 @@ pub struct Trace {
     pub injected: Injected,
 }
 
-/// One trace's score per variant.
+/// A variant's score over traces: every diagnosis the analyzer made in the traces' windows is
+/// right or wrong; a trace is detected when at least one of its diagnoses is right.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Score {
-    /// Right anomaly and root cause.
-    pub tp: u32,
-    /// Diagnosed, but wrong.
-    pub fp: u32,
-    /// Not diagnosed.
-    pub fn_: u32,
+    /// Traces.
+    pub traces: u32,
+    /// Traces with a right diagnosis (right anomaly and root cause).
+    pub detected: u32,
+    /// Right diagnoses (true positives).
+    pub right: u32,
+    /// Wrong diagnoses: another anomaly, another root cause, or undiagnosed (false positives).
+    pub wrong: u32,
 }
 
 impl Score {
-    /// TP / (TP + FP).
+    /// Right / (right + wrong): the share of diagnoses an operator can trust.
     pub fn precision(&self) -> f64 {
-        let d = self.tp + self.fp;
-        if d == 0 { 0.0 } else { f64::from(self.tp) / f64::from(d) }
+        let d = self.right + self.wrong;
+        if d == 0 { 0.0 } else { f64::from(self.right) / f64::from(d) }
     }
-    /// TP / (TP + FN).
+    /// Detected / traces.
     pub fn recall(&self) -> f64 {
-        let d = self.tp + self.fn_;
-        if d == 0 { 0.0 } else { f64::from(self.tp) / f64::from(d) }
+        if self.traces == 0 { 0.0 } else { f64::from(self.detected) / f64::from(self.traces) }
     }
     fn add(&mut self, o: Score) {
-        self.tp += o.tp;
-        self.fp += o.fp;
-        self.fn_ += o.fn_;
+        self.traces += o.traces;
+        self.detected += o.detected;
+        self.right += o.right;
+        self.wrong += o.wrong;
     }
 }
 
@@ -261,7 +266,7 @@ impl Scenario {
         let mut out = [Score::default(); 4];
         if text("hawkeye_reports.jsonl").is_empty() {
             for s in &mut out {
-                s.fn_ = 1;
+                s.traces = 1;
             }
             return Ok(out);
         }
@@ -307,16 +312,18 @@ impl Scenario {
                 }
                 eprint!("{line}");
             }
-            if incs.is_empty() {
-                s.fn_ = 1;
-            } else if incs.iter().any(|inc| {
+            s.traces = 1;
+            for inc in &incs {
                 let (_, ds) = hawkeye::analyze(inc, &topo, &Params::default());
-                ds.iter().any(|d| right(d, self.class, &t.injected))
-            }) {
-                s.tp = 1;
-            } else {
-                s.fp = 1;
+                for d in &ds {
+                    if right(d, self.class, &t.injected) {
+                        s.right += 1;
+                    } else {
+                        s.wrong += 1;
+                    }
+                }
             }
+            s.detected = u32::from(s.right > 0);
             out[vi] = s;
         }
         Ok(out)
@@ -413,31 +420,27 @@ pub fn eval(
 
 /// The results as CSV and as a Markdown table.
 pub fn tables(results: &[(Scenario, [Score; 4])]) -> (String, String) {
-    let mut csv = String::from("scenario,class,variant,tp,fp,fn,precision,recall\n");
+    let mut csv = String::from("scenario,class,variant,traces,detected,right,wrong,precision,recall\n");
     let mut md = String::from(
-        "| scenario | class | variant | TP | FP | FN | precision | recall |\n|---|---|---|---|---|---|---|---|\n",
+        "| scenario | class | variant | traces | detected | right | wrong | precision | recall |\n|---|---|---|---|---|---|---|---|---|\n",
     );
     for (s, scores) in results {
         let name = s.path.file_stem().map(|x| x.to_string_lossy().to_string()).unwrap_or_default();
         for (v, sc) in VARIANTS.iter().zip(scores) {
-            csv += &format!(
-                "{name},{},{v},{},{},{},{:.3},{:.3}\n",
-                s.class.name(),
-                sc.tp,
-                sc.fp,
-                sc.fn_,
-                sc.precision(),
-                sc.recall()
-            );
-            md += &format!(
-                "| {name} | {} | {v} | {} | {} | {} | {:.2} | {:.2} |\n",
-                s.class.name(),
-                sc.tp,
-                sc.fp,
-                sc.fn_,
-                sc.precision(),
-                sc.recall()
-            );
+            let row = [
+                name.clone(),
+                s.class.name().to_string(),
+                v.to_string(),
+                sc.traces.to_string(),
+                sc.detected.to_string(),
+                sc.right.to_string(),
+                sc.wrong.to_string(),
+                format!("{:.3}", sc.precision()),
+                format!("{:.3}", sc.recall()),
+            ];
+            csv += &row.join(",");
+            csv.push('\n');
+            md += &format!("| {} |\n", row.join(" | "));
         }
     }
     (csv, md)

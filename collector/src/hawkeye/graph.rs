@@ -24,6 +24,9 @@
 //! * A port is paused by PFC when it counted paused packets **or** a polling copy left it with
 //!   the PFC bit set (A.5's rules set it where the port is paused now): packets a pause holds
 //!   are counted only when they leave, so a port paused for the whole epoch counts none.
+//! * A polling copy that entered a switch from a paused port `U` and left it by a port `P` it
+//!   found paused adds the edge `U → P` even when the meters are empty (a pause that holds
+//!   everything leaves them so); its weight is the formula's with the whole share of the meter.
 //! * A downstream port is "congested" when it was paused itself or its mean depth at enqueue
 //!   was at least [`Params::congested_bytes`]. A port whose packets were all paused has no
 //!   unpaused depth: its incoming port → port edge exists with the weight the formula gives
@@ -253,6 +256,28 @@ pub fn build(inc: &Incident, topo: &Topology, params: &Params) -> Graph {
                 let w = si.paused as f64 * (m as f64 / sum as f64) * sj.qdepth();
                 g.port_port.push((i, j, w));
             }
+        }
+    }
+
+    // Port → port from the polling trace itself: a copy that came in from paused port `U` and
+    // left by port `P` found paused (the PFC bit) followed PFC causality from `U` to `P` (A.5).
+    // Held packets are counted only when they leave, so a pause that holds everything leaves
+    // the meters empty: the trace is then the only evidence of the link.
+    for r in &inc.reports {
+        if r.header.flag & 2 == 0 {
+            continue;
+        }
+        let (d, o) = (r.header.switch_id, r.header.out_port);
+        let Some(Peer::Switch { switch_id: us, port: up }) = topo.peer(d, r.header.in_port) else { continue };
+        let (Some(i), Some(j)) = (
+            g.port_index(PortId { switch_id: us, port: up }),
+            g.port_index(PortId { switch_id: d, port: o }),
+        ) else {
+            continue;
+        };
+        if g.ports[i].1.pfc() && !g.port_port.iter().any(|e| e.0 == i && e.1 == j) {
+            let w = g.ports[i].1.paused as f64 * g.ports[j].1.qdepth();
+            g.port_port.push((i, j, w));
         }
     }
 
