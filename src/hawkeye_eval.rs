@@ -31,7 +31,9 @@
 //! cause): every diagnosis of every incident that opens in a trace's window counts — right, or
 //! wrong (another anomaly, another root cause, undiagnosed: false positives, background
 //! anomalies included); precision = right / all diagnoses, recall = traces with a right
-//! diagnosis / traces. A diagnosis is right when it names the injected anomaly and its root cause — for flows, the injected flows carry more than
+//! diagnosis / traces; and precision at the locus = right / (right + wrong ones whose root cause
+//! is at the injection's switch) — the diagnoses about the injection itself, without the
+//! background congestion the same incidents found elsewhere. A diagnosis is right when it names the injected anomaly and its root cause — for flows, the injected flows carry more than
 //! half of the contention weight the diagnosis names (background flows into the same receiver
 //! contend too, and are named with their share); for a host, the injecting host.
 //!
@@ -118,6 +120,9 @@ pub struct Trace {
     pub start_ns: u64,
     /// What was injected.
     pub injected: Injected,
+    /// The switch ID at the injection's locus: the edge switch of the incast's receiver or the
+    /// storming host.
+    pub locus: u16,
 }
 
 /// A variant's score over traces: every diagnosis the analyzer made in the traces' windows is
@@ -132,12 +137,20 @@ pub struct Score {
     pub right: u32,
     /// Wrong diagnoses: another anomaly, another root cause, or undiagnosed (false positives).
     pub wrong: u32,
+    /// Of the wrong ones, those whose root cause is at another switch than the injection's
+    /// locus (background congestion the same incidents also found, or a misplaced cause).
+    pub elsewhere: u32,
 }
 
 impl Score {
     /// Right / (right + wrong): the share of diagnoses an operator can trust.
     pub fn precision(&self) -> f64 {
         let d = self.right + self.wrong;
+        if d == 0 { 0.0 } else { f64::from(self.right) / f64::from(d) }
+    }
+    /// Right / (right + wrong at the locus): the diagnoses about the injection's switch alone.
+    pub fn precision_at_locus(&self) -> f64 {
+        let d = self.right + self.wrong - self.elsewhere;
         if d == 0 { 0.0 } else { f64::from(self.right) / f64::from(d) }
     }
     /// Detected / traces.
@@ -149,6 +162,7 @@ impl Score {
         self.detected += o.detected;
         self.right += o.right;
         self.wrong += o.wrong;
+        self.elsewhere += o.elsewhere;
     }
 }
 
@@ -253,7 +267,8 @@ impl Scenario {
         };
         let text = toml::to_string(&v).map_err(|e| e.to_string())?;
         let lab = LabConfig::parse(&self.base_path, &text).map_err(|e| e.to_string())?;
-        Ok(Trace { lab, text, load, seed, start_ns, injected })
+        let locus = edge_of(target).map_or(0, |e| e as u16 + 1);
+        Ok(Trace { lab, text, load, seed, start_ns, injected, locus })
     }
 
     /// Run trace `i` and score it under every variant (in [`VARIANTS`] order).
@@ -303,7 +318,8 @@ impl Scenario {
                     let (_, ds) = hawkeye::analyze(inc, &topo, &Params::default());
                     for d in &ds {
                         line += &format!(
-                            "  event {} t {}: {}\n",
+                            "  [{}] event {} t {}: {}\n",
+                            if right(d, self.class, &t.injected) { "right" } else { "wrong" },
                             inc.event,
                             inc.t_ns,
                             collector::hawkeye::render::summary(d)
@@ -320,6 +336,13 @@ impl Scenario {
                         s.right += 1;
                     } else {
                         s.wrong += 1;
+                        let at = match &d.root_cause {
+                            Some(RootCause::Flows { port, .. } | RootCause::Host { port, .. }) => {
+                                Some(port.switch_id)
+                            }
+                            None => None,
+                        };
+                        s.elsewhere += u32::from(at.is_some_and(|a| a != t.locus));
                     }
                 }
             }
@@ -420,9 +443,11 @@ pub fn eval(
 
 /// The results as CSV and as a Markdown table.
 pub fn tables(results: &[(Scenario, [Score; 4])]) -> (String, String) {
-    let mut csv = String::from("scenario,class,variant,traces,detected,right,wrong,precision,recall\n");
+    let mut csv = String::from(
+        "scenario,class,variant,traces,detected,right,wrong,wrong_elsewhere,precision,precision_at_locus,recall\n",
+    );
     let mut md = String::from(
-        "| scenario | class | variant | traces | detected | right | wrong | precision | recall |\n|---|---|---|---|---|---|---|---|---|\n",
+        "| scenario | class | variant | traces | detected | right | wrong | wrong elsewhere | precision | precision at locus | recall |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for (s, scores) in results {
         let name = s.path.file_stem().map(|x| x.to_string_lossy().to_string()).unwrap_or_default();
@@ -435,7 +460,9 @@ pub fn tables(results: &[(Scenario, [Score; 4])]) -> (String, String) {
                 sc.detected.to_string(),
                 sc.right.to_string(),
                 sc.wrong.to_string(),
+                sc.elsewhere.to_string(),
                 format!("{:.3}", sc.precision()),
+                format!("{:.3}", sc.precision_at_locus()),
                 format!("{:.3}", sc.recall()),
             ];
             csv += &row.join(",");

@@ -13,6 +13,11 @@ pub struct HawkeyeSection {
     pub epoch_ns: Option<u64>,
     /// Flow slots per epoch (a power of two up to 2^20; default 65 536).
     pub flow_slots: Option<usize>,
+    /// TM queues whose packets the telemetry counts (default: `[tm] lossless`, the RDMA data
+    /// priorities PFC acts on; every queue when none is lossless). Acknowledgements and CNPs in
+    /// a priority of their own never wait behind data: counted as flows of the data's queue they
+    /// would look like contention they cannot cause.
+    pub queues: Option<Vec<u8>>,
     /// TM queue of polling packets: a priority PFC never pauses (not in `[tm] lossless`;
     /// default 7).
     pub polling_queue: Option<u8>,

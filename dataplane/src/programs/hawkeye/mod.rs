@@ -133,6 +133,8 @@ pub struct Hawkeye {
     l2l3: L2l3,
     tel: Telemetry,
     polling_queue: u8,
+    /// Queues whose packets the telemetry counts (bit q = queue q).
+    tel_queues: u8,
     switch_id: u16,
     analyzer: Option<SocketAddrV4>,
     /// The DTA collector, its list and the DTA UDP port.
@@ -209,6 +211,23 @@ impl Hawkeye {
                 format!("{polling_queue}: a lossless priority ([tm] lossless), which PFC pauses: polling packets need one it never pauses"),
             ));
         }
+        let tel_queues = match &h.queues {
+            Some(qs) => {
+                let mut m = 0u8;
+                for &q in qs {
+                    if q > 7 {
+                        return Err(c.err("hawkeye.queues", format!("{q}: expected queues 0..=7")));
+                    }
+                    m |= 1 << q;
+                }
+                if m == 0 {
+                    return Err(c.err("hawkeye.queues", "[]: expected at least one queue".to_string()));
+                }
+                m
+            }
+            None if cfg.tm.lossless != 0 => cfg.tm.lossless,
+            None => 0xff,
+        };
         // The switch's ID in its reports: `[hawkeye] switch_id`, else the INT switch ID (the lab
         // sets that to switch index + 1), else 1.
         let switch_id = h.switch_id.or(L2l3::section(cfg)?.int_switch_id).unwrap_or(1);
@@ -262,6 +281,7 @@ impl Hawkeye {
             l2l3,
             tel,
             polling_queue,
+            tel_queues,
             switch_id,
             analyzer,
             dta,
@@ -295,6 +315,11 @@ impl Hawkeye {
     /// The telemetry tables.
     pub fn telemetry(&self) -> &Telemetry {
         &self.tel
+    }
+
+    /// The queues the telemetry counts (bit q = queue q).
+    pub fn telemetry_queues(&self) -> u8 {
+        self.tel_queues
     }
 
     /// The forwarding half.
@@ -589,6 +614,9 @@ impl Program for Hawkeye {
             return;
         }
         self.l2l3.egress(pkt, md);
+        if self.tel_queues & (1 << (md.deq.enq.qid & 7)) == 0 {
+            return;
+        }
         let s = Self::sample(pkt.data(), md);
         self.tel.record(md.deq.enq_ts, &s);
     }

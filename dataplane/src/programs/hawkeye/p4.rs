@@ -316,8 +316,24 @@ meta.hk_until = hk_pause_get.execute((bit<32>)SF_EGRESS_PORT);
 hk_pause_until.read(meta.hk_until, (bit<32>)SF_EGRESS_PORT);
 #endif
 meta.hk_paused = (meta.hk_until > meta.hk_now) ? 1w1 : 1w0;
+// The queue it left: the telemetry counts the configured queues only.
+#ifdef SF_TNA
+bit<8> hk_qid = (bit<8>)eg_intr_md.egress_qid;
+#else
+bit<8> hk_qid = (bit<8>)std.qid;
+#endif
 "
         );
+        // `[hawkeye] queues` as a comparison chain (no variable shift on the targets).
+        let qcond = if self.tel_queues == 0xff {
+            "true".to_string()
+        } else {
+            let qs: Vec<String> = (0..8u8)
+                .filter(|q| self.tel_queues & (1 << q) != 0)
+                .map(|q| format!("hk_qid == {q}"))
+                .collect();
+            format!("({})", qs.join(" || "))
+        };
         // Polling copies: the survival rules, then de-duplication, then the clone to the CPU.
         let _ = write!(
             s,
@@ -393,7 +409,7 @@ meta.hk_paused = (meta.hk_until > meta.hk_now) ? 1w1 : 1w0;
         let _ = write!(
             s,
             "    {l2l3}
-    if (hdr.ipv4.isValid()) {{
+    if (hdr.ipv4.isValid() && {qcond}) {{
         // Port cell and meter cell of this epoch (reset on the first touch in a new lap).
         meta.hk_idx = (bank << {ps}) + (bit<32>)SF_EGRESS_PORT;
         bit<32> midx = (bank << {ms}) + ((bit<32>)meta.ingress_port << {ps}) + (bit<32>)SF_EGRESS_PORT;
@@ -482,6 +498,7 @@ meta.hk_paused = (meta.hk_until > meta.hk_now) ? 1w1 : 1w0;
             ps = ps,
             ms = 2 * ps,
             ss = slots.trailing_zeros(),
+            qcond = qcond,
         );
         s
     }

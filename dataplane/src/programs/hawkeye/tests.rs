@@ -235,6 +235,33 @@ fn a_victims_poll_reports_the_paused_port_its_meter_and_flows() {
 
 /// Bad polling packets are dropped under their reasons; a copy on a port that is neither the
 /// victim's nor paused is pruned.
+/// Packets of a queue the telemetry does not count (acknowledgements in a priority of their
+/// own) are forwarded but not counted; the default is the lossless priorities, else all.
+#[test]
+fn only_the_telemetry_queues_are_counted() {
+    let t0 = 1_000_000u64 << 20;
+    for (extra, counted) in [("queues = [5]\n", 0), ("queues = [0, 5]\n", 2), ("", 2)] {
+        let text = CFG.replace("[hawkeye]\n", &format!("[hawkeye]\n{extra}"));
+        let cfg = Config::parse(Path::new("t.toml"), &text).unwrap();
+        let mut sw: Switch<Hawkeye, PktBuf> = build_switch(&cfg).unwrap();
+        let mut pool = HeapPool::new(256, 2048);
+        for _ in 0..2 {
+            sw.receive(t0 + 100, 0, udp_frame(&mut pool, 5000, 100), &mut pool);
+        }
+        assert_eq!(drain(&mut sw, &mut pool, 1, t0 + 200).len(), 2, "forwarded either way");
+        assert_eq!(sw.program().telemetry().port(t0 + 200, 1).pkts, counted, "{extra:?}");
+    }
+    let lossless = CFG.replace("[hawkeye]\n", "[tm]\nlossless = [3]\n[hawkeye]\n");
+    let cfg = Config::parse(Path::new("t.toml"), &lossless).unwrap();
+    let sw: Switch<Hawkeye, PktBuf> = build_switch(&cfg).unwrap();
+    assert_eq!(sw.program().telemetry_queues(), 1 << 3);
+    let bad = CFG.replace("[hawkeye]\n", "[hawkeye]\nqueues = [9]\n");
+    let Err(e) = build_switch::<Hawkeye, PktBuf>(&Config::parse(Path::new("t.toml"), &bad).unwrap()) else {
+        panic!("queues = [9] accepted")
+    };
+    assert!(e.to_string().contains("hawkeye.queues"), "{e}");
+}
+
 #[test]
 fn bad_polling_packets_are_dropped_by_name() {
     let cfg = Config::parse(Path::new("t.toml"), CFG).unwrap();

@@ -1047,6 +1047,12 @@ control SfEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
         hk_pause_until.read(meta.hk_until, (bit<32>)SF_EGRESS_PORT);
         #endif
         meta.hk_paused = (meta.hk_until > meta.hk_now) ? 1w1 : 1w0;
+        // The queue it left: the telemetry counts the configured queues only.
+        #ifdef SF_TNA
+        bit<8> hk_qid = (bit<8>)eg_intr_md.egress_qid;
+        #else
+        bit<8> hk_qid = (bit<8>)std.qid;
+        #endif
         if (hdr.polling.isValid()) {
             // The current epoch's cell of this port, and the meter from the packet's in-port.
             meta.hk_idx = (bank << 2) + (bit<32>)SF_EGRESS_PORT;
@@ -1113,7 +1119,7 @@ control SfEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
                 SF_EGRESS_DROP();
                 exit;
             }
-            if (hdr.ipv4.isValid()) {
+            if (hdr.ipv4.isValid() && (hk_qid == 3)) {
                 // Port cell and meter cell of this epoch (reset on the first touch in a new lap).
                 meta.hk_idx = (bank << 2) + (bit<32>)SF_EGRESS_PORT;
                 bit<32> midx = (bank << 4) + ((bit<32>)meta.ingress_port << 2) + (bit<32>)SF_EGRESS_PORT;
