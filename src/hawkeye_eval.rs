@@ -67,6 +67,8 @@ struct RawHead {
     loads: Vec<f64>,
     seed: Option<u64>,
     window_us: Option<u64>,
+    epoch_ns: Option<u64>,
+    rtt_factor: Option<f64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -79,6 +81,42 @@ struct RawAnomaly {
     stop_us: Option<u64>,
     repeat: Option<u32>,
     period_us: Option<u64>,
+    #[serde(default)]
+    routes: Vec<RawRoute>,
+    #[serde(default)]
+    flows: Vec<RawFlow>,
+    #[serde(default)]
+    burst_senders: Vec<usize>,
+    burst_dst: Option<usize>,
+    #[serde(default)]
+    no_cc_hosts: Vec<usize>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRoute {
+    switch: usize,
+    host: usize,
+    via: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFlow {
+    src: usize,
+    dst: usize,
+    size: u64,
+    #[serde(default)]
+    start_us: u64,
+}
+
+/// Overrides for a sweep (Figure 7): every scenario's epoch and detection threshold.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Sweep {
+    /// `[hawkeye] epoch_ns` of every switch (a power of two).
+    pub epoch_ns: Option<u64>,
+    /// The detection agents' `rtt_factor`.
+    pub rtt_factor: Option<f64>,
 }
 
 /// A scenario: its file, class, base lab and anomaly.
@@ -94,6 +132,7 @@ pub struct Scenario {
     seed: u64,
     window_ns: u64,
     anomaly: RawAnomaly,
+    sweep: Sweep,
 }
 
 /// What a trace injected: the expected anomaly and its root cause.
@@ -120,9 +159,9 @@ pub struct Trace {
     pub start_ns: u64,
     /// What was injected.
     pub injected: Injected,
-    /// The switch ID at the injection's locus: the edge switch of the incast's receiver or the
-    /// storming host.
-    pub locus: u16,
+    /// The switch IDs at the injection's locus: the edge switch of the incast's receiver or the
+    /// storming host; the loop's switches of a deadlock.
+    pub locus: Vec<u16>,
 }
 
 /// A variant's score over traces: every diagnosis the analyzer made in the traces' windows is
@@ -183,7 +222,15 @@ impl Scenario {
             .map_err(|e| format!("{p}: scenario.base: {}: {e}", base_path.display()))?;
         match raw.anomaly.kind.as_str() {
             "incast" | "pfc_storm" => {}
-            k => return Err(format!("{p}: anomaly.kind: {k:?}: expected \"incast\" or \"pfc_storm\"")),
+            "deadlock" if !raw.anomaly.routes.is_empty() && !raw.anomaly.flows.is_empty() => {}
+            "deadlock" => {
+                return Err(format!("{p}: anomaly.routes: a deadlock needs route overrides and loop flows"));
+            }
+            k => {
+                return Err(format!(
+                    "{p}: anomaly.kind: {k:?}: expected \"incast\", \"pfc_storm\" or \"deadlock\""
+                ));
+            }
         }
         if raw.anomaly.kind == "pfc_storm" && raw.anomaly.stop_us.is_none_or(|s| s <= raw.anomaly.start_us) {
             return Err(format!("{p}: anomaly.stop_us: a storm needs a stop after start_us"));
@@ -197,6 +244,7 @@ impl Scenario {
             seed: raw.scenario.seed.unwrap_or(1),
             window_ns: raw.scenario.window_us.unwrap_or(1000) * 1000,
             anomaly: raw.anomaly,
+            sweep: Sweep { epoch_ns: raw.scenario.epoch_ns, rtt_factor: raw.scenario.rtt_factor },
         })
     }
 
@@ -237,6 +285,22 @@ impl Scenario {
         if let Some(t) = lab_t.as_table_mut() {
             t.insert("seed".into(), toml::Value::Integer(seed as i64));
         }
+        // Epoch and threshold: the scenario's, then a sweep's.
+        if let Some(e) = self.sweep.epoch_ns {
+            let sw = v.get_mut("switches").and_then(|x| x.as_table_mut());
+            if let Some(sec) = sw.and_then(|t| t.get_mut("sections")) {
+                let text = sec.as_str().unwrap_or("").to_string();
+                let kept: Vec<&str> =
+                    text.lines().filter(|l| !l.trim_start().starts_with("epoch_ns")).collect();
+                let out = kept.join("\n").replace("[hawkeye]", &format!("[hawkeye]\nepoch_ns = {e}"));
+                *sec = toml::Value::String(out);
+            }
+        }
+        if let Some(f) = self.sweep.rtt_factor
+            && let Some(h) = v.get_mut("hawkeye").and_then(|x| x.as_table_mut())
+        {
+            h.insert("rtt_factor".into(), toml::Value::Float(f));
+        }
         let mut poisson = toml::Table::new();
         poisson.insert("cdf".into(), "websearch".into());
         poisson.insert("load".into(), toml::Value::Float(load));
@@ -253,6 +317,9 @@ impl Scenario {
             incast.insert("repeat".into(), i64::from(r).into());
             incast.insert("period_ns".into(), (a.period_us.unwrap_or(100) as i64 * 1000).into());
         }
+        if a.kind == "deadlock" {
+            return self.deadlock_trace(v, load, seed, start_ns);
+        }
         push(&mut v, "incast", incast);
         let injected = if a.kind == "pfc_storm" {
             let mut h = toml::Table::new();
@@ -267,8 +334,79 @@ impl Scenario {
         };
         let text = toml::to_string(&v).map_err(|e| e.to_string())?;
         let lab = LabConfig::parse(&self.base_path, &text).map_err(|e| e.to_string())?;
-        let locus = edge_of(target).map_or(0, |e| e as u16 + 1);
+        let locus = vec![edge_of(target).map_or(0, |e| e as u16 + 1)];
         Ok(Trace { lab, text, load, seed, start_ns, injected, locus })
+    }
+
+    /// A deadlock trace: the scenario's route overrides (a cyclic buffer dependency), its loop
+    /// flows and burst, and line-rate senders, over the background of `v`.
+    fn deadlock_trace(
+        &self,
+        mut v: toml::Table,
+        load: f64,
+        seed: u64,
+        start_ns: u64,
+    ) -> Result<Trace, String> {
+        let a = &self.anomaly;
+        let mut by_switch: std::collections::BTreeMap<usize, Vec<toml::Value>> = Default::default();
+        for r in &a.routes {
+            let mut t = toml::Table::new();
+            t.insert("host".into(), (r.host as i64).into());
+            t.insert("via".into(), (r.via as i64).into());
+            by_switch.entry(r.switch).or_default().push(toml::Value::Table(t));
+        }
+        for (sw, routes) in by_switch {
+            let mut t = toml::Table::new();
+            t.insert("id".into(), (sw as i64).into());
+            t.insert("route".into(), toml::Value::Array(routes));
+            push(&mut v, "switch", t);
+        }
+        let mut injected = Vec::new();
+        for f in &a.flows {
+            let mut t = toml::Table::new();
+            t.insert("src".into(), (f.src as i64).into());
+            t.insert("dst".into(), (f.dst as i64).into());
+            t.insert("size".into(), (f.size as i64).into());
+            t.insert("start_ns".into(), (f.start_us as i64 * 1000).into());
+            push(&mut v, "flow", t);
+            injected.push((f.src, f.dst));
+        }
+        if let Some(dst) = a.burst_dst
+            && !a.burst_senders.is_empty()
+        {
+            let mut t = toml::Table::new();
+            t.insert(
+                "senders".into(),
+                toml::Value::Array(a.burst_senders.iter().map(|&h| (h as i64).into()).collect()),
+            );
+            t.insert("dst".into(), (dst as i64).into());
+            t.insert("size".into(), (a.size.unwrap_or(1_000_000) as i64).into());
+            t.insert("start_ns".into(), (start_ns as i64).into());
+            push(&mut v, "incast", t);
+            injected.extend(a.burst_senders.iter().map(|&s| (s, dst)));
+        }
+        if !a.no_cc_hosts.is_empty()
+            && let Some(l) = v.get_mut("lab").and_then(|x| x.as_table_mut())
+        {
+            l.insert(
+                "no_cc_hosts".into(),
+                toml::Value::Array(a.no_cc_hosts.iter().map(|&h| (h as i64).into()).collect()),
+            );
+        }
+        let text = toml::to_string(&v).map_err(|e| e.to_string())?;
+        let lab = LabConfig::parse(&self.base_path, &text).map_err(|e| e.to_string())?;
+        let mut locus: Vec<u16> = a.routes.iter().map(|r| r.switch as u16 + 1).collect();
+        locus.sort_unstable();
+        locus.dedup();
+        Ok(Trace { lab, text, load, seed, start_ns: 0, injected: Injected::Flows(injected), locus })
+    }
+
+    /// The same scenario under a sweep's overrides.
+    pub fn with(&self, sweep: Sweep) -> Self {
+        let mut s = self.clone();
+        s.sweep.epoch_ns = sweep.epoch_ns.or(s.sweep.epoch_ns);
+        s.sweep.rtt_factor = sweep.rtt_factor.or(s.sweep.rtt_factor);
+        s
     }
 
     /// Run trace `i` and score it under every variant (in [`VARIANTS`] order).
@@ -342,7 +480,7 @@ impl Scenario {
                             }
                             None => None,
                         };
-                        s.elsewhere += u32::from(at.is_some_and(|a| a != t.locus));
+                        s.elsewhere += u32::from(at.is_some_and(|a| !t.locus.contains(&a)));
                     }
                 }
             }

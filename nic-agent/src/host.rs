@@ -537,11 +537,12 @@ impl Agent for RcHost {
                 self.refresh(si);
             }
         }
-        // The detection agent: a timed packet unacknowledged past the threshold.
+        // The detection agent: a timed packet unacknowledged past the threshold, or, with none
+        // timed, a flow stalled that long.
         if let Some(d) = &mut self.detector {
             for &si in &self.active {
                 let s = &self.sending[si];
-                if let Some(sent) = s.tx.probe_sent()
+                if let Some(sent) = s.tx.probe_sent().or_else(|| s.tx.stalled_since())
                     && d.next_check(s.flow.id, sent).is_some_and(|t| t <= now)
                 {
                     let victim = wire::hawkeye::FiveTuple {
@@ -587,7 +588,7 @@ impl Agent for RcHost {
                 .iter()
                 .filter_map(|&si| {
                     let s = &self.sending[si];
-                    d.next_check(s.flow.id, s.tx.probe_sent()?)
+                    d.next_check(s.flow.id, s.tx.probe_sent().or_else(|| s.tx.stalled_since())?)
                 })
                 .min()
         });

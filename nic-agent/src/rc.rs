@@ -112,6 +112,9 @@ pub struct RcSender {
     /// The packet being timed for an RTT sample: its index among those posted, and when it
     /// was sent (one at a time; a resend cancels it, Karn's rule).
     rtt_probe: Option<(u64, u64)>,
+    /// When the flow last made progress: its oldest outstanding byte acknowledged, or a packet
+    /// sent with nothing outstanding.
+    progress_at: u64,
     /// The last RTT sample not yet taken, ns.
     rtt_sample: Option<u64>,
     /// Whether RTT samples are taken at all (someone reads them: Hawkeye's detection agent).
@@ -154,6 +157,7 @@ impl RcSender {
             sent_to: 0,
             stats: SenderStats::default(),
             rtt_probe: None,
+            progress_at: 0,
             rtt_sample: None,
             rtt_sampling: false,
         }
@@ -242,6 +246,9 @@ impl RcSender {
             Err(Hold::Until(t)) => return Transmit::Until(t),
             Err(Hold::Window) => return Transmit::Blocked,
         }
+        if self.req.outstanding() == 0 {
+            self.progress_at = now;
+        }
         let ack_req = if resend.is_some() {
             match self.req.poll_transmit(now) {
                 Some(r) => r.ack_req,
@@ -263,12 +270,13 @@ impl RcSender {
     }
 
     /// Bytes acknowledged now, from the requester's oldest outstanding packet.
-    fn sync_acked(&mut self) {
+    fn sync_acked(&mut self, now: u64) {
         let una_idx = self.req.stats().posted - u64::from(self.req.outstanding());
         let acked = (una_idx * self.cfg.mtu as u64).min(self.cfg.size);
         if acked > self.una {
             self.pacer.on_acked(acked - self.una);
             self.una = acked;
+            self.progress_at = now;
         }
     }
 
@@ -284,6 +292,14 @@ impl RcSender {
     /// When the packet being timed for an RTT sample was sent, if one is outstanding.
     pub fn probe_sent(&self) -> Option<u64> {
         self.rtt_probe.map(|(_, sent)| sent)
+    }
+
+    /// Since when the flow has had bytes outstanding without any acknowledged (`None` with
+    /// nothing outstanding): a flow whose path is paused or deadlocked stalls with no packet
+    /// timed for an RTT sample (a window-limited sender sends none, and resends are never
+    /// timed), and this is how long it has waited.
+    pub fn stalled_since(&self) -> Option<u64> {
+        (self.req.outstanding() > 0 || self.req.retransmitting()).then_some(self.progress_at)
     }
 
     /// The last RTT sample (from a packet's send to the acknowledgement covering it), once.
@@ -310,7 +326,7 @@ impl RcSender {
         let r = self.req.handle_packet(now, bth, aeth);
         match r {
             Response::Acked { .. } => {
-                self.sync_acked();
+                self.sync_acked(now);
                 if let Some((idx, sent)) = self.rtt_probe
                     && self.req.stats().posted - u64::from(self.req.outstanding()) > idx
                 {
@@ -326,12 +342,12 @@ impl RcSender {
             }
             Response::Retransmit { .. } => {
                 // Everything before the NAKed PSN is acknowledged; sending resumes from it.
-                self.sync_acked();
+                self.sync_acked(now);
                 self.stats.nak_rounds += u64::from(self.req.retransmitting());
                 self.went_back();
             }
             Response::RnrWait { .. } => {
-                self.sync_acked();
+                self.sync_acked(now);
                 self.went_back();
             }
             Response::Fatal(_) | Response::Ignored => {}

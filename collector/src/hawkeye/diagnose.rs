@@ -158,7 +158,11 @@ pub fn diagnose(g: &Graph, topo: &Topology, victim: Option<FiveTuple>, params: &
             continue;
         }
         let d = check_port_node(g, topo, victim, params, p);
-        let key = |d: &Diagnosis| (d.anomaly, d.pfc_path.last().copied(), d.deadlock_loop.first().copied());
+        // One loop found from each of its ports is one loop: keyed by its smallest port.
+        let key = |d: &Diagnosis| {
+            let lp = d.deadlock_loop.iter().min().copied();
+            (d.anomaly, if lp.is_some() { None } else { d.pfc_path.last().copied() }, lp)
+        };
         if !out.iter().any(|o| key(o) == key(&d)) {
             out.push(d);
         }

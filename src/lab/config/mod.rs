@@ -12,6 +12,8 @@
 //!                            #   the unfinished flows, as the reference's fct_analysis does)
 //! # ack_high_priority = false # ACKs and CNPs in a priority of their own (default: false for
 //!                            #   HPCC++, true for DCQCN, the reference's ACK_HIGH_PRIO)
+//! # no_cc_hosts = [4, 5]     # hosts whose flows send at line rate without CC (the
+//!                            #   reference's NO_CC_NODE: burst senders, deadlock loops)
 //!
 //! [topology]
 //! kind = "star"              # star | dumbbell | leaf_spine | fat_tree | pods | explicit
@@ -277,6 +279,9 @@ pub struct LabConfig {
     pub host_agents: Vec<HostAgent>,
     /// Hawkeye's detection agent on every RC host (`[hawkeye]`), if on.
     pub hawkeye: Option<nic_agent::hawkeye::DetectorConfig>,
+    /// Hosts whose flows send at line rate with no congestion control (`[lab] no_cc_hosts`,
+    /// the reference simulator's `NO_CC_NODE`: burst senders, deadlock loops).
+    pub no_cc_hosts: Vec<usize>,
 }
 
 /// A switch's program (a `dataplane` registry name) and the sections of its own the lab appends
@@ -426,6 +431,7 @@ struct RawLab {
     sample_ns: Option<u64>,
     ack_high_priority: Option<bool>,
     run_to_completion_us: Option<u64>,
+    no_cc_hosts: Option<Vec<usize>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -748,6 +754,10 @@ impl LabConfig {
             ));
         }
         let hosts = topology.hosts;
+        let no_cc_hosts = raw.lab.no_cc_hosts.clone().unwrap_or_default();
+        if let Some(&h) = no_cc_hosts.iter().find(|&&h| h >= hosts) {
+            return Err(err("lab", None, "no_cc_hosts", format!("host {h}: the topology has {hosts} hosts")));
+        }
         let mtu = raw.lab.mtu.unwrap_or(1000);
         if !(64..=1400).contains(&mtu) {
             return Err(err("lab", None, "mtu", format!("{mtu}: between 64 and 1400 bytes of payload")));
@@ -1076,6 +1086,7 @@ impl LabConfig {
             mtu,
             sample_ns,
             ack_high_priority: raw.lab.ack_high_priority,
+            no_cc_hosts,
             topology,
             buffer_bytes,
             hpcc,

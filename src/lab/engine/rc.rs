@@ -147,6 +147,7 @@ impl Workload {
     pub(super) fn sender(&self, cfg: &LabConfig, fi: usize, rate: u64) -> SendFlow {
         let f = &cfg.flows[fi];
         let cc = match cfg.cc {
+            _ if cfg.no_cc_hosts.contains(&f.src) => FlowCc::Fixed(rate as f64),
             Cc::Hpcc => {
                 FlowCc::Hpcc(Box::new(Hpcc::new(hpcc_config(cfg, rate, self.base_rtt_ns, self.n_flows))))
             }
