@@ -38,3 +38,42 @@ fn a_bad_scenario_is_refused_naming_file_and_key() {
     assert!(e.contains("scenario.base"), "{e}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The in-loop deadlock scenario makes a real deadlock in the switches' traffic managers: the
+/// three loop flows deliver nothing in the second half of the run (queues that never drain),
+/// unfinished; and the analyzer finds the loop of the four pod-0 ports and the contention on it.
+#[test]
+fn a_routing_loop_deadlocks_for_real_and_is_diagnosed() {
+    use collector::hawkeye::{self as hk, Anomaly, Params, Topology};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/labs/hawkeye");
+    let s = hawkeye_eval::Scenario::load(&dir.join("in-loop-deadlock.toml")).unwrap();
+    let t = s.trace(0).unwrap();
+    let r = softfabric::lab::run(&t.lab, |_| {}).unwrap();
+    let half = r.simulated_ns / 2;
+    for flow in 0..3 {
+        let at = |when: u64| {
+            r.rates
+                .iter()
+                .filter(|x| x.flow == flow && x.time_ns <= when)
+                .map(|x| x.rx_bytes)
+                .max()
+                .unwrap_or(0)
+        };
+        assert!(at(half) > 0, "loop flow {flow} started");
+        assert_eq!(at(half), at(r.simulated_ns), "loop flow {flow} delivers nothing after {half} ns");
+        assert!(r.flows[flow].fct_ns.is_none(), "loop flow {flow} never finishes");
+    }
+    let files = softfabric::lab::output::hawkeye_jsonl(&r);
+    let text = |n: &str| files.iter().find(|(k, _)| *k == n).map(|x| x.1.clone()).unwrap();
+    let topo = Topology::from_json(&text("hawkeye_topology.json")).unwrap();
+    let incs = hk::incidents(hk::lab::reports(&text("hawkeye_reports.jsonl")).unwrap(), 2_000_000);
+    let loops: Vec<_> = incs
+        .iter()
+        .flat_map(|i| hk::analyze(i, &topo, &Params::default()).1)
+        .filter(|d| d.anomaly == Some(Anomaly::InLoopDeadlock))
+        .collect();
+    assert!(!loops.is_empty(), "an in-loop deadlock diagnosed");
+    let mut ports: Vec<String> = loops[0].deadlock_loop.iter().map(|p| p.to_string()).collect();
+    ports.sort();
+    assert_eq!(ports, ["S1.P2", "S10.P0", "S2.P3", "S9.P1"]);
+}

@@ -246,3 +246,36 @@ fn rtt_samples_time_one_packet_to_its_ack_and_skip_resends() {
     }
     assert_eq!(tx.take_rtt_sample(), None, "a resent packet is never timed");
 }
+
+/// A flow with bytes outstanding and nothing acknowledged is stalled since its last progress
+/// (its first packet sent, then each ACK that moved the oldest byte): Hawkeye's detection agent
+/// reads it when no packet is timed (a window-limited or resending flow).
+#[test]
+fn a_stalled_flow_says_since_when() {
+    let mut tx = RcSender::new(cfg(MTU as u64 * 4), FlowCc::Fixed(100e9));
+    assert_eq!(tx.stalled_since(), None, "nothing outstanding");
+    let mut rx = RcReceiver::new(MTU as u64 * 4, 0xff_fff0, 50_000);
+    let mut sent = Vec::new();
+    for t in 0..4u64 {
+        let Transmit::Send(seg) = tx.poll_transmit(1000 + t * 1000) else { panic!() };
+        sent.push(seg);
+    }
+    assert_eq!(tx.stalled_since(), Some(1000), "since the first packet left");
+    let zeros = vec![0u8; MTU];
+    let r = rx.handle_data(20_000, &data_bth(QP_B, &sent[0]), &zeros[..sent[0].len], false);
+    let ack = r.ack.expect("the first packet is acknowledged");
+    tx.handle_ack(25_000, &ack_bth(QP_A, &ack), &ack.aeth, None);
+    assert_eq!(tx.stalled_since(), Some(25_000), "progress at the ACK");
+    // A timeout goes back to resend: still stalled, from the last progress.
+    let before = tx.stalled_since();
+    tx.handle_timeout(5_000_000);
+    assert_eq!(tx.stalled_since(), before);
+    for s in &sent[1..] {
+        let r = rx.handle_data(6_000_000, &data_bth(QP_B, s), &zeros[..s.len], false);
+        if let Some(ack) = r.ack {
+            tx.handle_ack(6_010_000, &ack_bth(QP_A, &ack), &ack.aeth, None);
+        }
+    }
+    assert!(tx.is_done(), "every packet acknowledged");
+    assert_eq!(tx.stalled_since(), None, "nothing outstanding");
+}
