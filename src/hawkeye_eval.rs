@@ -88,6 +88,7 @@ struct RawAnomaly {
     #[serde(default)]
     burst_senders: Vec<usize>,
     burst_dst: Option<usize>,
+    storm_host: Option<usize>,
     #[serde(default)]
     no_cc_hosts: Vec<usize>,
 }
@@ -385,6 +386,25 @@ impl Scenario {
             push(&mut v, "incast", t);
             injected.extend(a.burst_senders.iter().map(|&s| (s, dst)));
         }
+        let mut bursts = Vec::new();
+        if let Some(dst) = a.burst_dst {
+            bursts.extend(a.burst_senders.iter().map(|&s| (s, dst)));
+        }
+        if let Some(h) = a.storm_host {
+            let mut t = toml::Table::new();
+            t.insert("ids".into(), toml::Value::Array(vec![(h as i64).into()]));
+            t.insert("agent".into(), "pfc_storm".into());
+            t.insert("start_ns".into(), (start_ns as i64).into());
+            t.insert("stop_ns".into(), (a.stop_us.unwrap_or(a.start_us + 500) as i64 * 1000).into());
+            push(&mut v, "host", t);
+        }
+        // The root cause the class names: the injecting host, the contending flows outside the
+        // loop, or (in the loop) every flow contending on it.
+        let injected = match self.class {
+            Anomaly::OutOfLoopDeadlockInjection => Injected::Host(a.storm_host.unwrap_or(usize::MAX)),
+            Anomaly::OutOfLoopDeadlockContention => Injected::Flows(bursts),
+            _ => Injected::Flows(injected),
+        };
         if !a.no_cc_hosts.is_empty()
             && let Some(l) = v.get_mut("lab").and_then(|x| x.as_table_mut())
         {
@@ -398,7 +418,7 @@ impl Scenario {
         let mut locus: Vec<u16> = a.routes.iter().map(|r| r.switch as u16 + 1).collect();
         locus.sort_unstable();
         locus.dedup();
-        Ok(Trace { lab, text, load, seed, start_ns: 0, injected: Injected::Flows(injected), locus })
+        Ok(Trace { lab, text, load, seed, start_ns: 0, injected, locus })
     }
 
     /// The same scenario under a sweep's overrides.
