@@ -373,17 +373,23 @@ impl Lab {
         send(self.cfg.translator, from, spec, count, rate)
     }
 
-    /// Wait until the translator has nothing outstanding and the collector's writes stopped
-    /// moving (everything sent has landed), or `timeout`.
+    /// Wait until the translator has nothing outstanding, asked for or held (partial Append
+    /// batches, parked reports), and the collector's writes and the translator's received
+    /// reports have stopped moving for three looks in a row (60 ms: a translator starved of
+    /// CPU on a loaded machine can sit on reports in its socket for one look), or `timeout`.
     pub fn settle(&self, timeout: Duration) -> Result<(), DemoError> {
         let t0 = Instant::now();
-        let mut last = (u64::MAX, u64::MAX);
+        let mut last = (u64::MAX, u64::MAX, u64::MAX);
+        let mut quiet = 0;
         loop {
             std::thread::sleep(Duration::from_millis(20));
             let s = self.translator_stats()?;
             let c = self.collector.stats().snapshot();
-            let now = (c.writes, c.atomics);
-            if s.get("outstanding") == 0 && now == last {
+            let rx: u64 = self.translator.snapshot().port_stats.iter().map(|p| p.rx).sum();
+            let now = (c.writes, c.atomics, rx);
+            let idle = s.get("outstanding") == 0 && s.get("seq_missing") == 0 && s.get("held") == 0;
+            quiet = if idle && now == last { quiet + 1 } else { 0 };
+            if quiet >= 2 {
                 return Ok(());
             }
             last = now;
