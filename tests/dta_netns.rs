@@ -19,11 +19,12 @@
 //!   translator still missed from it are counted unrecoverable: at least the reports a
 //!   deterministic `--mode nth` rule dropped.
 
+#[path = "support/in_netns.rs"]
+mod netns_thread;
 #[path = "../dataplane/tests/support/netns.rs"]
 mod support;
 
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -31,6 +32,7 @@ use collector::{Collector, CollectorConfig};
 use dataplane::config::Config;
 use dataplane::runtime::Runtime;
 use dataplane::runtime::report::{self, ReportRun, ReportSummary, Sink};
+use netns_thread::in_netns;
 use roce::dta::{LoadKind, LoadSpec};
 use softfabric::dta_demo::{LabConfig, accounting, load, stored_appends, translator_stats};
 use support::{Lab as Net, ROUTED_PORTS, available};
@@ -40,22 +42,6 @@ const REPORTER: Ipv4Addr = Ipv4Addr::new(10, 0, 1, 2);
 const COLLECTOR: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 2);
 /// Key-Increment keys (each report adds 1 to key `1 + i % KI_KEYS`).
 const KI_KEYS: u32 = 1000;
-
-/// Run `f` on a thread inside network namespace `ns` (threads it starts stay there: a thread's
-/// network namespace is its own, and inherited).
-fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let path = format!("/var/run/netns/{ns}");
-    std::thread::spawn(move || {
-        let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        // SAFETY: setns(2) with a namespace file descriptor we hold open, for this thread only
-        // (CLONE_NEWNET moves the calling thread); no memory is involved.
-        let r = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-        assert_eq!(r, 0, "setns {path}: {}", std::io::Error::last_os_error());
-        f()
-    })
-    .join()
-    .expect("the thread in the namespace panicked")
-}
 
 /// The parties' sizes and the collector's address (the translator's config and the collector's
 /// come from it, as the demo's do): every store, N = 1, and key numbers below 2^16, whose

@@ -16,38 +16,25 @@
 //! the list back, reassembles and parses the report, and checks every packet of the flow is in
 //! it, and that the words the switch counted sent are the words the collector holds.
 
+#[path = "support/in_netns.rs"]
+mod netns_thread;
 #[path = "../dataplane/tests/support/netns.rs"]
 mod support;
 
 use std::net::Ipv4Addr;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use collector::{Collector, CollectorConfig};
 use dataplane::config::Config;
 use dataplane::runtime::Runtime;
+use netns_thread::in_netns;
 use softfabric::dta_demo::translator_stats;
 use support::{Lab, available, must, run};
 use wire::hawkeye::report::{self, Entry, Report};
 
 const PACKETS: usize = 20;
 const COLLECTOR: Ipv4Addr = Ipv4Addr::new(10, 0, 4, 2);
-
-/// Run `f` on a thread inside network namespace `ns`.
-fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let path = format!("/var/run/netns/{ns}");
-    std::thread::spawn(move || {
-        let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        // SAFETY: setns(2) with a namespace file descriptor we hold open, for this thread only
-        // (CLONE_NEWNET moves the calling thread); no memory is involved.
-        let r = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-        assert_eq!(r, 0, "setns {path}: {}", std::io::Error::last_os_error());
-        f()
-    })
-    .join()
-    .expect("the thread in the namespace panicked")
-}
 
 /// The third namespace (the collector's) and the switch-to-switch veth, removed on drop.
 struct Extra {
