@@ -44,7 +44,7 @@ fn a_bad_scenario_is_refused_naming_file_and_key() {
 /// unfinished; and the analyzer finds the loop of the four pod-0 ports and the contention on it.
 #[test]
 fn a_routing_loop_deadlocks_for_real_and_is_diagnosed() {
-    use collector::hawkeye::{self as hk, Anomaly, Params, Topology};
+    use collector::hawkeye::{self as hk, Anomaly, Params};
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/labs/hawkeye");
     let s = hawkeye_eval::Scenario::load(&dir.join("in-loop-deadlock.toml")).unwrap();
     let t = s.trace(0).unwrap();
@@ -65,8 +65,13 @@ fn a_routing_loop_deadlocks_for_real_and_is_diagnosed() {
     }
     let files = softfabric::lab::output::hawkeye_jsonl(&r);
     let text = |n: &str| files.iter().find(|(k, _)| *k == n).map(|x| x.1.clone()).unwrap();
-    let topo = Topology::from_json(&text("hawkeye_topology.json")).unwrap();
-    let incs = hk::incidents(hk::lab::reports(&text("hawkeye_reports.jsonl")).unwrap(), 2_000_000);
+    let (incs, topo) = hk::lab::load(
+        &text("hawkeye_reports.jsonl"),
+        &text("hawkeye_polls.jsonl"),
+        &text("hawkeye_topology.json"),
+        2_000_000,
+    )
+    .unwrap();
     let loops: Vec<_> = incs
         .iter()
         .flat_map(|i| hk::analyze(i, &topo, &Params::default()).1)

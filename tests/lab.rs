@@ -544,11 +544,15 @@ fn hawkeye_traces_the_incast_that_pauses_the_victims_path() {
     // The analyzer on the run's output: every incident is the incast's PFC backpressure, its
     // spreading path from the victim's paused uplink (leaf 0, ID 1, port 4) to the spine's
     // port towards leaf 2 (ID 4, port 2), where the incast and the victim meet.
-    use collector::hawkeye::{self, Anomaly, Params, PortId, Topology, lab as hl};
+    use collector::hawkeye::{self, Anomaly, Params, PortId, lab as hl};
     let text = |name: &str| a.iter().find(|(n, _)| *n == name).map(|x| x.1.clone()).unwrap();
-    let topo = Topology::from_json(&text("hawkeye_topology.json")).unwrap();
-    let mut inc = hawkeye::incidents(hl::reports(&text("hawkeye_reports.jsonl")).unwrap(), 2_000_000);
-    hl::attach_victims(&mut inc, &hl::polls(&text("hawkeye_polls.jsonl")).unwrap(), 2_000_000);
+    let (inc, topo) = hl::load(
+        &text("hawkeye_reports.jsonl"),
+        &text("hawkeye_polls.jsonl"),
+        &text("hawkeye_topology.json"),
+        2_000_000,
+    )
+    .unwrap();
     assert!(!inc.is_empty());
     for i in &inc {
         let (_, ds) = hawkeye::analyze(i, &topo, &Params::default());

@@ -8,15 +8,19 @@
 
 use std::hint::black_box;
 
-use collector::hawkeye::{self, Params, Topology, lab};
+use collector::hawkeye::{self, Params, lab};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 fn bench(c: &mut Criterion) {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/data/hawkeye-fattree-k4");
     let read = |n: &str| std::fs::read_to_string(dir.join(n)).unwrap();
-    let topo = Topology::from_json(&read("hawkeye_topology.json")).unwrap();
-    let mut incs = hawkeye::incidents(lab::reports(&read("hawkeye_reports.jsonl")).unwrap(), 2_000_000);
-    lab::attach_victims(&mut incs, &lab::polls(&read("hawkeye_polls.jsonl")).unwrap(), 2_000_000);
+    let (incs, topo) = lab::load(
+        &read("hawkeye_reports.jsonl"),
+        &read("hawkeye_polls.jsonl"),
+        &read("hawkeye_topology.json"),
+        2_000_000,
+    )
+    .unwrap();
     assert!(!incs.is_empty());
     let params = Params::default();
     let mut g = c.benchmark_group("hawkeye_analyzer");

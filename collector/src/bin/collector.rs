@@ -333,29 +333,43 @@ fn hawkeye_analyze(
     window_us: u64,
 ) -> anyhow::Result<()> {
     use anyhow::Context;
-    use collector::hawkeye::{self, Params, Topology, lab, render};
+    use collector::hawkeye::{self, Params, lab, render};
     let read = |name: &str| {
         let p = dir.join(name);
         std::fs::read_to_string(&p).with_context(|| format!("{}", p.display()))
     };
-    let reports = lab::reports(&read("hawkeye_reports.jsonl")?)?;
-    let polls = match read("hawkeye_polls.jsonl") {
-        Ok(t) => lab::polls(&t)?,
-        Err(_) => Vec::new(),
-    };
-    let topo = Topology::from_json(&read("hawkeye_topology.json")?)?;
-    let window = window_us.saturating_mul(1000);
-    let mut incidents = hawkeye::incidents(reports, window);
-    lab::attach_victims(&mut incidents, &polls, window);
+    let (incidents, topo) = lab::load(
+        &read("hawkeye_reports.jsonl")?,
+        &read("hawkeye_polls.jsonl").unwrap_or_default(),
+        &read("hawkeye_topology.json")?,
+        window_us.saturating_mul(1000),
+    )?;
     let params = Params::default();
     let mut lines = String::new();
     if let Some(d) = svg {
         std::fs::create_dir_all(d).with_context(|| format!("{}", d.display()))?;
     }
+    // Summaries to stdout; a reader that went away (`| head`) ends the printing, not the run.
+    let mut out = std::io::stdout().lock();
+    let mut printing = true;
     for (n, inc) in incidents.iter().enumerate() {
         let (g, ds) = hawkeye::analyze(inc, &topo, &params);
         for d in &ds {
-            println!("incident {n} (event {}, t = {} ns): {}", inc.event, inc.t_ns, render::summary(d));
+            if printing {
+                use std::io::Write as _;
+                let w = writeln!(
+                    out,
+                    "incident {n} (event {}, t = {} ns): {}",
+                    inc.event,
+                    inc.t_ns,
+                    render::summary(d)
+                );
+                match w {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => printing = false,
+                    Err(e) => return Err(e.into()),
+                }
+            }
             lines += &render::json(inc, &g, d).to_string();
             lines.push('\n');
         }

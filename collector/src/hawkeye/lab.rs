@@ -135,3 +135,18 @@ pub fn attach_victims(incidents: &mut [Incident], polls: &[Poll], window_ns: u64
             .map(|p| p.victim);
     }
 }
+
+/// A lab run's Hawkeye output, from the texts of its three files (`polls` may be empty): the
+/// incidents (reports of one event ID within `window_ns`, each with its victim) and the
+/// topology.
+pub fn load(
+    reports_jsonl: &str,
+    polls_jsonl: &str,
+    topology_json: &str,
+    window_ns: u64,
+) -> Result<(Vec<Incident>, super::Topology), AnalyzeError> {
+    let topo = super::Topology::from_json(topology_json)?;
+    let mut incidents = super::incidents(reports(reports_jsonl)?, window_ns);
+    attach_victims(&mut incidents, &polls(polls_jsonl)?, window_ns);
+    Ok((incidents, topo))
+}
