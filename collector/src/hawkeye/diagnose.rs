@@ -12,8 +12,8 @@
 //!   none (**out-of-loop deadlock, host PFC injection**); every loop port of out-degree 1 → the
 //!   initiator is in the loop: the loop port with the largest positive contention names the
 //!   flows (**in-loop deadlock**);
-//! * no port-level edge anywhere → the victim-path port with the largest positive contention
-//!   (**flow contention**).
+//! * no port-level edge anywhere → the victim-path port with the deepest mean queue among those
+//!   with contributors (**flow contention**).
 //!
 //! Choices the paper leaves open: the walk follows every out-edge (depth first, lightest
 //! revisit first found); when several end nodes are reached the one with the heaviest incoming
@@ -175,12 +175,13 @@ pub fn diagnose(g: &Graph, topo: &Topology, victim: Option<FiveTuple>, params: &
         return out;
     }
     if g.port_port.is_empty() {
-        // No PFC anywhere: classic contention on the victim path.
+        // No PFC anywhere: classic contention on the victim path, where the victim waited most
+        // (the deepest mean queue among the ports with contributors).
         let best = g
             .victim_path
             .iter()
             .filter_map(|&p| contenders(g, params, p).map(|c| (p, c)))
-            .max_by(|a, b| total(&a.1).total_cmp(&total(&b.1)));
+            .max_by(|a, b| g.ports[a.0].1.qdepth().total_cmp(&g.ports[b.0].1.qdepth()));
         return vec![match best {
             Some((p, flows)) => Diagnosis {
                 anomaly: Some(Anomaly::FlowContention),

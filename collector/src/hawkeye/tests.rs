@@ -223,3 +223,50 @@ fn reports_of_one_event_within_the_window_form_one_incident() {
     let sizes: Vec<(u8, usize)> = inc.iter().map(|i| (i.event, i.reports.len())).collect();
     assert_eq!(sizes, vec![(1, 2), (2, 1), (1, 1)]);
 }
+
+/// No PFC anywhere: plain contention, at the victim-path port where the victim waited most
+/// (the deepest queue), naming the flows that contend there.
+#[test]
+fn no_pfc_is_plain_contention_at_the_deepest_victim_port() {
+    let victim = flow(0, 2, 1000);
+    let (b1, b2, other) = (flow(3, 2, 1001), flow(4, 2, 1002), flow(0, 1, 1003));
+    // S1.P1: a shallow queue shared with another flow; S2.P2: deep, with two bursts.
+    let s1 = report(
+        10,
+        1,
+        1,
+        0,
+        1,
+        vec![
+            port(1, 200, 0, 200 * 2_000),
+            fl(1, victim, 20, 0, 20 * 1_000),
+            fl(1, other, 180, 0, 180 * 2_100),
+            meter(0, 1, 200_000),
+        ],
+    );
+    let s2 = report(
+        20,
+        2,
+        1,
+        0,
+        2,
+        vec![
+            port(2, 420, 0, 420 * 30_000),
+            fl(2, victim, 20, 0, 20 * 30_000),
+            fl(2, b1, 200, 0, 200 * 30_000),
+            fl(2, b2, 200, 0, 200 * 30_000),
+            meter(0, 2, 20_000),
+            meter(3, 2, 200_000),
+            meter(4, 2, 200_000),
+        ],
+    );
+    let inc = Incident { event: 5, t_ns: 10, reports: vec![s1, s2], victim: Some(victim) };
+    let (g, ds) = analyze(&inc, &two_switches(), &Params::default());
+    assert!(g.port_port.is_empty());
+    assert_eq!(ds.len(), 1);
+    assert_eq!(ds[0].anomaly, Some(Anomaly::FlowContention), "{ds:?}");
+    let Some(RootCause::Flows { port, flows }) = &ds[0].root_cause else { panic!("{ds:?}") };
+    assert_eq!(*port, PortId { switch_id: 2, port: 2 });
+    let named: Vec<FiveTuple> = flows.iter().map(|f| f.0).collect();
+    assert!(named.contains(&b1) && named.contains(&b2), "{named:?}");
+}
