@@ -200,15 +200,18 @@ pub fn build(inc: &Incident, topo: &Topology, params: &Params) -> Graph {
     }
     for (&(s, port, _), &(pkts, paused, q)) in &port_e {
         let p = ports.entry(PortId { switch_id: s, port }).or_default();
-        p.pkts += u64::from(pkts);
-        p.paused += u64::from(paused);
-        p.qdepth_sum += q;
+        // Saturating: the sums come from the network, and a report may hold anything.
+        p.pkts = p.pkts.saturating_add(u64::from(pkts));
+        p.paused = p.paused.saturating_add(u64::from(paused));
+        p.qdepth_sum = p.qdepth_sum.saturating_add(q);
     }
     // meter[switch][(in, out)], summed over epochs.
     let mut meter: HashMap<(u16, u16, u16), u64> = HashMap::new();
     for (&(s, i, o, _), &b) in &meter_e {
-        *meter.entry((s, i, o)).or_default() += b;
-        ports.entry(PortId { switch_id: s, port: o }).or_default().bytes += b;
+        let m = meter.entry((s, i, o)).or_default();
+        *m = m.saturating_add(b);
+        let p = ports.entry(PortId { switch_id: s, port: o }).or_default();
+        p.bytes = p.bytes.saturating_add(b);
     }
     let mut flows: BTreeMap<(PortId, FiveTuple), FlowStats> = BTreeMap::new();
     let mut flow_set: BTreeSet<FiveTuple> = BTreeSet::new();
@@ -216,9 +219,9 @@ pub fn build(inc: &Incident, topo: &Topology, params: &Params) -> Graph {
         let p = PortId { switch_id: s, port };
         ports.entry(p).or_default();
         let st = flows.entry((p, f)).or_default();
-        st.pkts += u64::from(pkts);
-        st.paused += u64::from(paused);
-        st.qdepth_sum += q;
+        st.pkts = st.pkts.saturating_add(u64::from(pkts));
+        st.paused = st.paused.saturating_add(u64::from(paused));
+        st.qdepth_sum = st.qdepth_sum.saturating_add(q);
         flow_set.insert(f);
     }
     g.ports = ports.into_iter().collect();
@@ -242,7 +245,7 @@ pub fn build(inc: &Incident, topo: &Topology, params: &Params) -> Graph {
             .iter()
             .filter(|(p, _)| p.switch_id == down)
             .map(|(p, _)| meter.get(&(down, in_port, p.port)).copied().unwrap_or(0))
-            .sum();
+            .fold(0u64, u64::saturating_add);
         if sum == 0 {
             continue;
         }
@@ -340,7 +343,7 @@ pub fn build(inc: &Incident, topo: &Topology, params: &Params) -> Graph {
 fn contribution(at: &[(usize, FlowStats)], mean_pkt: f64, replay_max: u64) -> Vec<(usize, f64)> {
     // Unpaused packets per flow and their mean depth, in packets.
     let n: Vec<u64> = at.iter().map(|(_, s)| s.pkts.saturating_sub(s.paused)).collect();
-    let total: u64 = n.iter().sum();
+    let total: u64 = n.iter().fold(0u64, |a, &b| a.saturating_add(b));
     if total == 0 {
         return Vec::new();
     }

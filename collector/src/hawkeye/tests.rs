@@ -270,3 +270,70 @@ fn no_pfc_is_plain_contention_at_the_deepest_victim_port() {
     let named: Vec<FiveTuple> = flows.iter().map(|f| f.0).collect();
     assert!(named.contains(&b1) && named.contains(&b2), "{named:?}");
 }
+
+mod props {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn any_flow() -> impl Strategy<Value = FiveTuple> {
+        (0u8..6, 0u8..6, 0u16..4).prop_map(|(s, d, p)| flow(s, d, 1000 + p))
+    }
+
+    fn any_entry() -> impl Strategy<Value = Entry> {
+        prop_oneof![
+            (0u16..6, 0u32..3, any::<u32>(), any::<u32>(), any::<u64>()).prop_map(
+                |(port, epoch_id, pkts, paused, q)| {
+                    Entry::Port { port, epoch_id, pkts, paused, qdepth_sum: q }
+                }
+            ),
+            (0u16..6, 0u32..3, any_flow(), any::<u32>(), any::<u32>(), 0u64..(1 << 48)).prop_map(
+                |(port, epoch_id, flow, pkts, paused, q)| Entry::Flow {
+                    port,
+                    epoch_id,
+                    flow,
+                    pkts,
+                    paused,
+                    qdepth_sum: q
+                }
+            ),
+            (0u16..6, 0u32..3, 0u16..6, any::<u64>()).prop_map(|(out_port, epoch_id, in_port, bytes)| {
+                Entry::Meter { out_port, epoch_id, in_port, bytes }
+            }),
+        ]
+    }
+
+    fn any_report() -> impl Strategy<Value = Received> {
+        (0u64..1000, 1u16..4, 0u8..4, 0u16..6, 0u16..6, proptest::collection::vec(any_entry(), 0..12))
+            .prop_map(|(t, sw, flag, i, o, entries)| report(t, sw, flag, i, o, entries))
+    }
+
+    proptest! {
+        /// Whatever the reports say — counts that overflow, paused above packets, ports the
+        /// topology lacks, loops — the analyzer answers (at least one diagnosis, each
+        /// rendered) and never panics.
+        #[test]
+        fn any_incident_gets_an_answer(reports in proptest::collection::vec(any_report(), 0..8)) {
+            let mut t = two_switches();
+            t.link(3, 0, Peer::Switch { switch_id: 1, port: 2 });
+            t.link(1, 2, Peer::Switch { switch_id: 3, port: 0 });
+            let inc = Incident { event: 5, t_ns: 0, reports, victim: None };
+            let (g, ds) = analyze(&inc, &t, &Params::default());
+            prop_assert!(!ds.is_empty());
+            for d in &ds {
+                prop_assert!(d.anomaly.is_some() != d.undiagnosed.is_some());
+                let _ = render::json(&inc, &g, d).to_string();
+                let _ = render::summary(d);
+                let _ = render::dot(&g, d);
+            }
+        }
+
+        /// A lab JSON-lines input of arbitrary text is read or refused, never a panic.
+        #[test]
+        fn any_text_is_read_or_refused(text in ".{0,400}") {
+            let _ = lab::reports(&text);
+            let _ = lab::polls(&text);
+            let _ = Topology::from_json(&text);
+        }
+    }
+}
