@@ -81,6 +81,25 @@ enum HawkeyeCmd {
         #[arg(long, default_value_t = 2000)]
         window_us: u64,
     },
+    /// Receive telemetry reports over UDP (the switches' `[hawkeye] analyzer`) and print each
+    /// incident's diagnosis once its window has passed.
+    Listen {
+        /// Where to listen, e.g. 0.0.0.0:4857.
+        #[arg(long)]
+        bind: SocketAddr,
+        /// The topology (`hawkeye_topology.json`'s format).
+        #[arg(long)]
+        topology: PathBuf,
+        /// Reports of one event ID within this many µs form one incident.
+        #[arg(long, default_value_t = 2000)]
+        window_us: u64,
+        /// Append each diagnosis as a JSON line here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Stop after this many seconds (default: until Ctrl-C; more than 0, at most a year).
+        #[arg(long, value_parser = duration_s, allow_negative_numbers = true)]
+        duration: Option<f64>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -325,6 +344,81 @@ fn interval_s(s: &str) -> Result<f64, String> {
     seconds(s, 0.0, 86_400.0, true)
 }
 
+/// `collector hawkeye listen`: reports from UDP into the assembler; every 100 ms, the incidents
+/// whose window passed are diagnosed and printed (and appended to `json`). A datagram that is
+/// not a report is counted and reported at the end.
+fn hawkeye_listen(
+    bind: SocketAddr,
+    topology: &std::path::Path,
+    window_us: u64,
+    json: Option<&std::path::Path>,
+    duration: Option<f64>,
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use collector::hawkeye::{self, Assembler, Params, Received, Topology, render};
+    use std::io::Write as _;
+    let text = std::fs::read_to_string(topology).with_context(|| format!("{}", topology.display()))?;
+    let topo = Topology::from_json(&text).with_context(|| format!("{}", topology.display()))?;
+    let sock = std::net::UdpSocket::bind(bind).with_context(|| format!("bind {bind}"))?;
+    sock.set_read_timeout(Some(std::time::Duration::from_millis(100)))?;
+    let mut out = match json {
+        Some(p) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .with_context(|| format!("{}", p.display()))?,
+        ),
+        None => None,
+    };
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGINT, stop.clone())?;
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, stop.clone())?;
+    let t0 = std::time::Instant::now();
+    let now = || t0.elapsed().as_nanos() as u64;
+    let mut asm = Assembler::new(window_us.saturating_mul(1000));
+    let (mut reports, mut bad, mut n) = (0u64, 0u64, 0usize);
+    let mut buf = [0u8; 2048];
+    println!("listening on {bind} for Hawkeye reports");
+    let mut report = |incs: Vec<hawkeye::Incident>, out: &mut Option<std::fs::File>| -> anyhow::Result<()> {
+        for inc in incs {
+            let (g, ds) = hawkeye::analyze(&inc, &topo, &Params::default());
+            for d in &ds {
+                println!(
+                    "incident {n} (event {}, {} reports): {}",
+                    inc.event,
+                    inc.reports.len(),
+                    render::summary(d)
+                );
+                if let Some(f) = out.as_mut() {
+                    writeln!(f, "{}", render::json(&inc, &g, d))?;
+                }
+            }
+            n += 1;
+        }
+        Ok(())
+    };
+    while !stop.load(std::sync::atomic::Ordering::Relaxed)
+        && duration.is_none_or(|d| t0.elapsed().as_secs_f64() < d)
+    {
+        match sock.recv(&mut buf) {
+            Ok(len) => match Received::parse(now(), &buf[..len]) {
+                Ok(r) => {
+                    reports += 1;
+                    asm.push(r);
+                }
+                Err(_) => bad += 1,
+            },
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(e) => return Err(e.into()),
+        }
+        report(asm.poll(now()), &mut out)?;
+    }
+    report(asm.flush(), &mut out)?;
+    println!("{reports} reports, {bad} datagrams that were not reports, {n} incidents");
+    Ok(())
+}
+
 /// `collector hawkeye analyze`.
 fn hawkeye_analyze(
     dir: &std::path::Path,
@@ -404,6 +498,9 @@ fn main() -> ExitCode {
             Err(code) => Ok(code),
         },
         Cmd::Query { http, q } => query(http, q),
+        Cmd::Hawkeye { cmd: HawkeyeCmd::Listen { bind, topology, window_us, json, duration } } => {
+            hawkeye_listen(bind, &topology, window_us, json.as_deref(), duration).map(|()| ExitCode::SUCCESS)
+        }
         Cmd::Hawkeye { cmd: HawkeyeCmd::Analyze { dir, json, svg, window_us } } => {
             hawkeye_analyze(&dir, json.as_deref(), svg.as_deref(), window_us).map(|()| ExitCode::SUCCESS)
         }

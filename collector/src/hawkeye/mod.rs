@@ -6,7 +6,7 @@
 //! sockets.
 //!
 //! * [`Received`], [`incidents`] — reports grouped into incidents: the reports sharing an event
-//!   ID within a window of time.
+//!   ID within a window of time; [`Assembler`] does it as reports arrive.
 //! * [`Topology`] — which switch port faces which switch port or host (Algorithm 1's `N`).
 //! * [`graph`] — Algorithm 1: the heterogeneous wait-for provenance graph.
 //! * [`diagnose`] — Algorithm 2 and Table 2's six signatures.
@@ -109,6 +109,44 @@ pub fn incidents(mut reports: Vec<Received>, window_ns: u64) -> Vec<Incident> {
         }
     }
     out
+}
+
+/// Incidents assembled as reports arrive (a UDP listener's view): an incident closes once
+/// `window_ns` has passed since its first report, and [`Assembler::poll`] hands it over then.
+#[derive(Debug, Clone, Default)]
+pub struct Assembler {
+    window_ns: u64,
+    open: Vec<Incident>,
+}
+
+impl Assembler {
+    /// An assembler whose incidents span `window_ns`.
+    pub fn new(window_ns: u64) -> Self {
+        Self { window_ns, open: Vec::new() }
+    }
+
+    /// A report arrived (its `t_ns` is when).
+    pub fn push(&mut self, r: Received) {
+        let (e, t) = (r.header.event_id, r.t_ns);
+        match self.open.iter_mut().find(|i| i.event == e && t.saturating_sub(i.t_ns) <= self.window_ns) {
+            Some(i) => i.reports.push(r),
+            None => self.open.push(Incident { event: e, t_ns: t, reports: vec![r], victim: None }),
+        }
+    }
+
+    /// The incidents whose window has passed at `now`, oldest first.
+    pub fn poll(&mut self, now: u64) -> Vec<Incident> {
+        let w = self.window_ns;
+        let (done, open): (Vec<Incident>, Vec<Incident>) =
+            std::mem::take(&mut self.open).into_iter().partition(|i| now.saturating_sub(i.t_ns) > w);
+        self.open = open;
+        done
+    }
+
+    /// Every incident still open (at shutdown).
+    pub fn flush(&mut self) -> Vec<Incident> {
+        std::mem::take(&mut self.open)
+    }
 }
 
 /// Algorithm 1 then Algorithm 2 on one incident: its graph and its diagnoses (at least one). A

@@ -271,6 +271,26 @@ fn no_pfc_is_plain_contention_at_the_deepest_victim_port() {
     assert!(named.contains(&b1) && named.contains(&b2), "{named:?}");
 }
 
+/// The assembler closes an incident once its window has passed, as `incidents` groups them.
+#[test]
+fn the_assembler_closes_incidents_after_their_window() {
+    let r = |t, e| {
+        let mut x = report(t, 1, 1, 0, 1, Vec::new());
+        x.header.event_id = e;
+        x
+    };
+    let mut a = Assembler::new(1000);
+    for x in [r(0, 1), r(100, 2), r(500, 1)] {
+        a.push(x);
+    }
+    assert!(a.poll(900).is_empty(), "both still open");
+    let done = a.poll(1050);
+    assert_eq!(done.iter().map(|i| (i.event, i.reports.len())).collect::<Vec<_>>(), vec![(1, 2)]);
+    a.push(r(1200, 1));
+    let rest = a.flush();
+    assert_eq!(rest.iter().map(|i| (i.event, i.reports.len())).collect::<Vec<_>>(), vec![(2, 1), (1, 1)]);
+}
+
 mod props {
     use proptest::prelude::*;
 
