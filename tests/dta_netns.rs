@@ -436,7 +436,9 @@ fn reporter_restart_on_real_frames_is_counted() {
     assert!((50..=100).contains(&by_rule), "{by_rule} dropped by the rule");
     assert!(a.stats.get("reporter_restarts") >= 1, "{:?}", a.stats);
     // Every report the rule dropped is counted unrecoverable (and any the kernel lost besides).
-    assert!(a.stats.get("seq_unrecoverable") >= by_rule, "{:?}", a.stats);
+    // The rule counts packets: the first run's tail probes (its newest report sent again at
+    // the end) are packets it may drop with no report lost.
+    assert!(a.stats.get("seq_unrecoverable") + first.tail_probes >= by_rule, "{first:?} {:?}", a.stats);
     assert_eq!(stored + a.lost + a.pending, sent, "stored + counted lost + pending = sent");
     let _ = rt.stop();
     collector.stop();

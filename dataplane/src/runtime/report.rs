@@ -107,6 +107,9 @@ pub struct ReportSummary {
     pub slow_downs: u64,
     /// Send errors (e.g. no buffer space).
     pub send_errors: u64,
+    /// Tail probes: the newest report sent once more at the end (so a lost last report is
+    /// found missing); duplicates, not reports.
+    pub tail_probes: u64,
 }
 
 impl std::fmt::Display for ReportSummary {
@@ -116,6 +119,7 @@ impl std::fmt::Display for ReportSummary {
         writeln!(f, "nacks         {} ({} slow-down)", self.nacks, self.slow_downs)?;
         writeln!(f, "resent        {}", self.resent)?;
         writeln!(f, "unrecoverable {}", self.unrecoverable)?;
+        writeln!(f, "tail probes   {}", self.tail_probes)?;
         writeln!(f, "send errors   {}", self.send_errors)
     }
 }
@@ -199,5 +203,6 @@ pub fn run(r: &ReportRun) -> Result<ReportSummary, ReportError> {
         unrecoverable: st.unrecoverable,
         slow_downs: st.slow_downs,
         send_errors: port_errors + dropped,
+        tail_probes: st.tail_probes,
     })
 }
