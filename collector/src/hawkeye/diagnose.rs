@@ -127,7 +127,7 @@ pub struct Diagnosis {
 }
 
 impl Diagnosis {
-    fn none(victim: Option<FiveTuple>, why: impl Into<String>) -> Self {
+    pub(crate) fn none(victim: Option<FiveTuple>, why: impl Into<String>) -> Self {
         Self {
             anomaly: None,
             root_cause: None,

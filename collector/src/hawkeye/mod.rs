@@ -155,15 +155,7 @@ pub fn analyze(inc: &Incident, topo: &Topology, params: &graph::Params) -> (Grap
     let g = build(inc, topo, params);
     if let Some(s) = g.switches.iter().find(|&&s| !topo.knows(s)) {
         let why = format!("a report from switch {s}, which the topology does not know");
-        let d = Diagnosis {
-            anomaly: None,
-            root_cause: None,
-            pfc_path: Vec::new(),
-            deadlock_loop: Vec::new(),
-            victim: inc.victim,
-            undiagnosed: Some(why),
-        };
-        return (g, vec![d]);
+        return (g, vec![Diagnosis::none(inc.victim, why)]);
     }
     let d = diagnose(&g, topo, inc.victim, params);
     (g, d)
