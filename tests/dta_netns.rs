@@ -431,9 +431,14 @@ fn reporter_restart_on_real_frames_is_counted() {
          the rule; {:?} {:?}",
         a.lost, a.pending, a.stats, a.dropped
     );
-    // At most every 50th of 5000 (fewer when a loaded machine loses reports before the rule
-    // sees them, and the rule's counter may start a packet late).
-    assert!((50..=100).contains(&by_rule), "{by_rule} dropped by the rule");
+    // At most every 50th of the 5000 reports plus the tail probes (the newest report sent
+    // again at the end: packets the rule counts too); fewer when a loaded machine loses
+    // reports before the rule sees them, and the rule's counter may start a packet late.
+    assert!(
+        (50..=100 + first.tail_probes).contains(&by_rule),
+        "{by_rule} dropped by the rule, {} tail probes",
+        first.tail_probes
+    );
     assert!(a.stats.get("reporter_restarts") >= 1, "{:?}", a.stats);
     // Every report the rule dropped is counted unrecoverable (and any the kernel lost besides).
     // The rule counts packets: the first run's tail probes (its newest report sent again at
