@@ -38,19 +38,32 @@
 //! contend too, and are named with their share); for a host, the injecting host.
 //!
 //! Variants (same runs, the reports filtered before the analyzer): `hawkeye` (everything the
-//! tracing collected), `victim_only` (only the reports of victim-path copies: no PFC tracing),
-//! `port_only` (flow entries dropped), `flow_only` (port and meter entries dropped).
+//! tracing collected), `full_polling` (the tracing's reports and, at every poll, a snapshot of
+//! every port of every switch: the lab runs with `[hawkeye] full_polling`, whose reports are
+//! flagged 00 and left out of the other variants), `victim_only` (only the reports of
+//! victim-path copies: no PFC tracing), `port_only` (flow entries dropped), `flow_only` (port
+//! and meter entries dropped).
+//!
+//! Overheads per variant (Figure 9, §4.3), summed over a trace's incidents: telemetry reports
+//! and their bytes, switches reporting, polling packets on links (every surviving copy crosses
+//! one link, and the agent's packet one more; full polling needs none), and collection time
+//! (from the poll to its incident's last report; the lab takes reports at the switches' 50 µs
+//! ticks, so it is counted in those steps).
 
 use std::path::{Path, PathBuf};
 
 use collector::hawkeye::{self, Anomaly, Params, RootCause, Topology};
 use serde::Deserialize;
-use wire::hawkeye::report::Entry;
+use wire::hawkeye::report::{self, Entry};
 
 use crate::lab::{self, LabConfig};
 
 /// The analyzer variants scored.
-pub const VARIANTS: [&str; 4] = ["hawkeye", "victim_only", "port_only", "flow_only"];
+pub const VARIANTS: [&str; 5] = ["hawkeye", "full_polling", "victim_only", "port_only", "flow_only"];
+
+/// Bytes a polling packet takes on a link: the 19-byte header in a minimum Ethernet frame
+/// (60 bytes and the 4-byte FCS).
+pub const POLLING_FRAME_BYTES: u64 = 64;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -180,6 +193,20 @@ pub struct Score {
     /// Of the wrong ones, those whose root cause is at another switch than the injection's
     /// locus (background congestion the same incidents also found, or a misplaced cause).
     pub elsewhere: u32,
+    /// Incidents analyzed.
+    pub incidents: u32,
+    /// Telemetry reports the analyzer read.
+    pub reports: u64,
+    /// Their bytes (header and entries, as on the wire).
+    pub telemetry_bytes: u64,
+    /// Switches reporting, summed over incidents.
+    pub switches: u64,
+    /// Polling packets sent on links.
+    pub polling_packets: u64,
+    /// Incidents with a known poll time, and their collection times summed, ns.
+    pub timed: u32,
+    /// Collection time summed over the timed incidents, ns.
+    pub collection_ns: u64,
 }
 
 impl Score {
@@ -197,12 +224,31 @@ impl Score {
     pub fn recall(&self) -> f64 {
         if self.traces == 0 { 0.0 } else { f64::from(self.detected) / f64::from(self.traces) }
     }
+    /// Per incident: telemetry bytes, switches, polling bytes, collection time (µs).
+    pub fn per_incident(&self) -> (f64, f64, f64, f64) {
+        let n = f64::from(self.incidents.max(1));
+        let t = f64::from(self.timed.max(1));
+        (
+            self.telemetry_bytes as f64 / n,
+            self.switches as f64 / n,
+            (self.polling_packets * POLLING_FRAME_BYTES) as f64 / n,
+            self.collection_ns as f64 / t / 1000.0,
+        )
+    }
+
     fn add(&mut self, o: Score) {
         self.traces += o.traces;
         self.detected += o.detected;
         self.right += o.right;
         self.wrong += o.wrong;
         self.elsewhere += o.elsewhere;
+        self.incidents += o.incidents;
+        self.reports += o.reports;
+        self.telemetry_bytes += o.telemetry_bytes;
+        self.switches += o.switches;
+        self.polling_packets += o.polling_packets;
+        self.timed += o.timed;
+        self.collection_ns += o.collection_ns;
     }
 }
 
@@ -297,10 +343,12 @@ impl Scenario {
                 *sec = toml::Value::String(out);
             }
         }
-        if let Some(f) = self.sweep.rtt_factor
-            && let Some(h) = v.get_mut("hawkeye").and_then(|x| x.as_table_mut())
-        {
-            h.insert("rtt_factor".into(), toml::Value::Float(f));
+        if let Some(h) = v.get_mut("hawkeye").and_then(|x| x.as_table_mut()) {
+            if let Some(f) = self.sweep.rtt_factor {
+                h.insert("rtt_factor".into(), toml::Value::Float(f));
+            }
+            // The full-polling baseline's snapshots come from the same run (flagged 00).
+            h.insert("full_polling".into(), toml::Value::Boolean(true));
         }
         let mut poisson = toml::Table::new();
         poisson.insert("cdf".into(), "websearch".into());
@@ -430,13 +478,13 @@ impl Scenario {
     }
 
     /// Run trace `i` and score it under every variant (in [`VARIANTS`] order).
-    pub fn score(&self, i: u64, verbose: bool) -> Result<[Score; 4], String> {
+    pub fn score(&self, i: u64, verbose: bool) -> Result<[Score; VARIANTS.len()], String> {
         let t = self.trace(i)?;
         let r = lab::run(&t.lab, |_| {})?;
         let files = lab::output::hawkeye_jsonl(&r);
         let text =
             |name: &str| files.iter().find(|(n, _)| *n == name).map(|x| x.1.clone()).unwrap_or_default();
-        let mut out = [Score::default(); 4];
+        let mut out = [Score::default(); VARIANTS.len()];
         if text("hawkeye_reports.jsonl").is_empty() {
             for s in &mut out {
                 s.traces = 1;
@@ -450,7 +498,11 @@ impl Scenario {
             let filtered: Vec<_> = reports
                 .iter()
                 .filter(|r| t_in(r.t_ns, t.start_ns, self.window_ns))
-                .filter(|r| *variant != "victim_only" || r.header.flag & 1 != 0)
+                .filter(|r| match *variant {
+                    "full_polling" => true,
+                    "victim_only" => r.header.flag & 1 != 0,
+                    _ => r.header.flag != 0,
+                })
                 .map(|r| {
                     let mut r = r.clone();
                     match *variant {
@@ -461,9 +513,35 @@ impl Scenario {
                     r
                 })
                 .collect();
+            let mut s = Score::default();
+            // Overheads: what was collected, and the polling packets that collected it.
+            s.reports = filtered.len() as u64;
+            s.telemetry_bytes = filtered.iter().map(|r| report::report_len(r.entries.len()) as u64).sum();
+            if *variant != "full_polling" {
+                let polls_in = polls.iter().filter(|p| t_in(p.t_ns, t.start_ns, self.window_ns)).count();
+                let copies = filtered.iter().filter(|r| r.header.flag != 0 && r.header.part == 0).count();
+                s.polling_packets = (polls_in + copies) as u64;
+            }
             let mut incs = hawkeye::incidents(filtered, self.window_ns);
             hawkeye::lab::attach_victims(&mut incs, &polls, self.window_ns);
-            let mut s = Score::default();
+            s.incidents = incs.len() as u32;
+            for inc in &incs {
+                let sw: std::collections::BTreeSet<u16> =
+                    inc.reports.iter().map(|r| r.header.switch_id).collect();
+                s.switches += sw.len() as u64;
+                let first_poll = polls
+                    .iter()
+                    .filter(|p| {
+                        p.event == inc.event && p.t_ns <= inc.t_ns && inc.t_ns - p.t_ns <= self.window_ns
+                    })
+                    .map(|p| p.t_ns)
+                    .min();
+                let last = inc.reports.iter().map(|r| r.t_ns).max();
+                if let (Some(p), Some(l)) = (first_poll, last) {
+                    s.timed += 1;
+                    s.collection_ns += l - p;
+                }
+            }
             if verbose && vi == 0 {
                 let mut line = format!(
                     "{} trace {i} (load {}, seed {}): injected {:?}\n",
@@ -550,7 +628,7 @@ pub fn eval(
     traces: u64,
     threads: usize,
     verbose: bool,
-) -> Result<Vec<(Scenario, [Score; 4])>, String> {
+) -> Result<Vec<(Scenario, [Score; VARIANTS.len()])>, String> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -564,7 +642,7 @@ pub fn eval(
     let mut out = Vec::new();
     for s in scenarios {
         let next = std::sync::atomic::AtomicU64::new(0);
-        let total = std::sync::Mutex::new([Score::default(); 4]);
+        let total = std::sync::Mutex::new([Score::default(); VARIANTS.len()]);
         let failed = std::sync::Mutex::new(None);
         std::thread::scope(|sc| {
             for _ in 0..threads.max(1) {
@@ -599,17 +677,22 @@ pub fn eval(
     Ok(out)
 }
 
-/// The results as CSV and as a Markdown table.
-pub fn tables(results: &[(Scenario, [Score; 4])]) -> (String, String) {
+/// The results as CSV and as a Markdown table: per scenario and variant, the score and the
+/// overheads per incident.
+pub fn tables(results: &[(Scenario, [Score; VARIANTS.len()])]) -> (String, String) {
     let mut csv = String::from(
-        "scenario,class,variant,traces,detected,right,wrong,wrong_elsewhere,precision,precision_at_locus,recall\n",
+        "scenario,class,variant,traces,detected,right,wrong,wrong_elsewhere,precision,precision_at_locus,recall,\
+         incidents,reports,telemetry_bytes_per_incident,switches_per_incident,polling_bytes_per_incident,collection_us\n",
     );
     let mut md = String::from(
-        "| scenario | class | variant | traces | detected | right | wrong | wrong elsewhere | precision | precision at locus | recall |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| scenario | class | variant | traces | detected | right | wrong | wrong elsewhere | precision | precision at locus | recall \
+         | incidents | telemetry B/incident | switches/incident | polling B/incident | collection µs |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for (s, scores) in results {
         let name = s.path.file_stem().map(|x| x.to_string_lossy().to_string()).unwrap_or_default();
         for (v, sc) in VARIANTS.iter().zip(scores) {
+            let (bytes, switches, polling, coll) = sc.per_incident();
             let row = [
                 name.clone(),
                 s.class.name().to_string(),
@@ -622,8 +705,18 @@ pub fn tables(results: &[(Scenario, [Score; 4])]) -> (String, String) {
                 format!("{:.3}", sc.precision()),
                 format!("{:.3}", sc.precision_at_locus()),
                 format!("{:.3}", sc.recall()),
+                sc.incidents.to_string(),
+                format!("{bytes:.0}"),
+                format!("{switches:.1}"),
+                format!("{polling:.0}"),
+                format!("{coll:.0}"),
             ];
-            csv += &row.join(",");
+            let (a, b) = row.split_at(11);
+            csv += &a.join(",");
+            csv.push(',');
+            csv += &[b[0].clone(), sc.reports.to_string()].join(",");
+            csv.push(',');
+            csv += &b[1..].join(",");
             csv.push('\n');
             md += &format!("| {} |\n", row.join(" | "));
         }

@@ -20,6 +20,23 @@ fn the_bundled_scenarios_are_diagnosed() {
         );
         assert!(sc.right >= sc.detected);
     }
+    // Overheads (Figure 9): full polling reads every switch and needs no polling packet; the
+    // tracing reads a subset; victim-only reads and sends no more than the tracing.
+    let at = |v: &str| VARIANTS.iter().position(|x| *x == v).unwrap();
+    for (s, scores) in &results {
+        let (h, full, victim) =
+            (scores[at("hawkeye")], scores[at("full_polling")], scores[at("victim_only")]);
+        let name = s.path.display();
+        assert!(
+            full.telemetry_bytes > h.telemetry_bytes,
+            "{name}: full polling collects more: {full:?} {h:?}"
+        );
+        assert!(full.switches >= h.switches, "{name}: full polling reads every switch with traffic");
+        assert_eq!(full.polling_packets, 0, "{name}: full polling sends no polling packet");
+        assert!(h.polling_packets > 0 && victim.polling_packets <= h.polling_packets, "{name}");
+        assert!(victim.telemetry_bytes <= h.telemetry_bytes, "{name}");
+        assert!(h.timed > 0 && h.collection_ns > 0, "{name}: collection timed");
+    }
     let (csv, md) = hawkeye_eval::tables(&results);
     assert_eq!(csv.lines().count(), 1 + results.len() * VARIANTS.len());
     assert!(md.contains("| microburst-incast | microburst_incast | hawkeye |"));

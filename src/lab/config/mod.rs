@@ -94,6 +94,8 @@
 //! rtt_factor = 3.0           #   (base_rtt_ns, default: the flow's smallest sample), at most
 //! min_interval_us = 3000     #   once per min_interval_us; switches run program "hawkeye"
 //!                            #   ([switches] program) to trace and report
+//! full_polling = false       # also snapshot every port of every switch at each poll (reports
+//!                            #   flagged 00: the paper's full-polling baseline)
 //!
 //! [[poisson]]                # Poisson arrivals at `load` of every sender's link rate
 //! cdf = "websearch"          # "websearch", "fb_hadoop", or a CDF file (relative to this file)
@@ -279,6 +281,10 @@ pub struct LabConfig {
     pub host_agents: Vec<HostAgent>,
     /// Hawkeye's detection agent on every RC host (`[hawkeye]`), if on.
     pub hawkeye: Option<nic_agent::hawkeye::DetectorConfig>,
+    /// `[hawkeye] full_polling`: at each agent's poll, every `hawkeye` switch also snapshots
+    /// every port (reports flagged 00) — the paper's full-polling baseline, collected beside the
+    /// traced reports of the same run (it sends nothing into the fabric).
+    pub hawkeye_full_polling: bool,
     /// Hosts whose flows send at line rate with no congestion control (`[lab] no_cc_hosts`,
     /// the reference simulator's `NO_CC_NODE`: burst senders, deadlock loops).
     pub no_cc_hosts: Vec<usize>,
@@ -375,6 +381,7 @@ struct RawHawkeye {
     rtt_factor: Option<f64>,
     base_rtt_ns: Option<u64>,
     min_interval_us: Option<u64>,
+    full_polling: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -1096,6 +1103,7 @@ impl LabConfig {
             switch_programs,
             host_agents,
             hawkeye,
+            hawkeye_full_polling: raw.hawkeye.as_ref().and_then(|h| h.full_polling).unwrap_or(false),
         };
         // The switches' own sections, as the lab will write them into each configuration.
         super::engine::check_programs(&cfg).map_err(|reason| {

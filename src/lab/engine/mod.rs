@@ -45,6 +45,8 @@ struct Lab<'a> {
     live: Vec<usize>,
     /// The next flow to join `live`.
     next_live: usize,
+    /// Full polling: per switch, the polls (in `result.polls`) it has snapshotted for.
+    full_polled: Vec<usize>,
 }
 
 /// Frame buffers the lab makes up front, side by side on huge pages ([`HeapPool::lazy_prefilled`]),
@@ -81,6 +83,7 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
         (PREFILL_FRAMES_PER_LINK * cfg.topology.links.len())
             .clamp(*PREFILL_FRAMES.start(), *PREFILL_FRAMES.end()),
     );
+    let n_switches = fabric.switches.len();
     let mut lab = Lab {
         cfg,
         ev: Events::default(),
@@ -117,6 +120,7 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
         last_sample: 0,
         live: Vec::new(),
         next_live: 0,
+        full_polled: vec![0; n_switches],
     };
     // Flows are sorted by start: each start schedules the next, so the heap holds one.
     if let Some(f) = cfg.flows.first() {
@@ -203,6 +207,9 @@ impl Lab<'_> {
             }
             Kind::SwitchTick { sw } => {
                 let s = sw as usize;
+                if self.cfg.hawkeye_full_polling {
+                    self.full_poll(s);
+                }
                 self.switches[s].tick(&mut self.ev, s, now, &mut self.pool);
                 let mut recs = Vec::new();
                 self.switches[s].sw.take_records(&mut recs);
@@ -226,6 +233,23 @@ impl Lab<'_> {
             }
             Kind::Sample => self.sample(),
         }
+    }
+
+    /// Full polling: the agents' polls so far, and for each one switch `s` has not yet seen, a
+    /// snapshot of every port (`hawkeye snapshot EVENT`) before its control side runs.
+    fn full_poll(&mut self, s: usize) {
+        for (h, host) in self.hosts.iter_mut().enumerate() {
+            if let Some(rc) = host.agent.rc() {
+                self.result.polls.extend(rc.take_poll_events().into_iter().map(|e| (h, e)));
+            }
+        }
+        let now = self.now;
+        for i in self.full_polled[s]..self.result.polls.len() {
+            let line = format!("hawkeye snapshot {}", self.result.polls[i].1.event_id);
+            // Switches running another program refuse it: they have no telemetry.
+            let _ = self.switches[s].sw.command(&line, &[], now);
+        }
+        self.full_polled[s] = self.result.polls.len();
     }
 
     /// Queue depths and bytes sent of every switch port, and bytes delivered of every flow

@@ -7,7 +7,8 @@
 //! header (20 B)
 //!   0  magic     16   0x4857 ("HW")
 //!   2  version    8   1
-//!   3  flag       8   the polling copy's flag after this switch's egress rules (1, 2 or 3)
+//!   3  flag       8   the polling copy's flag after this switch's egress rules (1, 2 or 3);
+//!                    0 on a snapshot no polling copy made (full polling, an operator's ask)
 //!   4  switch_id 16
 //!   6  event_id   8   the polling packet's event ID
 //!   7  reserved   8   0

@@ -54,11 +54,15 @@ pub use self::config::HawkeyeSection;
 use self::rules::{CopyView, Fanout};
 use self::telemetry::{Sample, Telemetry};
 
-/// The control commands: `show hawkeye` (or `hawkeye`), else an `l2l3` command.
+/// The control commands: `show hawkeye` (or `hawkeye`), `hawkeye snapshot EVENT`, else an
+/// `l2l3` command.
 #[derive(Debug, Clone)]
 pub enum Command {
     /// The control side's counters and where its reports go.
     Show,
+    /// Full polling (the paper's straw-man baseline, §4.2): snapshot every port as a polling
+    /// copy would, reports flagged 00 (no polling copy) under this event ID.
+    Snapshot(u8),
     /// A command of the forwarding underneath.
     L2l3(super::l2l3::Command),
 }
@@ -68,6 +72,12 @@ impl Command {
     pub fn parse(line: &str, ports: &[String]) -> Result<Self, String> {
         match line.trim() {
             "show hawkeye" | "hawkeye" => Ok(Self::Show),
+            l if l.starts_with("hawkeye snapshot") => {
+                let arg = l["hawkeye snapshot".len()..].trim();
+                arg.parse::<u8>()
+                    .map(Self::Snapshot)
+                    .map_err(|_| format!("hawkeye snapshot {arg:?}: expected an event ID 0..=255"))
+            }
             _ => L2l3::parse_command(line, ports).map(Self::L2l3),
         }
     }
@@ -464,6 +474,12 @@ impl Hawkeye {
             let mut entries = std::mem::take(&mut self.entries);
             entries.clear();
             self.tel.snapshot(p.at, p.out_port, &mut entries);
+            // A traced copy reports even an empty snapshot (the analyzer learns the port was
+            // reached); a full-polling snapshot of an idle port says nothing.
+            if p.flag == PollingFlag::Drop && entries.is_empty() {
+                self.entries = entries;
+                continue;
+            }
             let parts = entries.len().div_ceil(report::MAX_ENTRIES).max(1);
             for (i, chunk) in
                 entries.chunks(report::MAX_ENTRIES).chain(entries.is_empty().then_some(&[][..])).enumerate()
@@ -659,6 +675,24 @@ impl Program for Hawkeye {
                     s.dta_words_unsent,
                     self.tel.collisions
                 ))
+            }
+            Command::Snapshot(event_id) => {
+                let mut queued = 0;
+                for port in 0..self.tel.ports() as u16 {
+                    if self.pending.len() >= self.pending_cap {
+                        self.stats.snapshots_dropped += 1;
+                        continue;
+                    }
+                    self.pending.push_back(Pending {
+                        event_id,
+                        flag: PollingFlag::Drop,
+                        in_port: PORT_NONE,
+                        out_port: port,
+                        at: now,
+                    });
+                    queued += 1;
+                }
+                Ok(format!("hawkeye: {queued} port snapshots queued for event {event_id}\n"))
             }
             Command::L2l3(c) => self.l2l3.control(c, now),
         }

@@ -172,6 +172,11 @@ impl Telemetry {
         self.epochs
     }
 
+    /// Ports the tables cover.
+    pub fn ports(&self) -> usize {
+        self.ports
+    }
+
     /// log2 of the epoch length, ns.
     pub fn shift(&self) -> u32 {
         self.shift

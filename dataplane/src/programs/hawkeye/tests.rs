@@ -233,6 +233,33 @@ fn a_victims_poll_reports_the_paused_port_its_meter_and_flows() {
     assert_eq!(s.report_bytes, 20 + 3 * 40);
 }
 
+/// Full polling (the paper's baseline): `hawkeye snapshot EVENT` reports every port with
+/// traffic, flag 00, no polling packet involved; idle ports report nothing.
+#[test]
+fn a_full_polling_snapshot_reports_every_port_flagged_00() {
+    let cfg = Config::parse(Path::new("t.toml"), CFG).unwrap();
+    let mut sw: Switch<Hawkeye, PktBuf> = build_switch(&cfg).unwrap();
+    let mut pool = HeapPool::new(256, 2048);
+    let t0 = 1_000_000u64 << 20;
+    for _ in 0..3 {
+        sw.receive(t0 + 100, 0, udp_frame(&mut pool, 5000, 100), &mut pool);
+    }
+    assert_eq!(drain(&mut sw, &mut pool, 1, t0 + 200).len(), 3);
+    let names: Vec<String> = ["h0", "h1", "h2"].iter().map(|s| s.to_string()).collect();
+    let cmd = Command::parse("hawkeye snapshot 7", &names).unwrap();
+    let said = sw.control(cmd, t0 + 1_000).unwrap();
+    assert!(said.contains("3 port snapshots queued for event 7"), "{said}");
+    assert!(Command::parse("hawkeye snapshot 300", &names).is_err());
+    sw.tick(t0 + 2_000, &mut pool);
+    let reports = drain(&mut sw, &mut pool, 2, t0 + 2_100);
+    let parsed: Vec<Report> = reports.iter().map(|f| Report::parse(&f[42..]).unwrap()).collect();
+    assert_eq!(parsed.len(), 1, "idle ports report nothing");
+    let r = &parsed[0];
+    assert_eq!((r.header.flag, r.header.event_id, r.header.in_port), (0, 7, PORT_NONE));
+    assert_eq!((r.header.out_port, r.len()), (1, 3), "h1's port, meter and flow");
+    assert_eq!(sw.program().stats().snapshots, 3);
+}
+
 /// Bad polling packets are dropped under their reasons; a copy on a port that is neither the
 /// victim's nor paused is pruned.
 /// Packets of a queue the telemetry does not count (acknowledgements in a priority of their
