@@ -513,10 +513,12 @@ impl Scenario {
                     r
                 })
                 .collect();
-            let mut s = Score::default();
             // Overheads: what was collected, and the polling packets that collected it.
-            s.reports = filtered.len() as u64;
-            s.telemetry_bytes = filtered.iter().map(|r| report::report_len(r.entries.len()) as u64).sum();
+            let mut s = Score {
+                reports: filtered.len() as u64,
+                telemetry_bytes: filtered.iter().map(|r| report::report_len(r.entries.len()) as u64).sum(),
+                ..Score::default()
+            };
             if *variant != "full_polling" {
                 let polls_in = polls.iter().filter(|p| t_in(p.t_ns, t.start_ns, self.window_ns)).count();
                 let copies = filtered.iter().filter(|r| r.header.flag != 0 && r.header.part == 0).count();
