@@ -17,6 +17,10 @@
 //! seed = 1                      # trace i runs with lab seed `seed + i`
 //! window_us = 1000              # incidents whose first report comes within this long after
 //!                               #   the injection are this trace's diagnoses
+//! # before = "pfc_storm"        # deadlocks only: what the trace shows until its loop freezes
+//!                               #   (a loop flow delivers nothing more to the run's end):
+//!                               #   incidents opening earlier are right naming it or the
+//!                               #   deadlock forming; without a freeze, only it
 //!
 //! [anomaly]                     # what is injected, where and when
 //! kind = "incast"               # incast: `senders` hosts (drawn per trace from outside the
@@ -25,15 +29,26 @@
 //! start_us = 500                #   every `period_us`
 //! # kind = "pfc_storm"          # a host drawn per trace injects PAUSE from start_us to stop_us
 //! # stop_us = 1500              #   while the others send to it (`senders` flows of `size`)
+//! # kind = "deadlock"           # a routing misconfiguration: `routes` override switches'
+//! # routes = [{ switch = 0, host = 2, via = 8 }]   # next hops (switch → host via switch),
+//! # flows = [{ src = 0, dst = 2, size = 20000000 }] # `flows` are the loop's flows; optional
+//! # burst_senders = [12, 13]    #   burst into `burst_dst` at start_us (`size` each), a host
+//! # burst_dst = 2               #   `storm_host` injecting PAUSE from start_us to stop_us, and
+//! # storm_host = 2              #   `no_cc_hosts` sending at line rate without congestion control
+//! # no_cc_hosts = [12, 13]      #   (the root cause: the loop's flows and the burst in a loop,
+//! #                             #   the burst outside it, or the storming host)
 //! ```
 //!
 //! Scoring (the paper's definition of a true positive: the right anomaly **and** its root
 //! cause): every diagnosis of every incident that opens in a trace's window counts — right, or
-//! wrong (another anomaly, another root cause, undiagnosed: false positives, background
-//! anomalies included); precision = right / all diagnoses, recall = traces with a right
-//! diagnosis / traces; and precision at the locus = right / (right + wrong ones whose root cause
+//! wrong (another anomaly or another root cause: false positives, background anomalies
+//! included); an "undiagnosed: why" result reports nothing and is counted apart; precision =
+//! right / (right + wrong), recall = traces with a right diagnosis / traces. Two readings of
+//! the wrong ones besides: precision at the locus = right / (right + wrong ones whose root cause
 //! is at the injection's switch) — the diagnoses about the injection itself, without the
-//! background congestion the same incidents found elsewhere. A diagnosis is right when it names the injected anomaly and its root cause — for flows, the injected flows carry more than
+//! background congestion the same incidents found elsewhere; and precision verified, where only
+//! the wrong ones elsewhere that the lab confirms are left out ([`Score::background`]: the queue
+//! named really built up, and for an incast its switch really sent PFC). A diagnosis is right when it names the injected anomaly and its root cause — for flows, the injected flows carry more than
 //! half of the contention weight the diagnosis names (background flows into the same receiver
 //! contend too, and are named with their share); for a host, the injecting host.
 //!
@@ -82,6 +97,7 @@ struct RawHead {
     window_us: Option<u64>,
     epoch_ns: Option<u64>,
     rtt_factor: Option<f64>,
+    before: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -140,6 +156,9 @@ pub struct Scenario {
     pub path: PathBuf,
     /// The expected anomaly.
     pub class: Anomaly,
+    /// A deadlock scenario's anomaly before its loop freezes (`scenario.before`): what incidents
+    /// opening earlier are scored against.
+    pub before: Option<Anomaly>,
     base_text: String,
     base_path: PathBuf,
     loads: Vec<f64>,
@@ -176,6 +195,8 @@ pub struct Trace {
     /// The switch IDs at the injection's locus: the edge switch of the incast's receiver or the
     /// storming host; the loop's switches of a deadlock.
     pub locus: Vec<u16>,
+    /// A deadlock's loop flows: (src, dst, size).
+    pub loop_flows: Vec<(usize, usize, u64)>,
 }
 
 /// A variant's score over traces: every diagnosis the analyzer made in the traces' windows is
@@ -188,11 +209,18 @@ pub struct Score {
     pub detected: u32,
     /// Right diagnoses (true positives).
     pub right: u32,
-    /// Wrong diagnoses: another anomaly, another root cause, or undiagnosed (false positives).
+    /// Wrong diagnoses: another anomaly or another root cause (false positives).
     pub wrong: u32,
+    /// Results that named no anomaly ("undiagnosed: why"): no finding, so no false positive —
+    /// counted apart.
+    pub undiagnosed: u32,
     /// Of the wrong ones, those whose root cause is at another switch than the injection's
     /// locus (background congestion the same incidents also found, or a misplaced cause).
     pub elsewhere: u32,
+    /// Of those, the ones the lab confirms as background anomalies that happened: contention
+    /// or an incast named at a port whose queue really built up then (and, for an incast, whose
+    /// switch really sent PFC) — true findings about traffic that was not injected.
+    pub background: u32,
     /// Incidents analyzed.
     pub incidents: u32,
     /// Telemetry reports the analyzer read.
@@ -220,6 +248,13 @@ impl Score {
         let d = self.right + self.wrong - self.elsewhere;
         if d == 0 { 0.0 } else { f64::from(self.right) / f64::from(d) }
     }
+    /// Right / (right + wrong, less the confirmed background findings): the diagnoses that
+    /// were neither right about the injection nor true about the background are the false
+    /// positives.
+    pub fn precision_verified(&self) -> f64 {
+        let d = self.right + self.wrong - self.background;
+        if d == 0 { 0.0 } else { f64::from(self.right) / f64::from(d) }
+    }
     /// Detected / traces.
     pub fn recall(&self) -> f64 {
         if self.traces == 0 { 0.0 } else { f64::from(self.detected) / f64::from(self.traces) }
@@ -241,7 +276,9 @@ impl Score {
         self.detected += o.detected;
         self.right += o.right;
         self.wrong += o.wrong;
+        self.undiagnosed += o.undiagnosed;
         self.elsewhere += o.elsewhere;
+        self.background += o.background;
         self.incidents += o.incidents;
         self.reports += o.reports;
         self.telemetry_bytes += o.telemetry_bytes;
@@ -282,9 +319,20 @@ impl Scenario {
         if raw.anomaly.kind == "pfc_storm" && raw.anomaly.stop_us.is_none_or(|s| s <= raw.anomaly.start_us) {
             return Err(format!("{p}: anomaly.stop_us: a storm needs a stop after start_us"));
         }
+        let before =
+            match raw.scenario.before.as_deref() {
+                None => None,
+                Some(b) => Some(Anomaly::from_name(b).ok_or_else(|| {
+                    format!("{p}: scenario.before: {b:?} is not one of Table 2's anomalies")
+                })?),
+            };
+        if before.is_some() && raw.anomaly.kind != "deadlock" {
+            return Err(format!("{p}: scenario.before: only a deadlock scenario has a before"));
+        }
         Ok(Self {
             path: path.to_path_buf(),
             class,
+            before,
             base_text,
             base_path,
             loads: raw.scenario.loads,
@@ -384,7 +432,7 @@ impl Scenario {
         let text = toml::to_string(&v).map_err(|e| e.to_string())?;
         let lab = LabConfig::parse(&self.base_path, &text).map_err(|e| e.to_string())?;
         let locus = vec![edge_of(target).map_or(0, |e| e as u16 + 1)];
-        Ok(Trace { lab, text, load, seed, start_ns, injected, locus })
+        Ok(Trace { lab, text, load, seed, start_ns, injected, locus, loop_flows: Vec::new() })
     }
 
     /// A deadlock trace: the scenario's route overrides (a cyclic buffer dependency), its loop
@@ -466,7 +514,8 @@ impl Scenario {
         let mut locus: Vec<u16> = a.routes.iter().map(|r| r.switch as u16 + 1).collect();
         locus.sort_unstable();
         locus.dedup();
-        Ok(Trace { lab, text, load, seed, start_ns: 0, injected, locus })
+        let loop_flows = a.flows.iter().map(|f| (f.src, f.dst, f.size)).collect();
+        Ok(Trace { lab, text, load, seed, start_ns, injected, locus, loop_flows })
     }
 
     /// The same scenario under a sweep's overrides.
@@ -491,6 +540,19 @@ impl Scenario {
             }
             return Ok(out);
         }
+        let freeze_ns = freeze(&r, &t.loop_flows);
+        // What an incident is scored against: the deadlock, once its loop froze; until then
+        // the trigger the scenario names (`before`) or the deadlock forming (the loop already
+        // pauses in a cycle, and whether it outlasts the trigger is not yet to be seen): either.
+        let expected = |at: u64| -> Vec<Anomaly> {
+            match (self.before, freeze_ns) {
+                (Some(b), Some(f)) if at < f => vec![b, self.class],
+                (Some(b), None) => vec![b],
+                _ => vec![self.class],
+            }
+        };
+        let right =
+            |d: &hawkeye::Diagnosis, at: u64| expected(at).into_iter().any(|c| right(d, c, &t.injected));
         let topo = Topology::from_json(&text("hawkeye_topology.json")).map_err(|e| e.to_string())?;
         let reports = hawkeye::lab::reports(&text("hawkeye_reports.jsonl")).map_err(|e| e.to_string())?;
         let polls = hawkeye::lab::polls(&text("hawkeye_polls.jsonl")).map_err(|e| e.to_string())?;
@@ -546,18 +608,31 @@ impl Scenario {
             }
             if verbose && vi == 0 {
                 let mut line = format!(
-                    "{} trace {i} (load {}, seed {}): injected {:?}\n",
+                    "{} trace {i} (load {}, seed {}): injected {:?}{}\n",
                     self.path.display(),
                     t.load,
                     t.seed,
-                    t.injected
+                    t.injected,
+                    match freeze_ns {
+                        Some(f) => format!(", loop frozen from {f} ns"),
+                        None if !t.loop_flows.is_empty() => ", no loop flow stopped for good".to_string(),
+                        None => String::new(),
+                    }
                 );
                 for inc in &incs {
                     let (_, ds) = hawkeye::analyze(inc, &topo, &Params::default());
                     for d in &ds {
                         line += &format!(
                             "  [{}] event {} t {}: {}\n",
-                            if right(d, self.class, &t.injected) { "right" } else { "wrong" },
+                            if right(d, inc.t_ns) {
+                                "right"
+                            } else if background_holds(&r, d, inc)
+                                && !root_switch(d).is_some_and(|a| t.locus.contains(&a))
+                            {
+                                "background"
+                            } else {
+                                "wrong"
+                            },
                             inc.event,
                             inc.t_ns,
                             collector::hawkeye::render::summary(d)
@@ -570,8 +645,10 @@ impl Scenario {
             for inc in &incs {
                 let (_, ds) = hawkeye::analyze(inc, &topo, &Params::default());
                 for d in &ds {
-                    if right(d, self.class, &t.injected) {
+                    if right(d, inc.t_ns) {
                         s.right += 1;
+                    } else if d.anomaly.is_none() {
+                        s.undiagnosed += 1;
                     } else {
                         s.wrong += 1;
                         let at = match &d.root_cause {
@@ -580,7 +657,9 @@ impl Scenario {
                             }
                             None => None,
                         };
-                        s.elsewhere += u32::from(at.is_some_and(|a| !t.locus.contains(&a)));
+                        let away = at.is_some_and(|a| !t.locus.contains(&a));
+                        s.elsewhere += u32::from(away);
+                        s.background += u32::from(away && background_holds(&r, d, inc));
                     }
                 }
             }
@@ -588,6 +667,59 @@ impl Scenario {
             out[vi] = s;
         }
         Ok(out)
+    }
+}
+
+/// When a deadlock's loop froze: the first loop flow to stop for good (unfinished, delivering
+/// nothing from then to the run's end, at least 200 µs later) — a flow of a loop-free fat tree
+/// stops for good only behind a pause that never lifts. (Not every loop flow: one whose last hop
+/// leaves the loop may still drain what it had queued past the loop.) `None`: no loop flow
+/// stopped for good, no deadlock.
+fn freeze(r: &lab::LabResult, loop_flows: &[(usize, usize, u64)]) -> Option<u64> {
+    loop_flows
+        .iter()
+        .filter_map(|&(src, dst, size)| {
+            let f = r.flows.iter().find(|f| (f.src, f.dst, f.size) == (src, dst, size))?;
+            if f.fct_ns.is_some() {
+                return None;
+            }
+            let samples = r.rates.iter().filter(|x| x.flow == f.id);
+            let last = samples.clone().map(|x| x.rx_bytes).max().unwrap_or(0);
+            let since = samples.filter(|x| x.rx_bytes == last).map(|x| x.time_ns).min().unwrap_or(0);
+            (r.simulated_ns.saturating_sub(since) >= 200_000).then_some(since)
+        })
+        .min()
+}
+
+/// The switch ID a diagnosis's root cause is at.
+fn root_switch(d: &hawkeye::Diagnosis) -> Option<u16> {
+    match &d.root_cause {
+        Some(RootCause::Flows { port, .. } | RootCause::Host { port, .. }) => Some(port.switch_id),
+        None => None,
+    }
+}
+
+/// Whether the lab confirms `d` (made for incident `inc`) as a background
+/// anomaly that happened: flow contention or a micro-burst incast at a port whose queue held at
+/// least a packet (1500 bytes, the analyzer's congestion threshold) from a millisecond before
+/// the incident opened to its last report, and for the incast, whose switch sent PFC PAUSE then. Storms and deadlocks
+/// are never background here: the scenarios inject none besides their own.
+fn background_holds(r: &lab::LabResult, d: &hawkeye::Diagnosis, inc: &hawkeye::Incident) -> bool {
+    let Some(RootCause::Flows { port, .. }) = &d.root_cause else { return false };
+    let (sw, p) = (usize::from(port.switch_id).wrapping_sub(1), port.port);
+    // Its snapshots cover the epochs before each report; the last report closes it.
+    let last = inc.reports.iter().map(|x| x.t_ns).max().unwrap_or(inc.t_ns);
+    let during = inc.t_ns.saturating_sub(1_000_000)..=last;
+    let queued = r
+        .queues
+        .iter()
+        .any(|q| q.switch == sw && q.port == p && during.contains(&q.time_ns) && q.bytes >= 1500);
+    match d.anomaly {
+        Some(Anomaly::FlowContention) => queued,
+        Some(Anomaly::MicroBurstIncast) => {
+            queued && r.pfc.iter().any(|e| e.switch == sw && e.pause && during.contains(&e.time_ns))
+        }
+        _ => false,
     }
 }
 
@@ -683,13 +815,13 @@ pub fn eval(
 /// overheads per incident.
 pub fn tables(results: &[(Scenario, [Score; VARIANTS.len()])]) -> (String, String) {
     let mut csv = String::from(
-        "scenario,class,variant,traces,detected,right,wrong,wrong_elsewhere,precision,precision_at_locus,recall,\
+        "scenario,class,variant,traces,detected,right,wrong,undiagnosed,wrong_elsewhere,background_confirmed,precision,precision_at_locus,precision_verified,recall,\
          incidents,reports,telemetry_bytes_per_incident,switches_per_incident,polling_bytes_per_incident,collection_us\n",
     );
     let mut md = String::from(
-        "| scenario | class | variant | traces | detected | right | wrong | wrong elsewhere | precision | precision at locus | recall \
+        "| scenario | class | variant | traces | detected | right | wrong | undiagnosed | wrong elsewhere | background confirmed | precision | precision at locus | precision verified | recall \
          | incidents | telemetry B/incident | switches/incident | polling B/incident | collection µs |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for (s, scores) in results {
         let name = s.path.file_stem().map(|x| x.to_string_lossy().to_string()).unwrap_or_default();
@@ -703,9 +835,12 @@ pub fn tables(results: &[(Scenario, [Score; VARIANTS.len()])]) -> (String, Strin
                 sc.detected.to_string(),
                 sc.right.to_string(),
                 sc.wrong.to_string(),
+                sc.undiagnosed.to_string(),
                 sc.elsewhere.to_string(),
+                sc.background.to_string(),
                 format!("{:.3}", sc.precision()),
                 format!("{:.3}", sc.precision_at_locus()),
+                format!("{:.3}", sc.precision_verified()),
                 format!("{:.3}", sc.recall()),
                 sc.incidents.to_string(),
                 format!("{bytes:.0}"),
@@ -713,7 +848,7 @@ pub fn tables(results: &[(Scenario, [Score; VARIANTS.len()])]) -> (String, Strin
                 format!("{polling:.0}"),
                 format!("{coll:.0}"),
             ];
-            let (a, b) = row.split_at(11);
+            let (a, b) = row.split_at(14);
             csv += &a.join(",");
             csv.push(',');
             csv += &[b[0].clone(), sc.reports.to_string()].join(",");

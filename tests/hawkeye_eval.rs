@@ -99,3 +99,58 @@ fn a_routing_loop_deadlocks_for_real_and_is_diagnosed() {
     ports.sort();
     assert_eq!(ports, ["S1.P2", "S10.P0", "S2.P3", "S9.P1"]);
 }
+
+/// The out-of-loop scenario's loop does not deadlock on its own (its flows run under congestion
+/// control and keep delivering), but host 2's PAUSE outside the loop freezes it for good — long
+/// after the storm ends — and the analyzer names the host as the initiator outside the loop.
+#[test]
+fn an_injected_pause_outside_the_loop_deadlocks_it() {
+    use collector::hawkeye::{self as hk, Anomaly, Params, RootCause};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/labs/hawkeye");
+    let s = hawkeye_eval::Scenario::load(&dir.join("out-of-loop-deadlock-injection.toml")).unwrap();
+    let t = s.trace(0).unwrap();
+    let run = |storm: bool| {
+        let mut v: toml::Table = toml::from_str(&t.text).unwrap();
+        v["lab"].as_table_mut().unwrap().insert("duration_us".into(), 3000.into());
+        if !storm {
+            v.remove("host");
+        }
+        let text = toml::to_string(&v).unwrap();
+        let lab = softfabric::lab::LabConfig::parse(&dir.join("_fattree-k4.toml"), &text).unwrap();
+        softfabric::lab::run(&lab, |_| {}).unwrap()
+    };
+    let delivered = |r: &softfabric::lab::LabResult, flow: usize, when: u64| {
+        r.rates.iter().filter(|x| x.flow == flow && x.time_ns <= when).map(|x| x.rx_bytes).max().unwrap_or(0)
+    };
+    let calm = run(false);
+    for flow in 0..3 {
+        assert!(
+            delivered(&calm, flow, 3_000_000) > delivered(&calm, flow, 2_000_000),
+            "without the storm, loop flow {flow} keeps going"
+        );
+    }
+    let r = run(true);
+    for flow in 1..3 {
+        // Flows 1 and 2 do not go to the storming host: only the loop holds them.
+        assert_eq!(
+            delivered(&r, flow, 1_500_000),
+            delivered(&r, flow, 3_000_000),
+            "loop flow {flow} frozen from 1.5 ms to 3 ms (the storm stopped at 0.7 ms)"
+        );
+    }
+    let files = softfabric::lab::output::hawkeye_jsonl(&r);
+    let text = |n: &str| files.iter().find(|(k, _)| *k == n).map(|x| x.1.clone()).unwrap();
+    let (incs, topo) = hk::lab::load(
+        &text("hawkeye_reports.jsonl"),
+        &text("hawkeye_polls.jsonl"),
+        &text("hawkeye_topology.json"),
+        1_500_000,
+    )
+    .unwrap();
+    let found = incs
+        .iter()
+        .flat_map(|i| hk::analyze(i, &topo, &Params::default()).1)
+        .filter(|d| d.anomaly == Some(Anomaly::OutOfLoopDeadlockInjection))
+        .any(|d| matches!(d.root_cause, Some(RootCause::Host { host: Some((2, _)), .. })));
+    assert!(found, "the deadlock diagnosed with host 2 as the initiator outside the loop");
+}

@@ -6,9 +6,12 @@
 //!   (`CheckPortNode`): a loop reached → `DeadlockDiagnose`; otherwise the walk's end nodes
 //!   (out-degree 0, the initial congestion points) → `AnalyzeFlowContention`: positive
 //!   port → flow edges there name the burst flows (**micro-burst incast → PFC backpressure**),
-//!   none name the device across that port as injecting PFC (**PFC storm**, the host);
+//!   none — or an end node facing a host that is paused itself, by that host — name the host
+//!   across that port as injecting PFC (**PFC storm**); an end node paused by a switch whose
+//!   telemetry shows no cause is a trace that stopped short: undiagnosed, saying so;
 //! * `DeadlockDiagnose`: a loop port with out-degree > 1 has a branch leaving the loop: its end
-//!   node is the initiator — contention there (**out-of-loop deadlock, flow contention**) or
+//!   node is the initiator (of several branches, one ending at a host that injects PFC, else the
+//!   heaviest first edge) — contention there (**out-of-loop deadlock, flow contention**) or
 //!   none (**out-of-loop deadlock, host PFC injection**); every loop port of out-degree 1 → the
 //!   initiator is in the loop: the loop port with the largest positive contention names the
 //!   flows (**in-loop deadlock**);
@@ -17,7 +20,8 @@
 //!
 //! Choices the paper leaves open: the walk follows every out-edge (depth first, lightest
 //! revisit first found); when several end nodes are reached the one with the heaviest incoming
-//! port → port weight is the initiator; a contributor is a flow whose port → flow weight
+//! port → port weight is the initiator; walks that reach the same initiator give one diagnosis,
+//! the deadlock when one of them went through a loop; a contributor is a flow whose port → flow weight
 //! exceeds [`super::graph::Params::contributor`]. Anything else is "undiagnosed" with the
 //! reason, never a guess.
 
@@ -172,6 +176,18 @@ pub fn diagnose(g: &Graph, topo: &Topology, victim: Option<FiveTuple>, params: &
         if out.iter().any(|d| d.anomaly.is_some()) {
             out.retain(|d| d.anomaly.is_some());
         }
+        // One initiator is one finding: a walk that reached it straight (a storm, an incast)
+        // and one that reached it through a loop's branch (the deadlock it set off) name the
+        // same root cause; the deadlock, which explains more, stays.
+        let deadlock_roots: Vec<PortId> = out
+            .iter()
+            .filter(|d| !d.deadlock_loop.is_empty())
+            .filter_map(|d| d.root_cause.as_ref().map(root_port))
+            .collect();
+        out.retain(|d| {
+            !d.deadlock_loop.is_empty()
+                || d.root_cause.as_ref().is_none_or(|r| !deadlock_roots.contains(&root_port(r)))
+        });
         return out;
     }
     if g.port_port.is_empty() {
@@ -201,6 +217,13 @@ pub fn diagnose(g: &Graph, topo: &Topology, victim: Option<FiveTuple>, params: &
         victim,
         "no signature matched: port-level PFC edges exist, but none starts on the victim path",
     )]
+}
+
+/// The port a root cause is at.
+fn root_port(r: &RootCause) -> PortId {
+    match r {
+        RootCause::Flows { port, .. } | RootCause::Host { port, .. } => *port,
+    }
 }
 
 fn total(c: &[(usize, f64)]) -> f64 {
@@ -241,7 +264,10 @@ fn check_port_node(
     };
     let pfc_path: Vec<PortId> = path.iter().map(|&i| g.ports[i].0).collect();
     let (anomaly, root) =
-        analyze_contention(g, topo, params, end, Anomaly::MicroBurstIncast, Anomaly::PfcStorm);
+        match analyze_contention(g, topo, params, end, Anomaly::MicroBurstIncast, Anomaly::PfcStorm) {
+            Ok(x) => x,
+            Err(why) => return Diagnosis { pfc_path, ..Diagnosis::none(victim, why) },
+        };
     Diagnosis {
         anomaly: Some(anomaly),
         root_cause: Some(root),
@@ -288,7 +314,10 @@ fn dfs(
 }
 
 /// `AnalyzeFlowContention` at an initiator `p`: contending flows → `with`, none → `without`
-/// with the device across `p`.
+/// with the device across `p`. An initiator facing a host that is itself paused was paused by
+/// that host — the walk ends there because the pause came from outside the fabric — so it is
+/// `without` (the host injects PFC) whatever contends in its queue: the contention is what the
+/// pause built up, not what started it.
 fn analyze_contention(
     g: &Graph,
     topo: &Topology,
@@ -296,17 +325,26 @@ fn analyze_contention(
     p: usize,
     with: Anomaly,
     without: Anomaly,
-) -> (Anomaly, RootCause) {
+) -> Result<(Anomaly, RootCause), String> {
     let port = g.ports[p].0;
+    let host = match topo.peer(port.switch_id, port.port) {
+        Some(Peer::Host { host, ip }) => Some((host, ip)),
+        _ => None,
+    };
+    if host.is_some() && g.ports[p].1.pfc() {
+        return Ok((without, RootCause::Host { port, host }));
+    }
     match contenders(g, params, p) {
-        Some(c) => (with, RootCause::Flows { port, flows: named(g, &c) }),
-        None => {
-            let host = match topo.peer(port.switch_id, port.port) {
-                Some(Peer::Host { host, ip }) => Some((host, ip)),
-                _ => None,
-            };
-            (without, RootCause::Host { port, host })
-        }
+        Some(c) => Ok((with, RootCause::Flows { port, flows: named(g, &c) })),
+        // Injection is a host's (Table 2): a pause from a switch whose own telemetry shows no
+        // cause is a trace that stopped short, not a storm.
+        None => match topo.peer(port.switch_id, port.port) {
+            Some(Peer::Switch { switch_id, .. }) => Err(format!(
+                "the PFC path ends at S{}.P{}, paused by switch S{switch_id}, whose telemetry shows no congested port fed from it and no contention",
+                port.switch_id, port.port
+            )),
+            _ => Ok((without, RootCause::Host { port, host })),
+        },
     }
 }
 
@@ -320,49 +358,61 @@ fn deadlock(
 ) -> Diagnosis {
     let deadlock_loop: Vec<PortId> = lp.iter().map(|&i| g.ports[i].0).collect();
     let in_loop: BTreeSet<usize> = lp.iter().copied().collect();
-    // A branch out of the loop: follow it to its end node.
-    for &p in lp {
-        if g.out_degree(p) <= 1 {
+    // A branch out of the loop: follow it to its end node. Several branches: a host injecting
+    // PFC at a branch's end comes first (a host pauses nothing in normal operation, and its
+    // pause stops a port outright where contention only slows it), then the heaviest first edge
+    // (the most pausing caused, as the initiator of a walk is chosen).
+    let mut branches: Vec<(usize, usize, f64)> =
+        g.port_port.iter().filter(|e| in_loop.contains(&e.0) && !in_loop.contains(&e.1)).copied().collect();
+    branches.sort_by(|a, b| b.2.total_cmp(&a.2));
+    let mut found: Vec<(Anomaly, RootCause, Vec<usize>)> = Vec::new();
+    for (p, b, _) in branches {
+        let mut path = vec![p, b];
+        let mut at = b;
+        let mut seen = in_loop.clone();
+        seen.insert(b);
+        // The branch's end (out-degree 0), heaviest edge first.
+        while let Some(n) = g
+            .port_port
+            .iter()
+            .filter(|e| e.0 == at && !seen.contains(&e.1))
+            .max_by(|a, b| a.2.total_cmp(&b.2))
+            .map(|e| e.1)
+        {
+            path.push(n);
+            seen.insert(n);
+            at = n;
+        }
+        if g.out_degree(at) > 0 {
+            // The branch leads back into the loop (or another loop): no initiator on it.
             continue;
         }
-        for b in g.successors(p).filter(|n| !in_loop.contains(n)) {
-            let mut path = vec![p, b];
-            let mut at = b;
-            let mut seen = in_loop.clone();
-            seen.insert(b);
-            // The branch's end (out-degree 0), heaviest edge first.
-            while let Some(n) = g
-                .port_port
-                .iter()
-                .filter(|e| e.0 == at && !seen.contains(&e.1))
-                .max_by(|a, b| a.2.total_cmp(&b.2))
-                .map(|e| e.1)
-            {
-                path.push(n);
-                seen.insert(n);
-                at = n;
-            }
-            if g.out_degree(at) > 0 {
-                // The branch leads back into the loop (or another loop): no initiator on it.
-                continue;
-            }
-            let (anomaly, root) = analyze_contention(
-                g,
-                topo,
-                params,
-                at,
-                Anomaly::OutOfLoopDeadlockContention,
-                Anomaly::OutOfLoopDeadlockInjection,
-            );
-            return Diagnosis {
-                anomaly: Some(anomaly),
-                root_cause: Some(root),
-                pfc_path: path.iter().map(|&i| g.ports[i].0).collect(),
-                deadlock_loop,
-                victim,
-                undiagnosed: None,
-            };
+        // A branch whose trace stopped short names no initiator.
+        if let Ok((anomaly, root)) = analyze_contention(
+            g,
+            topo,
+            params,
+            at,
+            Anomaly::OutOfLoopDeadlockContention,
+            Anomaly::OutOfLoopDeadlockInjection,
+        ) {
+            found.push((anomaly, root, path));
         }
+    }
+    let pick = found
+        .iter()
+        .position(|f| f.0 == Anomaly::OutOfLoopDeadlockInjection)
+        .or_else(|| (!found.is_empty()).then_some(0));
+    if let Some(i) = pick {
+        let (anomaly, root, path) = found.swap_remove(i);
+        return Diagnosis {
+            anomaly: Some(anomaly),
+            root_cause: Some(root),
+            pfc_path: path.iter().map(|&i| g.ports[i].0).collect(),
+            deadlock_loop,
+            victim,
+            undiagnosed: None,
+        };
     }
     // The initiator is in the loop: the loop port with the heaviest contention.
     let best = lp

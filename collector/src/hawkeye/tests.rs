@@ -181,6 +181,59 @@ fn a_loop_with_a_branch_to_a_pausing_host_is_an_out_of_loop_deadlock_by_injectio
     );
 }
 
+/// A host that pauses its port while flows contend there is still the injector: the queue is
+/// what its pause built up, and a host pauses nothing in normal operation.
+#[test]
+fn a_paused_host_port_with_contention_in_its_queue_is_still_a_storm() {
+    let mut inc = incident(true);
+    // The bursts' port is paused by h2 itself now: most of its packets waited on PFC.
+    for e in &mut inc.reports[1].entries {
+        if let Entry::Port { port: 2, paused, .. } = e {
+            *paused = 300;
+        }
+    }
+    let (_, ds) = analyze(&inc, &two_switches(), &Params::default());
+    assert_eq!(ds.len(), 1, "{ds:?}");
+    assert_eq!(ds[0].anomaly, Some(Anomaly::PfcStorm), "{:?}", ds[0]);
+    assert!(matches!(ds[0].root_cause, Some(RootCause::Host { host: Some((2, _)), .. })));
+}
+
+/// A walk ending at a port paused by a switch whose telemetry shows no cause stopped short: no
+/// storm is blamed on a switch; the result says where the trace ended.
+#[test]
+fn a_pause_from_a_switch_with_no_cause_in_its_telemetry_is_undiagnosed() {
+    let mut inc = incident(false);
+    // S2 reports nothing but its meter: the trace ends at S1.P1, paused by S2.
+    inc.reports[1].entries = vec![meter(0, 2, 20_000)];
+    let (_, ds) = analyze(&inc, &two_switches(), &Params::default());
+    assert_eq!(ds.len(), 1, "{ds:?}");
+    assert!(ds[0].anomaly.is_none(), "{:?}", ds[0]);
+    let why = ds[0].undiagnosed.as_deref().unwrap();
+    assert!(why.contains("S1.P1") && why.contains("switch S2"), "{why}");
+}
+
+/// One initiator, two walks: the victim's own port reaches the pausing host straight (a storm)
+/// and another victim-path port reaches it through the loop's branch: one diagnosis, the
+/// deadlock. With two branches, the host's beats contention on the other.
+#[test]
+fn walks_to_one_initiator_give_one_diagnosis_and_a_host_branch_comes_first() {
+    let (t, mut inc) = square(true);
+    // The victim path also crosses S2.P2 (the branch's end, paused by host 2).
+    inc.reports.push(report(5, 2, 1, 0, 2, vec![port(2, 50, 50, 0)]));
+    // A second branch: S4.P1's switch-facing loop port also feeds a congested host port on S1.
+    inc.reports[0].entries.extend([
+        meter(0, 3, 50_000),
+        port(3, 300, 0, 300 * 20_000),
+        fl(3, flow(20, 11, 1), 150, 0, 150 * 20_000),
+        fl(3, flow(21, 11, 2), 150, 0, 150 * 20_000),
+    ]);
+    let (g, ds) = analyze(&inc, &t, &Params::default());
+    assert!(g.port_port.len() >= 6, "two branches out of the loop: {:?}", g.port_port);
+    assert_eq!(ds.len(), 1, "{ds:?}");
+    assert_eq!(ds[0].anomaly, Some(Anomaly::OutOfLoopDeadlockInjection), "{:?}", ds[0]);
+    assert_eq!(ds[0].deadlock_loop.len(), 4);
+}
+
 #[test]
 fn bad_inputs_are_undiagnosed_with_the_reason() {
     let topo = two_switches();
