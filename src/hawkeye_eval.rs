@@ -67,7 +67,7 @@
 
 use std::path::{Path, PathBuf};
 
-use collector::hawkeye::{self, Anomaly, Params, RootCause, Topology};
+use collector::hawkeye::{self, Anomaly, Params, PortId, RootCause, Topology};
 use serde::Deserialize;
 use wire::hawkeye::report::{self, Entry};
 
@@ -195,6 +195,8 @@ pub struct Trace {
     /// The switch IDs at the injection's locus: the edge switch of the incast's receiver or the
     /// storming host; the loop's switches of a deadlock.
     pub locus: Vec<u16>,
+    /// The incast's receiver or the storming host (its switch port is the locus).
+    pub target: Option<usize>,
     /// A deadlock's loop flows: (src, dst, size).
     pub loop_flows: Vec<(usize, usize, u64)>,
 }
@@ -432,7 +434,17 @@ impl Scenario {
         let text = toml::to_string(&v).map_err(|e| e.to_string())?;
         let lab = LabConfig::parse(&self.base_path, &text).map_err(|e| e.to_string())?;
         let locus = vec![edge_of(target).map_or(0, |e| e as u16 + 1)];
-        Ok(Trace { lab, text, load, seed, start_ns, injected, locus, loop_flows: Vec::new() })
+        Ok(Trace {
+            lab,
+            text,
+            load,
+            seed,
+            start_ns,
+            injected,
+            locus,
+            target: Some(target),
+            loop_flows: Vec::new(),
+        })
     }
 
     /// A deadlock trace: the scenario's route overrides (a cyclic buffer dependency), its loop
@@ -515,7 +527,7 @@ impl Scenario {
         locus.sort_unstable();
         locus.dedup();
         let loop_flows = a.flows.iter().map(|f| (f.src, f.dst, f.size)).collect();
-        Ok(Trace { lab, text, load, seed, start_ns, injected, locus, loop_flows })
+        Ok(Trace { lab, text, load, seed, start_ns, injected, locus, target: None, loop_flows })
     }
 
     /// The same scenario under a sweep's overrides.
@@ -553,6 +565,23 @@ impl Scenario {
         };
         let right =
             |d: &hawkeye::Diagnosis, at: u64| expected(at).into_iter().any(|c| right(d, c, &t.injected));
+        // Away from the injection: for an incast or a storm, any port but the one facing the
+        // receiver or the storming host; for a deadlock, any switch off the loop.
+        let target_port = t.target.and_then(|h| {
+            r.wiring.iter().enumerate().find_map(|(sw, ports)| {
+                ports
+                    .iter()
+                    .position(|(peer, _)| *peer == lab::Node::Host(h))
+                    .map(|p| PortId { switch_id: sw as u16 + 1, port: p as u16 })
+            })
+        });
+        let elsewhere = |d: &hawkeye::Diagnosis| match (&d.root_cause, target_port) {
+            (Some(RootCause::Flows { port, .. } | RootCause::Host { port, .. }), Some(tp)) => *port != tp,
+            (Some(RootCause::Flows { port, .. } | RootCause::Host { port, .. }), None) => {
+                !t.locus.contains(&port.switch_id)
+            }
+            (None, _) => false,
+        };
         let topo = Topology::from_json(&text("hawkeye_topology.json")).map_err(|e| e.to_string())?;
         let reports = hawkeye::lab::reports(&text("hawkeye_reports.jsonl")).map_err(|e| e.to_string())?;
         let polls = hawkeye::lab::polls(&text("hawkeye_polls.jsonl")).map_err(|e| e.to_string())?;
@@ -626,9 +655,7 @@ impl Scenario {
                             "  [{}] event {} t {}: {}\n",
                             if right(d, inc.t_ns) {
                                 "right"
-                            } else if background_holds(&r, d, inc)
-                                && !root_switch(d).is_some_and(|a| t.locus.contains(&a))
-                            {
+                            } else if background_holds(&r, d, inc) && elsewhere(d) {
                                 "background"
                             } else {
                                 "wrong"
@@ -651,13 +678,7 @@ impl Scenario {
                         s.undiagnosed += 1;
                     } else {
                         s.wrong += 1;
-                        let at = match &d.root_cause {
-                            Some(RootCause::Flows { port, .. } | RootCause::Host { port, .. }) => {
-                                Some(port.switch_id)
-                            }
-                            None => None,
-                        };
-                        let away = at.is_some_and(|a| !t.locus.contains(&a));
+                        let away = elsewhere(d);
                         s.elsewhere += u32::from(away);
                         s.background += u32::from(away && background_holds(&r, d, inc));
                     }
@@ -689,14 +710,6 @@ fn freeze(r: &lab::LabResult, loop_flows: &[(usize, usize, u64)]) -> Option<u64>
             (r.simulated_ns.saturating_sub(since) >= 200_000).then_some(since)
         })
         .min()
-}
-
-/// The switch ID a diagnosis's root cause is at.
-fn root_switch(d: &hawkeye::Diagnosis) -> Option<u16> {
-    match &d.root_cause {
-        Some(RootCause::Flows { port, .. } | RootCause::Host { port, .. }) => Some(port.switch_id),
-        None => None,
-    }
 }
 
 /// Whether the lab confirms `d` (made for incident `inc`) as a background

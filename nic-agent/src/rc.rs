@@ -109,9 +109,15 @@ pub struct RcSender {
     /// The byte after the last one sent (first sends and resends alike): `snd_nxt` in HPCC++.
     sent_to: u64,
     stats: SenderStats,
-    /// The packet being timed for an RTT sample: its index among those posted, and when it
-    /// was sent (one at a time; a resend cancels it, Karn's rule).
-    rtt_probe: Option<(u64, u64)>,
+    /// Send times of the packets posted, by index among those posted (a ring of at most
+    /// [`RTT_RING`] slots, each holding its index: a slot overwritten gives no sample), so every
+    /// acknowledgement that moves the oldest outstanding packet is an RTT sample of the newest
+    /// packet it covers — a NIC's per-ACK RTT — not one timed packet per round trip, which a
+    /// short burst sent in less than a round trip would never give.
+    sent_times: Box<[(u64, u64)]>,
+    /// Packets posted before this index may have been resent: their acknowledgements are
+    /// ambiguous and give no sample (Karn's rule).
+    timed_from: u64,
     /// When the flow last made progress: its oldest outstanding byte acknowledged, or a packet
     /// sent with nothing outstanding.
     progress_at: u64,
@@ -120,6 +126,9 @@ pub struct RcSender {
     /// Whether RTT samples are taken at all (someone reads them: Hawkeye's detection agent).
     rtt_sampling: bool,
 }
+
+/// Most send times an RTT-sampling sender keeps (its window, if smaller).
+pub const RTT_RING: usize = 4096;
 
 impl RcSender {
     /// A sender starting at the CC's initial rate and window.
@@ -156,7 +165,8 @@ impl RcSender {
             una: 0,
             sent_to: 0,
             stats: SenderStats::default(),
-            rtt_probe: None,
+            sent_times: Box::new([]),
+            timed_from: 0,
             progress_at: 0,
             rtt_sample: None,
             rtt_sampling: false,
@@ -256,8 +266,10 @@ impl RcSender {
             }
         } else {
             let last = offset + len as u64 >= self.cfg.size;
-            if self.rtt_sampling && self.rtt_probe.is_none() {
-                self.rtt_probe = Some((self.req.stats().posted, now));
+            if self.rtt_sampling && !self.sent_times.is_empty() {
+                let i = self.req.stats().posted;
+                let n = self.sent_times.len() as u64;
+                self.sent_times[(i % n) as usize] = (i, now);
             }
             match self.req.post(now, Op::Send { imm: None }, &[], last) {
                 Ok(p) => p.ack_req,
@@ -280,18 +292,36 @@ impl RcSender {
         }
     }
 
-    /// Take RTT samples (one timed packet per round trip), or not: off by default, as nothing
-    /// reads them but Hawkeye's detection agent.
+    /// Take RTT samples (per acknowledgement), or not: off by default, as nothing reads them but
+    /// Hawkeye's detection agent. Turning it on makes the ring of send times (the control path,
+    /// once per flow).
     pub fn set_rtt_sampling(&mut self, on: bool) {
         self.rtt_sampling = on;
+        if on && self.sent_times.is_empty() {
+            let n = (self.cfg.window_packets as usize).clamp(1, RTT_RING);
+            self.sent_times = vec![(u64::MAX, 0); n].into_boxed_slice();
+            self.timed_from = self.req.stats().posted;
+        }
         if !on {
-            self.rtt_probe = None;
+            self.sent_times = Box::new([]);
         }
     }
 
-    /// When the packet being timed for an RTT sample was sent, if one is outstanding.
+    /// The send time of posted packet `i`, if it is still in the ring and was never resent.
+    fn sent_at(&self, i: u64) -> Option<u64> {
+        if self.sent_times.is_empty() || i < self.timed_from {
+            return None;
+        }
+        let (idx, at) = self.sent_times[(i % self.sent_times.len() as u64) as usize];
+        (idx == i).then_some(at)
+    }
+
+    /// When the oldest outstanding packet was sent, if it is timed (an RTT sample waits on it).
     pub fn probe_sent(&self) -> Option<u64> {
-        self.rtt_probe.map(|(_, sent)| sent)
+        if self.req.outstanding() == 0 {
+            return None;
+        }
+        self.sent_at(self.req.stats().posted - u64::from(self.req.outstanding()))
     }
 
     /// Since when the flow has had bytes outstanding without any acknowledged (`None` with
@@ -309,8 +339,9 @@ impl RcSender {
 
     /// Go back to the oldest unacknowledged byte, with nothing in flight.
     fn went_back(&mut self) {
-        // A resend makes the timed packet's acknowledgement ambiguous (Karn's rule).
-        self.rtt_probe = None;
+        // A resend makes the acknowledgements of everything posted so far ambiguous (Karn's
+        // rule).
+        self.timed_from = self.req.stats().posted;
         self.sent_to = self.una;
         self.pacer.set_inflight(0);
     }
@@ -326,11 +357,13 @@ impl RcSender {
         let r = self.req.handle_packet(now, bth, aeth);
         match r {
             Response::Acked { .. } => {
+                let before = self.una;
                 self.sync_acked(now);
-                if let Some((idx, sent)) = self.rtt_probe
-                    && self.req.stats().posted - u64::from(self.req.outstanding()) > idx
+                let acked = self.req.stats().posted - u64::from(self.req.outstanding());
+                if self.una > before
+                    && acked > 0
+                    && let Some(sent) = self.sent_at(acked - 1)
                 {
-                    self.rtt_probe = None;
                     self.rtt_sample = Some(now.saturating_sub(sent));
                 }
                 if let (FlowCc::Hpcc(hp), Some(i)) = (&mut self.cc, int)

@@ -7,8 +7,9 @@
 //!   (out-degree 0, the initial congestion points) → `AnalyzeFlowContention`: positive
 //!   port → flow edges there name the burst flows (**micro-burst incast → PFC backpressure**),
 //!   none — or an end node facing a host that is paused itself, by that host — name the host
-//!   across that port as injecting PFC (**PFC storm**); an end node paused by a switch whose
-//!   telemetry shows no cause is a trace that stopped short: undiagnosed, saying so;
+//!   across that port as injecting PFC (**PFC storm**); an end node paused itself by a switch
+//!   (whose telemetry should have continued the walk) is a trace that stopped short:
+//!   undiagnosed, saying so;
 //! * `DeadlockDiagnose`: a loop port with out-degree > 1 has a branch leaving the loop: its end
 //!   node is the initiator (of several branches, one ending at a host that injects PFC, else the
 //!   heaviest first edge) — contention there (**out-of-loop deadlock, flow contention**) or
@@ -16,7 +17,8 @@
 //!   initiator is in the loop: the loop port with the largest positive contention names the
 //!   flows (**in-loop deadlock**);
 //! * no port-level edge anywhere → the victim-path port with the deepest mean queue among those
-//!   with contributors (**flow contention**).
+//!   with contributors (**flow contention**): per victim the incident's polls name, on the ports
+//!   its own flow entries show it crossed (one diagnosis per port found), else over the path.
 //!
 //! Choices the paper leaves open: the walk follows every out-edge (depth first, lightest
 //! revisit first found); when several end nodes are reached the one with the heaviest incoming
@@ -148,7 +150,13 @@ impl Diagnosis {
 /// can hold several victims: polls of one event ID, as the reference's millisecond event IDs
 /// make them). Without PFC, the victim-path port with the heaviest contention. Never empty: an
 /// incident that matches nothing gives one undiagnosed result saying why.
-pub fn diagnose(g: &Graph, topo: &Topology, victim: Option<FiveTuple>, params: &Params) -> Vec<Diagnosis> {
+pub fn diagnose(
+    g: &Graph,
+    topo: &Topology,
+    victim: Option<FiveTuple>,
+    victims: &[FiveTuple],
+    params: &Params,
+) -> Vec<Diagnosis> {
     if g.ports.is_empty() {
         return vec![Diagnosis::none(victim, "no telemetry: the incident's reports hold no port")];
     }
@@ -192,21 +200,38 @@ pub fn diagnose(g: &Graph, topo: &Topology, victim: Option<FiveTuple>, params: &
     }
     if g.port_port.is_empty() {
         // No PFC anywhere: classic contention on the victim path, where the victim waited most
-        // (the deepest mean queue among the ports with contributors).
-        let best = g
-            .victim_path
-            .iter()
-            .filter_map(|&p| contenders(g, params, p).map(|c| (p, c)))
-            .max_by(|a, b| g.ports[a.0].1.qdepth().total_cmp(&g.ports[b.0].1.qdepth()));
-        return vec![match best {
-            Some((p, flows)) => Diagnosis {
-                anomaly: Some(Anomaly::FlowContention),
-                root_cause: Some(RootCause::Flows { port: g.ports[p].0, flows: named(g, &flows) }),
-                pfc_path: Vec::new(),
-                deadlock_loop: Vec::new(),
-                victim,
-                undiagnosed: None,
-            },
+        // (the deepest mean queue among the ports with contributors) — per victim known, on the
+        // victim-path ports its own flow entries show it crossed; else over the whole path.
+        let contention = |p: usize, flows: Vec<(usize, f64)>, v: Option<FiveTuple>| Diagnosis {
+            anomaly: Some(Anomaly::FlowContention),
+            root_cause: Some(RootCause::Flows { port: g.ports[p].0, flows: named(g, &flows) }),
+            pfc_path: Vec::new(),
+            deadlock_loop: Vec::new(),
+            victim: v,
+            undiagnosed: None,
+        };
+        let deepest = |ports: &mut dyn Iterator<Item = usize>| {
+            ports
+                .filter_map(|p| contenders(g, params, p).map(|c| (p, c)))
+                .max_by(|a, b| g.ports[a.0].1.qdepth().total_cmp(&g.ports[b.0].1.qdepth()))
+        };
+        let mut out: Vec<Diagnosis> = Vec::new();
+        let mut at: Vec<usize> = Vec::new();
+        for v in victims {
+            let Ok(fi) = g.flows.binary_search(v) else { continue };
+            let mut crossed = g.victim_path.iter().copied().filter(|&p| g.flow_stats.contains_key(&(fi, p)));
+            if let Some((p, c)) = deepest(&mut crossed)
+                && !at.contains(&p)
+            {
+                at.push(p);
+                out.push(contention(p, c, Some(*v)));
+            }
+        }
+        if !out.is_empty() {
+            return out;
+        }
+        return vec![match deepest(&mut g.victim_path.iter().copied()) {
+            Some((p, flows)) => contention(p, flows, victim),
             None => Diagnosis::none(
                 victim,
                 "no signature matched: no PFC edge and no flow contending on the victim path",
@@ -314,10 +339,10 @@ fn dfs(
 }
 
 /// `AnalyzeFlowContention` at an initiator `p`: contending flows → `with`, none → `without`
-/// with the device across `p`. An initiator facing a host that is itself paused was paused by
-/// that host — the walk ends there because the pause came from outside the fabric — so it is
-/// `without` (the host injects PFC) whatever contends in its queue: the contention is what the
-/// pause built up, not what started it.
+/// with the device across `p`. An initiator that is paused itself was paused from across it —
+/// the contention in its queue is what the pause built up, not what started it: facing a host,
+/// the host injects PFC (`without`) whatever contends; facing a switch, that switch's telemetry
+/// should have continued the walk, so the trace stopped short (an error saying where).
 fn analyze_contention(
     g: &Graph,
     topo: &Topology,
@@ -331,8 +356,18 @@ fn analyze_contention(
         Some(Peer::Host { host, ip }) => Some((host, ip)),
         _ => None,
     };
-    if host.is_some() && g.ports[p].1.pfc() {
-        return Ok((without, RootCause::Host { port, host }));
+    if g.ports[p].1.pfc() {
+        // An end node paused itself: the pause came from across it, not from its own queue.
+        match topo.peer(port.switch_id, port.port) {
+            Some(Peer::Host { .. }) => return Ok((without, RootCause::Host { port, host })),
+            Some(Peer::Switch { switch_id, .. }) => {
+                return Err(format!(
+                    "the PFC path ends at S{}.P{}, paused by switch S{switch_id}, whose telemetry shows no congested port fed from it",
+                    port.switch_id, port.port
+                ));
+            }
+            None => {}
+        }
     }
     match contenders(g, params, p) {
         Some(c) => Ok((with, RootCause::Flows { port, flows: named(g, &c) })),

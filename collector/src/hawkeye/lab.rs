@@ -124,8 +124,9 @@ pub fn polls(text: &str) -> Result<Vec<Poll>, AnalyzeError> {
     Ok(out)
 }
 
-/// Give each incident its victim: the latest poll of its event ID sent at most `window_ns`
-/// before its first report.
+/// Give each incident its victim — the latest poll of its event ID sent at most `window_ns`
+/// before its first report — and its victims: every poll of its event ID from then to its last
+/// report.
 pub fn attach_victims(incidents: &mut [Incident], polls: &[Poll], window_ns: u64) {
     for inc in incidents {
         inc.victim = polls
@@ -133,6 +134,22 @@ pub fn attach_victims(incidents: &mut [Incident], polls: &[Poll], window_ns: u64
             .filter(|p| p.event == inc.event && p.t_ns <= inc.t_ns && inc.t_ns - p.t_ns <= window_ns)
             .max_by_key(|p| p.t_ns)
             .map(|p| p.victim);
+        // Every victim whose copies may be in it: polled from a window before its first report
+        // to its last.
+        let last = inc.reports.iter().map(|r| r.t_ns).max().unwrap_or(inc.t_ns);
+        let mut mine: Vec<&Poll> = polls
+            .iter()
+            .filter(|p| {
+                p.event == inc.event && p.t_ns <= last && inc.t_ns.saturating_sub(p.t_ns) <= window_ns
+            })
+            .collect();
+        mine.sort_by_key(|p| p.t_ns);
+        inc.victims = Vec::new();
+        for p in mine {
+            if !inc.victims.contains(&p.victim) {
+                inc.victims.push(p.victim);
+            }
+        }
     }
 }
 

@@ -87,8 +87,11 @@ pub struct Incident {
     pub t_ns: u64,
     /// Its reports, in arrival order.
     pub reports: Vec<Received>,
-    /// The victim flow, when the polling event is known.
+    /// The victim flow, when the polling event is known (the latest poll's).
     pub victim: Option<FiveTuple>,
+    /// Every victim that polled under this event in the window, oldest first (agents polling in
+    /// the same millisecond share an event ID); empty when the polls are not known.
+    pub victims: Vec<FiveTuple>,
 }
 
 /// Group `reports` into incidents: a report joins the open incident of its event ID if it
@@ -104,7 +107,13 @@ pub fn incidents(mut reports: Vec<Received>, window_ns: u64) -> Vec<Incident> {
             Some(&i) if r.t_ns.saturating_sub(out[i].t_ns) <= window_ns => out[i].reports.push(r),
             _ => {
                 open.insert(e, out.len());
-                out.push(Incident { event: e, t_ns: r.t_ns, reports: vec![r], victim: None });
+                out.push(Incident {
+                    event: e,
+                    t_ns: r.t_ns,
+                    reports: vec![r],
+                    victim: None,
+                    victims: Vec::new(),
+                });
             }
         }
     }
@@ -130,7 +139,13 @@ impl Assembler {
         let (e, t) = (r.header.event_id, r.t_ns);
         match self.open.iter_mut().find(|i| i.event == e && t.saturating_sub(i.t_ns) <= self.window_ns) {
             Some(i) => i.reports.push(r),
-            None => self.open.push(Incident { event: e, t_ns: t, reports: vec![r], victim: None }),
+            None => self.open.push(Incident {
+                event: e,
+                t_ns: t,
+                reports: vec![r],
+                victim: None,
+                victims: Vec::new(),
+            }),
         }
     }
 
@@ -157,7 +172,7 @@ pub fn analyze(inc: &Incident, topo: &Topology, params: &graph::Params) -> (Grap
         let why = format!("a report from switch {s}, which the topology does not know");
         return (g, vec![Diagnosis::none(inc.victim, why)]);
     }
-    let d = diagnose(&g, topo, inc.victim, params);
+    let d = diagnose(&g, topo, inc.victim, &inc.victims, params);
     (g, d)
 }
 

@@ -87,7 +87,7 @@ fn incident(burst: bool) -> Incident {
         e2.extend([port(2, 20, 20, 0), fl(2, victim, 20, 20, 0)]);
     }
     let s2 = report(20, 2, 1, 0, 2, e2);
-    Incident { event: 5, t_ns: 10, reports: vec![s1, s2], victim: Some(victim) }
+    Incident { event: 5, t_ns: 10, reports: vec![s1, s2], victim: Some(victim), victims: Vec::new() }
 }
 
 #[test]
@@ -152,7 +152,7 @@ fn square(branch: bool) -> (Topology, Incident) {
         }
         reports.push(report(u64::from(s), s, if s == 1 { 1 } else { 2 }, 3, 1, e));
     }
-    (t, Incident { event: 5, t_ns: 1, reports, victim: Some(victim) })
+    (t, Incident { event: 5, t_ns: 1, reports, victim: Some(victim), victims: Vec::new() })
 }
 
 #[test]
@@ -252,7 +252,7 @@ fn bad_inputs_are_undiagnosed_with_the_reason() {
     let d = ds[0].clone();
     assert!(d.undiagnosed.as_deref().unwrap().contains("switch 99"), "{d:?}");
     // Nothing reported.
-    let inc = Incident { event: 1, t_ns: 0, reports: Vec::new(), victim: None };
+    let inc = Incident { event: 1, t_ns: 0, reports: Vec::new(), victim: None, victims: Vec::new() };
     let (_, ds) = analyze(&inc, &topo, &Params::default());
     let d = ds[0].clone();
     assert!(d.undiagnosed.is_some());
@@ -313,7 +313,8 @@ fn no_pfc_is_plain_contention_at_the_deepest_victim_port() {
             meter(4, 2, 200_000),
         ],
     );
-    let inc = Incident { event: 5, t_ns: 10, reports: vec![s1, s2], victim: Some(victim) };
+    let inc =
+        Incident { event: 5, t_ns: 10, reports: vec![s1, s2], victim: Some(victim), victims: Vec::new() };
     let (g, ds) = analyze(&inc, &two_switches(), &Params::default());
     assert!(g.port_port.is_empty());
     assert_eq!(ds.len(), 1);
@@ -390,7 +391,7 @@ mod props {
             let mut t = two_switches();
             t.link(3, 0, Peer::Switch { switch_id: 1, port: 2 });
             t.link(1, 2, Peer::Switch { switch_id: 3, port: 0 });
-            let inc = Incident { event: 5, t_ns: 0, reports, victim: None };
+            let inc = Incident { event: 5, t_ns: 0, reports, victim: None, victims: Vec::new() };
             let (g, ds) = analyze(&inc, &t, &Params::default());
             prop_assert!(!ds.is_empty());
             for d in &ds {
