@@ -216,8 +216,10 @@ pub struct Score {
     /// Results that named no anomaly ("undiagnosed: why"): no finding, so no false positive —
     /// counted apart.
     pub undiagnosed: u32,
-    /// Of the wrong ones, those whose root cause is at another switch than the injection's
-    /// locus (background congestion the same incidents also found, or a misplaced cause).
+    /// Of the wrong ones, those away from the injection: a root cause at another port than the
+    /// receiver's or the storming host's (another switch than the loop's, for a deadlock), or an
+    /// incident opening more than two epochs after the incast's last flow completed —
+    /// background congestion, or a misplaced cause.
     pub elsewhere: u32,
     /// Of those, the ones the lab confirms as background anomalies that happened: contention
     /// or an incast named at a port whose queue really built up then (and, for an incast, whose
@@ -566,7 +568,8 @@ impl Scenario {
         let right =
             |d: &hawkeye::Diagnosis, at: u64| expected(at).into_iter().any(|c| right(d, c, &t.injected));
         // Away from the injection: for an incast or a storm, any port but the one facing the
-        // receiver or the storming host; for a deadlock, any switch off the loop.
+        // receiver or the storming host, or after the incast was over; for a deadlock, any
+        // switch off the loop.
         let target_port = t.target.and_then(|h| {
             r.wiring.iter().enumerate().find_map(|(sw, ports)| {
                 ports
@@ -575,12 +578,40 @@ impl Scenario {
                     .map(|p| PortId { switch_id: sw as u16 + 1, port: p as u16 })
             })
         });
-        let elsewhere = |d: &hawkeye::Diagnosis| match (&d.root_cause, target_port) {
-            (Some(RootCause::Flows { port, .. } | RootCause::Host { port, .. }), Some(tp)) => *port != tp,
-            (Some(RootCause::Flows { port, .. } | RootCause::Host { port, .. }), None) => {
-                !t.locus.contains(&port.switch_id)
-            }
-            (None, _) => false,
+        // An incast is over once its last flow completed: incidents opening two epochs later
+        // (the telemetry's current and previous epochs) see only what came after it.
+        let epoch_ns = t
+            .text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("epoch_ns = ").and_then(|v| v.trim().parse::<u64>().ok()))
+            .unwrap_or(1 << 20);
+        let over_at = match (&t.injected, self.anomaly.kind.as_str()) {
+            (Injected::Flows(want), "incast") => want
+                .iter()
+                .map(|&(src, dst)| {
+                    r.flows
+                        .iter()
+                        .filter(|f| (f.src, f.dst) == (src, dst) && f.start_ns >= t.start_ns)
+                        .map(|f| f.fct_ns.map(|fct| f.start_ns + fct))
+                        .max()
+                        .flatten()
+                })
+                .collect::<Option<Vec<u64>>>()
+                .and_then(|ends| ends.into_iter().max())
+                .map(|end| end + 2 * epoch_ns),
+            _ => None,
+        };
+        let elsewhere = |d: &hawkeye::Diagnosis, inc: &hawkeye::Incident| {
+            over_at.is_some_and(|end| inc.t_ns > end)
+                || match (&d.root_cause, target_port) {
+                    (Some(RootCause::Flows { port, .. } | RootCause::Host { port, .. }), Some(tp)) => {
+                        *port != tp
+                    }
+                    (Some(RootCause::Flows { port, .. } | RootCause::Host { port, .. }), None) => {
+                        !t.locus.contains(&port.switch_id)
+                    }
+                    (None, _) => false,
+                }
         };
         let topo = Topology::from_json(&text("hawkeye_topology.json")).map_err(|e| e.to_string())?;
         let reports = hawkeye::lab::reports(&text("hawkeye_reports.jsonl")).map_err(|e| e.to_string())?;
@@ -655,7 +686,7 @@ impl Scenario {
                             "  [{}] event {} t {}: {}\n",
                             if right(d, inc.t_ns) {
                                 "right"
-                            } else if background_holds(&r, d, inc) && elsewhere(d) {
+                            } else if background_holds(&r, d, inc) && elsewhere(d, inc) {
                                 "background"
                             } else {
                                 "wrong"
@@ -678,7 +709,7 @@ impl Scenario {
                         s.undiagnosed += 1;
                     } else {
                         s.wrong += 1;
-                        let away = elsewhere(d);
+                        let away = elsewhere(d, inc);
                         s.elsewhere += u32::from(away);
                         s.background += u32::from(away && background_holds(&r, d, inc));
                     }

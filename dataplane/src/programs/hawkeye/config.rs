@@ -32,6 +32,11 @@ pub struct HawkeyeSection {
     pub src_port: Option<u16>,
     /// Snapshots the control side can have pending (default 64); more are counted and dropped.
     pub pending: Option<usize>,
+    /// A port passes each polling event (event ID and victim source) once per this long, ns
+    /// (default 500 000: the reference simulator's 0.5 ms per port). It ends a trace around a
+    /// dependency cycle; keep it below the detection agents' poll interval, or a victim polling
+    /// again finds the switches it crossed refusing it a fresh snapshot.
+    pub dedup_ns: Option<u64>,
     /// A DTA collector's (or translator's) address: reports also go there as DTA Append
     /// reports, one 32-bit word each, to list `dta_list` — Hawkeye telemetry in collector
     /// memory through the translator.

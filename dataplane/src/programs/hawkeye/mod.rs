@@ -15,8 +15,8 @@
 //! * At egress ([`rules::survive`]): a copy survives on the victim port (as 11 if that port is
 //!   paused, else 01), or on another port as 10 only if the port is paused and its meter shows
 //!   bytes from the polling packet's in-port this epoch; other copies are dropped
-//!   (`hawkeye_pruned`). A port passes each event once per window (`hawkeye_duplicate`), so a
-//!   trace around a dependency cycle ends; an event is the event ID and the victim's source
+//!   (`hawkeye_pruned`). A port passes each event once per `dedup_ns` (`hawkeye_duplicate`;
+//!   default 0.5 ms, the reference simulator's), so a trace around a dependency cycle ends; an event is the event ID and the victim's source
 //!   (agents polling in the same millisecond share an event ID).
 //! * **Control side** (the program's tick: the slow path, never per packet): each surviving copy
 //!   queues a snapshot of the current and previous epochs for its port — the port's cell, the
@@ -264,6 +264,10 @@ impl Hawkeye {
                     .map_err(|_| c.err("hawkeye.source_ip", format!("{s:?} is not an IPv4 address")))?,
             ),
         };
+        let dedup_ns = h.dedup_ns.unwrap_or(500_000);
+        if !(1024..=60_000_000_000).contains(&dedup_ns) {
+            return Err(c.err("hawkeye.dedup_ns", format!("{dedup_ns}: expected 1024 ns to 60 s")));
+        }
         let pending_cap = h.pending.unwrap_or(64);
         if pending_cap == 0 || pending_cap > 65536 {
             return Err(c.err("hawkeye.pending", format!("{pending_cap}: expected 1..=65536")));
@@ -299,7 +303,7 @@ impl Hawkeye {
             port_ips: cfg.ports.iter().map(|p| p.ipv4.first().map(|a| a.0)).collect(),
             src_port: h.src_port.unwrap_or(report::MAGIC),
             last_event,
-            dedup_ns: epoch_ns * epochs as u64,
+            dedup_ns,
             pending: VecDeque::with_capacity(pending_cap),
             pending_cap,
             seq: 0,
