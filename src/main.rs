@@ -31,8 +31,8 @@ enum Cmd {
 #[derive(Debug, Subcommand)]
 enum HawkeyeCmd {
     /// Run every scenario of DIR (config/labs/hawkeye/) for TRACES traces each, diagnose every
-    /// trace with the analyzer and its baselines, and print precision and recall per class
-    /// (Markdown; with --out, also results.csv and results.md there).
+    /// trace with the analyzer and its baselines, and print precision, recall and overheads per
+    /// class (Markdown; with --out, also results.csv, results.md and Figures 8–10 as SVG there).
     Eval {
         /// The scenario directory.
         dir: PathBuf,
@@ -48,6 +48,33 @@ enum HawkeyeCmd {
         /// Print every trace's injection and diagnoses (stderr).
         #[arg(long)]
         verbose: bool,
+        /// Every switch's epoch, ns (a power of two; default: each scenario's).
+        #[arg(long)]
+        epoch_ns: Option<u64>,
+        /// The detection threshold, × the base RTT (default: each scenario's).
+        #[arg(long)]
+        rtt_factor: Option<f64>,
+    },
+    /// Figure 7: every scenario of DIR at each epoch and detection threshold (TRACES traces
+    /// each); with --out, sweep.csv, sweep.md and the figures there.
+    Sweep {
+        /// The scenario directory.
+        dir: PathBuf,
+        /// Traces per scenario and setting.
+        #[arg(long, default_value_t = 20)]
+        traces: u64,
+        /// Epochs, ns (powers of two; the paper's 100 µs to 2 ms).
+        #[arg(long, value_delimiter = ',', default_value = "131072,262144,524288,1048576,2097152")]
+        epochs: Vec<u64>,
+        /// Detection thresholds, × the base RTT (the paper's 200 % to 500 %).
+        #[arg(long, value_delimiter = ',', default_value = "2,3,4,5")]
+        factors: Vec<f64>,
+        /// Worker threads (default: the machine's cores).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Where sweep.csv, sweep.md and the figures go.
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Write trace N of a scenario as a lab file (to run and inspect with `softfabric lab run`).
     Trace {
@@ -293,11 +320,45 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Cmd::Hawkeye { cmd: HawkeyeCmd::Eval { dir, traces, threads, out, verbose } } => {
+        Cmd::Hawkeye { cmd: HawkeyeCmd::Sweep { dir, traces, epochs, factors, threads, out } } => {
             let threads =
                 threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let t0 = std::time::Instant::now();
-            match softfabric::hawkeye_eval::eval(&dir, traces, threads, verbose) {
+            match softfabric::hawkeye_eval::sweep(&dir, traces, threads, &epochs, &factors) {
+                Ok(results) => {
+                    let (csv, md) = softfabric::hawkeye_eval::sweep_tables(&results);
+                    print!("{md}");
+                    println!("{} setting(s) in {:.1} s", results.len(), t0.elapsed().as_secs_f64());
+                    if let Some(o) = out {
+                        let w = std::fs::create_dir_all(&o)
+                            .and_then(|()| std::fs::write(o.join("sweep.csv"), csv))
+                            .and_then(|()| std::fs::write(o.join("sweep.md"), md))
+                            .and_then(|()| softfabric::hawkeye_eval::plot::sweep_figures(&o, &results));
+                        if let Err(e) = w {
+                            eprintln!("error: {}: {e}", o.display());
+                            return ExitCode::FAILURE;
+                        }
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Cmd::Hawkeye {
+            cmd: HawkeyeCmd::Eval { dir, traces, threads, out, verbose, epoch_ns, rtt_factor },
+        } => {
+            let threads =
+                threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            let t0 = std::time::Instant::now();
+            if epoch_ns.is_some_and(|e| !e.is_power_of_two()) {
+                eprintln!("error: --epoch-ns: expected a power of two");
+                return ExitCode::from(2);
+            }
+            let sweep = softfabric::hawkeye_eval::Sweep { epoch_ns, rtt_factor };
+            match softfabric::hawkeye_eval::eval_with(&dir, traces, threads, verbose, sweep) {
                 Ok(results) => {
                     let (csv, md) = softfabric::hawkeye_eval::tables(&results);
                     print!("{md}");
@@ -309,7 +370,8 @@ fn main() -> ExitCode {
                     if let Some(o) = out {
                         let w = std::fs::create_dir_all(&o)
                             .and_then(|()| std::fs::write(o.join("results.csv"), csv))
-                            .and_then(|()| std::fs::write(o.join("results.md"), md));
+                            .and_then(|()| std::fs::write(o.join("results.md"), md))
+                            .and_then(|()| softfabric::hawkeye_eval::plot::figures(&o, &results));
                         if let Err(e) = w {
                             eprintln!("error: {}: {e}", o.display());
                             return ExitCode::FAILURE;

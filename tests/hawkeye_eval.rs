@@ -37,6 +37,15 @@ fn the_bundled_scenarios_are_diagnosed() {
         assert!(victim.telemetry_bytes <= h.telemetry_bytes, "{name}");
         assert!(h.timed > 0 && h.collection_ns > 0, "{name}: collection timed");
     }
+    // Figures 8–10 render, one group per scenario's class.
+    let dir = std::env::temp_dir().join(format!("softfabric-hk-figs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    hawkeye_eval::plot::figures(&dir, &results).unwrap();
+    for f in ["fig8-baselines.svg", "fig9-overhead.svg", "fig10-telemetry.svg"] {
+        let svg = std::fs::read_to_string(dir.join(f)).unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("pfc_storm") && svg.contains("hawkeye"), "{f}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
     let (csv, md) = hawkeye_eval::tables(&results);
     assert_eq!(csv.lines().count(), 1 + results.len() * VARIANTS.len());
     assert!(md.contains("| microburst-incast | microburst_incast | hawkeye |"));

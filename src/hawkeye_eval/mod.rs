@@ -73,6 +73,8 @@ use wire::hawkeye::report::{self, Entry};
 
 use crate::lab::{self, LabConfig};
 
+pub mod plot;
+
 /// The analyzer variants scored.
 pub const VARIANTS: [&str; 5] = ["hawkeye", "full_polling", "victim_only", "port_only", "flow_only"];
 
@@ -807,6 +809,20 @@ pub fn eval(
     threads: usize,
     verbose: bool,
 ) -> Result<Vec<(Scenario, [Score; VARIANTS.len()])>, String> {
+    eval_with(dir, traces, threads, verbose, Sweep::default())
+}
+
+/// One scenario's scores: each variant's, in [`VARIANTS`] order.
+pub type Results = Vec<(Scenario, [Score; VARIANTS.len()])>;
+
+/// [`eval`] with every scenario under `sweep`'s overrides.
+pub fn eval_with(
+    dir: &Path,
+    traces: u64,
+    threads: usize,
+    verbose: bool,
+    sweep: Sweep,
+) -> Result<Results, String> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -816,7 +832,8 @@ pub fn eval(
         })
         .collect();
     files.sort();
-    let scenarios: Vec<Scenario> = files.iter().map(|f| Scenario::load(f)).collect::<Result<_, _>>()?;
+    let scenarios: Vec<Scenario> =
+        files.iter().map(|f| Scenario::load(f).map(|s| s.with(sweep))).collect::<Result<_, _>>()?;
     let mut out = Vec::new();
     for s in scenarios {
         let next = std::sync::atomic::AtomicU64::new(0);
@@ -900,6 +917,62 @@ pub fn tables(results: &[(Scenario, [Score; VARIANTS.len()])]) -> (String, Strin
             csv += &b[1..].join(",");
             csv.push('\n');
             md += &format!("| {} |\n", row.join(" | "));
+        }
+    }
+    (csv, md)
+}
+
+/// Figure 7's grid: every scenario at each epoch and detection threshold (`traces` each); the
+/// results per (epoch, threshold).
+pub fn sweep(
+    dir: &Path,
+    traces: u64,
+    threads: usize,
+    epochs: &[u64],
+    factors: &[f64],
+) -> Result<Vec<(Sweep, Results)>, String> {
+    let mut out = Vec::new();
+    for &e in epochs {
+        if !e.is_power_of_two() {
+            return Err(format!("--epochs: {e} ns is not a power of two"));
+        }
+        for &f in factors {
+            let sw = Sweep { epoch_ns: Some(e), rtt_factor: Some(f) };
+            out.push((sw, eval_with(dir, traces, threads, false, sw)?));
+        }
+    }
+    Ok(out)
+}
+
+/// A sweep as CSV and a Markdown table: per class, epoch and threshold, Hawkeye's verified
+/// precision and recall.
+pub fn sweep_tables(results: &[(Sweep, Results)]) -> (String, String) {
+    let mut csv = String::from("class,epoch_ns,rtt_factor,traces,right,wrong,precision_verified,recall\n");
+    let mut md = String::from(
+        "| class | epoch (µs) | threshold (× RTT) | traces | precision verified | recall |\n|---|---|---|---|---|---|\n",
+    );
+    let hk = VARIANTS.iter().position(|v| *v == "hawkeye").unwrap_or(0);
+    for (sw, res) in results {
+        let (e, f) = (sw.epoch_ns.unwrap_or(0), sw.rtt_factor.unwrap_or(0.0));
+        for (s, scores) in res {
+            let sc = scores[hk];
+            csv += &format!(
+                "{},{e},{f},{},{},{},{:.3},{:.3}\n",
+                s.class.name(),
+                sc.traces,
+                sc.right,
+                sc.wrong,
+                sc.precision_verified(),
+                sc.recall()
+            );
+            md += &format!(
+                "| {} | {:.0} | {f} | {} | {:.3} | {:.3} |\n",
+                s.class.name(),
+                e as f64 / 1000.0,
+                sc.traces,
+                sc.precision_verified(),
+                sc.recall()
+            );
         }
     }
     (csv, md)
