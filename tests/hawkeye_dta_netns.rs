@@ -225,4 +225,19 @@ fn hawkeye_reports_land_in_a_dta_collectors_append_list() {
         })
         .sum();
     assert_eq!(pkts as usize, PACKETS, "{:?}", last.header);
+    // The analyzer reads the same list (`collector hawkeye dta` does this over HTTP): every
+    // report, the last poll's event among the incidents, each answered.
+    let (received, err) = collector::hawkeye::dta::reports(&words, 0);
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(received.len(), reports.len());
+    let incs = collector::hawkeye::incidents(received, u64::MAX);
+    assert!(incs.iter().any(|i| i.event == event), "{incs:?}");
+    let topo = collector::hawkeye::Topology::from_json(
+        r#"{"switches":[{"switch_id":42,"ports":[{"port":0,"host":0,"ip":"10.0.1.2"},{"port":1,"host":1,"ip":"10.0.2.2"},{"port":2,"host":2,"ip":"10.0.3.2"}]}]}"#,
+    )
+    .unwrap();
+    for inc in &incs {
+        let (_, ds) = collector::hawkeye::analyze(inc, &topo, &collector::hawkeye::Params::default());
+        assert!(!ds.is_empty());
+    }
 }

@@ -154,11 +154,11 @@ pub fn figures(dir: &Path, results: &Results) -> std::io::Result<()> {
         let i = VARIANTS.iter().position(|x| *x == v).unwrap_or(0);
         (v.to_string(), results.iter().map(|(_, sc)| f(&sc[i])).collect())
     };
-    let bytes = |s: &Score| s.per_incident().0;
-    let polling = |s: &Score| s.per_incident().2;
+    let bytes = |s: &Score| s.overheads().0;
+    let polling = |s: &Score| s.overheads().2;
     bars(
         &top,
-        "Telemetry collected per incident",
+        "Telemetry collected per trace",
         "bytes (log)",
         &groups,
         &[per("hawkeye", bytes), per("full_polling", bytes), per("victim_only", bytes)],
@@ -166,7 +166,7 @@ pub fn figures(dir: &Path, results: &Results) -> std::io::Result<()> {
     )?;
     bars(
         &bottom,
-        "Polling packets per incident (full polling needs none)",
+        "Polling packets per trace (full polling needs none)",
         "bytes on links",
         &groups,
         &[per("hawkeye", polling), per("full_polling", polling), per("victim_only", polling)],

@@ -81,6 +81,29 @@ enum HawkeyeCmd {
         #[arg(long, default_value_t = 2000)]
         window_us: u64,
     },
+    /// Read the reports switches sent as DTA Append words (`[hawkeye] dta_collector`) back from
+    /// a running `collector serve --http` — one Append list per switch — and diagnose each
+    /// event's reports (the lists carry no arrival time: one pass, one incident per event ID).
+    Dta {
+        /// The collector's HTTP address.
+        #[arg(long, default_value = "127.0.0.1:8484")]
+        http: SocketAddr,
+        /// The Append lists to read (the switches' `dta_list`), e.g. --list 1 --list 2.
+        #[arg(long = "list", required = true)]
+        lists: Vec<u32>,
+        /// The topology (`hawkeye_topology.json`'s format).
+        #[arg(long)]
+        topology: PathBuf,
+        /// Consumer name at the collector (its own tail per list).
+        #[arg(long, default_value = "hawkeye")]
+        consumer: String,
+        /// Write the incidents as JSON lines here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Write each incident's graph into this directory as incident-<n>.dot and .svg.
+        #[arg(long)]
+        svg: Option<PathBuf>,
+    },
     /// Receive telemetry reports over UDP (the switches' `[hawkeye] analyzer`) and print each
     /// incident's diagnosis once its window has passed.
     Listen {
@@ -427,17 +450,84 @@ fn hawkeye_analyze(
     window_us: u64,
 ) -> anyhow::Result<()> {
     use anyhow::Context;
-    use collector::hawkeye::{self, Params, lab, render};
     let read = |name: &str| {
         let p = dir.join(name);
         std::fs::read_to_string(&p).with_context(|| format!("{}", p.display()))
     };
-    let (incidents, topo) = lab::load(
+    let (incidents, topo) = collector::hawkeye::lab::load(
         &read("hawkeye_reports.jsonl")?,
         &read("hawkeye_polls.jsonl").unwrap_or_default(),
         &read("hawkeye_topology.json")?,
         window_us.saturating_mul(1000),
     )?;
+    diagnose_all(&incidents, &topo, json, svg)
+}
+
+/// `collector hawkeye dta`: the Append lists' words, read over HTTP, as incidents.
+fn hawkeye_dta(
+    addr: SocketAddr,
+    lists: &[u32],
+    consumer: &str,
+    topology: &std::path::Path,
+    json: Option<&std::path::Path>,
+    svg: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use collector::hawkeye::{Topology, dta, incidents};
+    let topo_text = std::fs::read_to_string(topology).with_context(|| format!("{}", topology.display()))?;
+    let topo = Topology::from_json(&topo_text).with_context(|| format!("{}", topology.display()))?;
+    let mut reports = Vec::new();
+    for &list in lists {
+        let mut words = Vec::new();
+        loop {
+            let (status, v) =
+                http::get(addr, &format!("/append/{list}?consumer={consumer}"), Duration::from_secs(15))?;
+            if status != 200 {
+                anyhow::bail!(
+                    "list {list}: {}",
+                    v.get("error").and_then(|e| e.as_str()).unwrap_or("query failed")
+                );
+            }
+            let lost = v.get("lost").and_then(|l| l.as_u64()).unwrap_or(0);
+            if lost > 0 {
+                eprintln!("list {list}: {lost} words overwritten before they were read: reports cut");
+            }
+            let entries: Vec<u32> = v
+                .get("entries")
+                .and_then(|e| e.as_array())
+                .into_iter()
+                .flatten()
+                .map(|w| {
+                    w.as_u64()
+                        .and_then(|w| u32::try_from(w).ok())
+                        .context("an entry that is not a 32-bit word")
+                })
+                .collect::<anyhow::Result<_>>()?;
+            if entries.is_empty() {
+                break;
+            }
+            words.extend(entries);
+        }
+        let (got, err) = dta::reports(&words, 0);
+        eprintln!("list {list}: {} words, {} reports", words.len(), got.len());
+        if let Some(e) = err {
+            eprintln!("list {list}: the rest does not read as reports: {e}");
+        }
+        reports.extend(got);
+    }
+    let incs = incidents(reports, u64::MAX);
+    diagnose_all(&incs, &topo, json, svg)
+}
+
+/// Print each incident's diagnoses (and write them as JSON lines and graphs, if asked).
+fn diagnose_all(
+    incidents: &[collector::hawkeye::Incident],
+    topo: &collector::hawkeye::Topology,
+    json: Option<&std::path::Path>,
+    svg: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use collector::hawkeye::{self, Params, render};
     let params = Params::default();
     let mut lines = String::new();
     if let Some(d) = svg {
@@ -447,7 +537,7 @@ fn hawkeye_analyze(
     let mut out = std::io::stdout().lock();
     let mut printing = true;
     for (n, inc) in incidents.iter().enumerate() {
-        let (g, ds) = hawkeye::analyze(inc, &topo, &params);
+        let (g, ds) = hawkeye::analyze(inc, topo, &params);
         for d in &ds {
             if printing {
                 use std::io::Write as _;
@@ -500,6 +590,10 @@ fn main() -> ExitCode {
         Cmd::Query { http, q } => query(http, q),
         Cmd::Hawkeye { cmd: HawkeyeCmd::Listen { bind, topology, window_us, json, duration } } => {
             hawkeye_listen(bind, &topology, window_us, json.as_deref(), duration).map(|()| ExitCode::SUCCESS)
+        }
+        Cmd::Hawkeye { cmd: HawkeyeCmd::Dta { http, lists, topology, consumer, json, svg } } => {
+            hawkeye_dta(http, &lists, &consumer, &topology, json.as_deref(), svg.as_deref())
+                .map(|()| ExitCode::SUCCESS)
         }
         Cmd::Hawkeye { cmd: HawkeyeCmd::Analyze { dir, json, svg, window_us } } => {
             hawkeye_analyze(&dir, json.as_deref(), svg.as_deref(), window_us).map(|()| ExitCode::SUCCESS)

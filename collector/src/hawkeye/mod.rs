@@ -8,6 +8,8 @@
 //! * [`Received`], [`incidents`] — reports grouped into incidents: the reports sharing an event
 //!   ID within a window of time; [`Assembler`] does it as reports arrive.
 //! * [`Topology`] — which switch port faces which switch port or host (Algorithm 1's `N`).
+//! * [`lab`], [`dta`] — reports from a lab run's files, or read back from a DTA collector's
+//!   Append lists.
 //! * [`graph`] — Algorithm 1: the heterogeneous wait-for provenance graph.
 //! * [`diagnose`] — Algorithm 2 and Table 2's six signatures.
 //! * [`render`] — the diagnosis as JSON, the graph as DOT and SVG, and a plain summary.
@@ -17,6 +19,7 @@
 //! [`diagnose`].
 
 pub mod diagnose;
+pub mod dta;
 pub mod graph;
 pub mod lab;
 pub mod render;
@@ -176,6 +179,36 @@ pub fn analyze(inc: &Incident, topo: &Topology, params: &graph::Params) -> (Grap
     (g, d)
 }
 
+/// One victim's own path in `inc`: the victim-path copies' reports hop by hop from the switch
+/// its source host attaches to — at each switch the copy that came in where the previous hop
+/// left (the one whose port carried the victim's flow, if several did), then across the link —
+/// until a host or a switch with no such report. An incident can hold several victims' copies
+/// (agents polling in the same millisecond share an event ID); this is what polling only the
+/// victim's path, without tracing PFC, would have collected for `victim`.
+pub fn victim_path_reports(inc: &Incident, victim: &FiveTuple, topo: &Topology) -> Vec<Received> {
+    let mut out = Vec::new();
+    let Some(mut at) = topo.host_port(victim.src_ip) else { return out };
+    for _ in 0..64 {
+        let here: Vec<&Received> = inc
+            .reports
+            .iter()
+            .filter(|r| {
+                r.header.flag & 1 != 0 && r.header.switch_id == at.switch_id && r.header.in_port == at.port
+            })
+            .collect();
+        let carries = |r: &&&Received| {
+            r.entries.iter().any(|e| matches!(e, Entry::Flow { port, flow, .. } if *port == r.header.out_port && flow == victim))
+        };
+        let Some(next) = here.iter().find(carries).or(here.first()).map(|r| r.header.out_port) else { break };
+        out.extend(here.iter().filter(|r| r.header.out_port == next).map(|r| (*r).clone()));
+        match topo.peer(at.switch_id, next) {
+            Some(Peer::Switch { switch_id, port }) => at = PortId { switch_id, port },
+            _ => break,
+        }
+    }
+    out
+}
+
 /// What a switch port faces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Peer {
@@ -202,6 +235,15 @@ pub struct Topology {
 }
 
 impl Topology {
+    /// The switch port facing the host with address `ip`.
+    pub fn host_port(&self, ip: Ipv4Addr) -> Option<PortId> {
+        self.peers
+            .iter()
+            .filter(|(_, p)| matches!(p, Peer::Host { ip: a, .. } if *a == ip))
+            .map(|(&(switch_id, port), _)| PortId { switch_id, port })
+            .min()
+    }
+
     /// Port `port` of switch `switch_id` faces `peer`.
     pub fn link(&mut self, switch_id: u16, port: u16, peer: Peer) {
         self.peers.insert((switch_id, port), peer);

@@ -411,3 +411,27 @@ mod props {
         }
     }
 }
+
+/// Two victims' copies in one incident: each victim's own path is the chain of copies from its
+/// source host's switch, hop by hop — what victim-only polling would have collected for it.
+#[test]
+fn each_victims_own_path_is_the_chain_from_its_host() {
+    let topo = two_switches();
+    let (a, b) = (flow(0, 2, 1), flow(3, 1, 2));
+    let reports = vec![
+        report(1, 1, 1, 0, 1, vec![fl(1, a, 5, 0, 0)]),
+        report(2, 2, 1, 0, 2, vec![fl(2, a, 5, 0, 0)]),
+        report(3, 2, 1, 3, 1, vec![fl(1, b, 5, 0, 0)]),
+        report(4, 2, 2, 0, 4, vec![]),
+    ];
+    let inc = Incident { event: 5, t_ns: 1, reports, victim: Some(b), victims: vec![a, b] };
+    let hops = |v| -> Vec<(u16, u16, u16)> {
+        victim_path_reports(&inc, &v, &topo)
+            .iter()
+            .map(|r| (r.header.switch_id, r.header.in_port, r.header.out_port))
+            .collect()
+    };
+    assert_eq!(hops(a), vec![(1, 0, 1), (2, 0, 2)]);
+    assert_eq!(hops(b), vec![(2, 3, 1)]);
+    assert!(hops(flow(9, 1, 3)).is_empty(), "a host the topology does not know");
+}
