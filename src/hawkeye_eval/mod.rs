@@ -17,6 +17,8 @@
 //! seed = 1                      # trace i runs with lab seed `seed + i`
 //! window_us = 1000              # incidents whose first report comes within this long after
 //!                               #   the injection are this trace's diagnoses
+//! # duration_us = 3000          # the run's length, if not the base's (a deadlock's freeze is
+//!                               #   told from its loop flows delivering nothing to the end)
 //! # before = "pfc_storm"        # deadlocks only: what the trace shows until its loop freezes
 //!                               #   (a loop flow delivers nothing more to the run's end):
 //!                               #   incidents opening earlier are right naming it or the
@@ -57,8 +59,9 @@
 //! every port of every switch: the lab runs with `[hawkeye] full_polling`, whose reports are
 //! flagged 00 and left out of the other variants), `victim_only` (only the reports of
 //! victim-path copies, no PFC tracing, and each victim's own path alone, one incident per
-//! victim), `port_only` (flow entries dropped), `flow_only` (port
-//! and meter entries dropped).
+//! victim), `port_only` (flow entries dropped; the switches still trace PFC, as
+//! the paper's port-only system does), `flow_only` (port and meter entries dropped, and
+//! without port meters the switches cannot trace PFC: each victim's own path, as victim-only).
 //!
 //! Overheads per variant (Figure 9, §4.3): telemetry reports and their bytes per trace, switches
 //! reporting per incident, polling packets on links (every surviving copy crosses
@@ -101,6 +104,7 @@ struct RawHead {
     epoch_ns: Option<u64>,
     rtt_factor: Option<f64>,
     before: Option<String>,
+    duration_us: Option<u64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -167,6 +171,7 @@ pub struct Scenario {
     loads: Vec<f64>,
     seed: u64,
     window_ns: u64,
+    duration_us: Option<u64>,
     anomaly: RawAnomaly,
     sweep: Sweep,
 }
@@ -348,6 +353,7 @@ impl Scenario {
             loads: raw.scenario.loads,
             seed: raw.scenario.seed.unwrap_or(1),
             window_ns: raw.scenario.window_us.unwrap_or(1000) * 1000,
+            duration_us: raw.scenario.duration_us,
             anomaly: raw.anomaly,
             sweep: Sweep { epoch_ns: raw.scenario.epoch_ns, rtt_factor: raw.scenario.rtt_factor },
         })
@@ -389,6 +395,9 @@ impl Scenario {
         let lab_t = v.entry("lab").or_insert(toml::Value::Table(Default::default()));
         if let Some(t) = lab_t.as_table_mut() {
             t.insert("seed".into(), toml::Value::Integer(seed as i64));
+            if let Some(d) = self.duration_us {
+                t.insert("duration_us".into(), toml::Value::Integer(d as i64));
+            }
         }
         // Epoch and threshold: the scenario's, then a sweep's.
         if let Some(e) = self.sweep.epoch_ns {
@@ -628,7 +637,7 @@ impl Scenario {
                 .filter(|r| t_in(r.t_ns, t.start_ns, self.window_ns))
                 .filter(|r| match *variant {
                     "full_polling" => true,
-                    "victim_only" => r.header.flag & 1 != 0,
+                    "victim_only" | "flow_only" => r.header.flag & 1 != 0,
                     _ => r.header.flag != 0,
                 })
                 .map(|r| {
@@ -654,7 +663,7 @@ impl Scenario {
             }
             let mut incs = hawkeye::incidents(filtered, self.window_ns);
             hawkeye::lab::attach_victims(&mut incs, &polls, self.window_ns);
-            if *variant == "victim_only" {
+            if matches!(*variant, "victim_only" | "flow_only") {
                 incs = incs.into_iter().flat_map(|i| per_victim(i, &topo)).collect();
             }
             s.incidents = incs.len() as u32;
