@@ -54,6 +54,10 @@ enum HawkeyeCmd {
         /// The detection threshold, × the base RTT (default: each scenario's).
         #[arg(long)]
         rtt_factor: Option<f64>,
+        /// The first trace's number (traces N.. of each scenario: fresh seeds and placements
+        /// for a hold-out check).
+        #[arg(long, default_value_t = 0)]
+        first_trace: u64,
     },
     /// Figure 7: every scenario of DIR at each epoch and detection threshold (TRACES traces
     /// each); with --out, sweep.csv, sweep.md and the figures there.
@@ -348,7 +352,7 @@ fn main() -> ExitCode {
             }
         }
         Cmd::Hawkeye {
-            cmd: HawkeyeCmd::Eval { dir, traces, threads, out, verbose, epoch_ns, rtt_factor },
+            cmd: HawkeyeCmd::Eval { dir, traces, threads, out, verbose, epoch_ns, rtt_factor, first_trace },
         } => {
             let threads =
                 threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -357,7 +361,7 @@ fn main() -> ExitCode {
                 eprintln!("error: --epoch-ns: expected a power of two");
                 return ExitCode::from(2);
             }
-            let sweep = softfabric::hawkeye_eval::Sweep { epoch_ns, rtt_factor };
+            let sweep = softfabric::hawkeye_eval::Sweep { epoch_ns, rtt_factor, first_trace };
             match softfabric::hawkeye_eval::eval_with(&dir, traces, threads, verbose, sweep) {
                 Ok(results) => {
                     let (csv, md) = softfabric::hawkeye_eval::tables(&results);

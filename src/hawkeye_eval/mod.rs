@@ -154,6 +154,9 @@ pub struct Sweep {
     pub epoch_ns: Option<u64>,
     /// The detection agents' `rtt_factor`.
     pub rtt_factor: Option<f64>,
+    /// The first trace's number: a run scores traces `first_trace..first_trace + traces` (a
+    /// hold-out check of settings a sweep chose runs on traces the sweep never saw).
+    pub first_trace: u64,
 }
 
 /// A scenario: its file, class, base lab and anomaly.
@@ -355,7 +358,11 @@ impl Scenario {
             window_ns: raw.scenario.window_us.unwrap_or(1000) * 1000,
             duration_us: raw.scenario.duration_us,
             anomaly: raw.anomaly,
-            sweep: Sweep { epoch_ns: raw.scenario.epoch_ns, rtt_factor: raw.scenario.rtt_factor },
+            sweep: Sweep {
+                epoch_ns: raw.scenario.epoch_ns,
+                rtt_factor: raw.scenario.rtt_factor,
+                first_trace: 0,
+            },
         })
     }
 
@@ -552,6 +559,7 @@ impl Scenario {
         let mut s = self.clone();
         s.sweep.epoch_ns = sweep.epoch_ns.or(s.sweep.epoch_ns);
         s.sweep.rtt_factor = sweep.rtt_factor.or(s.sweep.rtt_factor);
+        s.sweep.first_trace = sweep.first_trace;
         s
     }
 
@@ -883,6 +891,7 @@ pub fn eval_with(
                         if i >= traces {
                             break;
                         }
+                        let i = i + sweep.first_trace;
                         match s.score(i, verbose) {
                             Ok(sc) => {
                                 let mut t = total.lock().unwrap_or_else(|e| e.into_inner());
@@ -973,7 +982,7 @@ pub fn sweep(
             return Err(format!("--epochs: {e} ns is not a power of two"));
         }
         for &f in factors {
-            let sw = Sweep { epoch_ns: Some(e), rtt_factor: Some(f) };
+            let sw = Sweep { epoch_ns: Some(e), rtt_factor: Some(f), first_trace: 0 };
             out.push((sw, eval_with(dir, traces, threads, false, sw)?));
         }
     }
