@@ -1495,7 +1495,7 @@ control SfEgress(inout headers_t hdr, inout metadata_t meta,
             hawkeye_last_event_event.write((bit<32>)SF_EGRESS_PORT, meta.hk_tag);
             hawkeye_last_event_at_ns.write((bit<32>)SF_EGRESS_PORT, (bit<64>)meta.hk_now << 10);
         #endif
-            if (last_tag == meta.hk_tag && meta.hk_now - last_at < 4096) {
+            if (last_tag == meta.hk_tag && meta.hk_now - last_at < 488) {
                 hk_estats.count(4);
                 SF_EGRESS_DROP();
                 exit;
