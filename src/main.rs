@@ -325,69 +325,94 @@ fn main() -> ExitCode {
             }
         }
         Cmd::Hawkeye { cmd: HawkeyeCmd::Sweep { dir, traces, epochs, factors, threads, out } } => {
-            let threads =
-                threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let t0 = std::time::Instant::now();
-            match softfabric::hawkeye_eval::sweep(&dir, traces, threads, &epochs, &factors) {
-                Ok(results) => {
-                    let (csv, md) = softfabric::hawkeye_eval::sweep_tables(&results);
-                    print!("{md}");
-                    println!("{} setting(s) in {:.1} s", results.len(), t0.elapsed().as_secs_f64());
-                    if let Some(o) = out {
-                        let w = std::fs::create_dir_all(&o)
-                            .and_then(|()| std::fs::write(o.join("sweep.csv"), csv))
-                            .and_then(|()| std::fs::write(o.join("sweep.md"), md))
-                            .and_then(|()| softfabric::hawkeye_eval::plot::sweep_figures(&o, &results));
-                        if let Err(e) = w {
-                            eprintln!("error: {}: {e}", o.display());
-                            return ExitCode::FAILURE;
-                        }
-                    }
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::from(2)
-                }
-            }
+            let r = softfabric::hawkeye_eval::sweep(
+                &dir,
+                traces,
+                threads.unwrap_or_else(cores),
+                &epochs,
+                &factors,
+            );
+            hawkeye_results(
+                r,
+                out,
+                ["sweep.csv", "sweep.md"],
+                |r| {
+                    let (csv, md) = softfabric::hawkeye_eval::sweep_tables(r);
+                    let done = format!("{} setting(s) in {:.1} s", r.len(), t0.elapsed().as_secs_f64());
+                    (csv, md, done)
+                },
+                |o, r| softfabric::hawkeye_eval::plot::sweep_figures(o, r),
+            )
         }
         Cmd::Hawkeye {
             cmd: HawkeyeCmd::Eval { dir, traces, threads, out, verbose, epoch_ns, rtt_factor, first_trace },
         } => {
-            let threads =
-                threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let t0 = std::time::Instant::now();
             if epoch_ns.is_some_and(|e| !e.is_power_of_two()) {
                 eprintln!("error: --epoch-ns: expected a power of two");
                 return ExitCode::from(2);
             }
             let sweep = softfabric::hawkeye_eval::Sweep { epoch_ns, rtt_factor, first_trace };
-            match softfabric::hawkeye_eval::eval_with(&dir, traces, threads, verbose, sweep) {
-                Ok(results) => {
-                    let (csv, md) = softfabric::hawkeye_eval::tables(&results);
-                    print!("{md}");
-                    println!(
+            let r = softfabric::hawkeye_eval::eval_with(
+                &dir,
+                traces,
+                threads.unwrap_or_else(cores),
+                verbose,
+                sweep,
+            );
+            hawkeye_results(
+                r,
+                out,
+                ["results.csv", "results.md"],
+                |r| {
+                    let (csv, md) = softfabric::hawkeye_eval::tables(r);
+                    let done = format!(
                         "{} scenario(s) × {traces} trace(s) in {:.1} s",
-                        results.len(),
+                        r.len(),
                         t0.elapsed().as_secs_f64()
                     );
-                    if let Some(o) = out {
-                        let w = std::fs::create_dir_all(&o)
-                            .and_then(|()| std::fs::write(o.join("results.csv"), csv))
-                            .and_then(|()| std::fs::write(o.join("results.md"), md))
-                            .and_then(|()| softfabric::hawkeye_eval::plot::figures(&o, &results));
-                        if let Err(e) = w {
-                            eprintln!("error: {}: {e}", o.display());
-                            return ExitCode::FAILURE;
-                        }
-                    }
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::from(2)
-                }
-            }
+                    (csv, md, done)
+                },
+                softfabric::hawkeye_eval::plot::figures,
+            )
         }
     }
+}
+
+/// The machine's cores (the default worker count).
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// An evaluation's outcome: print its Markdown table and a closing line, and with `out` write
+/// the CSV and Markdown (`names`) and its figures there.
+fn hawkeye_results<R>(
+    result: Result<R, String>,
+    out: Option<PathBuf>,
+    names: [&str; 2],
+    tables: impl Fn(&R) -> (String, String, String),
+    figures: impl Fn(&std::path::Path, &R) -> std::io::Result<()>,
+) -> ExitCode {
+    let r = match result {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let (csv, md, done) = tables(&r);
+    print!("{md}");
+    println!("{done}");
+    if let Some(o) = out {
+        let w = std::fs::create_dir_all(&o)
+            .and_then(|()| std::fs::write(o.join(names[0]), csv))
+            .and_then(|()| std::fs::write(o.join(names[1]), md))
+            .and_then(|()| figures(&o, &r));
+        if let Err(e) = w {
+            eprintln!("error: {}: {e}", o.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
 }

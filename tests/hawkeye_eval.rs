@@ -89,15 +89,7 @@ fn a_routing_loop_deadlocks_for_real_and_is_diagnosed() {
         assert_eq!(at(half), at(r.simulated_ns), "loop flow {flow} delivers nothing after {half} ns");
         assert!(r.flows[flow].fct_ns.is_none(), "loop flow {flow} never finishes");
     }
-    let files = softfabric::lab::output::hawkeye_jsonl(&r);
-    let text = |n: &str| files.iter().find(|(k, _)| *k == n).map(|x| x.1.clone()).unwrap();
-    let (incs, topo) = hk::lab::load(
-        &text("hawkeye_reports.jsonl"),
-        &text("hawkeye_polls.jsonl"),
-        &text("hawkeye_topology.json"),
-        2_000_000,
-    )
-    .unwrap();
+    let (incs, topo) = hawkeye_eval::incidents(&r, 2_000_000).unwrap();
     let loops: Vec<_> = incs
         .iter()
         .flat_map(|i| hk::analyze(i, &topo, &Params::default()).1)
@@ -147,15 +139,7 @@ fn an_injected_pause_outside_the_loop_deadlocks_it() {
             "loop flow {flow} frozen from 1.5 ms to 3 ms (the storm stopped at 0.7 ms)"
         );
     }
-    let files = softfabric::lab::output::hawkeye_jsonl(&r);
-    let text = |n: &str| files.iter().find(|(k, _)| *k == n).map(|x| x.1.clone()).unwrap();
-    let (incs, topo) = hk::lab::load(
-        &text("hawkeye_reports.jsonl"),
-        &text("hawkeye_polls.jsonl"),
-        &text("hawkeye_topology.json"),
-        1_500_000,
-    )
-    .unwrap();
+    let (incs, topo) = hawkeye_eval::incidents(&r, 1_500_000).unwrap();
     let found = incs
         .iter()
         .flat_map(|i| hk::analyze(i, &topo, &Params::default()).1)

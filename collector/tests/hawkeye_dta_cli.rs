@@ -9,54 +9,16 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::process::Command;
 
-use wire::hawkeye::FiveTuple;
-use wire::hawkeye::report::{Entry, ReportHeader, emit_report, words};
+use wire::hawkeye::report::words;
 
-const TOPOLOGY: &str = r#"{"switches":[
- {"switch_id":1,"ports":[{"port":0,"host":0,"ip":"10.0.0.2"},{"port":1,"switch_id":2,"peer_port":0}]},
- {"switch_id":2,"ports":[{"port":0,"switch_id":1,"peer_port":1},{"port":1,"host":1,"ip":"10.0.1.2"}]}]}"#;
-
-fn report(sw: u16, entries: &[Entry]) -> Vec<u32> {
-    let h = ReportHeader {
-        flag: 3,
-        switch_id: sw,
-        event_id: 9,
-        in_port: 0,
-        out_port: 1,
-        seq: 0,
-        part: 0,
-        last: true,
-    };
-    let mut b = [0u8; 1472];
-    let n = emit_report(&h, entries, &mut b).unwrap();
-    words(&b[..n]).collect()
-}
+#[path = "support/storm.rs"]
+mod storm;
+use storm::TOPOLOGY;
 
 #[test]
 fn reports_read_back_from_append_lists_are_diagnosed() {
-    let victim = FiveTuple {
-        src_ip: [10, 0, 0, 2].into(),
-        dst_ip: [10, 0, 1, 2].into(),
-        protocol: 17,
-        src_port: 1000,
-        dst_port: 4791,
-    };
-    let list1 = report(
-        1,
-        &[
-            Entry::Port { port: 1, epoch_id: 1, pkts: 50, paused: 40, qdepth_sum: 10_000 },
-            Entry::Flow { port: 1, epoch_id: 1, flow: victim, pkts: 50, paused: 40, qdepth_sum: 10_000 },
-            Entry::Meter { out_port: 1, epoch_id: 1, in_port: 0, bytes: 50_000 },
-        ],
-    );
-    let list2 = report(
-        2,
-        &[
-            Entry::Port { port: 1, epoch_id: 1, pkts: 10, paused: 10, qdepth_sum: 0 },
-            Entry::Flow { port: 1, epoch_id: 1, flow: victim, pkts: 10, paused: 10, qdepth_sum: 0 },
-            Entry::Meter { out_port: 1, epoch_id: 1, in_port: 0, bytes: 10_000 },
-        ],
-    );
+    let [s1, s2] = storm::reports();
+    let (list1, list2): (Vec<u32>, Vec<u32>) = (words(&s1).collect(), words(&s2).collect());
     let server = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = server.local_addr().unwrap();
     let serve = std::thread::spawn(move || {

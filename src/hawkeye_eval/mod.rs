@@ -567,16 +567,13 @@ impl Scenario {
     pub fn score(&self, i: u64, verbose: bool) -> Result<[Score; VARIANTS.len()], String> {
         let t = self.trace(i)?;
         let r = lab::run(&t.lab, |_| {})?;
-        let files = lab::output::hawkeye_jsonl(&r);
-        let text =
-            |name: &str| files.iter().find(|(n, _)| *n == name).map(|x| x.1.clone()).unwrap_or_default();
         let mut out = [Score::default(); VARIANTS.len()];
-        if text("hawkeye_reports.jsonl").is_empty() {
+        let Some((reports, polls, topo)) = analyzer_input(&r)? else {
             for s in &mut out {
                 s.traces = 1;
             }
             return Ok(out);
-        }
+        };
         let freeze_ns = freeze(&r, &t.loop_flows);
         // What an incident is scored against: the deadlock, once its loop froze; until then
         // the trigger the scenario names (`before`) or the deadlock forming (the loop already
@@ -636,9 +633,6 @@ impl Scenario {
                     (None, _) => false,
                 }
         };
-        let topo = Topology::from_json(&text("hawkeye_topology.json")).map_err(|e| e.to_string())?;
-        let reports = hawkeye::lab::reports(&text("hawkeye_reports.jsonl")).map_err(|e| e.to_string())?;
-        let polls = hawkeye::lab::polls(&text("hawkeye_polls.jsonl")).map_err(|e| e.to_string())?;
         for (vi, variant) in VARIANTS.iter().enumerate() {
             let filtered: Vec<_> = reports
                 .iter()
@@ -746,6 +740,33 @@ impl Scenario {
         }
         Ok(out)
     }
+}
+
+/// A lab run's Hawkeye output as the analyzer reads it: the reports, the agents' polls, the
+/// topology.
+pub type AnalyzerInput = (Vec<hawkeye::Received>, Vec<hawkeye::lab::Poll>, Topology);
+
+/// What a lab run gives the analyzer, as `collector hawkeye analyze` reads it from the run's
+/// files (`None`: the run made no report).
+pub fn analyzer_input(r: &lab::LabResult) -> Result<Option<AnalyzerInput>, String> {
+    let files = lab::output::hawkeye_jsonl(r);
+    let text = |name: &str| files.iter().find(|(n, _)| *n == name).map(|x| x.1.as_str()).unwrap_or_default();
+    if text("hawkeye_reports.jsonl").is_empty() {
+        return Ok(None);
+    }
+    let topo = Topology::from_json(text("hawkeye_topology.json")).map_err(|e| e.to_string())?;
+    let reports = hawkeye::lab::reports(text("hawkeye_reports.jsonl")).map_err(|e| e.to_string())?;
+    let polls = hawkeye::lab::polls(text("hawkeye_polls.jsonl")).map_err(|e| e.to_string())?;
+    Ok(Some((reports, polls, topo)))
+}
+
+/// A lab run's incidents (reports of one event ID within `window_ns`, each with its victims)
+/// and its topology.
+pub fn incidents(r: &lab::LabResult, window_ns: u64) -> Result<(Vec<hawkeye::Incident>, Topology), String> {
+    let (reports, polls, topo) = analyzer_input(r)?.ok_or("the run made no Hawkeye report")?;
+    let mut incs = hawkeye::incidents(reports, window_ns);
+    hawkeye::lab::attach_victims(&mut incs, &polls, window_ns);
+    Ok((incs, topo))
 }
 
 /// When a deadlock's loop froze: the first loop flow to stop for good (unfinished, delivering
