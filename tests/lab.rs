@@ -566,8 +566,8 @@ fn hawkeye_traces_the_incast_that_pauses_the_victims_path() {
 /// A PFC storm: h1's NIC keeps pausing its switch port on the data priority from 50 to 250 µs
 /// while it receives h0's flow. The flow stalls, h0's agent polls during the storm (its timed
 /// packet is overdue: no ACK comes back), and the switch's report for the port towards h1 has
-/// the poll's copy there as 11 (its victim port, paused now) — what the analyzer will name as
-/// host PFC injection. The storm host counts its frames.
+/// the poll's copy there as 11 (its victim port, paused now); the analyzer names the storm and
+/// h1 as the injecting host. The storm host counts its frames.
 #[test]
 fn a_pfc_storm_host_pauses_its_port_and_the_poll_sees_it() {
     use wire::hawkeye::report::{Entry, Report};
@@ -632,6 +632,19 @@ start_ns = 0
                 .any(|e| matches!(e, Entry::Port { port: 1, pkts, .. } if pkts > 0))
     });
     assert!(seen, "a report of the paused port towards the storm host");
+    // The analyzer on the run: the storm, host 1 injecting into the port facing it.
+    use collector::hawkeye::{self as hk, Anomaly, Params, RootCause};
+    let (incs, topo) = softfabric::hawkeye_eval::incidents(&r, 1_000_000).unwrap();
+    let storms: Vec<_> = incs
+        .iter()
+        .filter(|i| i.t_ns <= 300_000)
+        .flat_map(|i| hk::analyze(i, &topo, &Params::default()).1)
+        .collect();
+    assert!(!storms.is_empty());
+    for d in &storms {
+        assert_eq!(d.anomaly, Some(Anomaly::PfcStorm), "{d:?}");
+        assert!(matches!(d.root_cause, Some(RootCause::Host { host: Some((1, _)), .. })), "{d:?}");
+    }
 }
 
 /// A static route override: leaf 0's route to h2 only via spine 3 (switch 3), where ECMP would
