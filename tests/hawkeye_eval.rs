@@ -2,7 +2,7 @@
 //! each (the 100-trace run and its figures are in BENCHMARKS.md): the analyzer names the injected
 //! anomaly and its root cause in most traces.
 
-use softfabric::hawkeye_eval::{self, VARIANTS};
+use softfabric::hawkeye_eval::{self, Injected, VARIANTS};
 
 #[test]
 fn the_bundled_scenarios_are_diagnosed() {
@@ -67,7 +67,8 @@ fn a_bad_scenario_is_refused_naming_file_and_key() {
 
 /// The in-loop deadlock scenario makes a real deadlock in the switches' traffic managers: the
 /// three loop flows deliver nothing in the second half of the run (queues that never drain),
-/// unfinished; and the analyzer finds the loop of the four pod-0 ports and the contention on it.
+/// unfinished; and the analyzer finds the loop of the four ports of the trace's pod and the
+/// contention on it.
 #[test]
 fn a_routing_loop_deadlocks_for_real_and_is_diagnosed() {
     use collector::hawkeye::{self as hk, Anomaly, Params};
@@ -96,14 +97,20 @@ fn a_routing_loop_deadlocks_for_real_and_is_diagnosed() {
         .filter(|d| d.anomaly == Some(Anomaly::InLoopDeadlock))
         .collect();
     assert!(!loops.is_empty(), "an in-loop deadlock diagnosed");
-    let mut ports: Vec<String> = loops[0].deadlock_loop.iter().map(|p| p.to_string()).collect();
-    ports.sort();
-    assert_eq!(ports, ["S1.P2", "S10.P0", "S2.P3", "S9.P1"]);
+    // The loop is the misconfigured square of the trace's pod: one port on each of its four
+    // switches (e0 -> a0 -> e1 -> a1 in pod 0, switches 1, 9, 2, 10).
+    let on: std::collections::BTreeSet<u16> = loops[0].deadlock_loop.iter().map(|p| p.switch_id).collect();
+    assert_eq!(on.len(), 4, "{:?}", loops[0].deadlock_loop);
+    assert!(on.iter().all(|s| t.locus.contains(s)), "{on:?} among the misconfigured switches {:?}", t.locus);
+    // Turning the pods moves it: the first traces land in more than one pod, each diagnosed.
+    let pods: std::collections::BTreeSet<Vec<u16>> = (0..6).map(|i| s.trace(i).unwrap().locus).collect();
+    assert!(pods.len() > 1, "{pods:?}");
 }
 
 /// The out-of-loop scenario's loop does not deadlock on its own (its flows run under congestion
-/// control and keep delivering), but host 2's PAUSE outside the loop freezes it for good — long
-/// after the storm ends — and the analyzer names the host as the initiator outside the loop.
+/// control and keep delivering), but the storming host's PAUSE outside the loop (host 2 of
+/// pod 0, turned with the trace's pod) freezes it for good — long after the storm ends — and the
+/// analyzer names that host as the initiator outside the loop.
 #[test]
 fn an_injected_pause_outside_the_loop_deadlocks_it() {
     use collector::hawkeye::{self as hk, Anomaly, Params, RootCause};
@@ -144,6 +151,10 @@ fn an_injected_pause_outside_the_loop_deadlocks_it() {
         .iter()
         .flat_map(|i| hk::analyze(i, &topo, &Params::default()).1)
         .filter(|d| d.anomaly == Some(Anomaly::OutOfLoopDeadlockInjection))
-        .any(|d| matches!(d.root_cause, Some(RootCause::Host { host: Some((2, _)), .. })));
-    assert!(found, "the deadlock diagnosed with host 2 as the initiator outside the loop");
+        .any(|d| matches!(d.root_cause, Some(RootCause::Host { host: Some((h, _)), .. }) if Injected::Host(h as usize) == t.injected));
+    assert!(
+        found,
+        "the deadlock diagnosed with the storming host {:?} as the initiator outside the loop",
+        t.injected
+    );
 }

@@ -39,6 +39,8 @@
 //! # storm_host = 2              #   `no_cc_hosts` sending at line rate without congestion control
 //! # no_cc_hosts = [12, 13]      #   (the root cause: the loop's flows and the burst in a loop,
 //! #                             #   the burst outside it, or the storming host)
+//! # rotate_pods = true          # fat trees: each trace turns all of it by a drawn number of
+//! #                             #   pods (a placement per trace; pod rotation is a symmetry)
 //! ```
 //!
 //! Scoring (the paper's definition of a true positive: the right anomaly **and** its root
@@ -127,6 +129,39 @@ struct RawAnomaly {
     storm_host: Option<usize>,
     #[serde(default)]
     no_cc_hosts: Vec<usize>,
+    #[serde(default)]
+    rotate_pods: bool,
+}
+
+impl RawAnomaly {
+    /// The same anomaly `shift` pods over in a k-ary fat tree (the lab's numbering: k/2 hosts
+    /// per edge switch, edges `0..k²/2` and aggregation switches `k²/2..k²` pod by pod, cores
+    /// after; aggregation switch `a` of every pod joins the same cores, and every switch's ports
+    /// are numbered alike, so turning the pods is a symmetry of the fabric).
+    fn rotated(&self, k: usize, shift: usize) -> Self {
+        let half = k / 2;
+        let (hosts, edges) = (k * half * half, k * half);
+        let host = |h: usize| (h + shift * half * half) % hosts;
+        let switch = |s: usize| match s {
+            s if s < edges => (s + shift * half) % edges,
+            s if s < 2 * edges => edges + (s - edges + shift * half) % edges,
+            s => s,
+        };
+        let mut a = self.clone();
+        for r in &mut a.routes {
+            *r = RawRoute { switch: switch(r.switch), host: host(r.host), via: switch(r.via) };
+        }
+        for f in &mut a.flows {
+            f.src = host(f.src);
+            f.dst = host(f.dst);
+        }
+        for h in a.burst_senders.iter_mut().chain(a.no_cc_hosts.iter_mut()) {
+            *h = host(*h);
+        }
+        a.burst_dst = a.burst_dst.map(host);
+        a.storm_host = a.storm_host.map(host);
+        a
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -480,7 +515,22 @@ impl Scenario {
         seed: u64,
         start_ns: u64,
     ) -> Result<Trace, String> {
-        let a = &self.anomaly;
+        // A placement per trace: the whole anomaly turned by a drawn number of pods.
+        let rotated;
+        let a = if self.anomaly.rotate_pods {
+            let k = v
+                .get("topology")
+                .and_then(|t| t.get("k"))
+                .and_then(|k| k.as_integer())
+                .filter(|&k| k >= 2 && k % 2 == 0)
+                .ok_or("anomaly.rotate_pods: the base must be a fat tree with an even k")?
+                as usize;
+            let shift = (seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize % k;
+            rotated = self.anomaly.rotated(k, shift);
+            &rotated
+        } else {
+            &self.anomaly
+        };
         let mut by_switch: std::collections::BTreeMap<usize, Vec<toml::Value>> = Default::default();
         for r in &a.routes {
             let mut t = toml::Table::new();

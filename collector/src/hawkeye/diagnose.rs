@@ -12,7 +12,8 @@
 //!   undiagnosed, saying so;
 //! * `DeadlockDiagnose`: a loop port with out-degree > 1 has a branch leaving the loop: its end
 //!   node is the initiator (of several branches, one ending at a host that injects PFC, else the
-//!   heaviest first edge) — contention there (**out-of-loop deadlock, flow contention**) or
+//!   one whose end has the heaviest contention — if heavier than the contention in the loop
+//!   itself, which otherwise started it) — contention there (**out-of-loop deadlock, flow contention**) or
 //!   none (**out-of-loop deadlock, host PFC injection**); every loop port of out-degree 1 → the
 //!   initiator is in the loop: the loop port with the largest positive contention names the
 //!   flows (**in-loop deadlock**);
@@ -434,10 +435,25 @@ fn deadlock(
             found.push((anomaly, root, path));
         }
     }
-    let pick = found
+    // Contention in the loop, for comparison with contention at a branch's end: whichever is
+    // heavier started it (a host's injection needs no comparison).
+    let in_loop_best = lp
         .iter()
-        .position(|f| f.0 == Anomaly::OutOfLoopDeadlockInjection)
-        .or_else(|| (!found.is_empty()).then_some(0));
+        .filter_map(|&p| contenders(g, params, p).map(|c| (p, c)))
+        .max_by(|a, b| total(&a.1).total_cmp(&total(&b.1)));
+    let in_loop_weight = in_loop_best.as_ref().map_or(0.0, |b| total(&b.1));
+    let weight = |r: &RootCause| match r {
+        RootCause::Flows { flows, .. } => flows.iter().map(|f| f.1).sum(),
+        RootCause::Host { .. } => f64::INFINITY,
+    };
+    let pick = found.iter().position(|f| f.0 == Anomaly::OutOfLoopDeadlockInjection).or_else(|| {
+        found
+            .iter()
+            .enumerate()
+            .max_by(|a, b| weight(&a.1.1).total_cmp(&weight(&b.1.1)))
+            .filter(|(_, f)| weight(&f.1) > in_loop_weight)
+            .map(|(i, _)| i)
+    });
     if let Some(i) = pick {
         let (anomaly, root, path) = found.swap_remove(i);
         return Diagnosis {
@@ -450,11 +466,7 @@ fn deadlock(
         };
     }
     // The initiator is in the loop: the loop port with the heaviest contention.
-    let best = lp
-        .iter()
-        .filter_map(|&p| contenders(g, params, p).map(|c| (p, c)))
-        .max_by(|a, b| total(&a.1).total_cmp(&total(&b.1)));
-    match best {
+    match in_loop_best {
         Some((p, c)) => Diagnosis {
             anomaly: Some(Anomaly::InLoopDeadlock),
             root_cause: Some(RootCause::Flows { port: g.ports[p].0, flows: named(g, &c) }),
