@@ -435,3 +435,29 @@ fn each_victims_own_path_is_the_chain_from_its_host() {
     assert_eq!(hops(b), vec![(2, 3, 1)]);
     assert!(hops(flow(9, 1, 3)).is_empty(), "a host the topology does not know");
 }
+
+/// A loop with heavy contention inside it and a light one at a branch's end: the loop's own
+/// contention started it (in-loop); made heavier than the loop's, the branch's end is the
+/// initiator (out-of-loop, flow contention).
+#[test]
+fn a_light_branch_does_not_outweigh_contention_in_the_loop() {
+    let (t, mut inc) = square(false);
+    // S2.P1 (a loop port) also feeds S2's host port 2, congested by two light flows.
+    let branch = |w: u64| {
+        vec![
+            meter(0, 2, 50_000),
+            port(2, 20, 0, 20 * w),
+            fl(2, flow(20, 2, 1), 10, 0, 10 * w),
+            fl(2, flow(21, 2, 2), 10, 0, 10 * w),
+        ]
+    };
+    inc.reports[1].entries.extend(branch(2_000));
+    let (_, ds) = analyze(&inc, &t, &Params::default());
+    assert_eq!(ds[0].anomaly, Some(Anomaly::InLoopDeadlock), "{:?}", ds[0]);
+    let (t, mut inc) = square(false);
+    inc.reports[1].entries.extend(branch(2_000_000));
+    let (_, ds) = analyze(&inc, &t, &Params::default());
+    assert_eq!(ds[0].anomaly, Some(Anomaly::OutOfLoopDeadlockContention), "{:?}", ds[0]);
+    let Some(RootCause::Flows { port, .. }) = &ds[0].root_cause else { panic!("{:?}", ds[0]) };
+    assert_eq!(*port, PortId { switch_id: 2, port: 2 });
+}
