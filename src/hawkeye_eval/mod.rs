@@ -263,7 +263,8 @@ pub struct Score {
     /// counted apart.
     pub undiagnosed: u32,
     /// Of the wrong ones, those away from the injection: a root cause at another port than the
-    /// receiver's or the storming host's (another switch than the loop's, for a deadlock), or an
+    /// receiver's or the storming host's (for a deadlock, than the links between the
+    /// misconfigured switches and the storming host's port), or an
     /// incident opening more than two epochs after the incast's last flow completed —
     /// background congestion, or a misplaced cause.
     pub elsewhere: u32,
@@ -638,8 +639,8 @@ impl Scenario {
         let right =
             |d: &hawkeye::Diagnosis, at: u64| expected(at).into_iter().any(|c| right(d, c, &t.injected));
         // Away from the injection: for an incast or a storm, any port but the one facing the
-        // receiver or the storming host, or after the incast was over; for a deadlock, any
-        // switch off the loop.
+        // receiver or the storming host, or after the incast was over; for a deadlock, any port
+        // but the misconfigured switches' links to each other and the storming host's port.
         let target_port = t.target.and_then(|h| {
             r.wiring.iter().enumerate().find_map(|(sw, ports)| {
                 ports
@@ -671,6 +672,29 @@ impl Scenario {
                 .map(|end| end + 2 * epoch_ns),
             _ => None,
         };
+        // A deadlock's locus: the ports of the misconfigured switches that face each other (the
+        // loop's links are among them) and the port facing the storming host, if any.
+        let storm_host = match t.injected {
+            Injected::Host(h) => Some(h),
+            Injected::Flows(_) => None,
+        };
+        let locus = &t.locus;
+        let loop_ports: Vec<PortId> = r
+            .wiring
+            .iter()
+            .enumerate()
+            .filter(|(sw, _)| locus.contains(&(*sw as u16 + 1)))
+            .flat_map(|(sw, ports)| {
+                ports.iter().enumerate().filter_map(move |(p, (peer, _))| {
+                    let here = PortId { switch_id: sw as u16 + 1, port: p as u16 };
+                    match peer {
+                        lab::Node::Switch(o) if locus.contains(&(*o as u16 + 1)) => Some(here),
+                        lab::Node::Host(h) if Some(*h) == storm_host => Some(here),
+                        _ => None,
+                    }
+                })
+            })
+            .collect();
         let elsewhere = |d: &hawkeye::Diagnosis, inc: &hawkeye::Incident| {
             over_at.is_some_and(|end| inc.t_ns > end)
                 || match (&d.root_cause, target_port) {
@@ -678,7 +702,7 @@ impl Scenario {
                         *port != tp
                     }
                     (Some(RootCause::Flows { port, .. } | RootCause::Host { port, .. }), None) => {
-                        !t.locus.contains(&port.switch_id)
+                        !loop_ports.contains(port)
                     }
                     (None, _) => false,
                 }
