@@ -406,7 +406,7 @@ impl Scenario {
     pub fn trace(&self, i: u64) -> Result<Trace, String> {
         use rand_chacha::ChaCha8Rng;
         use rand_chacha::rand_core::{Rng, SeedableRng};
-        let seed = self.seed + i;
+        let seed = self.seed.wrapping_add(i);
         let load = self.loads[(i as usize) % self.loads.len()];
         let mut v: toml::Table = toml::from_str(&self.base_text).map_err(|e| e.to_string())?;
         let base = LabConfig::parse(&self.base_path, &self.base_text).map_err(|e| e.to_string())?;
@@ -986,7 +986,7 @@ pub fn eval_with(
                         if i >= traces {
                             break;
                         }
-                        let i = i + sweep.first_trace;
+                        let i = i.saturating_add(sweep.first_trace);
                         match s.score(i, verbose) {
                             Ok(sc) => {
                                 let mut t = total.lock().unwrap_or_else(|e| e.into_inner());
