@@ -760,8 +760,11 @@ impl Scenario {
                     s.collection_ns += l - p;
                 }
             }
-            if verbose && vi == 0 {
-                let mut line = format!(
+            // Each diagnosis scored once; with `verbose`, Hawkeye's also printed with its verdict.
+            let show = verbose && vi == 0;
+            let mut line = String::new();
+            if show {
+                line = format!(
                     "{} trace {i} (load {}, seed {}): injected {:?}{}\n",
                     self.path.display(),
                     t.load,
@@ -773,41 +776,37 @@ impl Scenario {
                         None => String::new(),
                     }
                 );
-                for inc in &incs {
-                    let (_, ds) = hawkeye::analyze(inc, &topo, &Params::default());
-                    for d in &ds {
+            }
+            s.traces = 1;
+            for inc in &incs {
+                let (_, ds) = hawkeye::analyze(inc, &topo, &Params::default());
+                for d in &ds {
+                    let verdict = if right(d, inc.t_ns) {
+                        s.right += 1;
+                        "right"
+                    } else if d.anomaly.is_none() {
+                        s.undiagnosed += 1;
+                        "undiagnosed"
+                    } else {
+                        s.wrong += 1;
+                        let away = elsewhere(d, inc);
+                        let background = away && background_holds(&r, d, inc);
+                        s.elsewhere += u32::from(away);
+                        s.background += u32::from(background);
+                        if background { "background" } else { "wrong" }
+                    };
+                    if show {
                         line += &format!(
-                            "  [{}] event {} t {}: {}\n",
-                            if right(d, inc.t_ns) {
-                                "right"
-                            } else if background_holds(&r, d, inc) && elsewhere(d, inc) {
-                                "background"
-                            } else {
-                                "wrong"
-                            },
+                            "  [{verdict}] event {} t {}: {}\n",
                             inc.event,
                             inc.t_ns,
                             collector::hawkeye::render::summary(d)
                         );
                     }
                 }
-                eprint!("{line}");
             }
-            s.traces = 1;
-            for inc in &incs {
-                let (_, ds) = hawkeye::analyze(inc, &topo, &Params::default());
-                for d in &ds {
-                    if right(d, inc.t_ns) {
-                        s.right += 1;
-                    } else if d.anomaly.is_none() {
-                        s.undiagnosed += 1;
-                    } else {
-                        s.wrong += 1;
-                        let away = elsewhere(d, inc);
-                        s.elsewhere += u32::from(away);
-                        s.background += u32::from(away && background_holds(&r, d, inc));
-                    }
-                }
+            if show {
+                eprint!("{line}");
             }
             s.detected = u32::from(s.right > 0);
             out[vi] = s;
