@@ -117,6 +117,8 @@ impl EtherType {
     pub const IPV6: Self = Self(0x86dd);
     /// IEEE 802.3 MAC Control: PAUSE (802.3x) and PFC (802.1Qbb).
     pub const MAC_CONTROL: Self = Self(0x8808);
+    /// MPLS unicast (µFAB's source route, [`crate::mpls`]).
+    pub const MPLS: Self = Self(0x8847);
     /// RoCE v1 (IB GRH directly over Ethernet).
     pub const ROCE_V1: Self = Self(0x8915);
     /// Hawkeye polling packets (reference switch code).

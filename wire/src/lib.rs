@@ -20,6 +20,7 @@
 //! | [`dta`] | DTA reports (both base forms, all primitives, priority, Sketch-Merge), NACK | DTA seed `000`; reference github.com/jonlanglet/DTA; our extensions |
 //! | [`hpcc_int`] | HPCC++ in-band telemetry | HPCC++ seed `004` §6.1; our encoding |
 //! | [`ufab`] | µFAB probe / response | µFAB seed `003` Appendix G |
+//! | [`mpls`] | MPLS label stack entries (µFAB's source route) | RFC 3032 |
 //! | [`hawkeye`] | Hawkeye polling packet | Hawkeye seed `001`; reference github.com/wangshicheng1225/Hawkeye |
 //! | [`daiet`] | DAIET key/value and END packets | DAIET seed `002` §4; reference github.com/AmedeoSapio/DAIET |
 //! | [`stack`] | Ethernet/IPv4/UDP and RoCEv2 frame builders | — |
@@ -54,6 +55,7 @@ pub mod hawkeye;
 pub mod hpcc_int;
 pub mod ibcm;
 pub mod ipv4;
+pub mod mpls;
 pub mod pfc;
 pub mod roce;
 pub mod spec;

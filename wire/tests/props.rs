@@ -734,6 +734,13 @@ proptest! {
     }
 
     #[test]
+    fn mpls_roundtrip(label in 0u32..1 << 20, tc in 0u8..8, bottom in any::<bool>(), ttl in any::<u8>()) {
+        let r = wire::mpls::MplsRepr { label, tc, bottom, ttl };
+        let b = emitted(wire::mpls::LEN, |b| r.emit(b));
+        prop_assert_eq!(wire::mpls::MplsRepr::parse(&b)?, r);
+    }
+
+    #[test]
     fn ufab_roundtrip(r in ufab_repr()) {
         let b = emitted(r.buffer_len(), |b| r.emit(b));
         prop_assert_eq!(UfabRepr::parse(&b)?, r);
@@ -791,6 +798,8 @@ fn parse_everything(b: &[u8]) {
         let _ = (p.payload().len(), p.verify_checksum(Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST));
     }
     let _ = UdpRepr::parse(b);
+    let _ = wire::mpls::MplsRepr::parse(b);
+    let _ = wire::mpls::stack_depth(b);
     if let Ok(p) = PfcPacket::new_checked(b) {
         let _ = (p.class_enable(), p.quanta(7));
     }

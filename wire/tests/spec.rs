@@ -93,6 +93,10 @@ fn headers() -> Vec<(&'static Header, Reader)> {
                 ip(p.dst_addr()),
             ]
         }),
+        (&wire::mpls::HEADER, |b| {
+            let e = wire::mpls::MplsEntry::new_unchecked(b);
+            vec![u(e.label()), u(e.tc()), u(e.bottom()), u(e.ttl())]
+        }),
         (&wire::udp::HEADER, |b| {
             let p = wire::UdpPacket::new_unchecked(b);
             vec![u(p.src_port()), u(p.dst_port()), u(p.len()), u(p.checksum())]
@@ -510,6 +514,17 @@ fn writers() -> Vec<(&'static Header, Writer)> {
             let mut want = vec![Some(0x0101), Some(0), Some(m(v[0], 8))];
             want.extend(quanta.iter().map(|&q| Some(u64::from(q))));
             (b, want)
+        }),
+        (&wire::mpls::HEADER, |v| {
+            let r = wire::mpls::MplsRepr {
+                label: m(v[0], 20) as u32,
+                tc: m(v[1], 3) as u8,
+                bottom: m(v[2], 1) == 1,
+                ttl: m(v[3], 8) as u8,
+            };
+            let mut b = vec![0; 4];
+            r.emit(&mut b).unwrap();
+            (b, vec![Some(m(v[0], 20)), Some(m(v[1], 3)), Some(m(v[2], 1)), Some(m(v[3], 8))])
         }),
         (&wire::ufab::HOP, |v| {
             let mut hops = [wire::ufab::UfabHopRepr::default(); wire::ufab::MAX_HOPS];
