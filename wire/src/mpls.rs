@@ -108,6 +108,27 @@ pub fn stack_depth(buf: &[u8]) -> Result<usize> {
     }
 }
 
+/// Push a source route onto the untagged Ethernet frame in `buf[..frame_len]`: one entry per
+/// egress port of `ports` (the first on top, the last the bottom of stack), traffic class `tc`,
+/// TTL `ttl`, EtherType set to MPLS. The payload moves back by 4 bytes per entry. Returns the new
+/// frame length.
+pub fn push_route(buf: &mut [u8], frame_len: usize, ports: &[u16], tc: u8, ttl: u8) -> Result<usize> {
+    let l2 = crate::ethernet::HEADER_LEN;
+    need("mpls.frame", l2, frame_len.min(buf.len()))?;
+    if ports.is_empty() {
+        return Err(crate::Error::Invalid { field: "mpls.route", value: 0 });
+    }
+    let add = ports.len() * LEN;
+    space("mpls.route", frame_len + add, buf.len())?;
+    buf.copy_within(l2..frame_len, l2 + add);
+    for (i, &p) in ports.iter().enumerate() {
+        MplsRepr { label: u32::from(p), tc, bottom: i + 1 == ports.len(), ttl }
+            .emit(&mut buf[l2 + i * LEN..])?;
+    }
+    buf[12..14].copy_from_slice(&crate::ethernet::EtherType::MPLS.0.to_be_bytes());
+    Ok(frame_len + add)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,6 +140,22 @@ mod tests {
         r.emit(&mut b).unwrap();
         assert_eq!(b, [0xab, 0xcd, 0xeb, 64]);
         assert_eq!(MplsRepr::parse(&b).unwrap(), r);
+    }
+
+    #[test]
+    fn push_a_route() {
+        let mut b = [0u8; 64];
+        b[12..14].copy_from_slice(&[0x08, 0x00]);
+        b[14] = 0x45;
+        let n = push_route(&mut b, 20, &[3, 7], 3, 16).unwrap();
+        assert_eq!(n, 28);
+        assert_eq!(&b[12..14], &[0x88, 0x47]);
+        assert_eq!(MplsRepr::parse(&b[14..]).unwrap(), MplsRepr { label: 3, tc: 3, bottom: false, ttl: 16 });
+        assert_eq!(MplsRepr::parse(&b[18..]).unwrap(), MplsRepr { label: 7, tc: 3, bottom: true, ttl: 16 });
+        assert_eq!(b[22], 0x45);
+        assert_eq!(stack_depth(&b[14..]).unwrap(), 2);
+        assert!(push_route(&mut b, 60, &[1, 2], 0, 1).is_err());
+        assert!(push_route(&mut b, 20, &[], 0, 1).is_err());
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod dta_translator;
 pub mod hawkeye;
 pub mod l2l3;
 pub mod macswap;
+pub mod ufab;
 
 use crate::buf::Frame;
 use crate::config::{Config, ConfigError};
@@ -168,4 +169,5 @@ registry! {
     dta_translator::DtaTranslator,
     dta_reporter::DtaReporter,
     hawkeye::Hawkeye,
+    ufab::Ufab,
 }

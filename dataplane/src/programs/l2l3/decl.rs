@@ -45,6 +45,9 @@ const fn meta(p: Param) -> FieldRef {
     FieldRef::meta(p.name, p.width)
 }
 
+/// `meta.l4_src_port` as a key field.
+pub const L4_SRC_KEY: FieldRef = meta(L4_SRC_PORT);
+
 /// `meta.ingress_port`.
 pub const INGRESS_PORT: FieldRef = FieldRef::meta("ingress_port", 16);
 /// `meta.egress_port`.

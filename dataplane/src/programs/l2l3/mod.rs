@@ -621,6 +621,11 @@ impl L2l3 {
         self.ports.get(usize::from(port)).and_then(|p| p.addrs.first()).map(|a| a.0)
     }
 
+    /// The switch's MAC on `port`.
+    pub fn port_mac(&self, port: PortId) -> Option<EthernetAddress> {
+        self.ports.get(usize::from(port)).map(|p| p.mac)
+    }
+
     /// Whether `ip` is one of the switch's own addresses.
     pub fn is_local(&self, ip: Ipv4Addr) -> bool {
         self.routes.lookup(ip) == Some(&Route::Local)
