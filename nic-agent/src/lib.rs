@@ -13,9 +13,11 @@
 //! * [`host`] — a host's NIC running those flows as one frame-level `roce::agent::Agent`:
 //!   what the lab's hosts and the `nic-agent` binary run.
 //! * [`hawkeye`] — Hawkeye's detection agent: per-flow RTT, polling packets for victims.
+//! * [`ufab`] — µFAB-E (seed `003`): token assignment (Algorithms 1 and 2), Eqn (1)–(3),
+//!   VM-pairs with probing, two-stage admission and path migration, the weighted VF scheduler.
 //!
 //! What it is not: it owns no clock and no socket, and it defines no packet formats (INT is
-//! `wire::hpcc_int`, RoCEv2 `wire::roce`). µFAB-E is a later issue.
+//! `wire::hpcc_int`, RoCEv2 `wire::roce`, µFAB's `wire::ufab` and `wire::mpls`).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -25,3 +27,4 @@ pub mod host;
 pub mod hpcc;
 pub mod pacer;
 pub mod rc;
+pub mod ufab;

@@ -1,0 +1,1088 @@
+//! One VM-pair's µFAB-E (seed `003` §3.3–§3.5, §4.1): its candidate paths, probes, window and
+//! path migration, sans-IO — `handle_response(now, …)` / `handle_timeout(now, …)` /
+//! `on_sent(now, bytes)` in, `poll_transmit(now)` / `poll_timeout()` out, the data's window,
+//! pacing rate and source route read by the runtime.
+//!
+//! Choices the paper leaves open, each a field of [`PairConfig`] or written here:
+//!
+//! * **Probes** carry, per hop, the pair's window on that link w^l (Eqn 3, last computed; the
+//!   bootstrap window before any), and φ; one probe is outstanding per path at a time, and the
+//!   next goes after L_w bytes of data (§4.1, default 4 KB) once the response came back. A probe
+//!   with no response after 8 base RTTs (§4.1) is lost and sent again; `losses_to_migrate`
+//!   (default 3) losses in a row count as a failed path.
+//! * **Look probes**: joining and migrating probe the candidates "in parallel" and test
+//!   C_l ≥ (Φ_l + φ)·B_u (§3.5) — a test on Φ_l *without* the pair, so these probes carry φ = 0
+//!   and w = 0 under the pair ID with bit 15 set (a record of its own at the switches, adding
+//!   nothing, which their cleaning removes): looking at a path leaves Φ_l and W_l as they were,
+//!   also on links shared with the pair's current path.
+//! * **Which qualified path**: "randomly with a preference to the path with minimum bandwidth
+//!   subscription" — uniformly among the qualified paths whose subscription is within
+//!   `prefer_within` (default 0.1) of the smallest; none qualified, the pair stays where it is
+//!   (joining: takes the least subscribed).
+//! * **Trigger (i)**: a response per RTT at most is judged; the path is violating when it is not
+//!   qualified (C_l < Φ_l·B_u on a link, Φ_l counting the pair); `violate_rtts` (5) in a row
+//!   trigger a migration. **Trigger (ii)**: every `look_every_ns` the pair looks at one other
+//!   candidate; one qualified with a larger rate (Eqn 3's window over T, by `better_margin`, 10 %)
+//!   for `better_for_ns` (30 s) in a row triggers a migration to it.
+//! * **Freeze** (§3.5): migrations for triggers (i) and (ii) pass the host's [`MigrationGate`]:
+//!   one per freeze window drawn in [1, N] RTTs. A failure notification or a lost path migrates at
+//!   once (the guarantee is already broken).
+//! * **Two-stage admission** (§3.4): a pair new on a path starts from w' = φ·B_u·T and adds
+//!   r·T (Eqn 1's share, r = min φ/Φ_l·C_l) once per RTT until w' reaches Eqn (3)'s w; a pair
+//!   that resumes after being idle with w above r·T restarts from w' = r·T (Scenario 2). The
+//!   window is never below one MTU. Pacing rate: window / T.
+//! * **Finish** (§3.6): leaving a path, or idle for `idle_finish_ns`, the pair sends finish
+//!   probes on it until a response shows every slot filled (every switch removed it), at most
+//!   `finish_tries` (5) times; then it gives up (counted; the switches' cleaning removes it).
+//! * **Reordering** (§3.5): with `no_reordering`, the first RTT on a new path carries probes only.
+//! * **Which response is which**: the runtime puts [`ProbeTx::ident`] (path index << 12 |
+//!   sequence) in the probe's IPv4 identification and the receiver echoes it.
+
+use wire::ufab::{MAX_HOPS, UfabHopRepr, UfabKind, UfabRepr};
+
+use super::rate::{self, LinkInfo};
+
+/// Pair IDs are below this; look probes carry `id | LOOK_BIT`.
+pub const LOOK_BIT: u16 = 0x8000;
+
+/// A pair's settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairConfig {
+    /// The pair ID (its probes' UDP source port), below [`LOOK_BIT`].
+    pub pair_id: u16,
+    /// B_u: bandwidth per token, b/s.
+    pub b_u_bps: f64,
+    /// T: the pair's base RTT, ns.
+    pub base_rtt_ns: u64,
+    /// η: C_l = η × line rate.
+    pub eta: f64,
+    /// L_w: data bytes between two probes.
+    pub probe_every_bytes: u64,
+    /// A probe is lost after this many base RTTs.
+    pub probe_timeout_rtts: u32,
+    /// Lost probes in a row that fail the path.
+    pub losses_to_migrate: u32,
+    /// Violating RTTs in a row that trigger a migration (trigger i).
+    pub violate_rtts: u32,
+    /// How long a better path must stay better (trigger ii), ns.
+    pub better_for_ns: u64,
+    /// How much larger its rate must be.
+    pub better_margin: f64,
+    /// How often to look at another candidate, ns (0: never; trigger ii off).
+    pub look_every_ns: u64,
+    /// Subscription slack within which qualified paths are drawn from.
+    pub prefer_within: f64,
+    /// Probe only, no data, in the first RTT on a new path.
+    pub no_reordering: bool,
+    /// Idle this long, the pair finishes its path, ns.
+    pub idle_finish_ns: u64,
+    /// Finish probes sent before giving up.
+    pub finish_tries: u32,
+    /// Smallest window, bytes (one MTU).
+    pub min_window: f64,
+}
+
+impl PairConfig {
+    /// The paper's defaults for a pair with `pair_id`, B_u and base RTT.
+    pub fn new(pair_id: u16, b_u_bps: f64, base_rtt_ns: u64) -> Self {
+        Self {
+            pair_id: pair_id & !LOOK_BIT,
+            b_u_bps,
+            base_rtt_ns: base_rtt_ns.max(1),
+            eta: rate::ETA,
+            probe_every_bytes: 4096,
+            probe_timeout_rtts: 8,
+            losses_to_migrate: 3,
+            violate_rtts: 5,
+            better_for_ns: 30_000_000_000,
+            better_margin: 0.1,
+            look_every_ns: 1_000_000_000,
+            prefer_within: 0.1,
+            no_reordering: false,
+            idle_finish_ns: 10_000_000,
+            finish_tries: 5,
+            min_window: 1024.0,
+        }
+    }
+}
+
+/// A probe to send: the runtime builds the frame (the path's labels, the pair's addresses,
+/// [`ufab_repr`](Self::ufab_repr) after UDP, `ident` in the IPv4 identification).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProbeTx {
+    /// Candidate path index.
+    pub path: usize,
+    /// Probe or finish.
+    pub kind: UfabKind,
+    /// UDP source port: the pair ID, with [`LOOK_BIT`] for a look probe.
+    pub pair_id: u16,
+    /// IPv4 identification: path << 12 | sequence.
+    pub ident: u16,
+    /// φ carried.
+    pub phi: u32,
+    /// Hop slots (the path's length).
+    pub hops: u8,
+    /// w^l per slot, wire units.
+    pub windows: [u16; MAX_HOPS],
+}
+
+impl ProbeTx {
+    /// The µFAB header and slots to put after UDP.
+    pub fn ufab_repr(&self) -> UfabRepr {
+        let mut hops = [UfabHopRepr::default(); MAX_HOPS];
+        for (h, &w) in hops.iter_mut().zip(&self.windows).take(usize::from(self.hops)) {
+            h.window = w;
+        }
+        UfabRepr { kind: self.kind, n_hop: 0, phi_pair: self.phi.min(0xff_ffff), slots: self.hops, hops }
+    }
+}
+
+/// The host's migration gate (§3.5): one migration per freeze window drawn in [1, N] RTTs.
+#[derive(Debug, Clone)]
+pub struct MigrationGate {
+    next_allowed: u64,
+    n_rtts: u32,
+    rng: u64,
+}
+
+impl MigrationGate {
+    /// A gate drawing windows in [1, `n_rtts`] RTTs (the paper picks N = 10), seeded.
+    pub fn new(n_rtts: u32, seed: u64) -> Self {
+        Self { next_allowed: 0, n_rtts: n_rtts.max(1), rng: seed | 1 }
+    }
+
+    /// Whether a migration may happen at `now`; if so, the next freeze window starts.
+    pub fn try_pass(&mut self, now: u64, base_rtt_ns: u64) -> bool {
+        if now < self.next_allowed {
+            return false;
+        }
+        let k = 1 + self.next_u64() % u64::from(self.n_rtts);
+        self.next_allowed = now + k * base_rtt_ns;
+        true
+    }
+
+    /// When the next migration may happen.
+    pub fn next_allowed(&self) -> u64 {
+        self.next_allowed
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        // xorshift64*: the sans-IO core draws from its own seeded generator.
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        self.rng.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+/// Why the pair moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MoveReason {
+    /// Joining: the first path.
+    Join,
+    /// Trigger (i): the guarantee violated for `violate_rtts`.
+    Violated,
+    /// Trigger (ii): a better qualified path for `better_for_ns`.
+    Better,
+    /// A failure notification or lost probes.
+    Failed,
+}
+
+/// Counters of a pair.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PairStats {
+    /// Probes sent (all kinds).
+    pub probes: u64,
+    /// Responses taken.
+    pub responses: u64,
+    /// Probes lost (timed out).
+    pub probes_lost: u64,
+    /// Failure notifications.
+    pub failures: u64,
+    /// Migrations, joins included.
+    pub moves: u64,
+    /// Migrations a freeze window held back.
+    pub frozen: u64,
+    /// Finishes acknowledged by every switch.
+    pub finishes_acked: u64,
+    /// Finishes given up after `finish_tries`.
+    pub finishes_abandoned: u64,
+    /// Responses that matched no outstanding probe (late, duplicated).
+    pub stale_responses: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Want {
+    Nothing,
+    Probe,
+    Look,
+    Finish,
+}
+
+#[derive(Debug, Clone)]
+struct PathState {
+    hops: u8,
+    /// The outstanding probe: its kind, when sent, its sequence.
+    outstanding: Option<(Want, u64, u16)>,
+    /// What to send next on this path.
+    want: Want,
+    /// Last telemetry (Φ_l counting the pair for probes, without for looks).
+    links: [Option<LinkInfo>; MAX_HOPS],
+    /// When that telemetry came back.
+    seen_at: Option<u64>,
+    /// From a look probe (Φ_l without the pair).
+    looked: bool,
+    losses: u32,
+    finish_tries: u32,
+    failed: bool,
+    /// w^l last computed per hop, bytes.
+    w_l: [f64; MAX_HOPS],
+}
+
+/// The pair's phase.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Phase {
+    /// No path yet: looking at the candidates.
+    Joining,
+    /// On a path.
+    Active,
+    /// No traffic, its path finished.
+    Idle,
+}
+
+/// One VM-pair's µFAB-E.
+#[derive(Debug, Clone)]
+pub struct VmPair {
+    cfg: PairConfig,
+    paths: Vec<PathState>,
+    phase: Phase,
+    current: Option<usize>,
+    /// φ_{a→b}, tokens (from the host's Algorithm 1).
+    phi: f64,
+    /// The receiver's admission from the last response.
+    phi_d: f64,
+    /// Eqn (3)'s window on the current path, bytes.
+    w_eq3: f64,
+    /// Two-stage admission: w' while ramping.
+    ramp: Option<f64>,
+    last_ramp_step: u64,
+    window: f64,
+    /// r: Eqn (1)'s share on the current path, b/s.
+    share: f64,
+    violated: u32,
+    last_judged: u64,
+    better: Option<(usize, u64)>,
+    next_look: u64,
+    look_rr: usize,
+    joined_at: u64,
+    /// Data held back until then (no-reordering).
+    hold_until: u64,
+    bytes_since_probe: u64,
+    last_sent_at: u64,
+    seq: u16,
+    rng: u64,
+    moves: Vec<(u64, usize, MoveReason)>,
+    /// Why the pair is looking (joining or migrating).
+    pending_reason: Option<MoveReason>,
+    stats: PairStats,
+}
+
+impl VmPair {
+    /// A pair over candidate paths of `path_hops` hops each, with `phi` tokens, joining at `now`
+    /// (it looks at every candidate first).
+    pub fn new(cfg: PairConfig, path_hops: &[u8], phi: f64, now: u64, seed: u64) -> Self {
+        let paths = path_hops
+            .iter()
+            .map(|&h| PathState {
+                hops: h.min(MAX_HOPS as u8),
+                outstanding: None,
+                want: Want::Look,
+                links: [None; MAX_HOPS],
+                seen_at: None,
+                looked: false,
+                losses: 0,
+                finish_tries: 0,
+                failed: false,
+                w_l: [0.0; MAX_HOPS],
+            })
+            .collect();
+        let min_window = cfg.min_window;
+        Self {
+            cfg,
+            paths,
+            phase: Phase::Joining,
+            current: None,
+            phi,
+            phi_d: f64::INFINITY,
+            w_eq3: 0.0,
+            ramp: None,
+            last_ramp_step: now,
+            window: min_window,
+            share: 0.0,
+            violated: 0,
+            last_judged: 0,
+            better: None,
+            next_look: now,
+            look_rr: 0,
+            joined_at: now,
+            hold_until: 0,
+            bytes_since_probe: 0,
+            last_sent_at: now,
+            seq: 0,
+            rng: seed | 1,
+            moves: Vec::new(),
+            pending_reason: None,
+            stats: PairStats::default(),
+        }
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> PairStats {
+        self.stats
+    }
+
+    /// The phase.
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// The current path's index.
+    pub fn current_path(&self) -> Option<usize> {
+        self.current
+    }
+
+    /// Every move: when, to which path, why.
+    pub fn moves(&self) -> &[(u64, usize, MoveReason)] {
+        &self.moves
+    }
+
+    /// φ.
+    pub fn phi(&self) -> f64 {
+        self.phi
+    }
+
+    /// The receiver's last admission (φ_D; infinite: unbound).
+    pub fn phi_d(&self) -> f64 {
+        self.phi_d
+    }
+
+    /// Set φ (the host's Algorithm 1 ran).
+    pub fn set_phi(&mut self, phi: f64) {
+        self.phi = phi.max(0.0);
+    }
+
+    /// The window: bytes the pair may have in flight.
+    pub fn window_bytes(&self) -> f64 {
+        self.window
+    }
+
+    /// r: Eqn (1)'s share of the current path, b/s (its guarantee-bearing lower bound).
+    pub fn share_bps(&self) -> f64 {
+        self.share
+    }
+
+    /// The pacing rate: window / T.
+    pub fn rate_bps(&self) -> f64 {
+        self.window * 8.0 / (self.cfg.base_rtt_ns as f64 * 1e-9)
+    }
+
+    /// Whether data may go now (a path, and not held for reordering).
+    pub fn may_send(&self, now: u64) -> bool {
+        self.phase == Phase::Active && self.current.is_some() && now >= self.hold_until
+    }
+
+    /// The guarantee, B = φ × B_u, b/s.
+    pub fn guarantee_bps(&self) -> f64 {
+        self.phi * self.cfg.b_u_bps
+    }
+
+    /// Whether the pair is in the first stage of admission (w' below Eqn 3).
+    pub fn ramping(&self) -> bool {
+        self.ramp.is_some()
+    }
+
+    fn rtt(&self) -> u64 {
+        self.cfg.base_rtt_ns
+    }
+
+    fn draw(&mut self) -> u64 {
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        self.rng.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Data of `bytes` went out at `now` on the current path.
+    pub fn on_sent(&mut self, now: u64, bytes: u64) {
+        if self.phase == Phase::Idle {
+            return;
+        }
+        self.bytes_since_probe += bytes;
+        self.last_sent_at = now;
+        if let Some(c) = self.current
+            && self.bytes_since_probe >= self.cfg.probe_every_bytes
+            && self.paths[c].want == Want::Nothing
+        {
+            self.paths[c].want = Want::Probe;
+        }
+    }
+
+    /// The pair has data again after being idle (Scenario 2 of §3.4, or a new join).
+    pub fn on_backlog(&mut self, now: u64) {
+        match self.phase {
+            Phase::Idle => {
+                self.phase = Phase::Joining;
+                self.joined_at = now;
+                for p in &mut self.paths {
+                    if p.want == Want::Nothing {
+                        p.want = Want::Look;
+                    }
+                }
+            }
+            Phase::Active => {
+                let floor = self.share * self.rtt() as f64 * 1e-9 / 8.0;
+                if self.ramp.is_none()
+                    && self.window > floor
+                    && now.saturating_sub(self.last_sent_at) > self.rtt()
+                {
+                    self.ramp = Some(floor.max(self.cfg.min_window));
+                    self.last_ramp_step = now;
+                    self.window = floor.max(self.cfg.min_window);
+                }
+            }
+            Phase::Joining => {}
+        }
+        self.last_sent_at = now;
+    }
+
+    /// The next probe to send at `now`, if any.
+    pub fn poll_transmit(&mut self, now: u64) -> Option<ProbeTx> {
+        for i in 0..self.paths.len() {
+            let p = &self.paths[i];
+            if p.outstanding.is_some() || p.want == Want::Nothing {
+                continue;
+            }
+            let want = p.want;
+            let hops = p.hops;
+            let (kind, pair_id, phi) = match want {
+                Want::Look => (UfabKind::Probe, self.cfg.pair_id | LOOK_BIT, 0),
+                Want::Probe => (UfabKind::Probe, self.cfg.pair_id, self.phi.round() as u32),
+                Want::Finish => (UfabKind::Finish, self.cfg.pair_id, self.phi.round() as u32),
+                Want::Nothing => unreachable!(),
+            };
+            let mut windows = [0u16; MAX_HOPS];
+            if want != Want::Look {
+                for (w, &b) in windows.iter_mut().zip(&self.paths[i].w_l).take(usize::from(hops)) {
+                    let b = if b > 0.0 { b } else { self.window };
+                    *w = UfabHopRepr::encode_window(b as u64);
+                }
+            }
+            self.seq = (self.seq + 1) & 0x0fff;
+            let ident = ((i as u16 & 0xf) << 12) | self.seq;
+            let p = &mut self.paths[i];
+            p.outstanding = Some((want, now, self.seq));
+            p.want = Want::Nothing;
+            if want == Want::Probe {
+                self.bytes_since_probe = 0;
+            }
+            if want == Want::Finish {
+                p.finish_tries += 1;
+            }
+            self.stats.probes += 1;
+            return Some(ProbeTx { path: i, kind, pair_id, ident, phi, hops, windows });
+        }
+        None
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) is next due.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        let lost = self.cfg.probe_timeout_rtts as u64 * self.rtt();
+        let mut t = self.paths.iter().filter_map(|p| p.outstanding.map(|(_, at, _)| at + lost)).min();
+        if self.phase == Phase::Active {
+            let idle = self.last_sent_at + self.cfg.idle_finish_ns;
+            t = Some(t.map_or(idle, |x| x.min(idle)));
+            if self.cfg.look_every_ns > 0 && self.paths.len() > 1 {
+                t = Some(t.map_or(self.next_look, |x: u64| x.min(self.next_look)));
+            }
+        }
+        t
+    }
+
+    /// Timers at `now`: lost probes, idleness, looking at another candidate.
+    pub fn handle_timeout(&mut self, now: u64, gate: &mut MigrationGate) {
+        let lost = self.cfg.probe_timeout_rtts as u64 * self.rtt();
+        for i in 0..self.paths.len() {
+            let Some((want, at, _)) = self.paths[i].outstanding else { continue };
+            if now < at + lost {
+                continue;
+            }
+            self.stats.probes_lost += 1;
+            let p = &mut self.paths[i];
+            p.outstanding = None;
+            match want {
+                Want::Finish => {
+                    if p.finish_tries >= self.cfg.finish_tries {
+                        self.stats.finishes_abandoned += 1;
+                        p.finish_tries = 0;
+                    } else {
+                        p.want = Want::Finish;
+                    }
+                }
+                Want::Look => {
+                    p.losses += 1;
+                    p.failed = p.losses >= self.cfg.losses_to_migrate;
+                    p.seen_at = Some(now);
+                    p.looked = true;
+                    p.links = [None; MAX_HOPS];
+                    if self.phase == Phase::Joining {
+                        self.try_join(now);
+                    }
+                }
+                Want::Probe => {
+                    p.losses += 1;
+                    if p.losses >= self.cfg.losses_to_migrate && self.current == Some(i) {
+                        p.failed = true;
+                        self.start_move(now, MoveReason::Failed, gate);
+                    } else {
+                        p.want = Want::Probe;
+                    }
+                }
+                Want::Nothing => {}
+            }
+        }
+        if self.phase == Phase::Active {
+            if now >= self.last_sent_at + self.cfg.idle_finish_ns {
+                self.go_idle();
+                return;
+            }
+            if self.cfg.look_every_ns > 0 && self.paths.len() > 1 && now >= self.next_look {
+                self.next_look = now + self.cfg.look_every_ns;
+                let n = self.paths.len();
+                for _ in 0..n {
+                    self.look_rr = (self.look_rr + 1) % n;
+                    if Some(self.look_rr) != self.current && self.paths[self.look_rr].want == Want::Nothing {
+                        self.paths[self.look_rr].want = Want::Look;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    fn go_idle(&mut self) {
+        if let Some(c) = self.current.take() {
+            self.paths[c].want = Want::Finish;
+            self.paths[c].finish_tries = 0;
+        }
+        self.phase = Phase::Idle;
+        self.ramp = None;
+        self.better = None;
+    }
+
+    /// A response, or a failure notification, that came back for this pair (`resp` parsed from
+    /// after UDP, `ident` its IPv4 identification, `look` whether its pair ID had
+    /// [`LOOK_BIT`]).
+    pub fn handle_response(
+        &mut self,
+        now: u64,
+        resp: &UfabRepr,
+        ident: u16,
+        look: bool,
+        gate: &mut MigrationGate,
+    ) {
+        let i = usize::from(ident >> 12);
+        let seq = ident & 0x0fff;
+        let Some(p) = self.paths.get_mut(i) else {
+            self.stats.stale_responses += 1;
+            return;
+        };
+        let Some((want, _, s)) = p.outstanding else {
+            self.stats.stale_responses += 1;
+            return;
+        };
+        if s != seq || (want == Want::Look) != look {
+            self.stats.stale_responses += 1;
+            return;
+        }
+        p.outstanding = None;
+        self.stats.responses += 1;
+        if resp.kind == UfabKind::FailureResponse {
+            self.stats.failures += 1;
+            p.failed = true;
+            p.seen_at = Some(now);
+            p.links = [None; MAX_HOPS];
+            match want {
+                Want::Finish => {
+                    // The switches before the failure removed the pair; those after cannot be
+                    // reached: their cleaning will.
+                    self.stats.finishes_abandoned += 1;
+                }
+                Want::Probe if self.current == Some(i) => self.start_move(now, MoveReason::Failed, gate),
+                _ => {
+                    if self.phase == Phase::Joining {
+                        self.try_join(now);
+                    }
+                }
+            }
+            return;
+        }
+        p.losses = 0;
+        p.failed = false;
+        if want == Want::Finish {
+            if resp.n_hop >= p.hops {
+                self.stats.finishes_acked += 1;
+                p.finish_tries = 0;
+            } else if p.finish_tries < self.cfg.finish_tries {
+                p.want = Want::Finish;
+            } else {
+                self.stats.finishes_abandoned += 1;
+                p.finish_tries = 0;
+            }
+            return;
+        }
+        let mut links = [None; MAX_HOPS];
+        for (k, slot) in links.iter_mut().enumerate().take(usize::from(resp.n_hop.min(p.hops))) {
+            *slot = LinkInfo::from_hop(&resp.hops[k], self.cfg.eta);
+        }
+        p.links = links;
+        p.seen_at = Some(now);
+        p.looked = want == Want::Look;
+        if want == Want::Look {
+            match self.phase {
+                Phase::Joining => self.try_join(now),
+                Phase::Active => self.judge_better(now, i, gate),
+                Phase::Idle => {}
+            }
+            return;
+        }
+        // A probe of the current path.
+        self.phi_d = if resp.phi_pair >= 0xff_ffff { f64::INFINITY } else { f64::from(resp.phi_pair) };
+        if self.current == Some(i) {
+            self.update_window(now, i, gate);
+        }
+    }
+
+    /// The links of path `i` as last reported (every hop reported).
+    fn path_links(&self, i: usize) -> Option<Vec<LinkInfo>> {
+        let p = &self.paths[i];
+        p.links.iter().take(usize::from(p.hops)).copied().collect()
+    }
+
+    fn update_window(&mut self, now: u64, i: usize, gate: &mut MigrationGate) {
+        let Some(links) = self.path_links(i) else { return };
+        let t = self.rtt();
+        let phi = self.phi.max(1e-9);
+        let mut w_eq3 = f64::INFINITY;
+        for (k, l) in links.iter().enumerate() {
+            let own = self.paths[i].w_l[k].max(self.window);
+            let w = rate::window_bytes(phi, own, t, l);
+            self.paths[i].w_l[k] = w.max(self.cfg.min_window);
+            w_eq3 = w_eq3.min(w);
+        }
+        self.w_eq3 = w_eq3.max(self.cfg.min_window);
+        self.share = rate::path_share_bps(phi, &links);
+        if let Some(w) = self.ramp {
+            let mut w = w;
+            if now >= self.last_ramp_step + t {
+                w += self.share * t as f64 * 1e-9 / 8.0;
+                self.last_ramp_step = now;
+            }
+            if w >= self.w_eq3 {
+                self.ramp = None;
+                self.window = self.w_eq3;
+            } else {
+                self.ramp = Some(w);
+                self.window = w.max(self.cfg.min_window);
+            }
+        } else {
+            self.window = self.w_eq3;
+        }
+        // Trigger (i), judged once per RTT.
+        if now >= self.last_judged + t {
+            self.last_judged = now;
+            if rate::qualified(phi, self.cfg.b_u_bps, &links, false) {
+                self.violated = 0;
+            } else {
+                self.violated += 1;
+                if self.violated >= self.cfg.violate_rtts {
+                    self.start_move(now, MoveReason::Violated, gate);
+                }
+            }
+        }
+    }
+
+    /// A look at candidate `i` while on a path: trigger (ii).
+    fn judge_better(&mut self, now: u64, i: usize, gate: &mut MigrationGate) {
+        let (Some(c), Some(links)) = (self.current, self.path_links(i)) else { return };
+        let phi = self.phi.max(1e-9);
+        if !rate::qualified(phi, self.cfg.b_u_bps, &links, true) {
+            self.better = None;
+            return;
+        }
+        let there = rate::path_window_bytes(phi, 0.0, self.rtt(), &with_pair(&links, phi, self.window));
+        if there > self.w_eq3 * (1.0 + self.cfg.better_margin) && self.paths[c].links[0].is_some() {
+            match self.better {
+                Some((j, since)) if j == i => {
+                    if now >= since + self.cfg.better_for_ns {
+                        self.better = None;
+                        self.move_to(now, i, MoveReason::Better, gate);
+                    }
+                }
+                _ => self.better = Some((i, now)),
+            }
+        } else if self.better.is_some_and(|(j, _)| j == i) {
+            self.better = None;
+        }
+    }
+
+    /// Start looking for another path: every other candidate gets a look probe.
+    fn start_move(&mut self, now: u64, why: MoveReason, gate: &mut MigrationGate) {
+        if why != MoveReason::Failed && !gate.try_pass(now, self.rtt()) {
+            self.stats.frozen += 1;
+            self.violated = 0;
+            return;
+        }
+        self.violated = 0;
+        if let Some(c) = self.current.take() {
+            self.paths[c].want = Want::Finish;
+            self.paths[c].finish_tries = 0;
+            self.paths[c].outstanding = None;
+        }
+        self.phase = Phase::Joining;
+        self.joined_at = now;
+        self.pending_reason = Some(why);
+        for p in &mut self.paths {
+            if p.want == Want::Nothing && p.outstanding.is_none() {
+                p.want = Want::Look;
+            }
+        }
+    }
+
+    /// Joining: once every candidate answered (or was given up), choose.
+    fn try_join(&mut self, now: u64) {
+        let waiting = self
+            .paths
+            .iter()
+            .any(|p| matches!(p.outstanding, Some((Want::Look, _, _))) || p.want == Want::Look);
+        if waiting {
+            return;
+        }
+        let phi = self.phi.max(1e-9);
+        let mut cands: Vec<(usize, f64, bool)> = Vec::new();
+        for i in 0..self.paths.len() {
+            if self.paths[i].failed || !self.paths[i].looked {
+                continue;
+            }
+            let Some(links) = self.path_links(i) else { continue };
+            let q = rate::qualified(phi, self.cfg.b_u_bps, &links, true);
+            cands.push((i, rate::subscription(phi, self.cfg.b_u_bps, &links, true), q));
+        }
+        let why = self.pending_reason.take().unwrap_or(MoveReason::Join);
+        let qualified: Vec<&(usize, f64, bool)> = cands.iter().filter(|c| c.2).collect();
+        let pick = if let Some(min) = qualified.iter().map(|c| c.1).reduce(f64::min) {
+            let near: Vec<usize> =
+                qualified.iter().filter(|c| c.1 <= min + self.cfg.prefer_within).map(|c| c.0).collect();
+            Some(near[(self.draw() % near.len() as u64) as usize])
+        } else {
+            // None qualified: the least subscribed (the guarantee cannot be met anywhere).
+            cands.iter().min_by(|a, b| a.1.total_cmp(&b.1)).map(|c| c.0)
+        };
+        match pick {
+            Some(i) => self.move_to_inner(now, i, why),
+            None => {
+                // Every candidate failed or silent: look again.
+                for p in &mut self.paths {
+                    p.failed = false;
+                    p.losses = 0;
+                    p.want = Want::Look;
+                }
+            }
+        }
+    }
+
+    fn move_to(&mut self, now: u64, i: usize, why: MoveReason, gate: &mut MigrationGate) {
+        if !gate.try_pass(now, self.rtt()) {
+            self.stats.frozen += 1;
+            return;
+        }
+        if let Some(c) = self.current.take() {
+            self.paths[c].want = Want::Finish;
+            self.paths[c].finish_tries = 0;
+            self.paths[c].outstanding = None;
+        }
+        self.move_to_inner(now, i, why);
+    }
+
+    fn move_to_inner(&mut self, now: u64, i: usize, why: MoveReason) {
+        self.current = Some(i);
+        self.phase = Phase::Active;
+        self.stats.moves += 1;
+        self.moves.push((now, i, why));
+        // Scenario 1: the bootstrap window φ·B_u·T, then additive increase per RTT.
+        let t = self.rtt() as f64 * 1e-9;
+        let boot = (self.phi * self.cfg.b_u_bps * t / 8.0).max(self.cfg.min_window);
+        self.ramp = Some(boot);
+        self.window = boot;
+        self.last_ramp_step = now;
+        self.last_judged = now;
+        self.violated = 0;
+        self.better = None;
+        self.last_sent_at = now;
+        self.next_look = now + self.cfg.look_every_ns;
+        self.paths[i].w_l = [boot; MAX_HOPS];
+        self.paths[i].want = Want::Probe;
+        self.paths[i].outstanding = None;
+        self.hold_until =
+            if self.cfg.no_reordering && why != MoveReason::Join { now + self.rtt() } else { now };
+    }
+}
+
+/// `links` as they would be with the pair added (φ, its window): a look's Φ_l and W_l do not
+/// count it.
+fn with_pair(links: &[LinkInfo], phi: f64, w: f64) -> Vec<LinkInfo> {
+    links.iter().map(|l| LinkInfo { phi_l: l.phi_l + phi, w_l: l.w_l + w, ..*l }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wire::ufab::speed_class_of;
+
+    const T: u64 = 24_000;
+    const BU: f64 = 1e9;
+
+    /// A link as a 10G switch port reports it: Φ_l, W_l bytes, tx_l Gb/s, q_l bytes.
+    #[derive(Clone, Copy)]
+    struct L(u16, u64, f64, u64);
+
+    fn respond(p: &mut VmPair, now: u64, tx: &ProbeTx, links: &[L], gate: &mut MigrationGate) {
+        let mut r = tx.ufab_repr();
+        r.kind = UfabKind::Response;
+        r.n_hop = tx.hops;
+        for (h, l) in r.hops.iter_mut().zip(links) {
+            *h = UfabHopRepr {
+                window: UfabHopRepr::encode_window(l.1),
+                phi_l: l.0,
+                tx_l: UfabHopRepr::encode_tx((l.2 * 1e9) as u64),
+                q_l: UfabHopRepr::encode_q(l.3),
+                c_l: speed_class_of(10_000_000_000),
+            };
+        }
+        r.phi_pair = 0xff_ffff;
+        p.handle_response(now, &r, tx.ident, tx.pair_id & LOOK_BIT != 0, gate);
+    }
+
+    fn all(p: &mut VmPair, now: u64) -> Vec<ProbeTx> {
+        std::iter::from_fn(|| p.poll_transmit(now)).collect()
+    }
+
+    fn pair(paths: usize) -> (VmPair, MigrationGate) {
+        let mut cfg = PairConfig::new(7, BU, T);
+        cfg.look_every_ns = 0;
+        (VmPair::new(cfg, &vec![2; paths], 2.0, 0, 42), MigrationGate::new(10, 9))
+    }
+
+    /// Joining looks at every candidate with φ = 0 under the look ID, and takes the qualified
+    /// path least subscribed: path 0 has Φ_l = 8 of 9.5 tokens' room (8 + 2 > 9.5: not
+    /// qualified), path 1 has 2. It starts from the bootstrap window φ·B_u·T = 6 000 B.
+    #[test]
+    fn join_takes_the_least_subscribed_qualified_path() {
+        let (mut p, mut g) = pair(2);
+        let looks = all(&mut p, 0);
+        assert_eq!(looks.len(), 2);
+        assert!(looks.iter().all(|t| t.phi == 0 && t.pair_id == 7 | LOOK_BIT && t.windows == [0; MAX_HOPS]));
+        assert!(!p.may_send(0));
+        respond(&mut p, 10_000, &looks[0], &[L(8, 0, 1.0, 0), L(0, 0, 0.0, 0)], &mut g);
+        assert_eq!(p.phase(), Phase::Joining, "waits for every candidate");
+        respond(&mut p, 12_000, &looks[1], &[L(2, 0, 1.0, 0), L(2, 0, 0.0, 0)], &mut g);
+        assert_eq!(p.current_path(), Some(1));
+        assert_eq!(p.moves(), &[(12_000, 1, MoveReason::Join)]);
+        assert!(p.may_send(12_000));
+        assert!((p.window_bytes() - 6000.0).abs() < 1e-6);
+        // The first real probe goes on path 1, with φ and the bootstrap window in each slot.
+        let pr = all(&mut p, 12_000);
+        assert_eq!(pr.len(), 1);
+        assert_eq!((pr[0].path, pr[0].pair_id, pr[0].phi, pr[0].kind), (1, 7, 2, UfabKind::Probe));
+        assert_eq!(pr[0].windows[0], UfabHopRepr::encode_window(6000));
+    }
+
+    fn joined() -> (VmPair, MigrationGate, u64) {
+        let (mut p, mut g) = pair(2);
+        let looks = all(&mut p, 0);
+        respond(&mut p, 1000, &looks[0], &[L(2, 0, 0.0, 0); 2], &mut g);
+        respond(&mut p, 1000, &looks[1], &[L(6, 0, 0.0, 0); 2], &mut g);
+        assert_eq!(p.current_path(), Some(0));
+        (p, g, 1000)
+    }
+
+    /// Two-stage admission: from the bootstrap window the pair adds r·T per RTT (r = φ/Φ_l·C_l
+    /// = 2/4 × 9.5 Gb/s: 14 250 B per 24 µs) until it reaches Eqn (3)'s window, then follows it.
+    #[test]
+    fn the_window_ramps_by_r_t_per_rtt_to_eqn_3() {
+        let (mut p, mut g, mut now) = joined();
+        // Eqn (3) here: φ/Φ_l = 1/2, W_l = 40 000, the link half used, no queue → capped at C·T
+        // = 28 500 B.
+        let links = [L(4, 40_000, 4.75, 0), L(4, 40_000, 4.75, 0)];
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            let pr = all(&mut p, now);
+            assert_eq!(pr.len(), 1);
+            now += T;
+            respond(&mut p, now, &pr[0], &links, &mut g);
+            seen.push(p.window_bytes());
+            p.on_sent(now, 4096);
+        }
+        assert!((seen[0] - (6000.0 + 14_250.0)).abs() < 1.0, "{seen:?}");
+        assert!((seen[1] - 28_500.0).abs() < 1.0, "{seen:?}");
+        assert!(!p.ramping());
+        assert!((p.share_bps() - 4.75e9).abs() < 1.0);
+        // A queue builds: the window falls with it (Eqn 3), right away.
+        let pr = all(&mut p, now);
+        now += T;
+        respond(&mut p, now, &pr[0], &[L(4, 40_960, 9.5, 28_672), L(4, 40_960, 4.75, 0)], &mut g);
+        // Eqn (3) in the wire's units (W_l of 256 B, q_l of 1 KiB): 0.5 × 40 960 × 28 500 /
+        // (28 500 + 28 672).
+        let want = 0.5 * 40_960.0 * 28_500.0 / (28_500.0 + 28_672.0);
+        assert!((p.window_bytes() - want).abs() < 1.0, "{} vs {want}", p.window_bytes());
+    }
+
+    /// Trigger (i): five RTTs on a path that cannot carry every guarantee (Φ_l = 12 tokens of
+    /// 1 Gb/s on 9.5 Gb/s) and the pair moves, finishing the old path until every switch
+    /// acknowledges; a second violation within the freeze window is held back.
+    #[test]
+    fn five_violating_rtts_migrate_once_per_freeze_window() {
+        let (mut p, mut g, mut now) = joined();
+        let bad = [L(12, 40_000, 9.0, 0), L(2, 0, 1.0, 0)];
+        for k in 0..5 {
+            let pr = all(&mut p, now);
+            assert_eq!(pr.len(), 1, "round {k}");
+            now += T;
+            respond(&mut p, now, &pr[0], &bad, &mut g);
+            p.on_sent(now, 4096);
+        }
+        assert_eq!(p.phase(), Phase::Joining);
+        let out = all(&mut p, now);
+        let fin: Vec<_> = out.iter().filter(|t| t.kind == UfabKind::Finish).collect();
+        let looks: Vec<_> = out.iter().filter(|t| t.pair_id & LOOK_BIT != 0).collect();
+        assert_eq!((fin.len(), fin[0].path), (1, 0));
+        assert_eq!((looks.len(), looks[0].path), (1, 1), "the old path is being finished, not looked at");
+        // The finish comes back with one slot of two filled: sent again; then both: acknowledged.
+        let mut r = fin[0].ufab_repr();
+        r.kind = UfabKind::Response;
+        r.n_hop = 1;
+        p.handle_response(now + 1000, &r, fin[0].ident, false, &mut g);
+        let again = all(&mut p, now + 1000);
+        assert_eq!((again.len(), again[0].kind), (1, UfabKind::Finish));
+        r.n_hop = 2;
+        p.handle_response(now + 2000, &r, again[0].ident, false, &mut g);
+        assert_eq!(p.stats().finishes_acked, 1);
+        respond(&mut p, now + 2000, looks[0], &[L(2, 0, 1.0, 0); 2], &mut g);
+        assert_eq!(p.current_path(), Some(1));
+        assert_eq!(p.moves().last().unwrap().2, MoveReason::Violated);
+        // Violations again while the host's freeze window is closed: held back, counted.
+        let mut shut = MigrationGate::new(u32::MAX, 5);
+        assert!(shut.try_pass(now, T));
+        assert!(!shut.try_pass(now + T, T));
+        let before = p.stats().frozen;
+        now += 2000; // the move's time
+        for _ in 0..5 {
+            let pr: Vec<_> = all(&mut p, now).into_iter().filter(|t| t.path == 1).collect();
+            now += T;
+            respond(&mut p, now, &pr[0], &[L(12, 40_000, 9.0, 0); 2], &mut shut);
+            p.on_sent(now, 4096);
+        }
+        assert_eq!(p.stats().frozen, before + 1);
+        assert_eq!(p.current_path(), Some(1));
+    }
+
+    /// The gate: one pass, then closed for 1..=N RTTs.
+    #[test]
+    fn the_gate_opens_once_per_freeze_window() {
+        let mut g = MigrationGate::new(10, 77);
+        for round in 0..50u64 {
+            let t0 = round * 1_000_000;
+            assert!(g.try_pass(t0, T));
+            let wait = g.next_allowed() - t0;
+            assert!((T..=10 * T).contains(&wait), "{wait}");
+            assert!(!g.try_pass(t0 + wait - 1, T));
+        }
+    }
+
+    /// A failure notification on the current path moves the pair at once (no freeze); lost
+    /// probes do too after three in a row.
+    #[test]
+    fn failures_and_lost_probes_move_the_pair_at_once() {
+        let (mut p, mut g, now) = joined();
+        let pr = all(&mut p, now);
+        let mut r = pr[0].ufab_repr();
+        r.kind = UfabKind::FailureResponse;
+        p.handle_response(now + 5000, &r, pr[0].ident, false, &mut g);
+        assert_eq!(p.phase(), Phase::Joining);
+        let looks: Vec<_> =
+            all(&mut p, now + 5000).into_iter().filter(|t| t.pair_id & LOOK_BIT != 0).collect();
+        assert_eq!(looks.len(), 1, "the failed path is not a candidate");
+        respond(&mut p, now + 6000, &looks[0], &[L(2, 0, 0.0, 0); 2], &mut g);
+        assert_eq!(p.current_path(), Some(1));
+        assert_eq!(p.moves().last().unwrap().2, MoveReason::Failed);
+
+        let (mut p, mut g, mut now) = joined();
+        for _ in 0..3 {
+            let pr: Vec<_> = all(&mut p, now).into_iter().filter(|t| t.path == 0).collect();
+            assert_eq!(pr.len(), 1);
+            let sent = now;
+            now = p.poll_timeout().unwrap();
+            assert_eq!(now, sent + 8 * T, "8 base RTTs");
+            p.handle_timeout(now, &mut g);
+        }
+        assert_eq!(p.stats().probes_lost, 3);
+        assert_eq!(p.phase(), Phase::Joining);
+    }
+
+    /// Idle for `idle_finish_ns`: the pair finishes its path; new data rejoins (looks first).
+    #[test]
+    fn an_idle_pair_finishes_and_rejoins() {
+        let (mut p, mut g, now) = joined();
+        let t = now + p.cfg.idle_finish_ns;
+        let _ = all(&mut p, now);
+        p.handle_timeout(t, &mut g);
+        assert_eq!(p.phase(), Phase::Idle);
+        assert!(!p.may_send(t));
+        p.on_backlog(t + 1);
+        assert_eq!(p.phase(), Phase::Joining);
+        assert!(all(&mut p, t + 1).iter().any(|x| x.pair_id & LOOK_BIT != 0));
+    }
+
+    /// Trigger (ii): a qualified candidate whose Eqn (3) window beats the current one by more
+    /// than 10 % for `better_for_ns` draws the pair over.
+    #[test]
+    fn a_persistently_better_path_draws_the_pair() {
+        let mut cfg = PairConfig::new(7, BU, T);
+        cfg.look_every_ns = 100_000;
+        cfg.better_for_ns = 1_000_000;
+        let mut p = VmPair::new(cfg, &[2, 2], 2.0, 0, 1);
+        let mut g = MigrationGate::new(1, 3);
+        let looks = all(&mut p, 0);
+        respond(&mut p, 1000, &looks[0], &[L(2, 0, 0.0, 0); 2], &mut g);
+        respond(&mut p, 1000, &looks[1], &[L(6, 0, 0.0, 0); 2], &mut g);
+        assert_eq!(p.current_path(), Some(0));
+        // Path 0 gets busy (a queue), path 1 stays idle.
+        let busy = [L(8, 60_000, 9.5, 20_000); 2];
+        let idle = [L(1, 1000, 0.5, 0); 2];
+        let mut now = 1000;
+        while now < 2_000_000 && p.current_path() == Some(0) {
+            for t in all(&mut p, now) {
+                if t.path == 0 {
+                    respond(&mut p, now + T, &t, &busy, &mut g)
+                } else {
+                    respond(&mut p, now + T, &t, &idle, &mut g)
+                }
+            }
+            p.on_sent(now, 4096);
+            now += 50_000;
+            p.handle_timeout(now, &mut g);
+        }
+        assert_eq!(p.current_path(), Some(1), "moved at {now}");
+        assert_eq!(p.moves().last().unwrap().2, MoveReason::Better);
+        assert!(now >= 1_000_000, "not before better_for_ns: {now}");
+    }
+}
