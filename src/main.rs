@@ -104,15 +104,15 @@ enum LabCmd {
         /// Where the results go.
         #[arg(long)]
         out: PathBuf,
-        /// Override the file's congestion control: "hpcc" or "dcqcn".
+        /// Override the file's congestion control: "hpcc", "dcqcn" or "ufab".
         #[arg(long)]
         cc: Option<String>,
         /// No progress bar.
         #[arg(long)]
         quiet: bool,
     },
-    /// Run a lab with HPCC++ and with DCQCN: each run's results into DIR/hpcc and DIR/dcqcn,
-    /// both slowdown curves into DIR/slowdown.svg, and a slowdown table on stdout.
+    /// Run a lab with HPCC++, DCQCN and µFAB: each run's results into DIR/hpcc, DIR/dcqcn and
+    /// DIR/ufab, the slowdown curves into DIR/slowdown.svg, and a slowdown table on stdout.
     Compare {
         /// The lab, e.g. config/labs/websearch-fattree-k4.toml.
         file: PathBuf,
@@ -179,6 +179,12 @@ fn lab_run_one(
         .and_then(|()| lab::plot::write(&r, &label, out))
         .and_then(|()| std::fs::write(out.join("ns3-flow.txt"), lab::ns3::flow_file(&cfg.flows, 2.0)))
         .map_err(|e| LabFail::Other(format!("cannot write results into {}: {e}", out.display())))?;
+    if cfg.cc == softfabric::lab::Cc::Ufab {
+        let rep = lab::ufab_report::report(cfg, &r, 200_000);
+        std::fs::write(out.join("ufab.csv"), rep.csv())
+            .map_err(|e| LabFail::Other(format!("cannot write into {}: {e}", out.display())))?;
+        print!("{}", rep.summary());
+    }
     let (unfinished, left) = output::unfinished(&r.flows);
     println!(
         "{}: {label}, {} flows ({} finished; {unfinished} unfinished, {left} of their bytes \
@@ -247,7 +253,7 @@ fn lab_run(
     };
     writable_out(out)?;
     if let Some(cc) = cc {
-        cfg.cc = parse_cc(cc)?;
+        cfg.set_cc(parse_cc(cc)?);
     }
     lab_run_one(&cfg, out, quiet).map(drop)
 }
@@ -259,7 +265,7 @@ fn lab_compare(file: &Path, out: &Path, quiet: bool) -> Result<(), LabFail> {
     writable_out(out)?;
     let mut runs = Vec::new();
     for cc in Cc::ALL {
-        cfg.cc = cc;
+        cfg.set_cc(cc);
         runs.push((cc, lab_run_one(&cfg, &out.join(cc.name()), quiet)?));
     }
     let labelled: Vec<(&str, &softfabric::lab::LabResult)> =

@@ -457,31 +457,10 @@ impl RcHost {
         for k in 0..n {
             let idx = (self.rr + k) % n;
             let si = self.active[idx];
-            let s = &mut self.sending[si];
-            match s.tx.poll_transmit(now) {
+            match self.sending[si].tx.poll_transmit(now) {
                 Transmit::Send(seg) => {
                     self.rr = (idx + 1) % n;
-                    s.first_send.get_or_insert(now);
-                    let bth = data_bth(s.flow.cfg.dest_qp, &seg);
-                    let compact = self.cfg.int_compact;
-                    let int = self.cfg.int_hops.map(|n| IntRepr { compact, ..IntRepr::empty(n) });
-                    let tail = seg.len + usize::from(bth.pad_count) + 4;
-                    let payload = s.flow.payload.clone();
-                    let udp = s.udp;
-                    let write = self.cfg.write_payload;
-                    let len = frame(buf, &udp, int.as_ref(), &bth, None, tail, |t| match &payload {
-                        Some(p) => {
-                            let at = seg.offset as usize;
-                            t[..seg.len].copy_from_slice(&p[at..at + seg.len]);
-                            t[seg.len..].fill(0);
-                        }
-                        // The pad and the ICRC's place are zeroed all the same.
-                        None if !write => t[seg.len..].fill(0),
-                        None => t.fill(0),
-                    })?;
-                    // A packet out may start the transport's timeout.
-                    self.refresh(si);
-                    return self.seal(buf, len);
+                    return self.segment_frame(now, si, seg, buf);
                 }
                 Transmit::Until(t) => earliest = Some(earliest.map_or(t, |e| e.min(t))),
                 Transmit::Done | Transmit::Failed(_) => self.refresh(si),
@@ -490,6 +469,89 @@ impl RcHost {
         }
         self.until = earliest;
         None
+    }
+
+    /// The frame of sender `si`'s segment `seg`.
+    fn segment_frame(
+        &mut self,
+        now: u64,
+        si: usize,
+        seg: crate::rc::Segment,
+        buf: &mut [u8],
+    ) -> Option<usize> {
+        let s = &mut self.sending[si];
+        s.first_send.get_or_insert(now);
+        let bth = data_bth(s.flow.cfg.dest_qp, &seg);
+        let compact = self.cfg.int_compact;
+        let int = self.cfg.int_hops.map(|n| IntRepr { compact, ..IntRepr::empty(n) });
+        let tail = seg.len + usize::from(bth.pad_count) + 4;
+        let payload = s.flow.payload.clone();
+        let udp = s.udp;
+        let write = self.cfg.write_payload;
+        let len = frame(buf, &udp, int.as_ref(), &bth, None, tail, |t| match &payload {
+            Some(p) => {
+                let at = seg.offset as usize;
+                t[..seg.len].copy_from_slice(&p[at..at + seg.len]);
+                t[seg.len..].fill(0);
+            }
+            // The pad and the ICRC's place are zeroed all the same.
+            None if !write => t[seg.len..].fill(0),
+            None => t.fill(0),
+        })?;
+        // A packet out may start the transport's timeout.
+        self.refresh(si);
+        self.seal(buf, len)
+    }
+
+    /// Set flow `id`'s pacing rate and window from outside its CC (µFAB-E); `false` if no such
+    /// flow is sending from here. The window is in bytes on the wire, as the fabric counts
+    /// them (µFAB's W_l): the sender's pacer counts payload, so it gets the payload those
+    /// frames carry — else every flow would put its headers' worth more on the wire than its
+    /// window says, and links would run above their target.
+    pub fn set_pacing(&mut self, id: u64, rate_bps: f64, window: Option<u64>) -> bool {
+        let Some(si) = self.by_id.get(&id).and_then(|&(s, _)| s) else { return false };
+        let c = self.sending[si].tx.config();
+        let (mtu, overhead) = (c.mtu as u64, c.overhead as u64);
+        let window = window.map(|w| w * mtu / (mtu + overhead).max(1));
+        self.sending[si].tx.set_pacing(rate_bps, window);
+        true
+    }
+
+    /// Whether flow `id` (sent from here) would send a packet at `now`: see
+    /// [`RcSender::ready`].
+    pub fn ready(&self, id: u64, now: u64) -> Result<usize, Option<u64>> {
+        match self.by_id.get(&id).and_then(|&(s, _)| s) {
+            Some(si) => self.sending[si].tx.ready(now),
+            None => Err(None),
+        }
+    }
+
+    /// The UDP source port flow `id`'s data carries.
+    pub fn data_src_port(&self, id: u64) -> Option<u16> {
+        self.send_of(id).map(|s| s.udp.src_port)
+    }
+
+    /// The next acknowledgement or CNP to send, if its priority is not paused: what
+    /// [`Agent::poll_transmit`] sends before data.
+    pub fn poll_control(&mut self, paused: u8, buf: &mut [u8]) -> Option<usize> {
+        if paused & (1 << self.cfg.ctrl_priority) != 0 {
+            return None;
+        }
+        let c = self.ctrl.pop_front()?;
+        self.ctrl_frame(c, buf)
+    }
+
+    /// A data frame of flow `id` at `now`, if it may send one (a caller scheduling the flows
+    /// itself, after [`ready`](Self::ready)).
+    pub fn poll_data_of(&mut self, now: u64, id: u64, buf: &mut [u8]) -> Option<usize> {
+        let si = self.by_id.get(&id).and_then(|&(s, _)| s)?;
+        match self.sending[si].tx.poll_transmit(now) {
+            Transmit::Send(seg) => self.segment_frame(now, si, seg, buf),
+            _ => {
+                self.refresh(si);
+                None
+            }
+        }
     }
 }
 

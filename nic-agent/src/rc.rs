@@ -227,6 +227,39 @@ impl RcSender {
         (offset, (self.cfg.size.saturating_sub(offset)).min(self.cfg.mtu as u64) as usize)
     }
 
+    /// Whether [`poll_transmit`](Self::poll_transmit) would send a packet at `now`, without
+    /// sending it: its payload length, or when the pacer lets the next one go (`Some`), or
+    /// nothing before an acknowledgement (`None`: window full, done, failed). A scheduler
+    /// choosing among flows asks this first (µFAB-E's weighted VF queues).
+    pub fn ready(&self, now: u64) -> Result<usize, Option<u64>> {
+        if self.req.error().is_some() || self.is_done() {
+            return Err(None);
+        }
+        let psn = match self.req.peek_transmit(now) {
+            Some(p) => p,
+            None if self.req.retransmitting() => return Err(self.req.poll_timeout()),
+            None if self.req.stats().posted * (self.cfg.mtu as u64) < self.cfg.size
+                && self.req.can_post() =>
+            {
+                self.req.next_psn()
+            }
+            None => return Err(None),
+        };
+        match self.pacer.check(now) {
+            Ok(()) => Ok(self.segment_of(psn).1),
+            Err(Hold::Until(t)) => Err(Some(t)),
+            Err(Hold::Window) => Err(None),
+        }
+    }
+
+    /// Set the pacer's rate and window from outside the flow's own CC (µFAB-E, whose window
+    /// comes from probes, not from this flow's ACKs): for a flow whose CC is
+    /// [`FlowCc::Fixed`].
+    pub fn set_pacing(&mut self, rate_bps: f64, window: Option<u64>) {
+        self.pacer.set_rate(rate_bps);
+        self.pacer.set_window(window);
+    }
+
     /// The next packet to send at `now`, if the transport, the window and the pacer allow one;
     /// a packet returned is counted as sent (build it with [`emit_rc`] and send it).
     pub fn poll_transmit(&mut self, now: u64) -> Transmit {

@@ -49,6 +49,7 @@ pub mod ns3;
 pub mod output;
 pub mod plot;
 pub mod topology;
+pub mod ufab_report;
 pub mod workload;
 
 pub use config::{

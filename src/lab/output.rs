@@ -85,7 +85,7 @@ pub fn csv(r: &LabResult) -> Vec<(&'static str, String)> {
             let _ = writeln!(hist, "{s},{p},{kb},{n}");
         }
     }
-    vec![
+    let mut out = vec![
         ("flows.csv", flows),
         ("queues.csv", queues),
         ("queue_hist.csv", hist),
@@ -94,7 +94,38 @@ pub fn csv(r: &LabResult) -> Vec<(&'static str, String)> {
         ("links.csv", links),
         ("switches.csv", switches),
         ("agents.csv", agents),
-    ]
+    ];
+    if !r.ufab_pairs.is_empty() {
+        let mut pairs = String::from(
+            "host,flow,path,route,phi,phi_d,window_bytes,share_bps,moves,frozen,probes_lost,finishes_acked,finishes_abandoned\n",
+        );
+        for p in &r.ufab_pairs {
+            let phi_d = if p.phi_d.is_finite() { format!("{:.2}", p.phi_d) } else { "unbound".into() };
+            let _ = writeln!(
+                pairs,
+                "{},{},{},{},{:.2},{phi_d},{:.0},{:.0},{},{},{},{},{}",
+                p.host,
+                p.flow,
+                p.path.map_or("-".to_string(), |x| x.to_string()),
+                p.route.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("."),
+                p.phi,
+                p.window,
+                p.share_bps,
+                p.stats.moves,
+                p.stats.frozen,
+                p.stats.probes_lost,
+                p.stats.finishes_acked,
+                p.stats.finishes_abandoned
+            );
+        }
+        let mut moves = String::from("time_ns,flow,path,reason\n");
+        for (t, f, p, why) in &r.ufab_moves {
+            let _ = writeln!(moves, "{t},{f},{p},{why}");
+        }
+        out.push(("ufab_pairs.csv", pairs));
+        out.push(("ufab_moves.csv", moves));
+    }
+    out
 }
 
 /// Hawkeye's JSON-lines files, when the run made reports or polls.

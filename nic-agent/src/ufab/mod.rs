@@ -7,6 +7,8 @@
 //!   response carries.
 //! * [`pair`] — one VM-pair: candidate paths, probes, two-stage admission, path migration with
 //!   the host's freeze window, finish probes.
+//! * [`host`] — a host's NIC running µFAB-E over RC flows: a frame-level agent for the lab and
+//!   real ports (probes and responses, labelled data, Algorithm 1 per VF).
 //! * [`sched`] — the sender's scheduler: 8 weighted VF classes, round-robin of VFs in a class
 //!   and of pairs in a VF, each pair gated by its window.
 //!
@@ -14,6 +16,7 @@
 //! labels, `wire::mpls`, and IPv4/UDP to port 40050) and reads no clock. The switch half, µFAB-C,
 //! is `dataplane`'s `ufab` program.
 
+pub mod host;
 pub mod pair;
 pub mod rate;
 pub mod sched;

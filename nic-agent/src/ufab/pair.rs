@@ -11,10 +11,15 @@
 //!   with no response after 8 base RTTs (§4.1) is lost and sent again; `losses_to_migrate`
 //!   (default 3) losses in a row count as a failed path.
 //! * **Look probes**: joining and migrating probe the candidates "in parallel" and test
-//!   C_l ≥ (Φ_l + φ)·B_u (§3.5) — a test on Φ_l *without* the pair, so these probes carry φ = 0
-//!   and w = 0 under the pair ID with bit 15 set (a record of its own at the switches, adding
-//!   nothing, which their cleaning removes): looking at a path leaves Φ_l and W_l as they were,
-//!   also on links shared with the pair's current path.
+//!   C_l ≥ (Φ_l + φ)·B_u (§3.5) — a test on Φ_l *without* the pair, so these probes carry
+//!   φ = 0 and w = 0 under the pair's own ID: on a link the candidate shares with the pair's
+//!   current path (the last hop to the receiver always is) they zero the pair's record, so Φ_l
+//!   leaves it out there too — else the pair would count twice and, on a receiver link full of
+//!   guarantees, no path would ever qualify. The chosen path's first probe registers the pair
+//!   again (its records of φ = 0 are updated; the others add nothing and are cleaned).
+//!   **Exploring** (trigger ii, while the pair stays where it is) uses the pair ID with bit 15
+//!   set instead: a record of its own, so the pair's registration is untouched; a shared link
+//!   then counts the pair twice, which only makes the test stricter.
 //! * **Which qualified path**: "randomly with a preference to the path with minimum bandwidth
 //!   subscription" — uniformly among the qualified paths whose subscription is within
 //!   `prefer_within` (default 0.1) of the smallest; none qualified, the pair stays where it is
@@ -188,6 +193,18 @@ pub enum MoveReason {
     Failed,
 }
 
+impl MoveReason {
+    /// Its name in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Join => "join",
+            Self::Violated => "violated",
+            Self::Better => "better",
+            Self::Failed => "failed",
+        }
+    }
+}
+
 /// Counters of a pair.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PairStats {
@@ -215,7 +232,10 @@ pub struct PairStats {
 enum Want {
     Nothing,
     Probe,
+    /// Joining or migrating: φ = 0 under the pair's ID.
     Look,
+    /// Trigger (ii): φ = 0 under the look ID.
+    Explore,
     Finish,
 }
 
@@ -284,6 +304,10 @@ pub struct VmPair {
     moves: Vec<(u64, usize, MoveReason)>,
     /// Why the pair is looking (joining or migrating).
     pending_reason: Option<MoveReason>,
+    /// The sender's own NIC link, as its host reports it ([`set_nic`](Self::set_nic)).
+    nic: Option<LinkInfo>,
+    /// The pair's w^l on it.
+    nic_w: f64,
     stats: PairStats,
 }
 
@@ -332,6 +356,8 @@ impl VmPair {
             rng: seed | 1,
             moves: Vec::new(),
             pending_reason: None,
+            nic: None,
+            nic_w: 0.0,
             stats: PairStats::default(),
         }
     }
@@ -389,6 +415,21 @@ impl VmPair {
     /// Whether data may go now (a path, and not held for reordering).
     pub fn may_send(&self, now: u64) -> bool {
         self.phase == Phase::Active && self.current.is_some() && now >= self.hold_until
+    }
+
+    /// The sender's NIC link as one more hop of every path: the host's pairs' tokens Φ_0 and
+    /// windows W_0 on it, its TX rate, C_0 = η × line rate (no queue: the NIC sends what its
+    /// scheduler picks). No switch reports this link — the host link is the sender's own — but
+    /// its pairs share it as they share any link: Eqn (3) over it splits the NIC by φ and lets
+    /// a pair with the demand take what another leaves (the paper leaves this link to the WFQ
+    /// engine; with per-pair pacing, a WFQ alone hands a paced pair's turns to the others).
+    pub fn set_nic(&mut self, nic: Option<LinkInfo>) {
+        self.nic = nic;
+    }
+
+    /// The pair's window on its NIC link (Eqn 3), bytes.
+    pub fn nic_window(&self) -> f64 {
+        self.nic_w
     }
 
     /// The guarantee, B = φ × B_u, b/s.
@@ -465,13 +506,14 @@ impl VmPair {
             let want = p.want;
             let hops = p.hops;
             let (kind, pair_id, phi) = match want {
-                Want::Look => (UfabKind::Probe, self.cfg.pair_id | LOOK_BIT, 0),
+                Want::Look => (UfabKind::Probe, self.cfg.pair_id, 0),
+                Want::Explore => (UfabKind::Probe, self.cfg.pair_id | LOOK_BIT, 0),
                 Want::Probe => (UfabKind::Probe, self.cfg.pair_id, self.phi.round() as u32),
                 Want::Finish => (UfabKind::Finish, self.cfg.pair_id, self.phi.round() as u32),
                 Want::Nothing => unreachable!(),
             };
             let mut windows = [0u16; MAX_HOPS];
-            if want != Want::Look {
+            if !matches!(want, Want::Look | Want::Explore) {
                 for (w, &b) in windows.iter_mut().zip(&self.paths[i].w_l).take(usize::from(hops)) {
                     let b = if b > 0.0 { b } else { self.window };
                     *w = UfabHopRepr::encode_window(b as u64);
@@ -528,13 +570,13 @@ impl VmPair {
                         p.want = Want::Finish;
                     }
                 }
-                Want::Look => {
+                Want::Look | Want::Explore => {
                     p.losses += 1;
                     p.failed = p.losses >= self.cfg.losses_to_migrate;
                     p.seen_at = Some(now);
                     p.looked = true;
                     p.links = [None; MAX_HOPS];
-                    if self.phase == Phase::Joining {
+                    if self.phase == Phase::Joining && want == Want::Look {
                         self.try_join(now);
                     }
                 }
@@ -561,12 +603,24 @@ impl VmPair {
                 for _ in 0..n {
                     self.look_rr = (self.look_rr + 1) % n;
                     if Some(self.look_rr) != self.current && self.paths[self.look_rr].want == Want::Nothing {
-                        self.paths[self.look_rr].want = Want::Look;
+                        self.paths[self.look_rr].want = Want::Explore;
                         break;
                     }
                 }
             }
         }
+    }
+
+    /// The pair's data is done: finish its path now (not after `idle_finish_ns`).
+    pub fn finish(&mut self) {
+        if self.phase != Phase::Idle {
+            self.go_idle();
+        }
+    }
+
+    /// Data is held until then (no-reordering, the first RTT on a new path).
+    pub fn hold_until(&self) -> u64 {
+        self.hold_until
     }
 
     fn go_idle(&mut self) {
@@ -580,16 +634,8 @@ impl VmPair {
     }
 
     /// A response, or a failure notification, that came back for this pair (`resp` parsed from
-    /// after UDP, `ident` its IPv4 identification, `look` whether its pair ID had
-    /// [`LOOK_BIT`]).
-    pub fn handle_response(
-        &mut self,
-        now: u64,
-        resp: &UfabRepr,
-        ident: u16,
-        look: bool,
-        gate: &mut MigrationGate,
-    ) {
+    /// after UDP, `ident` its IPv4 identification, which names the path and the probe).
+    pub fn handle_response(&mut self, now: u64, resp: &UfabRepr, ident: u16, gate: &mut MigrationGate) {
         let i = usize::from(ident >> 12);
         let seq = ident & 0x0fff;
         let Some(p) = self.paths.get_mut(i) else {
@@ -600,7 +646,7 @@ impl VmPair {
             self.stats.stale_responses += 1;
             return;
         };
-        if s != seq || (want == Want::Look) != look {
+        if s != seq {
             self.stats.stale_responses += 1;
             return;
         }
@@ -646,14 +692,12 @@ impl VmPair {
         }
         p.links = links;
         p.seen_at = Some(now);
-        p.looked = want == Want::Look;
-        if want == Want::Look {
-            match self.phase {
-                Phase::Joining => self.try_join(now),
-                Phase::Active => self.judge_better(now, i, gate),
-                Phase::Idle => {}
-            }
-            return;
+        p.looked = matches!(want, Want::Look | Want::Explore);
+        match want {
+            Want::Look if self.phase == Phase::Joining => return self.try_join(now),
+            Want::Explore if self.phase == Phase::Active => return self.judge_better(now, i, gate),
+            Want::Look | Want::Explore => return,
+            _ => {}
         }
         // A probe of the current path.
         self.phi_d = if resp.phi_pair >= 0xff_ffff { f64::INFINITY } else { f64::from(resp.phi_pair) };
@@ -679,8 +723,15 @@ impl VmPair {
             self.paths[i].w_l[k] = w.max(self.cfg.min_window);
             w_eq3 = w_eq3.min(w);
         }
+        let mut share = rate::path_share_bps(phi, &links);
+        if let Some(l) = self.nic {
+            let w = rate::window_bytes(phi, self.nic_w.max(self.window), t, &l);
+            self.nic_w = w.max(self.cfg.min_window);
+            w_eq3 = w_eq3.min(w);
+            share = share.min(rate::share_bps(phi, &l));
+        }
         self.w_eq3 = w_eq3.max(self.cfg.min_window);
-        self.share = rate::path_share_bps(phi, &links);
+        self.share = share;
         if let Some(w) = self.ramp {
             let mut w = w;
             if now >= self.last_ramp_step + t {
@@ -869,7 +920,13 @@ mod tests {
             };
         }
         r.phi_pair = 0xff_ffff;
-        p.handle_response(now, &r, tx.ident, tx.pair_id & LOOK_BIT != 0, gate);
+        p.handle_response(now, &r, tx.ident, gate);
+    }
+
+    /// A look: a probe of φ = 0 (under the pair's ID joining or migrating, the look ID
+    /// exploring).
+    fn is_look(t: &ProbeTx) -> bool {
+        t.kind == UfabKind::Probe && t.phi == 0
     }
 
     fn all(p: &mut VmPair, now: u64) -> Vec<ProbeTx> {
@@ -890,7 +947,7 @@ mod tests {
         let (mut p, mut g) = pair(2);
         let looks = all(&mut p, 0);
         assert_eq!(looks.len(), 2);
-        assert!(looks.iter().all(|t| t.phi == 0 && t.pair_id == 7 | LOOK_BIT && t.windows == [0; MAX_HOPS]));
+        assert!(looks.iter().all(|t| t.phi == 0 && t.pair_id == 7 && t.windows == [0; MAX_HOPS]));
         assert!(!p.may_send(0));
         respond(&mut p, 10_000, &looks[0], &[L(8, 0, 1.0, 0), L(0, 0, 0.0, 0)], &mut g);
         assert_eq!(p.phase(), Phase::Joining, "waits for every candidate");
@@ -963,18 +1020,18 @@ mod tests {
         assert_eq!(p.phase(), Phase::Joining);
         let out = all(&mut p, now);
         let fin: Vec<_> = out.iter().filter(|t| t.kind == UfabKind::Finish).collect();
-        let looks: Vec<_> = out.iter().filter(|t| t.pair_id & LOOK_BIT != 0).collect();
+        let looks: Vec<_> = out.iter().filter(|t| is_look(t)).collect();
         assert_eq!((fin.len(), fin[0].path), (1, 0));
         assert_eq!((looks.len(), looks[0].path), (1, 1), "the old path is being finished, not looked at");
         // The finish comes back with one slot of two filled: sent again; then both: acknowledged.
         let mut r = fin[0].ufab_repr();
         r.kind = UfabKind::Response;
         r.n_hop = 1;
-        p.handle_response(now + 1000, &r, fin[0].ident, false, &mut g);
+        p.handle_response(now + 1000, &r, fin[0].ident, &mut g);
         let again = all(&mut p, now + 1000);
         assert_eq!((again.len(), again[0].kind), (1, UfabKind::Finish));
         r.n_hop = 2;
-        p.handle_response(now + 2000, &r, again[0].ident, false, &mut g);
+        p.handle_response(now + 2000, &r, again[0].ident, &mut g);
         assert_eq!(p.stats().finishes_acked, 1);
         respond(&mut p, now + 2000, looks[0], &[L(2, 0, 1.0, 0); 2], &mut g);
         assert_eq!(p.current_path(), Some(1));
@@ -1016,10 +1073,9 @@ mod tests {
         let pr = all(&mut p, now);
         let mut r = pr[0].ufab_repr();
         r.kind = UfabKind::FailureResponse;
-        p.handle_response(now + 5000, &r, pr[0].ident, false, &mut g);
+        p.handle_response(now + 5000, &r, pr[0].ident, &mut g);
         assert_eq!(p.phase(), Phase::Joining);
-        let looks: Vec<_> =
-            all(&mut p, now + 5000).into_iter().filter(|t| t.pair_id & LOOK_BIT != 0).collect();
+        let looks: Vec<_> = all(&mut p, now + 5000).into_iter().filter(|t| is_look(t)).collect();
         assert_eq!(looks.len(), 1, "the failed path is not a candidate");
         respond(&mut p, now + 6000, &looks[0], &[L(2, 0, 0.0, 0); 2], &mut g);
         assert_eq!(p.current_path(), Some(1));
@@ -1049,7 +1105,7 @@ mod tests {
         assert!(!p.may_send(t));
         p.on_backlog(t + 1);
         assert_eq!(p.phase(), Phase::Joining);
-        assert!(all(&mut p, t + 1).iter().any(|x| x.pair_id & LOOK_BIT != 0));
+        assert!(all(&mut p, t + 1).iter().any(|x| is_look(x)));
     }
 
     /// Trigger (ii): a qualified candidate whose Eqn (3) window beats the current one by more

@@ -4,7 +4,8 @@
 //! [lab]
 //! seed = 1
 //! duration_us = 400          # virtual time simulated
-//! cc = "hpcc"                # or "dcqcn"
+//! cc = "hpcc"                # or "dcqcn", or "ufab" (µFAB: switches run program "ufab",
+//!                            #   hosts µFAB-E; see [ufab])
 //! mtu = 1000                 # payload bytes per data packet
 //! sample_ns = 1000           # queue, link and flow-rate sampling period
 //! # run_to_completion_us = 0 # after duration_us, run on until every flow is acknowledged,
@@ -65,6 +66,25 @@
 //! dst = 0
 //! size = 1000000
 //! start_ns = 0
+//! # guarantee = "2G"         # µFAB: the flow is a VF of one VM-pair with this guarantee
+//! # class = 0                #   (default [ufab] guarantee), in weighted queue `class` (0..8)
+//!
+//! [ufab]                     # optional, cc = "ufab": µFAB-E's settings
+//! b_u = "100M"               # B_u, bandwidth per token
+//! guarantee = "1G"           # a flow's guarantee unless it names one
+//! candidates = 4             # candidate paths per pair (of the shortest paths)
+//! l_w = 4096                 # data bytes between probes
+//! no_reordering = false      # probe only in the first RTT on a new path
+//! freeze_rtts = 10           # one migration per [1, N] RTTs per host
+//! look_every_us = 1000       # look at another candidate this often (0: never)
+//! better_for_us = 30000000   # trigger (ii): a better path for this long
+//! token_period_ns = 32000    # Algorithm 1's period
+//! idle_finish_us = 10000     # an idle pair finishes its path
+//! weights = [1, 2, 5, 10, 20, 50, 100, 200]  # the 8 weighted VF queues (a flow's class)
+//!
+//! [[failure]]                # optional: switch 8 fails at 90 ms (drops every frame; its
+//! switch = 8                 #   neighbours' ports to it are set failed: `ufab fail PORT`)
+//! at_ns = 90000000
 //!
 //! [switches]                 # optional: every switch's program (default "l2l3", from the
 //! program = "l2l3"           #   dataplane registry) and sections of its own appended to the
@@ -136,15 +156,18 @@ pub enum Cc {
     Hpcc,
     /// DCQCN: ECN marking in the switches, CNPs from receivers, no window.
     Dcqcn,
+    /// µFAB: the informative core (switch program `ufab`) and the active edge (µFAB-E on every
+    /// host): per-flow guarantees, source-routed paths, windows from probes.
+    Ufab,
 }
 
 impl Cc {
     /// Every CC, in the order `lab compare` runs them.
-    pub const ALL: [Cc; 2] = [Cc::Hpcc, Cc::Dcqcn];
+    pub const ALL: [Cc; 3] = [Cc::Hpcc, Cc::Dcqcn, Cc::Ufab];
     /// What `parse` accepts, for error messages.
-    pub const EXPECTED: &str = "expected \"hpcc\" or \"dcqcn\"";
+    pub const EXPECTED: &str = "expected \"hpcc\", \"dcqcn\" or \"ufab\"";
 
-    /// `hpcc` or `dcqcn`, as lab files and `--cc` spell it.
+    /// `hpcc`, `dcqcn` or `ufab`, as lab files and `--cc` spell it.
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|cc| cc.name() == name)
     }
@@ -154,6 +177,7 @@ impl Cc {
         match self {
             Cc::Hpcc => "hpcc",
             Cc::Dcqcn => "dcqcn",
+            Cc::Ufab => "ufab",
         }
     }
 
@@ -162,6 +186,7 @@ impl Cc {
         match self {
             Cc::Hpcc => "HPCC++",
             Cc::Dcqcn => "DCQCN",
+            Cc::Ufab => "µFAB",
         }
     }
 }
@@ -177,6 +202,57 @@ pub struct FlowSpec {
     pub size: u64,
     /// Start, ns.
     pub start_ns: u64,
+    /// µFAB: the flow's guarantee (a VF of one VM-pair), b/s; `None`: `[ufab] guarantee`.
+    pub guarantee_bps: Option<u64>,
+    /// µFAB: its VF's weighted queue (0..8).
+    pub class: u8,
+}
+
+/// µFAB's settings of a run (`[ufab]`; used when `cc = "ufab"`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UfabParams {
+    /// B_u: bandwidth per token, b/s.
+    pub b_u_bps: f64,
+    /// The guarantee of a flow that names none, b/s.
+    pub guarantee_bps: u64,
+    /// Candidate paths per pair (every shortest path if fewer).
+    pub candidates: usize,
+    /// L_w: data bytes between two probes.
+    pub l_w: u64,
+    /// Probe only, no data, in the first RTT on a new path.
+    pub no_reordering: bool,
+    /// N of the freeze window [1, N] RTTs.
+    pub freeze_rtts: u32,
+    /// How often a pair looks at another candidate, ns (0: never).
+    pub look_every_ns: u64,
+    /// Trigger (ii): how long a better path must stay better, ns.
+    pub better_for_ns: u64,
+    /// How often Algorithm 1 runs, ns.
+    pub token_period_ns: u64,
+    /// An idle pair finishes its path after this long, ns.
+    pub idle_finish_ns: u64,
+    /// The weights of the sender's 8 weighted VF queues (a flow's `class` picks one).
+    pub weights: [u64; 8],
+}
+
+impl Default for UfabParams {
+    fn default() -> Self {
+        Self {
+            b_u_bps: 100e6,
+            guarantee_bps: 1_000_000_000,
+            candidates: 4,
+            l_w: 4096,
+            no_reordering: false,
+            freeze_rtts: 10,
+            look_every_ns: 1_000_000,
+            better_for_ns: 30_000_000_000,
+            token_period_ns: 32_000,
+            idle_finish_ns: 10_000_000,
+            // A 1-2-5 series: a VF picks the level of its guarantee (the paper's 1, 2 and
+            // 5 Gb/s VFs are classes 0, 1 and 2).
+            weights: [1, 2, 5, 10, 20, 50, 100, 200],
+        }
+    }
 }
 
 /// HPCC++ parameters of a run (the rest from the topology: line rate and base RTT).
@@ -275,6 +351,9 @@ pub struct LabConfig {
     pub flows: Vec<FlowSpec>,
     /// Every switch's program, unless `switch_programs` names another.
     pub switches: SwitchProgram,
+    /// `switches.program` is the CC's default (the file names none): `l2l3`, or `ufab` for
+    /// µFAB — [`set_cc`](Self::set_cc) keeps it so.
+    pub switches_defaulted: bool,
     /// Switches with a program of their own.
     pub switch_programs: Vec<(usize, SwitchProgram)>,
     /// Per host, its agent.
@@ -288,6 +367,12 @@ pub struct LabConfig {
     /// Hosts whose flows send at line rate with no congestion control (`[lab] no_cc_hosts`,
     /// the reference simulator's `NO_CC_NODE`: burst senders, deadlock loops).
     pub no_cc_hosts: Vec<usize>,
+    /// µFAB's settings (`[ufab]`).
+    pub ufab: UfabParams,
+    /// Switches failing during the run: (switch, when, ns) — from then on it drops every frame,
+    /// and its neighbours' ports towards it are set failed (`ufab fail PORT`, for programs
+    /// that know it).
+    pub failures: Vec<(usize, u64)>,
 }
 
 /// A switch's program (a `dataplane` registry name) and the sections of its own the lab appends
@@ -372,6 +457,32 @@ struct Raw {
     #[serde(default)]
     poisson: Vec<RawPoisson>,
     hawkeye: Option<RawHawkeye>,
+    ufab: Option<RawUfab>,
+    #[serde(default)]
+    failure: Vec<RawFailure>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawUfab {
+    b_u: Option<String>,
+    guarantee: Option<String>,
+    candidates: Option<usize>,
+    l_w: Option<u64>,
+    no_reordering: Option<bool>,
+    freeze_rtts: Option<u32>,
+    look_every_us: Option<u64>,
+    better_for_us: Option<u64>,
+    token_period_ns: Option<u64>,
+    idle_finish_us: Option<u64>,
+    weights: Option<Vec<u64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFailure {
+    switch: usize,
+    at_ns: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -514,6 +625,8 @@ struct RawFlow {
     dst: usize,
     size: u64,
     start_ns: u64,
+    guarantee: Option<String>,
+    class: Option<u8>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -922,7 +1035,7 @@ impl LabConfig {
                             format!("host {s} is also the destination"),
                         ));
                     }
-                    flows.push(FlowSpec { src, dst, size: f.size, start_ns });
+                    flows.push(FlowSpec { src, dst, size: f.size, start_ns, guarantee_bps: None, class: 0 });
                 }
             }
         }
@@ -934,7 +1047,18 @@ impl LabConfig {
             if f.size == 0 || f.size > MAX_FLOW_BYTES {
                 return Err(err("flow", Some(i), "size", format!("{} bytes: 1 to {MAX_FLOW_BYTES}", f.size)));
             }
-            flows.push(FlowSpec { src, dst, size: f.size, start_ns: f.start_ns });
+            let guarantee_bps =
+                f.guarantee.as_deref().map(|g| rate("flow", Some(i), "guarantee", g)).transpose()?;
+            let class = f.class.unwrap_or(0);
+            if class >= 8 {
+                return Err(err(
+                    "flow",
+                    Some(i),
+                    "class",
+                    format!("{class}: one of the 8 weighted queues, 0..=7"),
+                ));
+            }
+            flows.push(FlowSpec { src, dst, size: f.size, start_ns: f.start_ns, guarantee_bps, class });
         }
         for (i, w) in raw.poisson.iter().enumerate() {
             let cdf = match w.cdf.as_str() {
@@ -998,7 +1122,11 @@ impl LabConfig {
             program: program(
                 "switches",
                 None,
-                raw.switches.as_ref().and_then(|s| s.program.as_deref()).unwrap_or("l2l3"),
+                raw.switches.as_ref().and_then(|s| s.program.as_deref()).unwrap_or(if cc == Cc::Ufab {
+                    "ufab"
+                } else {
+                    "l2l3"
+                }),
             )?,
             sections: raw.switches.as_ref().and_then(|s| s.sections.clone()).unwrap_or_default(),
             routes: Vec::new(),
@@ -1080,6 +1208,87 @@ impl LabConfig {
                 ));
             }
         }
+        let d = UfabParams::default();
+        let ufab = match raw.ufab.as_ref() {
+            None => d,
+            Some(u) => {
+                let us = |key: &str, v: Option<u64>, def: u64, max_us: u64| match v {
+                    None => Ok(def),
+                    Some(x) if x <= max_us => Ok(x * 1000),
+                    Some(x) => Err(err("ufab", None, key, format!("{x}: at most {max_us} µs"))),
+                };
+                let candidates = u.candidates.unwrap_or(d.candidates);
+                if !(1..=16).contains(&candidates) {
+                    return Err(err("ufab", None, "candidates", format!("{candidates}: 1 to 16 paths")));
+                }
+                let l_w = u.l_w.unwrap_or(d.l_w);
+                if !(64..=1 << 30).contains(&l_w) {
+                    return Err(err("ufab", None, "l_w", format!("{l_w}: 64 B to 1 GiB")));
+                }
+                let freeze_rtts = u.freeze_rtts.unwrap_or(d.freeze_rtts);
+                if !(1..=1_000_000).contains(&freeze_rtts) {
+                    return Err(err("ufab", None, "freeze_rtts", format!("{freeze_rtts}: 1 to 1 000 000")));
+                }
+                let token_period_ns = u.token_period_ns.unwrap_or(d.token_period_ns);
+                if !(1_000..=1_000_000_000).contains(&token_period_ns) {
+                    return Err(err(
+                        "ufab",
+                        None,
+                        "token_period_ns",
+                        format!("{token_period_ns}: 1 µs to 1 s"),
+                    ));
+                }
+                let weights = match &u.weights {
+                    None => d.weights,
+                    Some(w) if w.len() == 8 && w.iter().all(|&x| (1..=1_000_000).contains(&x)) => {
+                        std::array::from_fn(|i| w[i])
+                    }
+                    Some(w) => {
+                        return Err(err(
+                            "ufab",
+                            None,
+                            "weights",
+                            format!("{w:?}: 8 weights of 1 to 1 000 000"),
+                        ));
+                    }
+                };
+                UfabParams {
+                    weights,
+                    b_u_bps: u
+                        .b_u
+                        .as_deref()
+                        .map(|b| rate("ufab", None, "b_u", b))
+                        .transpose()?
+                        .map_or(d.b_u_bps, |b| b as f64),
+                    guarantee_bps: u
+                        .guarantee
+                        .as_deref()
+                        .map(|g| rate("ufab", None, "guarantee", g))
+                        .transpose()?
+                        .unwrap_or(d.guarantee_bps),
+                    candidates,
+                    l_w,
+                    no_reordering: u.no_reordering.unwrap_or(d.no_reordering),
+                    freeze_rtts,
+                    look_every_ns: us("look_every_us", u.look_every_us, d.look_every_ns, 3_600_000_000)?,
+                    better_for_ns: us("better_for_us", u.better_for_us, d.better_for_ns, 3_600_000_000)?,
+                    token_period_ns,
+                    idle_finish_ns: us("idle_finish_us", u.idle_finish_us, d.idle_finish_ns, 3_600_000_000)?,
+                }
+            }
+        };
+        let mut failures = Vec::new();
+        for (i, f) in raw.failure.iter().enumerate() {
+            if f.switch >= topology.switches {
+                return Err(err(
+                    "failure",
+                    Some(i),
+                    "switch",
+                    format!("switch {} does not exist (switches 0..{})", f.switch, topology.switches),
+                ));
+            }
+            failures.push((f.switch, f.at_ns));
+        }
         let sample_ns = raw.lab.sample_ns.unwrap_or(1000);
         if !(100..=1_000_000_000_000).contains(&sample_ns) {
             return Err(err("lab", None, "sample_ns", format!("{sample_ns}: 100 ns to 1000 s")));
@@ -1099,11 +1308,14 @@ impl LabConfig {
             hpcc,
             dcqcn,
             flows,
+            switches_defaulted: raw.switches.as_ref().and_then(|s| s.program.as_ref()).is_none(),
             switches,
             switch_programs,
             host_agents,
             hawkeye,
             hawkeye_full_polling: raw.hawkeye.as_ref().and_then(|h| h.full_polling).unwrap_or(false),
+            ufab,
+            failures,
         };
         // The switches' own sections, as the lab will write them into each configuration.
         super::engine::check_programs(&cfg).map_err(|reason| {
@@ -1127,9 +1339,24 @@ impl LabConfig {
     }
 
     /// Whether acknowledgements and CNPs ride their own priority: as the lab file says, else
-    /// the reference's `run.py` default for the CC (HPCC++ shares the data queue, DCQCN not).
+    /// the reference's `run.py` default for the CC (HPCC++ shares the data queue, DCQCN not;
+    /// µFAB's responses and ACKs do not either).
     pub fn ack_high_priority(&self) -> bool {
-        self.ack_high_priority.unwrap_or(self.cc == Cc::Dcqcn)
+        self.ack_high_priority.unwrap_or(self.cc != Cc::Hpcc)
+    }
+
+    /// Run under `cc` instead (`--cc`, `lab compare`): switches whose program the file left to
+    /// the default take the new CC's (`ufab` for µFAB, else `l2l3`).
+    pub fn set_cc(&mut self, cc: Cc) {
+        self.cc = cc;
+        if self.switches_defaulted {
+            self.switches.program = if cc == Cc::Ufab { "ufab" } else { "l2l3" }.to_string();
+            for (_, p) in &mut self.switch_programs {
+                if p.program == "ufab" || p.program == "l2l3" {
+                    p.program = self.switches.program.clone();
+                }
+            }
+        }
     }
 
     /// Switch `s`'s program.

@@ -57,6 +57,86 @@ impl LabAgent for RcHost {
     }
 }
 
+impl LabAgent for nic_agent::ufab::host::UfabHost {
+    fn name(&self) -> &'static str {
+        "ufab"
+    }
+
+    /// The RC NIC's counters, then µFAB-E's, then its pairs' summed.
+    fn summary(&self) -> Vec<(String, u64)> {
+        let mut rc = self.rc_ref().clone_summary();
+        let s = self.stats();
+        rc.extend(
+            [
+                ("ufab_probes_tx", s.probes_tx),
+                ("ufab_responses_tx", s.responses_tx),
+                ("ufab_responses_rx", s.responses_rx),
+                ("ufab_failures_rx", s.failures_rx),
+                ("ufab_unknown_responses", s.unknown_responses),
+                ("ufab_data_tx", s.data_tx),
+                ("ufab_data_bytes_tx", s.data_bytes_tx),
+                ("ufab_probe_bytes_tx", s.probe_bytes_tx),
+                ("ufab_response_bytes_tx", s.response_bytes_tx),
+                ("ufab_malformed", s.malformed),
+                ("ufab_responses_dropped", s.responses_dropped),
+            ]
+            .map(named),
+        );
+        let mut sum = nic_agent::ufab::pair::PairStats::default();
+        for (_, p) in self.pairs() {
+            let x = p.stats();
+            sum.probes_lost += x.probes_lost;
+            sum.moves += x.moves;
+            sum.frozen += x.frozen;
+            sum.finishes_acked += x.finishes_acked;
+            sum.finishes_abandoned += x.finishes_abandoned;
+            sum.stale_responses += x.stale_responses;
+        }
+        rc.extend(
+            [
+                ("ufab_probes_lost", sum.probes_lost),
+                ("ufab_moves", sum.moves),
+                ("ufab_moves_frozen", sum.frozen),
+                ("ufab_finishes_acked", sum.finishes_acked),
+                ("ufab_finishes_abandoned", sum.finishes_abandoned),
+                ("ufab_stale_responses", sum.stale_responses),
+            ]
+            .map(named),
+        );
+        rc
+    }
+
+    fn rc(&mut self) -> Option<&mut RcHost> {
+        Some(nic_agent::ufab::host::UfabHost::rc(self))
+    }
+
+    fn ufab(&mut self) -> Option<&mut nic_agent::ufab::host::UfabHost> {
+        Some(self)
+    }
+}
+
+/// An [`RcHost`]'s counters as the lab's summaries list them.
+trait RcSummary {
+    fn clone_summary(&self) -> Vec<(String, u64)>;
+}
+
+impl RcSummary for RcHost {
+    fn clone_summary(&self) -> Vec<(String, u64)> {
+        let s = self.stats();
+        [
+            ("acks_rx", s.acks_rx),
+            ("acks_tx", s.acks_tx),
+            ("naks_tx", s.naks_tx),
+            ("flows_completed", self.completed() as u64),
+            ("retransmit_rounds", s.retransmit_rounds),
+            ("malformed", s.malformed),
+            ("not_ours", s.not_ours),
+        ]
+        .map(named)
+        .into()
+    }
+}
+
 impl LabAgent for ReporterAgent {
     fn name(&self) -> &'static str {
         "dta_reporter"

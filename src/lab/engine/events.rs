@@ -26,6 +26,8 @@ pub(super) enum Kind {
     FlowStart { flow: u32 },
     /// Take the samples.
     Sample,
+    /// A switch fails (`[[failure]]`).
+    SwitchFail { sw: u32 },
 }
 
 /// A node, compactly.

@@ -114,6 +114,36 @@ impl Fabric {
         rtt
     }
 
+    /// Every shortest path from host `a` to host `b` as µFAB source routes: per switch on the
+    /// path, the port it sends by (the last one the port to `b`), in port order.
+    pub(super) fn source_routes(&self, a: usize, b: usize) -> Vec<Vec<u16>> {
+        let (ha, hb) = (self.wiring.host_port[a], self.wiring.host_port[b]);
+        let (Node::Switch(s), Node::Switch(t)) = (ha.peer, hb.peer) else { return Vec::new() };
+        let Some(dist) = &self.dist_to[t] else { return Vec::new() };
+        let last = self.attach[b].1;
+        let mut out = Vec::new();
+        let mut stack: Vec<(usize, Vec<u16>)> = vec![(s, Vec::new())];
+        while let Some((x, route)) = stack.pop() {
+            if x == t {
+                let mut r = route;
+                r.push(last);
+                out.push(r);
+                continue;
+            }
+            // Reversed, so the stack pops them in port order.
+            for (p, e) in self.wiring.switch_ports[x].iter().enumerate().rev() {
+                if let Node::Switch(o) = e.peer
+                    && dist[o].wrapping_add(1) == dist[x]
+                {
+                    let mut r = route.clone();
+                    r.push(p as u16);
+                    stack.push((o, r));
+                }
+            }
+        }
+        out
+    }
+
     /// Switches on the longest shortest path between two hosts.
     pub(super) fn longest_path(&self) -> usize {
         (self.dist_to.iter().flatten())
@@ -181,7 +211,7 @@ fn build_some(cfg: &LabConfig, which: impl Fn(usize) -> bool) -> Result<Fabric, 
                 400 * gbps / 25 * 1000
             )
         }
-        Cc::Hpcc => String::new(),
+        Cc::Hpcc | Cc::Ufab => String::new(),
     };
     let mut switches = Vec::with_capacity(topo.switches);
     for (s, ports) in w.switch_ports.iter().enumerate() {
@@ -225,7 +255,14 @@ fn build_some(cfg: &LabConfig, which: impl Fn(usize) -> bool) -> Result<Fabric, 
                 PortState::new(end.peer, end.peer_port, l.rate_bps, l.delay_ns)
             })
             .collect();
-        switches.push(SwitchNode { sw, program: info.name, ports, touched: Vec::new() });
+        switches.push(SwitchNode {
+            sw,
+            program: info.name,
+            ports,
+            touched: Vec::new(),
+            failed: false,
+            failed_drops: 0,
+        });
     }
     Ok(Fabric { switches, wiring: w, attach, dist_to })
 }

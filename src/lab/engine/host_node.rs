@@ -24,6 +24,10 @@ pub trait LabAgent: Agent {
     fn rc(&mut self) -> Option<&mut nic_agent::host::RcHost> {
         None
     }
+    /// µFAB-E over the RC NIC, if that is what it is (flows start as its VM-pairs).
+    fn ufab(&mut self) -> Option<&mut nic_agent::ufab::host::UfabHost> {
+        None
+    }
 }
 
 /// A host, its agent and its link.

@@ -64,6 +64,10 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
     for h in 0..n {
         let attach = fabric.attach[h];
         let agent: Box<dyn LabAgent> = match &cfg.host_agents[h] {
+            HostAgent::Rc if cfg.cc == super::config::Cc::Ufab => {
+                let l = cfg.topology.links[fabric.wiring.host_port[h].link];
+                Box::new(workload.ufab_host(cfg, h, attach, l.rate_bps))
+            }
             HostAgent::Rc => Box::new(workload.host(cfg, h, attach)),
             HostAgent::DtaReporter(r) => Box::new(agents::reporter(h, attach, r)),
             HostAgent::DtaCollector { config } => Box::new(agents::CollectorHost::new(cfg, h, config)?),
@@ -97,6 +101,7 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
             links: Vec::new(),
             queue_hist: Vec::new(),
             base_rtt_ns: workload.base_rtt_ns,
+            data_frame_len: workload.max_frame(),
             events: 0,
             frame_buffers: (0, 0),
             simulated_ns: 0,
@@ -106,6 +111,8 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
             agents: Vec::new(),
             records: Vec::new(),
             polls: Vec::new(),
+            ufab_pairs: Vec::new(),
+            ufab_moves: Vec::new(),
             wiring: fabric
                 .wiring
                 .switch_ports
@@ -138,6 +145,9 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
         }
     }
     lab.ev.push(0, Kind::Sample);
+    for &(s, at) in &cfg.failures {
+        lab.ev.push(at, Kind::SwitchFail { sw: s as u32 });
+    }
     let mut next_progress = 0;
     // With run_to_completion_us, on past the duration until every flow is acknowledged.
     let end = cfg.duration_ns.saturating_add(cfg.completion_ns);
@@ -223,7 +233,11 @@ impl Lab<'_> {
                 let fi = flow as usize;
                 let h = self.cfg.flows[fi].src;
                 let send = self.workload.sender(self.cfg, fi, self.hosts[h].rate_bps);
-                if let Some(rc) = self.hosts[h].agent.rc() {
+                if self.cfg.cc == super::config::Cc::Ufab
+                    && let Some(u) = self.hosts[h].agent.ufab()
+                {
+                    u.start_send(now, send, self.workload.ufab_flow(self.cfg, fi));
+                } else if let Some(rc) = self.hosts[h].agent.rc() {
                     rc.start_send(now, send);
                 }
                 self.hosts[h].settle(&mut self.ev, h, now);
@@ -232,6 +246,29 @@ impl Lab<'_> {
                 }
             }
             Kind::Sample => self.sample(),
+            Kind::SwitchFail { sw } => self.fail_switch(sw as usize),
+        }
+    }
+
+    /// `[[failure]]`: switch `s` fails now — what it holds is lost and it takes nothing more;
+    /// each neighbour's port towards it is set failed (`ufab fail PORT`; programs without the
+    /// command keep sending into it, as a switch with no fast reroute would).
+    fn fail_switch(&mut self, s: usize) {
+        self.switches[s].fail(&mut self.pool);
+        let now = self.now;
+        let peers: Vec<(usize, u16)> = self.switches[s]
+            .ports
+            .iter()
+            .filter_map(|p| match p.peer {
+                crate::lab::topology::Node::Switch(o) => Some((o, p.peer_port)),
+                _ => None,
+            })
+            .collect();
+        for (o, port) in peers {
+            // The lab names switch ports p0, p1, … (fabric::build).
+            let names: Vec<String> = (0..self.switches[o].ports.len()).map(|p| format!("p{p}")).collect();
+            let line = format!("ufab fail p{port}");
+            let _ = self.switches[o].sw.command(&line, &names, now);
         }
     }
 
@@ -336,9 +373,35 @@ impl Lab<'_> {
                 ("to_cpu".to_string(), c.to_cpu),
                 ("recirculated".to_string(), c.recirculated),
             ]);
+            if sn.failed {
+                // What the failure took: queued when it failed and arriving after.
+                counters.push(("drop_switch_failed".to_string(), sn.failed_drops));
+                self.result.switch_drops += sn.failed_drops;
+            }
             self.result.switches.push(SwitchSummary { switch: s, program: sn.program, counters });
         }
         for (h, host) in self.hosts.iter_mut().enumerate() {
+            if let Some(u) = host.agent.ufab() {
+                let pairs: Vec<(u64, nic_agent::ufab::pair::VmPair)> =
+                    u.pairs().map(|(f, p)| (f, p.clone())).collect();
+                for (flow, p) in &pairs {
+                    let (flow, p) = (*flow, p);
+                    self.result.ufab_pairs.push(results::UfabPairRow {
+                        host: h,
+                        flow,
+                        path: p.current_path(),
+                        route: u.route(flow).map(<[u16]>::to_vec).unwrap_or_default(),
+                        phi: p.phi(),
+                        phi_d: p.phi_d(),
+                        window: p.window_bytes(),
+                        share_bps: p.share_bps(),
+                        stats: p.stats(),
+                    });
+                    for &(t, path, why) in p.moves() {
+                        self.result.ufab_moves.push((t, flow, path, why.name()));
+                    }
+                }
+            }
             if let Some(rc) = host.agent.rc() {
                 self.result.retransmits += rc.stats().retransmit_rounds;
                 self.result.polls.extend(rc.take_poll_events().into_iter().map(|e| (h, e)));

@@ -5,6 +5,8 @@ use nic_agent::dcqcn::DcqcnRp;
 use nic_agent::host::{HostConfig, RcHost, RecvFlow, SendFlow};
 use nic_agent::hpcc::{Hpcc, HpccConfig};
 use nic_agent::rc::{FlowCc, SenderConfig};
+use nic_agent::ufab::host::{UfabFlow, UfabHost, UfabHostConfig, VfSpec};
+use nic_agent::ufab::pair::PairConfig;
 use wire::hpcc_int::{IntRepr, MAX_HOPS};
 
 use super::fabric::{Fabric, host_ip, host_mac, switch_mac};
@@ -21,7 +23,7 @@ const TIMEOUT_NS: u64 = 4096 << 12;
 fn int_len(cc: Cc, hops: u8, compact: bool) -> usize {
     match cc {
         Cc::Hpcc => IntRepr { compact, ..IntRepr::empty(hops) }.buffer_len(),
-        Cc::Dcqcn => 0,
+        Cc::Dcqcn | Cc::Ufab => 0,
     }
 }
 
@@ -54,6 +56,8 @@ pub(super) struct Workload {
     pub(super) base_rtt_ns: u64,
     /// Per flow, the base RTT between its hosts (for the standalone FCT).
     pub(super) pair_rtt_ns: Vec<u64>,
+    /// µFAB runs: per flow, its candidate source routes and its pair ID.
+    ufab_routes: Vec<(Vec<Vec<u16>>, u16)>,
 }
 
 impl Workload {
@@ -68,7 +72,9 @@ impl Workload {
         }
         let compact = cfg.hpcc.int_compact;
         let int_hops = if compact { longest.max(COMPACT_HOPS) } else { longest }.min(MAX_HOPS) as u8;
-        let data_frame_len = BASE_HEADERS + int_len(cfg.cc, int_hops, compact) + cfg.mtu;
+        // µFAB's data carry a label per switch on the path.
+        let labels = if cfg.cc == Cc::Ufab { 4 * longest } else { 0 };
+        let data_frame_len = BASE_HEADERS + int_len(cfg.cc, int_hops, compact) + cfg.mtu + labels;
         let ack_len = (BASE_HEADERS + 4 + int_len(cfg.cc, int_hops, compact)).max(64);
         // HPCC++'s T: the largest base RTT between two hosts (the reference's GLOBAL_T,
         // maxRtt). One host per switch with hosts stands for them all.
@@ -95,7 +101,31 @@ impl Workload {
             .iter()
             .map(|f| fabric.pair_rtt(cfg, f.src, f.dst, BASE_HEADERS + cfg.mtu, BASE_HEADERS + 4))
             .collect();
-        Ok(Self { int_hops, data_frame_len, n_flows, base_rtt_ns, pair_rtt_ns })
+        let mut ufab_routes = Vec::new();
+        if cfg.cc == Cc::Ufab {
+            let mut memo: std::collections::HashMap<(usize, usize), Vec<Vec<u16>>> = Default::default();
+            let mut per_src = vec![0u32; n];
+            for f in &cfg.flows {
+                let routes = memo.entry((f.src, f.dst)).or_insert_with(|| {
+                    let all = fabric.source_routes(f.src, f.dst);
+                    // The paper draws "a few" candidates at random: a seeded draw of `candidates`.
+                    pick(all, cfg.ufab.candidates, cfg.seed ^ ((f.src as u64) << 20) ^ f.dst as u64)
+                });
+                if routes.is_empty() || routes.iter().any(|r| r.len() > wire::ufab::MAX_HOPS) {
+                    return Err(format!(
+                        "µFAB: no source route of at most {} switches from host {} to host {}",
+                        wire::ufab::MAX_HOPS,
+                        f.src,
+                        f.dst
+                    ));
+                }
+                // Pair IDs per sending host, 1..=32767 (probes' UDP source port, bit 15 free).
+                let id = (per_src[f.src] % 32767) as u16 + 1;
+                per_src[f.src] += 1;
+                ufab_routes.push((routes.clone(), id));
+            }
+        }
+        Ok(Self { int_hops, data_frame_len, n_flows, base_rtt_ns, pair_rtt_ns, ufab_routes })
     }
 
     /// The largest frame a host sends.
@@ -112,7 +142,7 @@ impl Workload {
             data_dscp: DSCP_DATA,
             ctrl_dscp: if cfg.ack_high_priority() { DSCP_CTRL } else { DSCP_DATA },
             data_ecn: match cfg.cc {
-                Cc::Hpcc => 0,
+                Cc::Hpcc | Cc::Ufab => 0,
                 Cc::Dcqcn => ECT0,
             },
             data_priority: DATA_QUEUE,
@@ -152,6 +182,8 @@ impl Workload {
                 FlowCc::Hpcc(Box::new(Hpcc::new(hpcc_config(cfg, rate, self.base_rtt_ns, self.n_flows))))
             }
             Cc::Dcqcn => FlowCc::Dcqcn(DcqcnRp::new(cfg.dcqcn.config(rate))),
+            // µFAB-E sets the pacer from its probes (UfabHost).
+            Cc::Ufab => FlowCc::Fixed(rate as f64),
         };
         let packets = f.size.div_ceil(cfg.mtu as u64).max(1);
         let qp = fi as u32 + 1;
@@ -175,5 +207,71 @@ impl Workload {
             cc,
             payload: None,
         }
+    }
+}
+
+/// `k` of `all`, drawn with `seed` (all of them, in order, if there are no more).
+fn pick(mut all: Vec<Vec<u16>>, k: usize, seed: u64) -> Vec<Vec<u16>> {
+    if all.len() <= k {
+        return all;
+    }
+    let mut x = seed | 1;
+    for i in (1..all.len()).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        all.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    all.truncate(k);
+    all
+}
+
+impl Workload {
+    /// The µFAB NIC of host `h` (a [`UfabHost`] over its RC NIC): one VF per flow it sends or
+    /// receives (the paper's VFs of one VM-pair each), with the flow's guarantee.
+    pub(super) fn ufab_host(&self, cfg: &LabConfig, h: usize, attach: (usize, u16), rate: u64) -> UfabHost {
+        let rc = self.host(cfg, h, attach);
+        let u = &cfg.ufab;
+        let mut pair = PairConfig::new(0, u.b_u_bps, self.base_rtt_ns);
+        pair.probe_every_bytes = u.l_w;
+        pair.no_reordering = u.no_reordering;
+        pair.look_every_ns = u.look_every_ns;
+        pair.better_for_ns = u.better_for_ns;
+        pair.idle_finish_ns = u.idle_finish_ns;
+        pair.min_window = cfg.mtu as f64;
+        let host_cfg = UfabHostConfig {
+            pair,
+            freeze_rtts: u.freeze_rtts,
+            weights: u.weights,
+            token_period_ns: u.token_period_ns,
+            tc: DATA_QUEUE,
+            line_rate_bps: rate as f64,
+            seed: cfg.seed ^ (h as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+        };
+        let mut vfs = Vec::new();
+        let mut expect = Vec::new();
+        for (fi, f) in cfg.flows.iter().enumerate() {
+            if f.src == h || f.dst == h {
+                let g = f.guarantee_bps.unwrap_or(u.guarantee_bps) as f64;
+                vfs.push(VfSpec { tokens: g / u.b_u_bps, class: usize::from(f.class) });
+                if f.dst == h {
+                    expect.push((host_ip(f.src), self.ufab_routes[fi].1, vfs.len() - 1));
+                }
+            }
+        }
+        let mut host = UfabHost::new(rc, host_cfg, vfs);
+        for (src, id, vf) in expect {
+            host.expect_pair(src, id, vf);
+        }
+        host
+    }
+
+    /// Flow `fi`'s µFAB side at its sending host.
+    pub(super) fn ufab_flow(&self, cfg: &LabConfig, fi: usize) -> UfabFlow {
+        let f = &cfg.flows[fi];
+        // The VF index at the sender: flows it sends or receives, in flow order.
+        let vf = cfg.flows[..fi].iter().filter(|g| g.src == f.src || g.dst == f.src).count();
+        let (paths, pair_id) = self.ufab_routes[fi].clone();
+        UfabFlow { vf, pair_id, paths, base_rtt_ns: self.pair_rtt_ns[fi] }
     }
 }

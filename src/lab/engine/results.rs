@@ -88,6 +88,8 @@ pub struct LabResult {
     pub queue_hist: Vec<(usize, u16, Vec<u64>)>,
     /// Base RTT of the longest path, ns (HPCC++'s `T`).
     pub base_rtt_ns: u64,
+    /// Bytes of a full data frame on the wire (headers, INT or labels, MTU payload).
+    pub data_frame_len: usize,
     /// Events processed.
     pub events: u64,
     /// Frame buffers: the most frames held at once (in switch queues, on the wires and
@@ -108,6 +110,10 @@ pub struct LabResult {
     pub records: Vec<(u64, usize, Vec<u8>)>,
     /// Hawkeye's detection agents' polling events: the host and the event.
     pub polls: Vec<(usize, nic_agent::hawkeye::PollEvent)>,
+    /// µFAB runs: every VM-pair at the end (`ufab_pairs.csv`).
+    pub ufab_pairs: Vec<UfabPairRow>,
+    /// µFAB runs: every path move — (time, flow, path index, why) (`ufab_moves.csv`).
+    pub ufab_moves: Vec<(u64, u64, usize, &'static str)>,
     /// Per switch, per port: the node across and its port (the topology, for Hawkeye's
     /// analyzer).
     pub wiring: Vec<Vec<(crate::lab::topology::Node, u16)>>,
@@ -122,6 +128,29 @@ pub struct SwitchSummary {
     pub program: &'static str,
     /// Counters by name: drops by reason (non-zero), `consumed`, `to_cpu`, `recirculated`.
     pub counters: Vec<(String, u64)>,
+}
+
+/// One µFAB VM-pair (a flow) at the end of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UfabPairRow {
+    /// Sending host.
+    pub host: usize,
+    /// Flow.
+    pub flow: u64,
+    /// Its current path (candidate index), if any.
+    pub path: Option<usize>,
+    /// That path's source route: the egress port at each switch.
+    pub route: Vec<u16>,
+    /// φ, tokens.
+    pub phi: f64,
+    /// Its receiver's last admission (infinite: unbound).
+    pub phi_d: f64,
+    /// Window, bytes.
+    pub window: f64,
+    /// Eqn (1)'s share r, b/s.
+    pub share_bps: f64,
+    /// Counters.
+    pub stats: nic_agent::ufab::pair::PairStats,
 }
 
 /// A host agent's counters at the end of a run.

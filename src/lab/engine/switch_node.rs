@@ -59,6 +59,10 @@ pub(super) struct SwitchNode {
     pub(super) ports: Vec<PortState>,
     /// Scratch: the ports the switch's last step touched.
     pub(super) touched: Vec<u16>,
+    /// Failed (`[[failure]]`): it drops every frame from then on.
+    pub(super) failed: bool,
+    /// Frames lost to the failure: queued when it failed, or arriving after.
+    pub(super) failed_drops: u64,
 }
 
 impl SwitchNode {
@@ -87,8 +91,25 @@ impl SwitchNode {
         now: u64,
         pool: &mut HeapPool,
     ) {
+        if self.failed {
+            self.failed_drops += 1;
+            dataplane::buf::Pool::free(pool, frame);
+            return;
+        }
         self.sw.receive(now, port, frame, pool);
         self.poll_touched(ev, s, now);
+    }
+
+    /// The switch fails at `now`: what it holds is lost (counted), and it takes nothing more.
+    pub(super) fn fail(&mut self, pool: &mut HeapPool) {
+        let tm = self.sw.tm();
+        let before: u64 = (0..self.ports.len())
+            .flat_map(|p| (0..8).map(move |q| (p, q)))
+            .map(|(p, q)| u64::from(tm.queue_packets(p as u16, q)))
+            .sum();
+        self.sw.drain_all(pool);
+        self.failed_drops += before;
+        self.failed = true;
     }
 
     fn poll_touched(&mut self, ev: &mut Events, s: usize, now: u64) {
@@ -103,6 +124,9 @@ impl SwitchNode {
     /// The program's timers at `now` (what it emits is queued like any packet), and the next
     /// tick scheduled.
     pub(super) fn tick(&mut self, ev: &mut Events, s: usize, now: u64, pool: &mut HeapPool) {
+        if self.failed {
+            return;
+        }
         self.sw.tick(now, pool);
         if let Some(dt) = self.sw.tick_interval() {
             ev.push(now + dt, Kind::SwitchTick { sw: s as u32 });
@@ -131,6 +155,10 @@ impl SwitchNode {
         out: &mut Vec<PktBuf>,
         pfc: &mut Vec<PfcEvent>,
     ) {
+        if self.failed {
+            self.ports[usize::from(p)].poll_at = None;
+            return;
+        }
         {
             let ps = &mut self.ports[usize::from(p)];
             if ps.poll_at != Some(now) {
@@ -175,6 +203,6 @@ impl SwitchNode {
 
     /// Whether the switch holds no packet.
     pub(super) fn idle(&self) -> bool {
-        (0..self.ports.len()).all(|p| !self.sw.tm().port_has_packets(p as u16))
+        self.failed || (0..self.ports.len()).all(|p| !self.sw.tm().port_has_packets(p as u16))
     }
 }

@@ -403,6 +403,11 @@ impl Core {
         true
     }
 
+    /// The records on link `port` (live and finished).
+    pub fn records_on(&self, port: u16) -> impl Iterator<Item = &Record> {
+        self.records.as_slice().iter().filter(move |r| r.state != EMPTY && r.port == port)
+    }
+
     /// Live pair records.
     pub fn live_pairs(&self) -> usize {
         self.records.as_slice().iter().filter(|r| r.state == LIVE).count()

@@ -65,6 +65,8 @@ pub enum Command {
     Show,
     /// Per link: Φ_l, W_l, tx_l, failed.
     Links,
+    /// The pair records of a port: state, φ, w, last period.
+    Pairs(u16),
     /// Set a port's link failed.
     Fail(u16),
     /// Set a port's link up again.
@@ -83,11 +85,12 @@ impl Command {
         match w.as_slice() {
             ["show", "ufab"] | ["ufab"] => Ok(Self::Show),
             ["ufab", "links"] => Ok(Self::Links),
+            ["ufab", "pairs", p] => Ok(Self::Pairs(port(p)?)),
             ["ufab", "fail", p] => Ok(Self::Fail(port(p)?)),
             ["ufab", "restore", p] => Ok(Self::Restore(port(p)?)),
-            ["ufab", ..] => {
-                Err(format!("{line:?}: expected `ufab links`, `ufab fail PORT` or `ufab restore PORT`"))
-            }
+            ["ufab", ..] => Err(format!(
+                "{line:?}: expected `ufab links`, `ufab pairs PORT`, `ufab fail PORT` or `ufab restore PORT`"
+            )),
             _ => L2l3::parse_command(line, ports).map(Self::L2l3),
         }
     }
@@ -468,6 +471,14 @@ impl Program for Ufab {
                 let mut s = String::from("port phi_l w_l_bytes tx_l_bps failed\n");
                 for (i, l) in self.core.links().iter().enumerate() {
                     s.push_str(&format!("{i} {} {} {} {}\n", l.phi_l, l.w_l, l.tx_bps, self.failed[i]));
+                }
+                Ok(s)
+            }
+            Command::Pairs(p) => {
+                let mut s = String::from("h0 state phi w period\n");
+                for r in self.core.records_on(p) {
+                    let state = if r.state == 1 { "live" } else { "finished" };
+                    s.push_str(&format!("{:08x} {state} {} {} {}\n", r.h0, r.phi, r.w, r.period));
                 }
                 Ok(s)
             }

@@ -1,0 +1,522 @@
+//! [`UfabHost`]: a host's NIC running µFAB-E over RC flows, as a frame-level [`Agent`] — the
+//! lab's `ufab` hosts and the `nic-agent` binary on a real port run it unchanged.
+//!
+//! Each RC flow sent from here is a VM-pair ([`VmPair`]) of a VF: it joins a path by looking at
+//! its candidates, its data goes out behind the path's MPLS labels (`wire::mpls`), and its
+//! window and pacing rate come from its probes' responses, not from its ACKs (the flow's own CC
+//! is a fixed rate, its pacer set from outside). Every `token_period_ns` the host runs
+//! Algorithm 1 per VF over its active pairs (their measured rates and their receivers' last
+//! admissions); as a receiver it answers each probe with a response carrying the telemetry back
+//! and its own admission φ_D (Algorithm 1's receiver half over the pairs of the same VF that
+//! probed it lately).
+//!
+//! What the NIC sends next: responses (the control priority, as ACKs), the RC receivers' ACKs,
+//! then — the data priority not paused — probes, then data, chosen by the weighted VF scheduler
+//! ([`Scheduler`]) among the pairs whose window and pacer let a packet go.
+
+use std::collections::VecDeque;
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use hashbrown::HashMap;
+use roce::agent::Agent;
+use wire::stack::UdpFlow;
+use wire::ufab::{UfabKind, UfabRepr};
+
+use super::pair::{LOOK_BIT, MigrationGate, PairConfig, Phase, VmPair};
+use super::rate::LinkInfo;
+use super::sched::{CLASSES, Scheduler};
+use super::tokens::{self, SenderPair, UNBOUND};
+use crate::host::{RcHost, SendFlow};
+
+/// A VF as one host sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct VfSpec {
+    /// φ^α: its hose guarantee in tokens (guarantee / B_u).
+    pub tokens: f64,
+    /// Its weighted queue (0..8).
+    pub class: usize,
+}
+
+/// The host's µFAB-E settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UfabHostConfig {
+    /// Every pair's settings (its `pair_id` is the flow's).
+    pub pair: PairConfig,
+    /// N of the freeze window [1, N] RTTs.
+    pub freeze_rtts: u32,
+    /// The 8 queues' weights.
+    pub weights: [u64; CLASSES],
+    /// How often Algorithm 1 runs, ns.
+    pub token_period_ns: u64,
+    /// MPLS traffic class of data and probes (the data's priority).
+    pub tc: u8,
+    /// The host's line rate, b/s (the pacing rate of a flow with no path yet is irrelevant: its
+    /// window is 0).
+    pub line_rate_bps: f64,
+    /// Seed of the pairs' and the gate's draws.
+    pub seed: u64,
+}
+
+/// A flow's µFAB side.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UfabFlow {
+    /// Its VF (index into the host's VFs).
+    pub vf: usize,
+    /// The pair ID its probes carry (unique per sending host, below [`LOOK_BIT`]).
+    pub pair_id: u16,
+    /// Its candidate paths: each the egress ports of the switches on it, first hop first.
+    pub paths: Vec<Vec<u16>>,
+    /// Its base RTT T, ns (0: the host's `pair.base_rtt_ns`).
+    pub base_rtt_ns: u64,
+}
+
+/// What the host counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UfabHostStats {
+    /// Probes sent (looks, probes, finishes).
+    pub probes_tx: u64,
+    /// Responses sent (as a receiver).
+    pub responses_tx: u64,
+    /// Responses received (as a sender).
+    pub responses_rx: u64,
+    /// Failure notifications received.
+    pub failures_rx: u64,
+    /// Responses for no pair of ours.
+    pub unknown_responses: u64,
+    /// Data frames sent behind labels.
+    pub data_tx: u64,
+    /// Their bytes on the wire.
+    pub data_bytes_tx: u64,
+    /// Probe bytes on the wire (looks, probes, finishes).
+    pub probe_bytes_tx: u64,
+    /// Response bytes on the wire (as a receiver).
+    pub response_bytes_tx: u64,
+    /// µFAB packets that did not parse.
+    pub malformed: u64,
+    /// Responses not queued: the queue was full.
+    pub responses_dropped: u64,
+}
+
+struct Pair {
+    flow_id: u64,
+    peer: Ipv4Addr,
+    vf: usize,
+    paths: Vec<Vec<u16>>,
+    pair: VmPair,
+    done: bool,
+    /// Bytes sent this token period, and the rate measured over the last.
+    period_bytes: u64,
+    tx_bps: f64,
+}
+
+struct Incoming {
+    vf: Option<usize>,
+    phi_s: f64,
+    phi_d: f64,
+    seen: u64,
+}
+
+/// Responses kept waiting at most.
+const RESPONSES_MAX: usize = 1024;
+/// Largest µFAB frame: Ethernet, IPv4, UDP, header and 15 slots.
+const MAX_UFAB_FRAME: usize = 14 + 20 + 8 + 4 + 15 * 8;
+
+/// A host's NIC running µFAB-E: see the module.
+pub struct UfabHost {
+    rc: RcHost,
+    cfg: UfabHostConfig,
+    vfs: Vec<VfSpec>,
+    sched: Scheduler,
+    sched_vf: Vec<usize>,
+    pairs: Vec<Pair>,
+    by_pair_id: HashMap<u16, usize>,
+    gate: MigrationGate,
+    incoming: HashMap<(Ipv4Addr, u16), Incoming>,
+    expected: HashMap<(Ipv4Addr, u16), usize>,
+    responses: VecDeque<([u8; MAX_UFAB_FRAME], usize)>,
+    next_tokens: u64,
+    last_now: u64,
+    until: Option<u64>,
+    stats: UfabHostStats,
+}
+
+impl std::fmt::Debug for UfabHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UfabHost").field("cfg", &self.cfg).field("stats", &self.stats).finish()
+    }
+}
+
+impl UfabHost {
+    /// µFAB-E over `rc` (its receivers already expected) with these VFs.
+    pub fn new(rc: RcHost, cfg: UfabHostConfig, vfs: Vec<VfSpec>) -> Self {
+        let mut sched = Scheduler::new(cfg.weights, 9000);
+        let sched_vf = vfs.iter().map(|v| sched.add_vf(v.class)).collect();
+        let gate = MigrationGate::new(cfg.freeze_rtts, cfg.seed ^ 0x5bd1_e995);
+        Self {
+            rc,
+            cfg,
+            vfs,
+            sched,
+            sched_vf,
+            pairs: Vec::new(),
+            by_pair_id: HashMap::new(),
+            gate,
+            incoming: HashMap::new(),
+            expected: HashMap::new(),
+            responses: VecDeque::new(),
+            next_tokens: 0,
+            last_now: 0,
+            until: None,
+            stats: UfabHostStats::default(),
+        }
+    }
+
+    /// The RC NIC underneath.
+    pub fn rc(&mut self) -> &mut RcHost {
+        &mut self.rc
+    }
+
+    /// The RC NIC underneath, read-only.
+    pub fn rc_ref(&self) -> &RcHost {
+        &self.rc
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> UfabHostStats {
+        self.stats
+    }
+
+    /// The pair of flow `id` (sent from here).
+    pub fn pair(&self, id: u64) -> Option<&VmPair> {
+        self.pairs.iter().find(|p| p.flow_id == id).map(|p| &p.pair)
+    }
+
+    /// The source route flow `id` (sent from here) takes now: the egress port at each switch.
+    pub fn route(&self, id: u64) -> Option<&[u16]> {
+        let p = self.pairs.iter().find(|p| p.flow_id == id)?;
+        p.paths.get(p.pair.current_path()?).map(Vec::as_slice)
+    }
+
+    /// Every pair: its flow ID and state.
+    pub fn pairs(&self) -> impl Iterator<Item = (u64, &VmPair)> {
+        self.pairs.iter().map(|p| (p.flow_id, &p.pair))
+    }
+
+    /// As a receiver: pair `pair_id` from `src` belongs to VF `vf` (its admission is among that
+    /// VF's pairs); an unknown pair is admitted unbound.
+    pub fn expect_pair(&mut self, src: Ipv4Addr, pair_id: u16, vf: usize) {
+        self.expected.insert((src, pair_id), vf);
+    }
+
+    /// Start sending `flow` at `now` as a VM-pair of `u`: the RC flow is held (window 0) until
+    /// the pair has a path.
+    pub fn start_send(&mut self, now: u64, flow: SendFlow, u: UfabFlow) {
+        let id = flow.id;
+        let peer = flow.peer;
+        self.rc.start_send(now, flow);
+        self.rc.set_pacing(id, self.cfg.line_rate_bps, Some(0));
+        let vf = u.vf.min(self.vfs.len().saturating_sub(1));
+        let tokens = self.vfs.get(vf).map_or(1.0, |v| v.tokens);
+        let hops: Vec<u8> = u.paths.iter().map(|p| p.len().min(wire::ufab::MAX_HOPS) as u8).collect();
+        let base_rtt_ns = if u.base_rtt_ns > 0 { u.base_rtt_ns } else { self.cfg.pair.base_rtt_ns };
+        let cfg = PairConfig { pair_id: u.pair_id & !LOOK_BIT, base_rtt_ns, ..self.cfg.pair.clone() };
+        let seed = self.cfg.seed ^ (u64::from(u.pair_id) << 32) ^ id;
+        let pair = VmPair::new(cfg, &hops, tokens, now, seed);
+        let i = self.pairs.len();
+        self.by_pair_id.insert(u.pair_id & !LOOK_BIT, i);
+        if let Some(&svf) = self.sched_vf.get(vf) {
+            self.sched.add_pair(svf, i as u32);
+        }
+        self.pairs.push(Pair {
+            flow_id: id,
+            peer,
+            vf,
+            paths: u.paths,
+            pair,
+            done: false,
+            period_bytes: 0,
+            tx_bps: 0.0,
+        });
+        // Tokens split among the VF's pairs from the start.
+        self.assign_tokens(now);
+    }
+
+    /// Algorithm 1 per VF over its running pairs.
+    fn assign_tokens(&mut self, now: u64) {
+        let period = self.cfg.token_period_ns.max(1) as f64 * 1e-9;
+        for (v, spec) in self.vfs.iter().enumerate() {
+            let members: Vec<usize> =
+                (0..self.pairs.len()).filter(|&i| self.pairs[i].vf == v && !self.pairs[i].done).collect();
+            if members.is_empty() {
+                continue;
+            }
+            let mut sp: Vec<SenderPair> = members
+                .iter()
+                .map(|&i| {
+                    let p = &self.pairs[i];
+                    // A pair without a path yet has no rate: its demand is unknown, so it
+                    // counts as unbounded (it joins to send).
+                    let tx = if p.pair.phase() == Phase::Active { p.tx_bps } else { f64::INFINITY };
+                    SenderPair::new(tx, p.pair.phi_d())
+                })
+                .collect();
+            tokens::assign(spec.tokens, self.cfg.pair.b_u_bps, &mut sp);
+            for (k, &i) in members.iter().enumerate() {
+                self.pairs[i].pair.set_phi(sp[k].phi_s);
+            }
+        }
+        for p in &mut self.pairs {
+            p.tx_bps = p.period_bytes as f64 * 8.0 / period;
+            p.period_bytes = 0;
+        }
+        // The NIC link: Φ_0, W_0 and tx_0 over the pairs on a path.
+        let on = |p: &&Pair| !p.done && p.pair.phase() == Phase::Active;
+        let nic = LinkInfo {
+            w_l: self.pairs.iter().filter(on).map(|p| p.pair.nic_window()).sum(),
+            phi_l: self.pairs.iter().filter(on).map(|p| p.pair.phi()).sum(),
+            tx_bps: self.pairs.iter().filter(on).map(|p| p.tx_bps).sum(),
+            q_bytes: 0.0,
+            c_bps: self.cfg.pair.eta * self.cfg.line_rate_bps,
+        };
+        for p in &mut self.pairs {
+            p.pair.set_nic(Some(nic));
+        }
+        self.next_tokens = now + self.cfg.token_period_ns.max(1);
+    }
+
+    /// The pacer of pair `i`'s flow, from its window (0 while it may not send).
+    fn sync_pacing(&mut self, i: usize, now: u64) {
+        let p = &self.pairs[i];
+        if p.pair.may_send(now) {
+            let w = p.pair.window_bytes().max(1.0) as u64;
+            let rate = p.pair.rate_bps().min(self.cfg.line_rate_bps);
+            self.rc.set_pacing(p.flow_id, rate, Some(w));
+        } else {
+            self.rc.set_pacing(p.flow_id, self.cfg.line_rate_bps, Some(0));
+        }
+    }
+
+    /// A µFAB packet (UDP to port 40050) at `now`, its IPv4 header at `l3`.
+    fn on_ufab(&mut self, now: u64, frame: &[u8], l3: usize) {
+        let Ok(ip) = wire::Ipv4Packet::new_checked(&frame[l3..]) else {
+            self.stats.malformed += 1;
+            return;
+        };
+        let (src, ident) = (ip.src_addr(), ip.ident());
+        let Ok(udp) = wire::UdpPacket::new_checked(ip.payload()) else {
+            self.stats.malformed += 1;
+            return;
+        };
+        let sport = udp.src_port();
+        let Ok(r) = UfabRepr::parse(udp.payload()) else {
+            self.stats.malformed += 1;
+            return;
+        };
+        match r.kind {
+            UfabKind::Probe | UfabKind::Finish => self.respond(now, src, sport, ident, r),
+            UfabKind::Response | UfabKind::FailureResponse => {
+                self.stats.responses_rx += 1;
+                self.stats.failures_rx += u64::from(r.kind == UfabKind::FailureResponse);
+                let Some(&i) = self.by_pair_id.get(&(sport & !LOOK_BIT)) else {
+                    self.stats.unknown_responses += 1;
+                    return;
+                };
+                if self.pairs[i].peer != src {
+                    self.stats.unknown_responses += 1;
+                    return;
+                }
+                self.pairs[i].pair.handle_response(now, &r, ident, &mut self.gate);
+                self.sync_pacing(i, now);
+            }
+        }
+    }
+
+    /// Answer a probe or finish from `src` (pair `sport`): the telemetry back, our admission.
+    fn respond(&mut self, now: u64, src: Ipv4Addr, sport: u16, ident: u16, mut r: UfabRepr) {
+        let look = sport & LOOK_BIT != 0;
+        let key = (src, sport & !LOOK_BIT);
+        let mut phi_d = UNBOUND;
+        if !look && r.kind == UfabKind::Probe {
+            let vf = self.expected.get(&key).copied();
+            let e =
+                self.incoming.entry(key).or_insert(Incoming { vf, phi_s: 0.0, phi_d: UNBOUND, seen: now });
+            e.phi_s = f64::from(r.phi_pair);
+            e.seen = now;
+            if let Some(vf) = vf
+                && let Some(spec) = self.vfs.get(vf)
+            {
+                // Receiver admission among the VF's pairs that probed within 10 token periods.
+                let horizon = 10 * self.cfg.token_period_ns.max(1);
+                let keys: Vec<(Ipv4Addr, u16)> = self
+                    .incoming
+                    .iter()
+                    .filter(|(_, x)| x.vf == Some(vf) && now.saturating_sub(x.seen) <= horizon)
+                    .map(|(k, _)| *k)
+                    .collect();
+                let demands: Vec<f64> = keys.iter().map(|k| self.incoming[k].phi_s).collect();
+                let admitted = tokens::admit(spec.tokens, &demands);
+                for (k, d) in keys.iter().zip(admitted) {
+                    if let Some(x) = self.incoming.get_mut(k) {
+                        x.phi_d = d;
+                    }
+                }
+                phi_d = self.incoming[&key].phi_d;
+            }
+        } else if r.kind == UfabKind::Finish {
+            self.incoming.remove(&key);
+        }
+        r.kind = UfabKind::Response;
+        r.phi_pair = if phi_d.is_finite() { (phi_d.round() as u32).min(0xff_fffe) } else { 0xff_ffff };
+        if self.responses.len() >= RESPONSES_MAX {
+            self.stats.responses_dropped += 1;
+            return;
+        }
+        let c = *self.rc.config();
+        let flow = UdpFlow {
+            ident,
+            dscp: c.ctrl_dscp,
+            ..UdpFlow::host_udp(
+                c.mac,
+                c.gateway_mac,
+                SocketAddrV4::new(c.ip, sport),
+                SocketAddrV4::new(src, wire::udp::port::UFAB),
+            )
+        };
+        let mut b = [0u8; MAX_UFAB_FRAME];
+        let Ok(n) = flow.emit_with(r.buffer_len(), false, &mut b, |p| r.emit(p)) else {
+            self.stats.malformed += 1;
+            return;
+        };
+        self.responses.push_back((b, n.max(wire::ethernet::MIN_FRAME_LEN)));
+    }
+
+    /// Pair `i`'s next probe into `buf`, behind its path's labels.
+    fn probe_frame(&mut self, now: u64, i: usize, buf: &mut [u8]) -> Option<usize> {
+        let t = self.pairs[i].pair.poll_transmit(now)?;
+        let c = *self.rc.config();
+        let p = &self.pairs[i];
+        let flow = UdpFlow {
+            ident: t.ident,
+            dscp: c.data_dscp,
+            ..UdpFlow::host_udp(
+                c.mac,
+                c.gateway_mac,
+                SocketAddrV4::new(c.ip, t.pair_id),
+                SocketAddrV4::new(p.peer, wire::udp::port::UFAB),
+            )
+        };
+        let r = t.ufab_repr();
+        let n = flow.emit_with(r.buffer_len(), false, buf, |b| r.emit(b)).ok()?;
+        let n = wire::mpls::push_route(buf, n, p.paths.get(t.path)?, self.cfg.tc, 64).ok()?;
+        let n = n.max(wire::ethernet::MIN_FRAME_LEN);
+        self.stats.probes_tx += 1;
+        self.stats.probe_bytes_tx += n as u64;
+        Some(n)
+    }
+}
+
+impl Agent for UfabHost {
+    fn handle_packet(&mut self, now: u64, frame: &[u8]) {
+        self.last_now = now;
+        // IPv4 (untagged) UDP to 40050: ours; anything else is the RC NIC's.
+        if frame.get(12..14) == Some(&[0x08, 0x00][..])
+            && frame.len() >= 14 + 20 + 8
+            && frame[23] == wire::ipv4::protocol::UDP
+        {
+            let l4 = 14 + usize::from(frame[14] & 0x0f) * 4;
+            if frame.get(l4 + 2..l4 + 4) == Some(&wire::udp::port::UFAB.to_be_bytes()[..]) {
+                self.on_ufab(now, frame, 14);
+                return;
+            }
+        }
+        self.rc.handle_packet(now, frame);
+    }
+
+    fn handle_timeout(&mut self, now: u64) {
+        self.last_now = now;
+        self.rc.handle_timeout(now);
+        for i in 0..self.pairs.len() {
+            if !self.pairs[i].done && self.rc.acked_at(self.pairs[i].flow_id).is_some() {
+                self.pairs[i].done = true;
+                self.pairs[i].pair.finish();
+            }
+            if self.pairs[i].pair.poll_timeout().is_some_and(|t| t <= now) {
+                self.pairs[i].pair.handle_timeout(now, &mut self.gate);
+            }
+            self.sync_pacing(i, now);
+        }
+        if now >= self.next_tokens {
+            self.assign_tokens(now);
+        }
+    }
+
+    fn poll_transmit(&mut self, now: u64, paused: u8, buf: &mut [u8]) -> Option<usize> {
+        self.last_now = now;
+        let c = *self.rc.config();
+        if paused & (1 << c.ctrl_priority) == 0
+            && let Some((b, n)) = self.responses.pop_front()
+        {
+            buf.get_mut(..n)?.copy_from_slice(&b[..n]);
+            self.stats.responses_tx += 1;
+            self.stats.response_bytes_tx += n as u64;
+            return Some(n);
+        }
+        if let Some(n) = self.rc.poll_control(paused, buf) {
+            return Some(n);
+        }
+        self.until = None;
+        if paused & (1 << c.data_priority) != 0 {
+            return None;
+        }
+        for i in 0..self.pairs.len() {
+            if let Some(n) = self.probe_frame(now, i, buf) {
+                return Some(n);
+            }
+        }
+        for i in 0..self.pairs.len() {
+            self.sync_pacing(i, now);
+        }
+        let mut earliest: Option<u64> = None;
+        let (rc, pairs) = (&self.rc, &self.pairs);
+        let pick = self.sched.next(|i| {
+            let p = &pairs[i as usize];
+            if p.done || !p.pair.may_send(now) {
+                return None;
+            }
+            match rc.ready(p.flow_id, now) {
+                Ok(len) => Some(len as u64),
+                Err(Some(t)) => {
+                    earliest = Some(earliest.map_or(t, |e: u64| e.min(t)));
+                    None
+                }
+                Err(None) => None,
+            }
+        });
+        let Some(i) = pick else {
+            self.until = earliest;
+            return None;
+        };
+        let i = i as usize;
+        let id = self.pairs[i].flow_id;
+        let n = self.rc.poll_data_of(now, id, buf)?;
+        let cur = self.pairs[i].pair.current_path()?;
+        let n = wire::mpls::push_route(buf, n, &self.pairs[i].paths[cur], self.cfg.tc, 64).ok()?;
+        self.pairs[i].pair.on_sent(now, n as u64);
+        self.pairs[i].period_bytes += n as u64;
+        self.stats.data_tx += 1;
+        self.stats.data_bytes_tx += n as u64;
+        self.sync_pacing(i, now);
+        Some(n)
+    }
+
+    fn poll_timeout(&self) -> Option<u64> {
+        let now = self.last_now;
+        let pairs = self.pairs.iter().filter_map(|p| {
+            let t = p.pair.poll_timeout();
+            let hold = (p.pair.hold_until() > now).then_some(p.pair.hold_until());
+            t.into_iter().chain(hold).min()
+        });
+        let tokens = (!self.pairs.iter().all(|p| p.done)).then_some(self.next_tokens);
+        self.rc.poll_timeout().into_iter().chain(pairs).chain(tokens).chain(self.until).min()
+    }
+}
