@@ -517,6 +517,15 @@ impl RcHost {
         true
     }
 
+    /// Flow `id` (sent from here) lost what it has outstanding: resend it now
+    /// ([`RcSender::resend_outstanding`]).
+    pub fn resend_outstanding(&mut self, id: u64, now: u64) {
+        if let Some(si) = self.by_id.get(&id).and_then(|&(s, _)| s) {
+            self.sending[si].tx.resend_outstanding(now);
+            self.refresh(si);
+        }
+    }
+
     /// Whether flow `id` (sent from here) would send a packet at `now`: see
     /// [`RcSender::ready`].
     pub fn ready(&self, id: u64, now: u64) -> Result<usize, Option<u64>> {

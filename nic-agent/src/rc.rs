@@ -371,6 +371,16 @@ impl RcSender {
     }
 
     /// Go back to the oldest unacknowledged byte, with nothing in flight.
+    /// Everything outstanding is known lost (its path failed): resend it from the oldest now,
+    /// without waiting for a timeout (µFAB-E moving off a failed link).
+    pub fn resend_outstanding(&mut self, now: u64) {
+        if !self.is_done() && self.req.outstanding() > 0 {
+            self.req.rewind(now);
+            self.stats.timeouts += 1;
+            self.went_back();
+        }
+    }
+
     fn went_back(&mut self) {
         // A resend makes the acknowledgements of everything posted so far ambiguous (Karn's
         // rule).

@@ -197,7 +197,7 @@ impl UfabReport {
         let reached: Vec<u64> = self.pairs.iter().filter_map(|p| p.reached_ns).collect();
         let never = self.pairs.len() - reached.len();
         let mut s = format!(
-            "µFAB: dissatisfaction {:.3} % of the volume ({} µs windows); guarantee reached by {}/{} pairs, \
+            "guarantees: dissatisfaction {:.3} % of the volume ({} µs windows); guarantee reached by {}/{} pairs, \
              slowest after {:.0} µs; in flight ≤ {:.2} × C·T_max (bound 3); probes {:.2} % of the bytes\n",
             self.dissatisfaction * 100.0,
             self.window_ns / 1000,
@@ -208,11 +208,11 @@ impl UfabReport {
             self.probe_overhead * 100.0,
         );
         if never > 0 {
-            s.push_str(&format!("µFAB: {never} pair(s) never reached their guarantee\n"));
+            s.push_str(&format!("guarantees: {never} pair(s) never reached their guarantee\n"));
         }
         for r in &self.recoveries {
             s.push_str(&format!(
-                "µFAB: flow {} moved off the failure at {} µs, back at its guarantee after {}\n",
+                "guarantees: flow {} moved off the failure at {} µs, back at its guarantee after {}\n",
                 r.flow,
                 r.failed_at / 1000,
                 r.back_after_ns.map_or("never".to_string(), |x| format!("{:.0} µs", x as f64 / 1e3))

@@ -22,7 +22,7 @@ use roce::agent::Agent;
 use wire::stack::UdpFlow;
 use wire::ufab::{UfabKind, UfabRepr};
 
-use super::pair::{LOOK_BIT, MigrationGate, PairConfig, Phase, VmPair};
+use super::pair::{LOOK_BIT, MigrationGate, MoveReason, PairConfig, Phase, VmPair};
 use super::rate::LinkInfo;
 use super::sched::{CLASSES, Scheduler};
 use super::tokens::{self, SenderPair, UNBOUND};
@@ -296,6 +296,17 @@ impl UfabHost {
         }
     }
 
+    /// After pair `i` handled something at `now` (it had made `moves` moves before): its pacer,
+    /// and if it just moved off a failed path, what its flow had in flight there is lost: resend
+    /// it now rather than after the transport's timeout.
+    fn after_event(&mut self, i: usize, moves: usize, now: u64) {
+        let p = &self.pairs[i];
+        if p.pair.moves()[moves.min(p.pair.moves().len())..].iter().any(|m| m.2 == MoveReason::Failed) {
+            self.rc.resend_outstanding(p.flow_id, now);
+        }
+        self.sync_pacing(i, now);
+    }
+
     /// A µFAB packet (UDP to port 40050) at `now`, its IPv4 header at `l3`.
     fn on_ufab(&mut self, now: u64, frame: &[u8], l3: usize) {
         let Ok(ip) = wire::Ipv4Packet::new_checked(&frame[l3..]) else {
@@ -325,8 +336,9 @@ impl UfabHost {
                     self.stats.unknown_responses += 1;
                     return;
                 }
+                let moves = self.pairs[i].pair.moves().len();
                 self.pairs[i].pair.handle_response(now, &r, ident, &mut self.gate);
-                self.sync_pacing(i, now);
+                self.after_event(i, moves, now);
             }
         }
     }
@@ -441,9 +453,12 @@ impl Agent for UfabHost {
                 self.pairs[i].pair.finish();
             }
             if self.pairs[i].pair.poll_timeout().is_some_and(|t| t <= now) {
+                let moves = self.pairs[i].pair.moves().len();
                 self.pairs[i].pair.handle_timeout(now, &mut self.gate);
+                self.after_event(i, moves, now);
+            } else {
+                self.sync_pacing(i, now);
             }
-            self.sync_pacing(i, now);
         }
         if now >= self.next_tokens {
             self.assign_tokens(now);

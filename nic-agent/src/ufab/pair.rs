@@ -5,6 +5,16 @@
 //!
 //! Choices the paper leaves open, each a field of [`PairConfig`] or written here:
 //!
+//! * **Windows at a reference RTT**: Eqn (3) splits W_l, a sum of windows, by φ — but a rate is
+//!   a window over its RTT, so on a link shared by pairs of different base RTTs (a neighbour one
+//!   switch away and a peer five switches away: 3.5 µs and 17.5 µs here) proportional windows
+//!   give the short pair several times its share. Pairs therefore carry, and compute Eqn (3)
+//!   over, windows at one reference RTT T_ref (`ref_rtt_ns`, the fabric's largest base RTT:
+//!   W_l is then R_l·T_ref, Eqn (2)'s R_l) and use w·T/T_ref themselves. With one base RTT for
+//!   all, this is Eqn (3) as written.
+//! * **Keepalive**: a pair on a path probes at least every 4 base RTTs while it is not idle —
+//!   a pair whose data stalls (a failed link dropping it, a full window) sends no L_w bytes and
+//!   would otherwise never learn why.
 //! * **Probes** carry, per hop, the pair's window on that link w^l (Eqn 3, last computed; the
 //!   bootstrap window before any), and φ; one probe is outstanding per path at a time, and the
 //!   next goes after L_w bytes of data (§4.1, default 4 KB) once the response came back. A probe
@@ -22,15 +32,18 @@
 //!   then counts the pair twice, which only makes the test stricter.
 //! * **Which qualified path**: "randomly with a preference to the path with minimum bandwidth
 //!   subscription" — uniformly among the qualified paths whose subscription is within
-//!   `prefer_within` (default 0.1) of the smallest; none qualified, the pair stays where it is
-//!   (joining: takes the least subscribed).
+//!   `prefer_within` (default 0.1) of the smallest. Migrating for trigger (i), the pair keeps
+//!   its path while it looks and moves only to a qualified one: with none it stays (§3.3: "it
+//!   will not continue this migration"; counted in `migrations_aborted`). Joining, or leaving a
+//!   failed path, with none qualified it takes the least subscribed.
 //! * **Trigger (i)**: a response per RTT at most is judged; the path is violating when it is not
 //!   qualified (C_l < Φ_l·B_u on a link, Φ_l counting the pair); `violate_rtts` (5) in a row
 //!   trigger a migration. **Trigger (ii)**: every `look_every_ns` the pair looks at one other
 //!   candidate; one qualified with a larger rate (Eqn 3's window over T, by `better_margin`, 10 %)
 //!   for `better_for_ns` (30 s) in a row triggers a migration to it.
 //! * **Freeze** (§3.5): migrations for triggers (i) and (ii) pass the host's [`MigrationGate`]:
-//!   one per freeze window drawn in [1, N] RTTs. A failure notification or a lost path migrates at
+//!   one per freeze window drawn in [1, N] RTTs, the first one too (a request waits for the
+//!   end of the window it draws). A failure notification or a lost path migrates at
 //!   once (the guarantee is already broken).
 //! * **Two-stage admission** (§3.4): a pair new on a path starts from w' = φ·B_u·T and adds
 //!   r·T (Eqn 1's share, r = min φ/Φ_l·C_l) once per RTT until w' reaches Eqn (3)'s w; a pair
@@ -47,6 +60,10 @@ use wire::ufab::{MAX_HOPS, UfabHopRepr, UfabKind, UfabRepr};
 
 use super::rate::{self, LinkInfo};
 
+/// A pair on a path that sent no probe for this many base RTTs (its data stalled: no L_w
+/// bytes went out) probes anyway.
+pub const KEEPALIVE_RTTS: u64 = 4;
+
 /// Pair IDs are below this; look probes carry `id | LOOK_BIT`.
 pub const LOOK_BIT: u16 = 0x8000;
 
@@ -59,6 +76,9 @@ pub struct PairConfig {
     pub b_u_bps: f64,
     /// T: the pair's base RTT, ns.
     pub base_rtt_ns: u64,
+    /// The reference RTT windows are carried at (every pair of a fabric the same: its largest
+    /// base RTT), ns. See the module docs.
+    pub ref_rtt_ns: u64,
     /// η: C_l = η × line rate.
     pub eta: f64,
     /// L_w: data bytes between two probes.
@@ -94,6 +114,7 @@ impl PairConfig {
             pair_id: pair_id & !LOOK_BIT,
             b_u_bps,
             base_rtt_ns: base_rtt_ns.max(1),
+            ref_rtt_ns: base_rtt_ns.max(1),
             eta: rate::ETA,
             probe_every_bytes: 4096,
             probe_timeout_rtts: 8,
@@ -145,7 +166,8 @@ impl ProbeTx {
 /// The host's migration gate (§3.5): one migration per freeze window drawn in [1, N] RTTs.
 #[derive(Debug, Clone)]
 pub struct MigrationGate {
-    next_allowed: u64,
+    /// The end of the freeze window drawn, while one is.
+    open_at: Option<u64>,
     n_rtts: u32,
     rng: u64,
 }
@@ -153,22 +175,31 @@ pub struct MigrationGate {
 impl MigrationGate {
     /// A gate drawing windows in [1, `n_rtts`] RTTs (the paper picks N = 10), seeded.
     pub fn new(n_rtts: u32, seed: u64) -> Self {
-        Self { next_allowed: 0, n_rtts: n_rtts.max(1), rng: seed | 1 }
+        Self { open_at: None, n_rtts: n_rtts.max(1), rng: splitmix(seed) | 1 }
     }
 
-    /// Whether a migration may happen at `now`; if so, the next freeze window starts.
+    /// Whether a migration may happen at `now`. A request with no window drawn draws one, in
+    /// [1, N] base RTTs, and waits for its end; the first request at or after the end passes
+    /// and the next one draws anew — one migration per window, and hosts that all see the same
+    /// violation at once do not all move at once (the oscillation §3.5 avoids).
     pub fn try_pass(&mut self, now: u64, base_rtt_ns: u64) -> bool {
-        if now < self.next_allowed {
-            return false;
+        match self.open_at {
+            None => {
+                let k = 1 + self.next_u64() % u64::from(self.n_rtts);
+                self.open_at = Some(now + k * base_rtt_ns);
+                false
+            }
+            Some(t) if now >= t => {
+                self.open_at = None;
+                true
+            }
+            Some(_) => false,
         }
-        let k = 1 + self.next_u64() % u64::from(self.n_rtts);
-        self.next_allowed = now + k * base_rtt_ns;
-        true
     }
 
-    /// When the next migration may happen.
+    /// When the window drawn ends (0: none drawn).
     pub fn next_allowed(&self) -> u64 {
-        self.next_allowed
+        self.open_at.unwrap_or(0)
     }
 
     fn next_u64(&mut self) -> u64 {
@@ -178,6 +209,14 @@ impl MigrationGate {
         self.rng ^= self.rng >> 27;
         self.rng.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
+}
+
+/// A seed spread over all 64 bits (SplitMix64's finaliser), so that nearby seeds draw apart.
+fn splitmix(seed: u64) -> u64 {
+    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// Why the pair moved.
@@ -226,6 +265,8 @@ pub struct PairStats {
     pub finishes_abandoned: u64,
     /// Responses that matched no outstanding probe (late, duplicated).
     pub stale_responses: u64,
+    /// Migrations (trigger i) given up: no other candidate was qualified, so the pair stayed.
+    pub migrations_aborted: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -298,12 +339,16 @@ pub struct VmPair {
     /// Data held back until then (no-reordering).
     hold_until: u64,
     bytes_since_probe: u64,
+    /// When the last probe of the current path went out.
+    last_probe_at: u64,
     last_sent_at: u64,
     seq: u16,
     rng: u64,
     moves: Vec<(u64, usize, MoveReason)>,
     /// Why the pair is looking (joining or migrating).
     pending_reason: Option<MoveReason>,
+    /// Looking for a better path while on one (trigger i), and why.
+    migrating: Option<MoveReason>,
     /// The sender's own NIC link, as its host reports it ([`set_nic`](Self::set_nic)).
     nic: Option<LinkInfo>,
     /// The pair's w^l on it.
@@ -351,11 +396,13 @@ impl VmPair {
             joined_at: now,
             hold_until: 0,
             bytes_since_probe: 0,
+            last_probe_at: now,
             last_sent_at: now,
             seq: 0,
-            rng: seed | 1,
+            rng: splitmix(seed) | 1,
             moves: Vec::new(),
             pending_reason: None,
+            migrating: None,
             nic: None,
             nic_w: 0.0,
             stats: PairStats::default(),
@@ -526,6 +573,7 @@ impl VmPair {
             p.want = Want::Nothing;
             if want == Want::Probe {
                 self.bytes_since_probe = 0;
+                self.last_probe_at = now;
             }
             if want == Want::Finish {
                 p.finish_tries += 1;
@@ -543,6 +591,13 @@ impl VmPair {
         if self.phase == Phase::Active {
             let idle = self.last_sent_at + self.cfg.idle_finish_ns;
             t = Some(t.map_or(idle, |x| x.min(idle)));
+            if let Some(c) = self.current
+                && self.paths[c].want == Want::Nothing
+                && self.paths[c].outstanding.is_none()
+            {
+                let keep = self.last_probe_at + KEEPALIVE_RTTS * self.rtt();
+                t = Some(t.map_or(keep, |x: u64| x.min(keep)));
+            }
             if self.cfg.look_every_ns > 0 && self.paths.len() > 1 {
                 t = Some(t.map_or(self.next_look, |x: u64| x.min(self.next_look)));
             }
@@ -578,6 +633,8 @@ impl VmPair {
                     p.links = [None; MAX_HOPS];
                     if self.phase == Phase::Joining && want == Want::Look {
                         self.try_join(now);
+                    } else if want == Want::Look {
+                        self.try_migrate(now);
                     }
                 }
                 Want::Probe => {
@@ -596,6 +653,15 @@ impl VmPair {
             if now >= self.last_sent_at + self.cfg.idle_finish_ns {
                 self.go_idle();
                 return;
+            }
+            // A pair whose data stalls (its window full, its packets lost on a failed link)
+            // sends no L_w bytes, so no probe would find out: it probes anyway.
+            if let Some(c) = self.current
+                && self.paths[c].want == Want::Nothing
+                && self.paths[c].outstanding.is_none()
+                && now >= self.last_probe_at + KEEPALIVE_RTTS * self.rtt()
+            {
+                self.paths[c].want = Want::Probe;
             }
             if self.cfg.look_every_ns > 0 && self.paths.len() > 1 && now >= self.next_look {
                 self.next_look = now + self.cfg.look_every_ns;
@@ -695,6 +761,7 @@ impl VmPair {
         p.looked = matches!(want, Want::Look | Want::Explore);
         match want {
             Want::Look if self.phase == Phase::Joining => return self.try_join(now),
+            Want::Look if self.migrating.is_some() => return self.try_migrate(now),
             Want::Explore if self.phase == Phase::Active => return self.judge_better(now, i, gate),
             Want::Look | Want::Explore => return,
             _ => {}
@@ -716,21 +783,26 @@ impl VmPair {
         let Some(links) = self.path_links(i) else { return };
         let t = self.rtt();
         let phi = self.phi.max(1e-9);
-        let mut w_eq3 = f64::INFINITY;
+        // Windows on the links are at the reference RTT (what the probes carry); the pair's own
+        // is that over its RTT.
+        let t_ref = self.cfg.ref_rtt_ns.max(1);
+        let to_own = t as f64 / t_ref as f64;
+        let own_ref = self.window / to_own;
+        let mut w_ref = f64::INFINITY;
         for (k, l) in links.iter().enumerate() {
-            let own = self.paths[i].w_l[k].max(self.window);
-            let w = rate::window_bytes(phi, own, t, l);
+            let own = self.paths[i].w_l[k].max(own_ref);
+            let w = rate::window_bytes(phi, own, t_ref, l);
             self.paths[i].w_l[k] = w.max(self.cfg.min_window);
-            w_eq3 = w_eq3.min(w);
+            w_ref = w_ref.min(w);
         }
         let mut share = rate::path_share_bps(phi, &links);
         if let Some(l) = self.nic {
-            let w = rate::window_bytes(phi, self.nic_w.max(self.window), t, &l);
+            let w = rate::window_bytes(phi, self.nic_w.max(own_ref), t_ref, &l);
             self.nic_w = w.max(self.cfg.min_window);
-            w_eq3 = w_eq3.min(w);
+            w_ref = w_ref.min(w);
             share = share.min(rate::share_bps(phi, &l));
         }
-        self.w_eq3 = w_eq3.max(self.cfg.min_window);
+        self.w_eq3 = (w_ref * to_own).max(self.cfg.min_window);
         self.share = share;
         if let Some(w) = self.ramp {
             let mut w = w;
@@ -774,9 +846,10 @@ impl VmPair {
         if there > self.w_eq3 * (1.0 + self.cfg.better_margin) && self.paths[c].links[0].is_some() {
             match self.better {
                 Some((j, since)) if j == i => {
-                    if now >= since + self.cfg.better_for_ns {
+                    // Frozen, it stays the better path and asks again at its next look.
+                    if now >= since + self.cfg.better_for_ns && self.move_to(now, i, MoveReason::Better, gate)
+                    {
                         self.better = None;
-                        self.move_to(now, i, MoveReason::Better, gate);
                     }
                 }
                 _ => self.better = Some((i, now)),
@@ -794,6 +867,18 @@ impl VmPair {
             return;
         }
         self.violated = 0;
+        if why != MoveReason::Failed && self.current.is_some() {
+            // Trigger (i): keep sending on the current path while looking at the others; move
+            // only to a qualified one (§3.3: "it will not continue this migration" otherwise).
+            self.migrating = Some(why);
+            let c = self.current;
+            for (i, p) in self.paths.iter_mut().enumerate() {
+                if Some(i) != c && !p.failed && p.want == Want::Nothing && p.outstanding.is_none() {
+                    p.want = Want::Look;
+                }
+            }
+            return;
+        }
         if let Some(c) = self.current.take() {
             self.paths[c].want = Want::Finish;
             self.paths[c].finish_tries = 0;
@@ -807,6 +892,42 @@ impl VmPair {
                 p.want = Want::Look;
             }
         }
+    }
+
+    /// Migrating while on a path: once every other candidate answered, move to a qualified one,
+    /// or stay.
+    fn try_migrate(&mut self, now: u64) {
+        let Some(why) = self.migrating else { return };
+        let looking =
+            |p: &PathState| matches!(p.outstanding, Some((Want::Look, _, _))) || p.want == Want::Look;
+        if self.paths.iter().any(looking) {
+            return;
+        }
+        self.migrating = None;
+        let phi = self.phi.max(1e-9);
+        let mut qualified: Vec<(usize, f64)> = Vec::new();
+        for i in 0..self.paths.len() {
+            if Some(i) == self.current || self.paths[i].failed || !self.paths[i].looked {
+                continue;
+            }
+            let Some(links) = self.path_links(i) else { continue };
+            if rate::qualified(phi, self.cfg.b_u_bps, &links, true) {
+                qualified.push((i, rate::subscription(phi, self.cfg.b_u_bps, &links, true)));
+            }
+        }
+        let Some(min) = qualified.iter().map(|c| c.1).reduce(f64::min) else {
+            self.stats.migrations_aborted += 1;
+            return;
+        };
+        let near: Vec<usize> =
+            qualified.iter().filter(|c| c.1 <= min + self.cfg.prefer_within).map(|c| c.0).collect();
+        let i = near[(self.draw() % near.len() as u64) as usize];
+        if let Some(c) = self.current.take() {
+            self.paths[c].want = Want::Finish;
+            self.paths[c].finish_tries = 0;
+            self.paths[c].outstanding = None;
+        }
+        self.move_to_inner(now, i, why);
     }
 
     /// Joining: once every candidate answered (or was given up), choose.
@@ -851,10 +972,11 @@ impl VmPair {
         }
     }
 
-    fn move_to(&mut self, now: u64, i: usize, why: MoveReason, gate: &mut MigrationGate) {
+    /// Move to path `i` if the gate lets it; whether it did.
+    fn move_to(&mut self, now: u64, i: usize, why: MoveReason, gate: &mut MigrationGate) -> bool {
         if !gate.try_pass(now, self.rtt()) {
             self.stats.frozen += 1;
-            return;
+            return false;
         }
         if let Some(c) = self.current.take() {
             self.paths[c].want = Want::Finish;
@@ -862,6 +984,7 @@ impl VmPair {
             self.paths[c].outstanding = None;
         }
         self.move_to_inner(now, i, why);
+        true
     }
 
     fn move_to_inner(&mut self, now: u64, i: usize, why: MoveReason) {
@@ -1004,46 +1127,71 @@ mod tests {
     }
 
     /// Trigger (i): five RTTs on a path that cannot carry every guarantee (Φ_l = 12 tokens of
-    /// 1 Gb/s on 9.5 Gb/s) and the pair moves, finishing the old path until every switch
-    /// acknowledges; a second violation within the freeze window is held back.
+    /// 1 Gb/s on 9.5 Gb/s) ask the host's gate, which holds the request for a window of 1 to 10
+    /// RTTs; five more after it, the pair looks at its other candidate while it keeps sending.
+    /// An unqualified candidate: it stays (aborted). A qualified one: it moves, finishing the
+    /// old path until every switch acknowledges.
     #[test]
     fn five_violating_rtts_migrate_once_per_freeze_window() {
         let (mut p, mut g, mut now) = joined();
         let bad = [L(12, 40_000, 9.0, 0), L(2, 0, 1.0, 0)];
-        for k in 0..5 {
-            let pr = all(&mut p, now);
-            assert_eq!(pr.len(), 1, "round {k}");
-            now += T;
-            respond(&mut p, now, &pr[0], &bad, &mut g);
-            p.on_sent(now, 4096);
-        }
-        assert_eq!(p.phase(), Phase::Joining);
-        let out = all(&mut p, now);
+        // Rounds of violation until the pair looks; `answer` is what its look finds.
+        let mut violate_until_look =
+            |p: &mut VmPair, g: &mut MigrationGate, now: &mut u64| -> (ProbeTx, u32) {
+                for round in 0..40 {
+                    let out = all(p, *now);
+                    *now += T;
+                    if let Some(pr) =
+                        out.iter().find(|t| t.kind == UfabKind::Probe && t.path == 0 && !is_look(t))
+                    {
+                        respond(p, *now, pr, &bad, g);
+                    }
+                    p.on_sent(*now, 4096);
+                    assert!(p.may_send(*now), "it keeps its path while it decides");
+                    if let Some(look) = out.iter().find(|t| is_look(t)) {
+                        assert_eq!(look.path, 1, "it looks at the other path only");
+                        return (*look, round);
+                    }
+                }
+                panic!("no look");
+            };
+        let (look, rounds) = violate_until_look(&mut p, &mut g, &mut now);
+        assert!((10..=20).contains(&rounds), "{rounds} rounds: 5, a window of 1 to 10, 5 more");
+        assert_eq!(p.stats().frozen, 1);
+        // Path 1 is no better: stay.
+        respond(&mut p, now + 1000, &look, &[L(9, 0, 8.0, 0); 2], &mut g);
+        assert_eq!(p.current_path(), Some(0));
+        assert_eq!(p.stats().migrations_aborted, 1);
+        // Again, and now path 1 qualifies: move.
+        let (look, _) = violate_until_look(&mut p, &mut g, &mut now);
+        respond(&mut p, now + 1000, &look, &[L(2, 0, 1.0, 0); 2], &mut g);
+        assert_eq!(p.current_path(), Some(1));
+        assert_eq!(p.moves().last().unwrap().2, MoveReason::Violated);
+        let out = all(&mut p, now + 1000);
         let fin: Vec<_> = out.iter().filter(|t| t.kind == UfabKind::Finish).collect();
-        let looks: Vec<_> = out.iter().filter(|t| is_look(t)).collect();
         assert_eq!((fin.len(), fin[0].path), (1, 0));
-        assert_eq!((looks.len(), looks[0].path), (1, 1), "the old path is being finished, not looked at");
         // The finish comes back with one slot of two filled: sent again; then both: acknowledged.
         let mut r = fin[0].ufab_repr();
         r.kind = UfabKind::Response;
         r.n_hop = 1;
-        p.handle_response(now + 1000, &r, fin[0].ident, &mut g);
-        let again = all(&mut p, now + 1000);
-        assert_eq!((again.len(), again[0].kind), (1, UfabKind::Finish));
+        p.handle_response(now + 2000, &r, fin[0].ident, &mut g);
+        let again: Vec<_> =
+            all(&mut p, now + 2000).into_iter().filter(|t| t.kind == UfabKind::Finish).collect();
+        assert_eq!(again.len(), 1);
         r.n_hop = 2;
-        p.handle_response(now + 2000, &r, again[0].ident, &mut g);
+        p.handle_response(now + 3000, &r, again[0].ident, &mut g);
         assert_eq!(p.stats().finishes_acked, 1);
-        respond(&mut p, now + 2000, looks[0], &[L(2, 0, 1.0, 0); 2], &mut g);
-        assert_eq!(p.current_path(), Some(1));
-        assert_eq!(p.moves().last().unwrap().2, MoveReason::Violated);
         // Violations again while the host's freeze window is closed: held back, counted.
         let mut shut = MigrationGate::new(u32::MAX, 5);
-        assert!(shut.try_pass(now, T));
-        assert!(!shut.try_pass(now + T, T));
+        assert!(!shut.try_pass(now, T), "draws a window");
         let before = p.stats().frozen;
-        now += 2000; // the move's time
+        now += 3000;
+        let mut first: Vec<ProbeTx> =
+            out.iter().filter(|t| t.path == 1 && t.kind == UfabKind::Probe).copied().collect();
         for _ in 0..5 {
-            let pr: Vec<_> = all(&mut p, now).into_iter().filter(|t| t.path == 1).collect();
+            let mut pr: Vec<_> =
+                all(&mut p, now).into_iter().filter(|t| t.path == 1 && !is_look(t)).collect();
+            pr.append(&mut first);
             now += T;
             respond(&mut p, now, &pr[0], &[L(12, 40_000, 9.0, 0); 2], &mut shut);
             p.on_sent(now, 4096);
@@ -1056,13 +1204,17 @@ mod tests {
     #[test]
     fn the_gate_opens_once_per_freeze_window() {
         let mut g = MigrationGate::new(10, 77);
+        let mut waits = std::collections::HashSet::new();
         for round in 0..50u64 {
             let t0 = round * 1_000_000;
-            assert!(g.try_pass(t0, T));
+            assert!(!g.try_pass(t0, T), "a request draws a window");
             let wait = g.next_allowed() - t0;
             assert!((T..=10 * T).contains(&wait), "{wait}");
             assert!(!g.try_pass(t0 + wait - 1, T));
+            assert!(g.try_pass(t0 + wait, T));
+            waits.insert(wait / T);
         }
+        assert!(waits.len() >= 8, "windows drawn over 1..=10 RTTs: {waits:?}");
     }
 
     /// A failure notification on the current path moves the pair at once (no freeze); lost

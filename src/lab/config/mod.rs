@@ -82,8 +82,9 @@
 //! idle_finish_us = 10000     # an idle pair finishes its path
 //! weights = [1, 2, 5, 10, 20, 50, 100, 200]  # the 8 weighted VF queues (a flow's class)
 //!
-//! [[failure]]                # optional: switch 8 fails at 90 ms (drops every frame; its
-//! switch = 8                 #   neighbours' ports to it are set failed: `ufab fail PORT`)
+//! [[failure]]                # optional: switch 8 fails at 90 ms (drops every frame, counted;
+//! switch = 8                 #   its neighbours' ports to it go down: `port down PORT`, and
+//!                            #   `ufab fail PORT` on ufab switches)
 //! at_ns = 90000000
 //!
 //! [switches]                 # optional: every switch's program (default "l2l3", from the
@@ -370,8 +371,8 @@ pub struct LabConfig {
     /// µFAB's settings (`[ufab]`).
     pub ufab: UfabParams,
     /// Switches failing during the run: (switch, when, ns) — from then on it drops every frame,
-    /// and its neighbours' ports towards it are set failed (`ufab fail PORT`, for programs
-    /// that know it).
+    /// and its neighbours' ports towards it go down (`port down PORT`; and `ufab fail PORT` for
+    /// `ufab`).
     pub failures: Vec<(usize, u64)>,
 }
 

@@ -251,8 +251,9 @@ impl Lab<'_> {
     }
 
     /// `[[failure]]`: switch `s` fails now — what it holds is lost and it takes nothing more;
-    /// each neighbour's port towards it is set failed (`ufab fail PORT`; programs without the
-    /// command keep sending into it, as a switch with no fast reroute would).
+    /// each neighbour's port towards it goes down (`port down PORT`: `l2l3`'s ECMP leaves it
+    /// out, as link-down detection would) and, for `ufab`, fails (`ufab fail PORT`: probes come
+    /// back as failure notifications).
     fn fail_switch(&mut self, s: usize) {
         self.switches[s].fail(&mut self.pool);
         let now = self.now;
@@ -267,8 +268,10 @@ impl Lab<'_> {
         for (o, port) in peers {
             // The lab names switch ports p0, p1, … (fabric::build).
             let names: Vec<String> = (0..self.switches[o].ports.len()).map(|p| format!("p{p}")).collect();
-            let line = format!("ufab fail p{port}");
-            let _ = self.switches[o].sw.command(&line, &names, now);
+            // Every l2l3 program leaves it out of ECMP; ufab also turns probes back.
+            for line in [format!("port down p{port}"), format!("ufab fail p{port}")] {
+                let _ = self.switches[o].sw.command(&line, &names, now);
+            }
         }
     }
 
@@ -333,8 +336,10 @@ impl Lab<'_> {
         for (i, f) in cfg.flows.iter().enumerate() {
             let rate = self.hosts[f.src].rate_bps;
             let packets = f.size.div_ceil(cfg.mtu as u64);
-            let standalone =
-                self.workload.pair_rtt_ns[i] + (f.size + packets * hdr) * 8 * 1_000_000_000 / rate;
+            // In 128 bits: a flow of up to 2^50 bytes (MAX_FLOW_BYTES) in ns overflows 64.
+            let wire_ns = (u128::from(f.size + packets * hdr) * 8_000_000_000 / u128::from(rate.max(1)))
+                .min(u128::from(u64::MAX / 2)) as u64;
+            let standalone = self.workload.pair_rtt_ns[i] + wire_ns;
             // Complete when the sender has the acknowledgement of its last byte, as the
             // reference's fct.txt (the standalone FCT includes the whole round trip).
             let done = self.hosts[f.src].agent.rc().and_then(|r| r.acked_at(i as u64));

@@ -56,8 +56,9 @@ pub(super) struct Workload {
     pub(super) base_rtt_ns: u64,
     /// Per flow, the base RTT between its hosts (for the standalone FCT).
     pub(super) pair_rtt_ns: Vec<u64>,
-    /// µFAB runs: per flow, its candidate source routes and its pair ID.
-    ufab_routes: Vec<(Vec<Vec<u16>>, u16)>,
+    /// µFAB runs: per flow, its candidate source routes, its pair ID and its base RTT (with the
+    /// frames as µFAB sends them, as `base_rtt_ns`, the reference RTT, is).
+    ufab_routes: Vec<(Vec<Vec<u16>>, u16, u64)>,
 }
 
 impl Workload {
@@ -122,7 +123,8 @@ impl Workload {
                 // Pair IDs per sending host, 1..=32767 (probes' UDP source port, bit 15 free).
                 let id = (per_src[f.src] % 32767) as u16 + 1;
                 per_src[f.src] += 1;
-                ufab_routes.push((routes.clone(), id));
+                let rtt = fabric.pair_rtt(cfg, f.src, f.dst, data_frame_len, ack_len);
+                ufab_routes.push((routes.clone(), id, rtt));
             }
         }
         Ok(Self { int_hops, data_frame_len, n_flows, base_rtt_ns, pair_rtt_ns, ufab_routes })
@@ -271,7 +273,7 @@ impl Workload {
         let f = &cfg.flows[fi];
         // The VF index at the sender: flows it sends or receives, in flow order.
         let vf = cfg.flows[..fi].iter().filter(|g| g.src == f.src || g.dst == f.src).count();
-        let (paths, pair_id) = self.ufab_routes[fi].clone();
-        UfabFlow { vf, pair_id, paths, base_rtt_ns: self.pair_rtt_ns[fi] }
+        let (paths, pair_id, base_rtt_ns) = self.ufab_routes[fi].clone();
+        UfabFlow { vf, pair_id, paths, base_rtt_ns }
     }
 }

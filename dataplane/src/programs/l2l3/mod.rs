@@ -116,6 +116,11 @@ pub enum Command {
     MacDel(EthernetAddress),
     /// List the tables.
     Show,
+    /// A port's link went down: ECMP leaves out the next hops behind it (a routing daemon's
+    /// withdrawal on link-down).
+    PortDown(PortId),
+    /// The port's link is up again.
+    PortUp(PortId),
 }
 
 /// The program.
@@ -135,6 +140,12 @@ pub struct L2l3 {
     /// loads, a third of the lab's time in ingress at k = 8). The same entries as the tables
     /// hold: a cache, not a table of its own.
     adj: Vec<Option<NextHop>>,
+    /// Per group, how many members are usable and which (their positions in the group): every
+    /// member while no port is down, so ECMP hashes as it always has; a member whose
+    /// neighbour sits behind a port that is down is left out.
+    live: Vec<(u8, [u8; MAX_PATHS])>,
+    /// Ports whose link is down ([`Command::PortDown`]).
+    down: Vec<bool>,
     neighbors: ExactTable<u32, Neighbor>,
     arp_pending: ExactTable<u32, u64>,
     ecmp: HashUnit,
@@ -209,6 +220,8 @@ impl L2l3 {
             routes,
             groups: Vec::new(),
             adj: Vec::new(),
+            live: Vec::new(),
+            down: vec![false; nports],
             neighbors,
             arp_pending,
             ecmp,
@@ -298,19 +311,44 @@ impl L2l3 {
         r
     }
 
-    /// Rebuild [`Self::adj`] from the groups, the neighbours and the ports.
+    /// Rebuild [`Self::adj`] and [`Self::live`] from the groups, the neighbours and the ports.
     fn resolve_groups(&mut self) {
         self.adj.clear();
         self.adj.resize(self.groups.len() * MAX_PATHS, None);
+        self.live.clear();
         for (g, members) in self.groups.iter().enumerate() {
+            let mut live = (0u8, [0u8; MAX_PATHS]);
             for (i, ip) in members.iter().enumerate() {
-                self.adj[g * MAX_PATHS + i] = self.neighbors.get(&ip.to_bits()).map(|nb| NextHop {
+                let nb = self.neighbors.get(&ip.to_bits());
+                self.adj[g * MAX_PATHS + i] = nb.map(|nb| NextHop {
                     port: nb.port,
                     dst_mac: nb.mac,
                     src_mac: self.ports[usize::from(nb.port)].mac,
                 });
+                if !nb.is_some_and(|nb| self.down.get(usize::from(nb.port)).copied().unwrap_or(false)) {
+                    live.1[usize::from(live.0)] = i as u8;
+                    live.0 += 1;
+                }
             }
+            self.live.push(live);
         }
+    }
+
+    /// The member of group `g` a flow whose ECMP hash is `hash()` takes: among the live
+    /// members; `None` if every one is behind a port that is down.
+    #[inline]
+    fn member(&self, g: usize, hash: impl FnOnce() -> u32) -> Option<usize> {
+        let (n, idx) = self.live.get(g)?;
+        match *n {
+            0 => None,
+            1 => Some(usize::from(idx[0])),
+            n => Some(usize::from(idx[hash() as usize % usize::from(n)])),
+        }
+    }
+
+    /// Whether port `p` is set down.
+    pub fn is_down(&self, p: PortId) -> bool {
+        self.down.get(usize::from(p)).copied().unwrap_or(false)
     }
 
     fn apply_to_tables(&mut self, cmd: Command, now: u64) -> Result<String, String> {
@@ -379,6 +417,13 @@ impl L2l3 {
                 .map(|_| format!("mac {mac} removed"))
                 .ok_or(format!("no mac {mac}")),
             Command::Show => Ok(self.show()),
+            Command::PortDown(p) | Command::PortUp(p) => {
+                port_ok(p)?;
+                let down = matches!(cmd, Command::PortDown(_));
+                self.down[usize::from(p)] = down;
+                self.resolve_groups();
+                Ok(format!("port {} {}", self.port_names[usize::from(p)], if down { "down" } else { "up" }))
+            }
         }
     }
 
@@ -550,9 +595,9 @@ impl L2l3 {
             Route::Local => return Err(NoNextHop::Local),
             Route::Connected(_) => dst,
             Route::Group(g) => {
+                let ecmp = self.ecmp;
+                let i = self.member(usize::from(g), || ecmp.hash(&ecmp_key())).ok_or(NoNextHop::NoRoute)?;
                 let members = &self.groups[usize::from(g)];
-                let i =
-                    if members.len() == 1 { 0 } else { self.ecmp.hash(&ecmp_key()) as usize % members.len() };
                 if let Some(nh) = self.adj[usize::from(g) * MAX_PATHS + i] {
                     // The neighbour table's entry, resolved: the same lookup in a test's trace.
                     self.neighbors.record_lookup(&members[i].to_bits());
@@ -596,9 +641,8 @@ impl L2l3 {
             Route::Local => return None,
             Route::Connected(_) => dst,
             Route::Group(g) => {
-                let members = &self.groups[usize::from(g)];
-                let i = if members.len() == 1 { 0 } else { self.ecmp.hash(&key) as usize % members.len() };
-                *members.get(i)?
+                let i = self.member(usize::from(g), || self.ecmp.hash(&key))?;
+                *self.groups[usize::from(g)].get(i)?
             }
         };
         let nb = self.neighbors.get(&nexthop.to_bits())?;
@@ -869,9 +913,12 @@ impl Program for L2l3 {
             ["mac", "add", m, name] => Ok(Command::MacAdd(mac(m)?, port(name)?)),
             ["mac", "del", m] => Ok(Command::MacDel(mac(m)?)),
             ["show"] => Ok(Command::Show),
+            ["port", "down", name] => Ok(Command::PortDown(port(name)?)),
+            ["port", "up", name] => Ok(Command::PortUp(port(name)?)),
             _ => Err(format!(
                 "unknown command {line:?}; expected one of: route add <cidr> via <ip>[,<ip>…] | route add <cidr> port <name> | \
-                 route del <cidr> | neighbor add <ip> <mac> <port> | neighbor del <ip> | mac add <mac> <port> | mac del <mac> | show"
+                 route del <cidr> | neighbor add <ip> <mac> <port> | neighbor del <ip> | mac add <mac> <port> | mac del <mac> | \
+                 port down <port> | port up <port> | show"
             )),
         }
     }

@@ -22,7 +22,8 @@
 //!   time) drops source-routed data to it (`ufab_link_failed`) and turns a probe or finish bound
 //!   for it into a failure notification (type 4): the labels left are stripped, the addresses
 //!   swapped, and `l2l3` routes it back to the sender, whose `n_hop` then names the hop whose
-//!   link failed.
+//!   link failed. `l2l3`'s ECMP leaves the port out too (`port down`), so routed traffic —
+//!   acknowledgements, responses — goes around it.
 //! * **Data packets** take `l2l3`'s path (or the source route) and update tx_l only.
 //!
 //! Units on the wire are [`wire::ufab`]'s; C_l is sent as the port's speed class and the edge
@@ -180,6 +181,12 @@ impl Ufab {
                 return Err(c.err("ufab.failed_ports", format!("{name:?}: expected the name of a [[port]]")));
             };
             failed[i] = true;
+        }
+        let mut l2l3 = l2l3;
+        for (i, &f) in failed.iter().enumerate() {
+            if f {
+                let _ = l2l3.control(super::l2l3::Command::PortDown(i as u16), 0);
+            }
         }
         let core = Core::new(&mut ctx.resources, cfg.ports.len(), bloom, records, period, window);
         decl::declare(&mut ctx.resources);
@@ -484,10 +491,13 @@ impl Program for Ufab {
             }
             Command::Fail(p) => {
                 self.failed[usize::from(p)] = true;
+                // Routed traffic (acknowledgements, anything not source-routed) leaves it too.
+                self.l2l3.control(super::l2l3::Command::PortDown(p), now)?;
                 Ok(format!("ufab: port {p} failed\n"))
             }
             Command::Restore(p) => {
                 self.failed[usize::from(p)] = false;
+                self.l2l3.control(super::l2l3::Command::PortUp(p), now)?;
                 Ok(format!("ufab: port {p} up\n"))
             }
             Command::L2l3(c) => self.l2l3.control(c, now),

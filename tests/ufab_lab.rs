@@ -1,0 +1,116 @@
+//! µFAB end to end in the lab, on the CI-sized versions of the paper's experiments
+//! (`config/labs/ufab/*-small.toml`): the goals of seed `003` measured by
+//! `softfabric::lab::ufab_report` — bandwidth guarantees with work conservation (§5.2), the
+//! in-flight bound (§3.4), probe overhead (§5.4), recovery from a core switch failure (§5.4) —
+//! and what µFAB adds over HPCC++ and DCQCN with ECMP on the same lab.
+
+use std::path::Path;
+
+use softfabric::lab::{self, Cc, LabConfig, ufab_report};
+
+fn bundled(name: &str) -> LabConfig {
+    LabConfig::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("config/labs/ufab").join(name)).unwrap()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// §5.2 at CI size (12 VFs of 1, 2 and 5 Gb/s joining every 2 ms on the two-pod testbed, every
+/// fabric link 10G), over five seeds: the dissatisfaction ratio's median is within the paper's
+/// "close to zero" (≤ 1 % of the volume) and no seed is far off; every pair reaches its
+/// guarantee, in well under 1 ms in the median; in flight never exceeds 3 C·T_max; probes take
+/// 1.3 % of the bytes in the median (our probe is 106 B on the wire at five hops — labels,
+/// IPv4, UDP, 8 B per hop — so L_w = 4 KB bounds it at 2.5 %, where the paper's 53 B gives
+/// 1.28 %: pairs sending more than L_w per RTT probe once per RTT, and stay below); nothing is
+/// dropped.
+#[test]
+fn the_testbed_gives_every_vf_its_guarantee() {
+    let (mut diss, mut joins, mut probes) = (Vec::new(), Vec::new(), Vec::new());
+    for seed in 1..=5 {
+        let mut cfg = bundled("guarantee-testbed-small.toml");
+        cfg.seed = seed;
+        let r = lab::run(&cfg, |_| {}).unwrap();
+        let rep = ufab_report::report(&cfg, &r, 200_000);
+        assert_eq!(r.switch_drops, 0, "seed {seed}");
+        assert!(rep.max_inflight_bdp <= 3.0, "seed {seed}: in flight {:.2} C·T_max", rep.max_inflight_bdp);
+        assert!(rep.probe_overhead <= 0.015, "seed {seed}: probes {:.4}", rep.probe_overhead);
+        probes.push(rep.probe_overhead);
+        for p in &rep.pairs {
+            let t = p.reached_ns.unwrap_or_else(|| panic!("seed {seed}: flow {} never reached", p.flow));
+            joins.push(t as f64);
+        }
+        assert!(rep.dissatisfaction < 0.03, "seed {seed}: dissatisfaction {:.4}", rep.dissatisfaction);
+        diss.push(rep.dissatisfaction);
+    }
+    assert!(median(diss.clone()) <= 0.01, "dissatisfaction per seed {diss:?}");
+    assert!(median(probes.clone()) <= 0.013, "probe overhead per seed {probes:?}");
+    assert!(median(joins.clone()) < 200_000.0, "time to guarantee {joins:?}");
+}
+
+/// The same lab with HPCC++ and DCQCN on ECMP (no guarantees): a third of the volume and more
+/// is short of the guarantees; µFAB's shortfall is a small fraction of theirs.
+#[test]
+fn ecmp_baselines_miss_the_guarantees_ufab_keeps() {
+    let mut cfg = bundled("guarantee-testbed-small.toml");
+    let ufab = ufab_report::report(&cfg, &lab::run(&cfg, |_| {}).unwrap(), 200_000);
+    for cc in [Cc::Hpcc, Cc::Dcqcn] {
+        cfg.set_cc(cc);
+        assert_eq!(cfg.switch_program(0).program, "l2l3");
+        let rep = ufab_report::report(&cfg, &lab::run(&cfg, |_| {}).unwrap(), 200_000);
+        assert!(rep.dissatisfaction > 0.2, "{cc:?}: {:.3}", rep.dissatisfaction);
+        assert!(
+            ufab.dissatisfaction * 5.0 < rep.dissatisfaction,
+            "{cc:?}: {:.3} vs µFAB {:.3}",
+            rep.dissatisfaction,
+            ufab.dissatisfaction
+        );
+        assert_eq!(rep.probe_overhead, 0.0);
+    }
+}
+
+/// §5.4 at CI size: 7 VFs into host 7 joining every 1 ms, core switch s8 failing at 9 ms. The
+/// pairs that were on it get failure notifications from its neighbours, move at once and are
+/// back at their guarantee within 5 ms (the goal; here within a millisecond); what the failure
+/// took is counted at the switch; the rest keep their guarantees.
+#[test]
+fn a_core_failure_moves_its_pairs_back_to_their_guarantee_within_5_ms() {
+    let cfg = bundled("failure-testbed-small.toml");
+    let r = lab::run(&cfg, |_| {}).unwrap();
+    let rep = ufab_report::report(&cfg, &r, 200_000);
+    assert!(!rep.recoveries.is_empty(), "no pair was on the failed core: {:?}", r.ufab_moves);
+    for rc in &rep.recoveries {
+        let back = rc.back_after_ns.unwrap_or_else(|| panic!("flow {} never came back", rc.flow));
+        assert!(back < 5_000_000, "flow {} back after {back} ns", rc.flow);
+    }
+    let failed: u64 = r
+        .switches
+        .iter()
+        .flat_map(|s| s.counters.iter())
+        .filter(|(k, _)| k == "drop_switch_failed" || k == "drop_ufab_link_failed")
+        .map(|(_, v)| v)
+        .sum();
+    assert_eq!(failed, r.switch_drops, "every drop is the failure's");
+    // The moved pairs' failure notifications reached their hosts.
+    let notes: u64 = r
+        .agents
+        .iter()
+        .flat_map(|a| a.counters.iter())
+        .filter(|(k, _)| k == "ufab_failures_rx")
+        .map(|(_, v)| v)
+        .sum();
+    assert!(notes > 0);
+    assert!(rep.dissatisfaction < 0.02, "dissatisfaction {:.4}", rep.dissatisfaction);
+    assert!(rep.max_inflight_bdp <= 3.0);
+}
+
+/// A µFAB run is deterministic: the same seed gives the same bytes in every CSV.
+#[test]
+fn the_same_seed_gives_the_same_run() {
+    let cfg = bundled("failure-testbed-small.toml");
+    let a = lab::output::csv(&lab::run(&cfg, |_| {}).unwrap());
+    let b = lab::output::csv(&lab::run(&cfg, |_| {}).unwrap());
+    assert_eq!(a, b);
+    assert!(a.iter().any(|(n, _)| *n == "ufab_pairs.csv"));
+}
