@@ -64,6 +64,8 @@ pub struct IngressMd {
     pub exclude_ingress: bool,
     /// Also send a copy to the CPU, tagged with this code.
     pub mirror: Option<u16>,
+    /// Skip the egress program for this packet (Tofino's `bypass_egress`).
+    pub bypass_egress: bool,
 }
 
 /// Egress intrinsic metadata: what a P4 egress control reads and sets.
@@ -417,6 +419,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
             }
         }
         let md = IngressMd {
+            bypass_egress: false,
             ingress_port: port,
             ingress_ts: now,
             recirc_pass: 0,
@@ -433,6 +436,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
     pub fn inject(&mut self, now: u64, pkt: F, pool: &mut dyn Pool<F>) {
         self.counters.from_cpu += 1;
         let md = IngressMd {
+            bypass_egress: false,
             ingress_port: self.cpu_port(),
             ingress_ts: now,
             recirc_pass: 0,
@@ -465,6 +469,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
                 rid: 0,
                 ingress_ts: md.ingress_ts,
                 recirc_pass: md.recirc_pass,
+                bypass_egress: md.bypass_egress,
             };
             self.enqueue(now, pkt, meta, pool);
         } else {
@@ -491,11 +496,13 @@ impl<P: Program, F: Frame> Switch<P, F> {
                     rid: 0,
                     ingress_ts: now,
                     recirc_pass: 0,
+                    bypass_egress: false,
                 };
                 self.enqueue(now, pkt, meta, pool);
                 continue;
             }
             let md = IngressMd {
+                bypass_egress: false,
                 ingress_port: cpu_port,
                 ingress_ts: now,
                 recirc_pass: 0,
@@ -544,6 +551,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
             rid,
             ingress_ts: md.ingress_ts,
             recirc_pass: md.recirc_pass,
+            bypass_egress: md.bypass_egress,
         };
         match dest {
             Dest::Drop(r) => self.drop_packet(pkt, r, pool),
@@ -612,7 +620,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
     fn enqueue(&mut self, now: u64, mut pkt: F, meta: EnqMeta, pool: &mut dyn Pool<F>) {
         let port = usize::from(meta.egress_port);
         if self.opts.cut_through && self.staged.get(port).is_some_and(|s| s.len() < self.opts.staged_max) {
-            if !self.program.has_egress() {
+            if !self.program.has_egress() || meta.bypass_egress {
                 // Nothing reads the dequeue metadata: the TM's accounting is all there is.
                 let mut deq = DeqMeta::default();
                 if self.tm.cut_through(now, &mut pkt, meta, &mut deq) {
@@ -679,6 +687,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
             } else {
                 self.counters.recirculated += 1;
                 let imd = IngressMd {
+                    bypass_egress: false,
                     ingress_port: enq.ingress_port,
                     ingress_ts: now,
                     recirc_pass: enq.recirc_pass + 1,
@@ -744,7 +753,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
             let mut md = self.egress_md(port, now);
             while out.len() < max {
                 let Some(pkt) = self.tm.dequeue(port, now, &mut md.deq) else { break };
-                if !self.program.has_egress() {
+                if !self.program.has_egress() || md.deq.enq.bypass_egress {
                     out.push(pkt);
                     continue;
                 }

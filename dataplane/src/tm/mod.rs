@@ -59,6 +59,9 @@ pub struct EnqMeta {
     pub ingress_ts: u64,
     /// Recirculation pass.
     pub recirc_pass: u8,
+    /// Skip the egress program for this packet (Tofino's `bypass_egress`): the ingress
+    /// program knows egress has nothing to do with it.
+    pub bypass_egress: bool,
 }
 
 /// What the TM adds at dequeue, for the egress program.

@@ -38,8 +38,9 @@
 //! cannot unset one key's bits: they may be another's), which is what a Tofino's control plane
 //! does between two periods.
 //!
-//! **tx_l**: the egress port's bytes sent, differenced over windows of `tx_window_ns`; the rate of
-//! the last complete window is what probes carry.
+//! **tx_l**: the egress port's bytes sent (the TM's counter), differenced over windows of at
+//! least `tx_window_ns` closed by the probes; the rate of the last complete window is what
+//! probes carry.
 
 use crate::model::{HashAlgo, HashUnit, RegisterArray, Resources, param};
 use crate::programs::ufab::decl::PAIR_KEY;

@@ -24,7 +24,11 @@
 //!   swapped, and `l2l3` routes it back to the sender, whose `n_hop` then names the hop whose
 //!   link failed. `l2l3`'s ECMP leaves the port out too (`port down`), so routed traffic —
 //!   acknowledgements, responses — goes around it.
-//! * **Data packets** take `l2l3`'s path (or the source route) and update tx_l only.
+//! * **Data packets** take `l2l3`'s path (or the source route) and skip egress (Tofino's
+//!   `bypass_egress`): tx_l is the egress port's transmitted bytes — the TM counts them for
+//!   every packet — differenced at the probes over windows of at least `tx_window_ns`, so
+//!   data costs nothing more than in `l2l3`. (A probe finds the rate over the time since the
+//!   window it closed last: with probes every RTT on a busy link, the last 32 µs or so.)
 //!
 //! Units on the wire are [`wire::ufab`]'s; C_l is sent as the port's speed class and the edge
 //! applies η (the paper's 0.95 headroom) — the switch knows only the line rate.
@@ -347,6 +351,7 @@ impl Ufab {
         }
         let hop = p.hop(n);
         let w = hop.window_bytes().min(u64::from(u32::MAX)) as u32;
+        self.core.update_tx(port, md.deq_ts, md.tx_bytes);
         let key = pair_key(src, dst, sport, port);
         let _: Outcome = self.core.probe(md.deq_ts, &key, port, p.phi_pair(), w, finish);
         let link = self.core.link(port);
@@ -389,6 +394,21 @@ fn locate_ufab(data: &[u8], l3: usize) -> Option<(usize, usize, usize)> {
     (end >= u).then_some((l4, u, end))
 }
 
+/// Whether a frame has work at egress: a µFAB packet (UDP to 40050) or HPCC++ INT (40051).
+#[inline]
+fn needs_egress(data: &[u8]) -> bool {
+    let Some(l3) = l3_offset(data) else { return false };
+    let Some(ip) = data.get(l3..l3 + wire::ipv4::HEADER_LEN) else { return false };
+    if ip[9] != wire::ipv4::protocol::UDP || (ip[6] & 0x1f) != 0 || ip[7] != 0 {
+        return false;
+    }
+    let l4 = l3 + usize::from(ip[0] & 0x0f) * 4;
+    matches!(
+        data.get(l4 + 2..l4 + 4).map(|d| u16::from_be_bytes([d[0], d[1]])),
+        Some(wire::udp::port::UFAB | wire::udp::port::HPCC_INT)
+    )
+}
+
 /// The IPv4 header's offset in a frame at egress: after Ethernet, one VLAN tag or a label
 /// stack; `None` for other EtherTypes.
 #[inline]
@@ -416,14 +436,16 @@ impl Program for Ufab {
     fn ingress<F: Frame>(&mut self, pkt: &mut F, md: &mut IngressMd, out: &mut Emitter<'_, F>) {
         if pkt.data().get(12..14) == Some(&wire::EtherType::MPLS.0.to_be_bytes()[..]) {
             self.sr_ingress(pkt, md, out);
-            return;
+        } else {
+            self.l2l3.ingress(pkt, md, out);
         }
-        self.l2l3.ingress(pkt, md, out);
+        // Only µFAB packets (and INT, which `l2l3` stamps at egress) have anything to do at
+        // egress: data skips it (Tofino's bypass_egress), as fast as `l2l3`.
+        md.bypass_egress = !needs_egress(pkt.data());
     }
 
     #[inline]
     fn egress<F: Frame>(&mut self, pkt: &mut F, md: &mut EgressMd) {
-        self.core.update_tx(md.egress_port, md.deq_ts, md.tx_bytes);
         if let Some(l3) = l3_offset(pkt.data())
             && let Some((l4, u, end)) = locate_ufab(pkt.data(), l3)
         {
