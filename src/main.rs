@@ -180,7 +180,10 @@ fn lab_run_one(
         .and_then(|()| std::fs::write(out.join("ns3-flow.txt"), lab::ns3::flow_file(&cfg.flows, 2.0)))
         .map_err(|e| LabFail::Other(format!("cannot write results into {}: {e}", out.display())))?;
     // µFAB's goals: for a µFAB run, and for a baseline run of a lab that gives guarantees.
-    if cfg.cc == softfabric::lab::Cc::Ufab || cfg.flows.iter().any(|f| f.guarantee_bps.is_some()) {
+    if cfg.cc == softfabric::lab::Cc::Ufab
+        || cfg.rtt_samples
+        || cfg.flows.iter().any(|f| f.guarantee_bps.is_some())
+    {
         let rep = lab::ufab_report::report(cfg, &r, 200_000);
         std::fs::write(out.join("ufab.csv"), rep.csv())
             .map_err(|e| LabFail::Other(format!("cannot write into {}: {e}", out.display())))?;

@@ -180,7 +180,13 @@ pub struct RcHost {
     scratch: Vec<u8>,
     /// Hawkeye's detection agent, when enabled.
     detector: Option<crate::hawkeye::Detector>,
+    /// Per-ACK RTT samples of every sender, in 1 µs buckets, when enabled.
+    rtt_log: Option<Vec<u64>>,
 }
+
+/// Buckets of the RTT histogram ([`RcHost::enable_rtt_log`]): 1 µs each, the last one holding
+/// every sample at or above 65.535 ms.
+pub const RTT_BUCKETS: usize = 65536;
 
 impl std::fmt::Debug for RcHost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -208,6 +214,7 @@ impl RcHost {
             stats: HostStats::default(),
             scratch: Vec::new(),
             detector: None,
+            rtt_log: None,
         }
     }
 
@@ -239,7 +246,7 @@ impl RcHost {
         let _ = now;
         let udp = self.udp(flow.peer, flow.local_qp, self.cfg.data_dscp, self.cfg.data_ecn);
         let mut tx = RcSender::new(flow.cfg, flow.cc.clone());
-        tx.set_rtt_sampling(self.detector.is_some());
+        tx.set_rtt_sampling(self.detector.is_some() || self.rtt_log.is_some());
         let i = self.sending.len();
         self.by_qp.entry((flow.local_qp, flow.peer)).or_default().0 = Some(i);
         self.by_id.entry(flow.id).or_default().0 = Some(i);
@@ -373,8 +380,12 @@ impl RcHost {
             self.stats.acks_rx += 1;
             self.stats.int_acks_rx += u64::from(p.int.is_some_and(|i| i.n_hop > 0));
             s.tx.handle_ack(now, &p.bth, aeth, p.int.as_ref());
+            let sample = s.tx.take_rtt_sample();
+            if let (Some(log), Some(rtt)) = (&mut self.rtt_log, sample) {
+                log[((rtt / 1000) as usize).min(RTT_BUCKETS - 1)] += 1;
+            }
             if let Some(d) = &mut self.detector
-                && let Some(rtt) = s.tx.take_rtt_sample()
+                && let Some(rtt) = sample
             {
                 let victim = wire::hawkeye::FiveTuple {
                     src_ip: self.cfg.ip,
@@ -406,6 +417,19 @@ impl RcHost {
         for s in &mut self.sending {
             s.tx.set_rtt_sampling(true);
         }
+    }
+
+    /// Keep every sender's per-ACK RTT samples in a histogram ([`rtt_histogram`](Self::rtt_histogram)).
+    pub fn enable_rtt_log(&mut self) {
+        self.rtt_log.get_or_insert_with(|| vec![0; RTT_BUCKETS]);
+        for s in &mut self.sending {
+            s.tx.set_rtt_sampling(true);
+        }
+    }
+
+    /// The RTT samples so far: samples per 1 µs bucket, if enabled.
+    pub fn rtt_histogram(&self) -> Option<&[u64]> {
+        self.rtt_log.as_deref()
     }
 
     /// The detection agent, if enabled.

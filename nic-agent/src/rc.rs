@@ -370,7 +370,6 @@ impl RcSender {
         self.rtt_sample.take()
     }
 
-    /// Go back to the oldest unacknowledged byte, with nothing in flight.
     /// Everything outstanding is known lost (its path failed): resend it from the oldest now,
     /// without waiting for a timeout (µFAB-E moving off a failed link).
     pub fn resend_outstanding(&mut self, now: u64) {
@@ -381,6 +380,7 @@ impl RcSender {
         }
     }
 
+    /// Go back to the oldest unacknowledged byte, with nothing in flight.
     fn went_back(&mut self) {
         // A resend makes the acknowledgements of everything posted so far ambiguous (Karn's
         // rule).

@@ -95,6 +95,13 @@ pub fn csv(r: &LabResult) -> Vec<(&'static str, String)> {
         ("switches.csv", switches),
         ("agents.csv", agents),
     ];
+    if !r.rtt_hist.is_empty() {
+        let mut h = String::from("rtt_us,samples\n");
+        for (us, n) in r.rtt_hist.iter().enumerate().filter(|(_, n)| **n > 0) {
+            let _ = writeln!(h, "{us},{n}");
+        }
+        out.push(("rtt_hist.csv", h));
+    }
     if !r.ufab_pairs.is_empty() {
         let mut pairs = String::from(
             "host,flow,path,route,phi,phi_d,window_bytes,share_bps,moves,frozen,probes_lost,finishes_acked,finishes_abandoned\n",

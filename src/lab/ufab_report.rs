@@ -64,6 +64,8 @@ pub struct UfabReport {
     pub probe_overhead: f64,
     /// Pairs moved by a failure.
     pub recoveries: Vec<Recovery>,
+    /// RTT percentiles (50th, 99th, largest), µs, with `[lab] rtt_samples`.
+    pub rtt_us: Option<(u64, u64, u64)>,
 }
 
 /// Measure `r`, a run of `cfg`, with rate windows of `window_ns` (at least the sample period).
@@ -152,7 +154,21 @@ pub fn report(cfg: &LabConfig, r: &LabResult, window_ns: u64) -> UfabReport {
             }
         }
     }
+    let rtt_us = {
+        let n: u64 = r.rtt_hist.iter().sum();
+        let at = |q: f64| {
+            let want = ((n as f64 * q).ceil() as u64).max(1);
+            let mut seen = 0;
+            r.rtt_hist.iter().position(|&c| {
+                seen += c;
+                seen >= want
+            })
+        };
+        let max = r.rtt_hist.iter().rposition(|&c| c > 0);
+        (n > 0).then(|| (at(0.5).unwrap_or(0) as u64, at(0.99).unwrap_or(0) as u64, max.unwrap_or(0) as u64))
+    };
     UfabReport {
+        rtt_us,
         window_ns,
         pairs,
         dissatisfaction: if total > 0.0 { short / total } else { 0.0 },
@@ -207,6 +223,9 @@ impl UfabReport {
             self.max_inflight_bdp,
             self.probe_overhead * 100.0,
         );
+        if let Some((p50, p99, max)) = self.rtt_us {
+            s.push_str(&format!("guarantees: RTT p50 {p50} µs, p99 {p99} µs, max {max} µs\n"));
+        }
         if never > 0 {
             s.push_str(&format!("guarantees: {never} pair(s) never reached their guarantee\n"));
         }

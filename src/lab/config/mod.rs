@@ -15,6 +15,7 @@
 //!                            #   HPCC++, true for DCQCN, the reference's ACK_HIGH_PRIO)
 //! # no_cc_hosts = [4, 5]     # hosts whose flows send at line rate without CC (the
 //!                            #   reference's NO_CC_NODE: burst senders, deadlock loops)
+//! # rtt_samples = false      # every RC sender's per-ACK RTT in rtt_hist.csv (1 µs buckets)
 //!
 //! [topology]
 //! kind = "star"              # star | dumbbell | leaf_spine | fat_tree | pods | explicit
@@ -370,6 +371,8 @@ pub struct LabConfig {
     pub no_cc_hosts: Vec<usize>,
     /// µFAB's settings (`[ufab]`).
     pub ufab: UfabParams,
+    /// `[lab] rtt_samples`: every RC sender's per-ACK RTT, histogrammed (`rtt_hist.csv`).
+    pub rtt_samples: bool,
     /// Switches failing during the run: (switch, when, ns) — from then on it drops every frame,
     /// and its neighbours' ports towards it go down (`port down PORT`; and `ufab fail PORT` for
     /// `ufab`).
@@ -551,6 +554,7 @@ struct RawLab {
     ack_high_priority: Option<bool>,
     run_to_completion_us: Option<u64>,
     no_cc_hosts: Option<Vec<usize>>,
+    rtt_samples: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -1317,6 +1321,7 @@ impl LabConfig {
             hawkeye_full_polling: raw.hawkeye.as_ref().and_then(|h| h.full_polling).unwrap_or(false),
             ufab,
             failures,
+            rtt_samples: raw.lab.rtt_samples.unwrap_or(false),
         };
         // The switches' own sections, as the lab will write them into each configuration.
         super::engine::check_programs(&cfg).map_err(|reason| {

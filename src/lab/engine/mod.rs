@@ -111,6 +111,7 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
             agents: Vec::new(),
             records: Vec::new(),
             polls: Vec::new(),
+            rtt_hist: Vec::new(),
             ufab_pairs: Vec::new(),
             ufab_moves: Vec::new(),
             wiring: fabric
@@ -408,6 +409,13 @@ impl Lab<'_> {
                 }
             }
             if let Some(rc) = host.agent.rc() {
+                if let Some(h) = rc.rtt_histogram() {
+                    let all = &mut self.result.rtt_hist;
+                    all.resize(all.len().max(h.len()), 0);
+                    for (a, b) in all.iter_mut().zip(h) {
+                        *a += b;
+                    }
+                }
                 self.result.retransmits += rc.stats().retransmit_rounds;
                 self.result.polls.extend(rc.take_poll_events().into_iter().map(|e| (h, e)));
             }

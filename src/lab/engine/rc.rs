@@ -159,6 +159,9 @@ impl Workload {
         if let Some(d) = cfg.hawkeye {
             host.enable_detection(d);
         }
+        if cfg.rtt_samples {
+            host.enable_rtt_log();
+        }
         for (i, f) in cfg.flows.iter().enumerate().filter(|(_, f)| f.dst == h) {
             // QP numbers are flow numbers + 1 at both ends, across the lab.
             let qp = i as u32 + 1;

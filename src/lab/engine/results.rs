@@ -110,6 +110,9 @@ pub struct LabResult {
     pub records: Vec<(u64, usize, Vec<u8>)>,
     /// Hawkeye's detection agents' polling events: the host and the event.
     pub polls: Vec<(usize, nic_agent::hawkeye::PollEvent)>,
+    /// With `[lab] rtt_samples`: every RC sender's per-ACK RTT samples, per 1 µs bucket
+    /// (`rtt_hist.csv`); empty otherwise.
+    pub rtt_hist: Vec<u64>,
     /// µFAB runs: every VM-pair at the end (`ufab_pairs.csv`).
     pub ufab_pairs: Vec<UfabPairRow>,
     /// µFAB runs: every path move — (time, flow, path index, why) (`ufab_moves.csv`).
