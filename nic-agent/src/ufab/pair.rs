@@ -1136,25 +1136,23 @@ mod tests {
         let (mut p, mut g, mut now) = joined();
         let bad = [L(12, 40_000, 9.0, 0), L(2, 0, 1.0, 0)];
         // Rounds of violation until the pair looks; `answer` is what its look finds.
-        let mut violate_until_look =
-            |p: &mut VmPair, g: &mut MigrationGate, now: &mut u64| -> (ProbeTx, u32) {
-                for round in 0..40 {
-                    let out = all(p, *now);
-                    *now += T;
-                    if let Some(pr) =
-                        out.iter().find(|t| t.kind == UfabKind::Probe && t.path == 0 && !is_look(t))
-                    {
-                        respond(p, *now, pr, &bad, g);
-                    }
-                    p.on_sent(*now, 4096);
-                    assert!(p.may_send(*now), "it keeps its path while it decides");
-                    if let Some(look) = out.iter().find(|t| is_look(t)) {
-                        assert_eq!(look.path, 1, "it looks at the other path only");
-                        return (*look, round);
-                    }
+        let violate_until_look = |p: &mut VmPair, g: &mut MigrationGate, now: &mut u64| -> (ProbeTx, u32) {
+            for round in 0..40 {
+                let out = all(p, *now);
+                *now += T;
+                if let Some(pr) = out.iter().find(|t| t.kind == UfabKind::Probe && t.path == 0 && !is_look(t))
+                {
+                    respond(p, *now, pr, &bad, g);
                 }
-                panic!("no look");
-            };
+                p.on_sent(*now, 4096);
+                assert!(p.may_send(*now), "it keeps its path while it decides");
+                if let Some(look) = out.iter().find(|t| is_look(t)) {
+                    assert_eq!(look.path, 1, "it looks at the other path only");
+                    return (*look, round);
+                }
+            }
+            panic!("no look");
+        };
         let (look, rounds) = violate_until_look(&mut p, &mut g, &mut now);
         assert!((10..=20).contains(&rounds), "{rounds} rounds: 5, a window of 1 to 10, 5 more");
         assert_eq!(p.stats().frozen, 1);
@@ -1227,7 +1225,7 @@ mod tests {
         r.kind = UfabKind::FailureResponse;
         p.handle_response(now + 5000, &r, pr[0].ident, &mut g);
         assert_eq!(p.phase(), Phase::Joining);
-        let looks: Vec<_> = all(&mut p, now + 5000).into_iter().filter(|t| is_look(t)).collect();
+        let looks: Vec<_> = all(&mut p, now + 5000).into_iter().filter(is_look).collect();
         assert_eq!(looks.len(), 1, "the failed path is not a candidate");
         respond(&mut p, now + 6000, &looks[0], &[L(2, 0, 0.0, 0); 2], &mut g);
         assert_eq!(p.current_path(), Some(1));
@@ -1257,7 +1255,7 @@ mod tests {
         assert!(!p.may_send(t));
         p.on_backlog(t + 1);
         assert_eq!(p.phase(), Phase::Joining);
-        assert!(all(&mut p, t + 1).iter().any(|x| is_look(x)));
+        assert!(all(&mut p, t + 1).iter().any(is_look));
     }
 
     /// Trigger (ii): a qualified candidate whose Eqn (3) window beats the current one by more
