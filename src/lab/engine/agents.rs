@@ -64,7 +64,7 @@ impl LabAgent for nic_agent::ufab::host::UfabHost {
 
     /// The RC NIC's counters, then µFAB-E's, then its pairs' summed.
     fn summary(&self) -> Vec<(String, u64)> {
-        let mut rc = self.rc_ref().clone_summary();
+        let mut rc = LabAgent::summary(self.rc_ref());
         let s = self.stats();
         rc.extend(
             [
@@ -112,28 +112,6 @@ impl LabAgent for nic_agent::ufab::host::UfabHost {
 
     fn ufab(&mut self) -> Option<&mut nic_agent::ufab::host::UfabHost> {
         Some(self)
-    }
-}
-
-/// An [`RcHost`]'s counters as the lab's summaries list them.
-trait RcSummary {
-    fn clone_summary(&self) -> Vec<(String, u64)>;
-}
-
-impl RcSummary for RcHost {
-    fn clone_summary(&self) -> Vec<(String, u64)> {
-        let s = self.stats();
-        [
-            ("acks_rx", s.acks_rx),
-            ("acks_tx", s.acks_tx),
-            ("naks_tx", s.naks_tx),
-            ("flows_completed", self.completed() as u64),
-            ("retransmit_rounds", s.retransmit_rounds),
-            ("malformed", s.malformed),
-            ("not_ours", s.not_ours),
-        ]
-        .map(named)
-        .into()
     }
 }
 
