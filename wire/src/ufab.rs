@@ -18,7 +18,7 @@
 //! | w^l_{a→b} / W_l | 256 bytes | 16 MiB |
 //! | tx_l | 10 Mb/s | 655 Gb/s |
 //! | q_l | 1 KiB | 4 MiB |
-//! | C_l | speed class ([`speed_class_bps`]) | 1G … 800G |
+//! | C_l | speed class ([`speed_class_bps`]) | 100M … 800G |
 
 use crate::error::{Error, Result, need, space};
 use crate::field::set_u16;
@@ -83,7 +83,9 @@ pub const TX_UNIT_BPS: u64 = 10_000_000;
 pub const QLEN_UNIT_BYTES: u64 = 1024;
 
 /// Speed classes of the C_l field, in bits per second; the index is the code, 0 = unknown.
-const SPEED_CLASSES: [u64; 10] = [
+/// Codes 10–12 (100, 200 and 500 Mb/s: shaped ports, lab links) came after the others, so the
+/// codes are not in speed order.
+const SPEED_CLASSES: [u64; 13] = [
     0,
     1_000_000_000,
     10_000_000_000,
@@ -94,6 +96,9 @@ const SPEED_CLASSES: [u64; 10] = [
     200_000_000_000,
     400_000_000_000,
     800_000_000_000,
+    100_000_000,
+    200_000_000,
+    500_000_000,
 ];
 
 /// The link speed a C_l code stands for; `None` for 0 (unknown) and reserved codes.
@@ -101,9 +106,12 @@ pub const fn speed_class_bps(code: u8) -> Option<u64> {
     if code == 0 || code as usize >= SPEED_CLASSES.len() { None } else { Some(SPEED_CLASSES[code as usize]) }
 }
 
-/// The C_l code of a link speed: the largest class not above it (0 below 1 Gb/s).
+/// The C_l code of a link speed: the largest class not above it (0 below 100 Mb/s).
 pub fn speed_class_of(bps: u64) -> u8 {
-    SPEED_CLASSES.iter().rposition(|&c| c != 0 && c <= bps).unwrap_or(0) as u8
+    (1..SPEED_CLASSES.len())
+        .filter(|&i| SPEED_CLASSES[i] <= bps)
+        .max_by_key(|&i| SPEED_CLASSES[i])
+        .unwrap_or(0) as u8
 }
 
 /// Packet type.
@@ -325,8 +333,17 @@ mod tests {
         assert_eq!(speed_class_of(400_000_000_000), 8);
         assert_eq!(speed_class_of(30_000_000_000), 3);
         assert_eq!(speed_class_of(1), 0);
+        assert_eq!(speed_class_of(99_999_999), 0);
+        assert_eq!(speed_class_of(200_000_000), 11);
+        assert_eq!(speed_class_of(999_999_999), 12);
+        assert_eq!(speed_class_of(1_000_000_000), 1);
         assert_eq!(speed_class_bps(6), Some(100_000_000_000));
-        assert_eq!(speed_class_bps(12), None);
+        assert_eq!(speed_class_bps(11), Some(200_000_000));
+        assert_eq!(speed_class_bps(13), None);
+        // Every code is its class's own.
+        for code in 1..13u8 {
+            assert_eq!(speed_class_of(speed_class_bps(code).unwrap()), code);
+        }
         // 400G at full rate fits in tx_l.
         assert!(UfabHopRepr::encode_tx(400_000_000_000) < u16::MAX);
     }

@@ -9,7 +9,10 @@
 //! The sender moves one file as RC SEND-Only packets to the receiver, through a router
 //! (`dataplane run` with `int_switch_id` stamps INT when the sender puts an INT header in front
 //! of the BTH). HPCC++ paces it from the INT the receiver reflects in its ACKs; DCQCN from
-//! CNPs; `fixed` at the line rate. There is no CM exchange: both sides are given the QP
+//! CNPs; `fixed` at the line rate; `ufab` as a µFAB-E VM-pair (`--guarantee-gbps`, one
+//! `--route` per candidate path through `ufab` switches: its window from probe responses; the
+//! receiver answers probes with `recv --ufab`, and takes several flows with `--flows`). There
+//! is no CM exchange: both sides are given the QP
 //! numbers and the first PSN (defaults match), as two RNICs a test has connected by hand. The
 //! next hop's MAC is found by ARP. Each side prints one summary line and exits 0 when the
 //! transfer completed (the receiver: every byte, in order, every ICRC good), 1 otherwise.
@@ -25,6 +28,8 @@ use nic_agent::hawkeye::DetectorConfig;
 use nic_agent::host::{HostConfig, RcHost, RecvFlow, SendFlow};
 use nic_agent::hpcc::{Hpcc, HpccConfig};
 use nic_agent::rc::{FlowCc, SenderConfig, rc_frame_len, udp_src_port};
+use nic_agent::ufab::host::{UfabFlow, UfabHost, UfabHostConfig, VfSpec};
+use nic_agent::ufab::pair::PairConfig;
 use ports::buf::{HeapPool, PktBuf};
 use ports::host::{BURST, HostPort, Idle};
 use ports::port::{AfPacketPort, interface_mac};
@@ -78,6 +83,9 @@ enum CcName {
     Dcqcn,
     /// The line rate, no window.
     Fixed,
+    /// µFAB-E: a VM-pair with a guarantee, on a source route through `ufab` switches, its
+    /// window from the switches' telemetry in probe responses (`--guarantee-gbps`, `--route`).
+    Ufab,
 }
 
 #[derive(Subcommand)]
@@ -114,6 +122,19 @@ enum Cmd {
         /// At most one polling packet per this many milliseconds (at least 0.01, at most a minute).
         #[arg(long, default_value_t = 3.0, value_parser = timeout_ms, allow_negative_numbers = true)]
         hawkeye_interval_ms: f64,
+        /// µFAB: the pair's guarantee, Gb/s (more than 0, at most 1600).
+        #[arg(long, value_parser = gbps, allow_negative_numbers = true, required_if_eq("cc", "ufab"))]
+        guarantee_gbps: Option<f64>,
+        /// µFAB: a candidate source route, the egress port at each `ufab` switch, first hop first
+        /// ("2,3,1"); repeat for more candidates.
+        #[arg(long, value_parser = route, required_if_eq("cc", "ufab"))]
+        route: Vec<Vec<u16>>,
+        /// µFAB: B_u, the bandwidth of one token, Mb/s (more than 0).
+        #[arg(long, default_value_t = 100.0, value_parser = mbps, allow_negative_numbers = true)]
+        b_u_mbps: f64,
+        /// µFAB: the pair ID its probes carry (their UDP source port), 1..=32767.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=32767))]
+        pair_id: u16,
     },
     /// Receive a file.
     Recv {
@@ -125,6 +146,13 @@ enum Cmd {
         /// Where to write them.
         #[arg(long)]
         out: PathBuf,
+        /// Answer µFAB probes (the receiver's µFAB-E), for a sender with `--cc ufab`.
+        #[arg(long)]
+        ufab: bool,
+        /// Flows to receive, each of `--size` bytes: flow k from QP `--sender-qp` + k to
+        /// `--receiver-qp` + k, written to `--out` (k = 0) or `--out`.k (1..=64).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+        flows: u32,
     },
 }
 
@@ -153,6 +181,30 @@ fn rtt_us(s: &str) -> Result<f64, String> {
 
 fn timeout_ms(s: &str) -> Result<f64, String> {
     ranged(s, 0.01, 60_000.0, false, "ms")
+}
+
+fn mbps(s: &str) -> Result<f64, String> {
+    ranged(s, 0.0, 1_600_000.0, true, "Mb/s")
+}
+
+/// A source route: egress ports, comma-separated, 1 to 15 of them.
+fn route(s: &str) -> Result<Vec<u16>, String> {
+    let ports: Vec<u16> = s
+        .split(',')
+        .map(|p| p.trim().parse::<u16>().map_err(|_| format!("{p:?} is not a port number")))
+        .collect::<Result<_, _>>()?;
+    if ports.is_empty() || ports.len() > wire::ufab::MAX_HOPS {
+        return Err(format!("{s:?}: 1 to {} ports", wire::ufab::MAX_HOPS));
+    }
+    Ok(ports)
+}
+
+/// µFAB's options of a sender.
+struct UfabOpts {
+    guarantee_gbps: Option<f64>,
+    routes: Vec<Vec<u16>>,
+    b_u_mbps: f64,
+    pair_id: u16,
 }
 
 fn rtt_factor(s: &str) -> Result<f64, String> {
@@ -208,7 +260,14 @@ struct Tuning {
     timeout_ms: f64,
 }
 
-fn send(c: &Common, file: &PathBuf, cc: CcName, t: &Tuning, hawkeye: &HawkeyeOpts) -> anyhow::Result<bool> {
+fn send(
+    c: &Common,
+    file: &PathBuf,
+    cc: CcName,
+    t: &Tuning,
+    hawkeye: &HawkeyeOpts,
+    ufab: &UfabOpts,
+) -> anyhow::Result<bool> {
     let Tuning { rate_gbps, base_rtt_us, int_hops, timeout_ms } = *t;
     let data = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     if !(0.001..=400.0).contains(&rate_gbps) {
@@ -224,7 +283,8 @@ fn send(c: &Common, file: &PathBuf, cc: CcName, t: &Tuning, hawkeye: &HawkeyeOpt
             FlowCc::Hpcc(Box::new(Hpcc::new(HpccConfig::new(line, (base_rtt_us * 1e3) as u64, 1))))
         }
         CcName::Dcqcn => FlowCc::Dcqcn(DcqcnRp::new(DcqcnConfig::mellanox(line))),
-        CcName::Fixed => FlowCc::Fixed(line as f64),
+        // µFAB-E sets the pacer from its probes.
+        CcName::Fixed | CcName::Ufab => FlowCc::Fixed(line as f64),
     };
     let hc = host_config(&host, next_hop, Some((cc, int_hops)));
     let int = hc.int_hops.map(IntRepr::empty);
@@ -245,29 +305,66 @@ fn send(c: &Common, file: &PathBuf, cc: CcName, t: &Tuning, hawkeye: &HawkeyeOpt
             min_interval_ns: (hawkeye.interval_ms * 1e6) as u64,
         });
     }
-    agent.start_send(
-        host.now(),
-        SendFlow {
-            id: 0,
-            peer: c.peer,
-            local_qp: c.sender_qp,
-            cfg: SenderConfig {
-                size,
-                mtu: usize::from(c.mtu),
-                dest_qp: c.receiver_qp,
-                start_psn: c.start_psn,
-                overhead,
-                window_packets: 4096,
-                ack_every: 1,
-                timeout_ns: (timeout_ms * 1e6) as u64,
-                retry_limit: 7,
-            },
-            cc: flow_cc,
-            payload: Some(data.into()),
+    let flow = SendFlow {
+        id: 0,
+        peer: c.peer,
+        local_qp: c.sender_qp,
+        cfg: SenderConfig {
+            size,
+            mtu: usize::from(c.mtu),
+            dest_qp: c.receiver_qp,
+            start_psn: c.start_psn,
+            overhead,
+            window_packets: 4096,
+            ack_every: 1,
+            timeout_ns: (timeout_ms * 1e6) as u64,
+            retry_limit: 7,
         },
-    );
+        cc: flow_cc,
+        payload: Some(data.into()),
+    };
     let deadline = (c.deadline_s * 1e9) as u64;
-    host.run(&mut agent, |a, now| a.senders_done() || now > deadline);
+    let mut wrapped;
+    let agent: &RcHost = if cc == CcName::Ufab {
+        let (Some(g), false) = (ufab.guarantee_gbps, ufab.routes.is_empty()) else {
+            bail!("--cc ufab needs --guarantee-gbps and at least one --route");
+        };
+        let b_u = ufab.b_u_mbps * 1e6;
+        let t = (base_rtt_us * 1e3) as u64;
+        let mut pair = PairConfig::new(ufab.pair_id, b_u, t);
+        pair.min_window = f64::from(c.mtu);
+        let cfg = UfabHostConfig {
+            pair,
+            freeze_rtts: 10,
+            weights: [1, 2, 5, 10, 20, 50, 100, 200],
+            token_period_ns: 100_000,
+            tc: 0,
+            line_rate_bps: line as f64,
+            seed: u64::from(ufab.pair_id),
+        };
+        wrapped = UfabHost::new(agent, cfg, vec![VfSpec { tokens: g * 1e9 / b_u, class: 0 }]);
+        let uf = UfabFlow { vf: 0, pair_id: ufab.pair_id, paths: ufab.routes.clone(), base_rtt_ns: t };
+        wrapped.start_send(host.now(), flow, uf);
+        host.run(&mut wrapped, |a, now| a.rc_ref().senders_done() || now > deadline);
+        let p = wrapped.pair(0).expect("the pair started");
+        let s = wrapped.stats();
+        println!(
+            "ufab: path {:?}, phi {:.1}, window {:.0} B, share {:.3} Gb/s, moves {}, probes {}, responses {}, failures {}",
+            p.current_path(),
+            p.phi(),
+            p.window_bytes(),
+            p.share_bps() / 1e9,
+            p.stats().moves,
+            s.probes_tx,
+            s.responses_rx,
+            s.failures_rx
+        );
+        wrapped.rc_ref()
+    } else {
+        agent.start_send(host.now(), flow);
+        host.run(&mut agent, |a, now| a.senders_done() || now > deadline);
+        &agent
+    };
     let tx = agent.sender(0).expect("the flow started");
     let outcome = match (tx.is_done(), tx.error()) {
         (true, _) => Ok(()),
@@ -308,47 +405,81 @@ fn send(c: &Common, file: &PathBuf, cc: CcName, t: &Tuning, hawkeye: &HawkeyeOpt
     }
 }
 
-fn recv(c: &Common, size: u64, out: &PathBuf) -> anyhow::Result<bool> {
+fn recv(c: &Common, size: u64, out: &std::path::Path, ufab: bool, flows: u32) -> anyhow::Result<bool> {
     let (mut host, next_hop) = open(c)?;
     let mut agent = RcHost::new(host_config(&host, next_hop, None));
-    agent.expect(RecvFlow {
-        id: 0,
-        peer: c.peer,
-        local_qp: c.receiver_qp,
-        peer_qp: c.sender_qp,
-        size,
-        start_psn: c.start_psn,
-        keep: true,
-    });
+    for k in 0..flows {
+        agent.expect(RecvFlow {
+            id: u64::from(k),
+            peer: c.peer,
+            local_qp: c.receiver_qp + k,
+            peer_qp: c.sender_qp + k,
+            size,
+            start_psn: c.start_psn,
+            keep: true,
+        });
+    }
     let deadline = (c.deadline_s * 1e9) as u64;
     // Once complete, stay a moment to acknowledge resends of a lost last ACK.
     let linger = 200_000_000;
-    host.run(&mut agent, |a, now| now > deadline || a.completed_at(0).is_some_and(|t| now > t + linger));
-    let data = agent.take_delivered(0);
-    std::fs::write(out, &data).with_context(|| format!("writing {}", out.display()))?;
-    let hs = agent.stats();
-    let secs = match (agent.first_data_at(0), agent.completed_at(0)) {
-        (Some(a), Some(b)) => (b - a) as f64 / 1e9,
-        _ => 0.0,
+    let done = |a: &RcHost, now: u64| {
+        now > deadline
+            || (0..u64::from(flows)).filter_map(|k| a.completed_at(k)).count() == flows as usize
+                && (0..u64::from(flows)).filter_map(|k| a.completed_at(k)).all(|t| now > t + linger)
     };
-    let got = agent.received(0).unwrap_or(0);
-    println!(
-        "received {got} of {size} bytes in {secs:.3} s; data packets with INT {}; acks {}, naks {}, \
-         cnps {}; bad icrc {}, malformed {}",
-        hs.int_data_rx, hs.acks_tx, hs.naks_tx, hs.cnps_tx, hs.bad_icrc, hs.malformed
-    );
-    Ok(got == size && hs.bad_icrc == 0)
+    let mut wrapped;
+    let agent: &mut RcHost = if ufab {
+        // The receiver's µFAB-E: it answers probes (no VF of its own: every pair unbound).
+        let cfg = UfabHostConfig {
+            pair: PairConfig::new(0, 100e6, 200_000),
+            freeze_rtts: 10,
+            weights: [1; 8],
+            token_period_ns: 100_000,
+            tc: 0,
+            line_rate_bps: 1e9,
+            seed: 1,
+        };
+        wrapped = UfabHost::new(agent, cfg, Vec::new());
+        host.run(&mut wrapped, |a, now| done(a.rc_ref(), now));
+        println!("ufab: responses sent {}", wrapped.stats().responses_tx);
+        wrapped.rc()
+    } else {
+        host.run(&mut agent, |a, now| done(a, now));
+        &mut agent
+    };
+    let hs = agent.stats();
+    let mut all = true;
+    for k in 0..u64::from(flows) {
+        // Flow k's bytes to `out` (k = 0) or `out.k`.
+        let path = if k == 0 { out.to_path_buf() } else { PathBuf::from(format!("{}.{k}", out.display())) };
+        let data = agent.take_delivered(k);
+        std::fs::write(&path, &data).with_context(|| format!("writing {}", path.display()))?;
+        let secs = match (agent.first_data_at(k), agent.completed_at(k)) {
+            (Some(a), Some(b)) => (b - a) as f64 / 1e9,
+            _ => 0.0,
+        };
+        let got = agent.received(k).unwrap_or(0);
+        println!(
+            "received {got} of {size} bytes in {secs:.3} s; data packets with INT {}; acks {}, naks {}, \
+             cnps {}; bad icrc {}, malformed {}",
+            hs.int_data_rx, hs.acks_tx, hs.naks_tx, hs.cnps_tx, hs.bad_icrc, hs.malformed
+        );
+        all &= got == size;
+    }
+    Ok(all && hs.bad_icrc == 0)
 }
 
 fn main() -> anyhow::Result<()> {
     ports::host::init_tracing("warn");
     let cli = Cli::parse();
     // Bad input exits 2 (as clap's own errors do) before any I/O; runtime failures exit 1.
-    if let Cmd::Recv { size, .. } = &cli.cmd
+    if let Cmd::Recv { size, flows, .. } = &cli.cmd
         && let Some(avail) = ports::host::mem_available()
-        && *size > avail
+        && size.saturating_mul(u64::from(*flows)) > avail
     {
-        eprintln!("error: --size {size}: more bytes than the {avail} of memory available to hold them");
+        eprintln!(
+            "error: --size {size} × --flows {flows}: more bytes than the {avail} of memory available to hold them"
+        );
         std::process::exit(2);
     }
     let ok = match &cli.cmd {
@@ -363,6 +494,10 @@ fn main() -> anyhow::Result<()> {
             hawkeye_rtt_factor,
             hawkeye_base_rtt_us,
             hawkeye_interval_ms,
+            guarantee_gbps,
+            route,
+            b_u_mbps,
+            pair_id,
         } => {
             let hawkeye = HawkeyeOpts {
                 rtt_factor: *hawkeye_rtt_factor,
@@ -375,9 +510,15 @@ fn main() -> anyhow::Result<()> {
                 int_hops: *int_hops,
                 timeout_ms: *timeout_ms,
             };
-            send(c, file, *cc, &t, &hawkeye)?
+            let ufab = UfabOpts {
+                guarantee_gbps: *guarantee_gbps,
+                routes: route.clone(),
+                b_u_mbps: *b_u_mbps,
+                pair_id: *pair_id,
+            };
+            send(c, file, *cc, &t, &hawkeye, &ufab)?
         }
-        Cmd::Recv { c, size, out } => recv(c, *size, out)?,
+        Cmd::Recv { c, size, out, ufab, flows } => recv(c, *size, out, *ufab, *flows)?,
     };
     std::process::exit(if ok { 0 } else { 1 })
 }

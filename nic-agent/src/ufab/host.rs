@@ -452,6 +452,10 @@ impl Agent for UfabHost {
                 self.pairs[i].done = true;
                 self.pairs[i].pair.finish();
             }
+            // A flow with bytes left is never idle, however long its window holds it.
+            if !self.pairs[i].done {
+                self.pairs[i].pair.keep_alive(now);
+            }
             if self.pairs[i].pair.poll_timeout().is_some_and(|t| t <= now) {
                 let moves = self.pairs[i].pair.moves().len();
                 self.pairs[i].pair.handle_timeout(now, &mut self.gate);

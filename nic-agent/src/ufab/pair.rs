@@ -49,7 +49,8 @@
 //!   r·T (Eqn 1's share, r = min φ/Φ_l·C_l) once per RTT until w' reaches Eqn (3)'s w; a pair
 //!   that resumes after being idle with w above r·T restarts from w' = r·T (Scenario 2). The
 //!   window is never below one MTU. Pacing rate: window / T.
-//! * **Finish** (§3.6): leaving a path, or idle for `idle_finish_ns`, the pair sends finish
+//! * **Finish** (§3.6): leaving a path, or idle for `idle_finish_ns` (no data to send: the
+//!   runtime says so with [`VmPair::keep_alive`] while it has some), the pair sends finish
 //!   probes on it until a response shows every slot filled (every switch removed it), at most
 //!   `finish_tries` (5) times; then it gives up (counted; the switches' cleaning removes it).
 //! * **Reordering** (§3.5): with `no_reordering`, the first RTT on a new path carries probes only.
@@ -512,6 +513,14 @@ impl VmPair {
             && self.paths[c].want == Want::Nothing
         {
             self.paths[c].want = Want::Probe;
+        }
+    }
+
+    /// The pair still has data to send at `now` (its window may be holding it back): it is not
+    /// idle, whatever it last sent.
+    pub fn keep_alive(&mut self, now: u64) {
+        if self.phase == Phase::Active {
+            self.last_sent_at = self.last_sent_at.max(now);
         }
     }
 

@@ -30,8 +30,9 @@
 //!   data costs nothing more than in `l2l3`. (A probe finds the rate over the time since the
 //!   window it closed last: with probes every RTT on a busy link, the last 32 µs or so.)
 //!
-//! Units on the wire are [`wire::ufab`]'s; C_l is sent as the port's speed class and the edge
-//! applies η (the paper's 0.95 headroom) — the switch knows only the line rate.
+//! Units on the wire are [`wire::ufab`]'s; C_l is sent as the speed class of what the port can
+//! send — its speed, or its TM shaper's rate if lower — and the edge applies η (the paper's 0.95
+//! headroom).
 //!
 //! Choices the paper leaves open are in [`core`]'s docs (where a pair's last (φ, w) lives, how
 //! cleaning unsets a Bloom filter). The VM-pair a probe stands for is its source and destination
@@ -133,6 +134,8 @@ struct Drops {
 pub struct Ufab {
     l2l3: L2l3,
     core: Core,
+    /// Per port, what it can send: its speed, or its shaper's rate if lower (C_l's line rate).
+    capacity_bps: Vec<u64>,
     failed: Vec<bool>,
     drops: Drops,
     stats: UfabStats,
@@ -203,7 +206,12 @@ impl Ufab {
             ttl_expired: ctx.drops.declare("ufab_ttl_expired"),
         };
         let resources = ctx.resources_after_l2l3(&l2l3);
-        Ok(Self { l2l3, core, failed, drops, stats: UfabStats::default(), resources })
+        let capacity_bps = cfg
+            .ports
+            .iter()
+            .map(|p| if p.tm.shape_bps > 0 { p.tm.shape_bps.min(p.tm.speed_bps) } else { p.tm.speed_bps })
+            .collect();
+        Ok(Self { l2l3, core, capacity_bps, failed, drops, stats: UfabStats::default(), resources })
     }
 
     /// Counters.
@@ -362,7 +370,9 @@ impl Ufab {
                 phi_l: link.phi_l.min(u64::from(u16::MAX)) as u16,
                 tx_l: UfabHopRepr::encode_tx(link.tx_bps),
                 q_l: UfabHopRepr::encode_q(md.port_qdepth),
-                c_l: speed_class_of(md.speed_bps),
+                c_l: speed_class_of(
+                    self.capacity_bps.get(usize::from(port)).copied().unwrap_or(md.speed_bps),
+                ),
             },
         );
         p.set_n_hop(n as u8 + 1);
