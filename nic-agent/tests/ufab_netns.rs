@@ -7,8 +7,8 @@
 //! Both files arrive intact, every probe is answered, the pair with twice the tokens finishes
 //! first at close to its guarantee, and together they keep most of the shaped link busy.
 //!
-//! What this machine shows (BENCHMARKS.md): while both send, the 2:1 split holds (0.10 against
-//! 0.05 Gb/s) but the pairs use ~83 % of the link, not the 95 % µFAB aims at — on two cores the
+//! What this machine shows (BENCHMARKS.md): the bigger pair finishes first at 0.09–0.10 Gb/s,
+//! but the pairs use ~80 % of the link, not the 95 % µFAB aims at — on two cores the
 //! switch, the senders and the receiver all poll, the RTT is milliseconds and jumps, and
 //! Eqn (3)'s windows, sized on the base RTT, lag it. The assertions are what holds here, with
 //! room for a loaded CI (0.7 of the guarantee, 65 % of the link); the
