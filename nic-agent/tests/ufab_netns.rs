@@ -5,7 +5,7 @@
 //! 200 Mb/s — the link both share (slow enough for this machine's two cores to keep up with:
 //! the switch, the two senders and the receiver all poll on them).
 //! Both files arrive intact, every probe is answered, the pair with twice the tokens finishes
-//! first at close to its guarantee, and together they keep most of the shaped link busy.
+//! first, and together they keep most of the shaped link busy.
 //!
 //! What this machine shows (BENCHMARKS.md): the bigger pair finishes first at 0.09–0.10 Gb/s,
 //! but the pairs use ~80 % of the link, not the 95 % µFAB aims at — on two cores the
