@@ -46,23 +46,12 @@ fn number_after(line: &str, label: &str) -> f64 {
         .unwrap_or_else(|| panic!("no number after {label:?} in {line:?}"))
 }
 
-const PORTS: &str = r#"
-[[port]]
-name = "p0"
-backend = "af_packet"
-iface = "{S0}"
-mac = "02:5f:00:00:00:01"
-speed = "10G"
-ipv4 = ["10.0.1.1/24"]
-[[port]]
-name = "p1"
-backend = "af_packet"
-iface = "{S1}"
-mac = "02:5f:00:00:00:02"
-speed = "10G"
-shape = "200M"
-ipv4 = ["10.0.2.1/24"]
-"#;
+/// The routed lab's ports, the one to the receiver shaped to 200 Mb/s.
+fn ports() -> String {
+    let to_receiver = "ipv4 = [\"10.0.2.1/24\"]";
+    assert!(support::ROUTED_PORTS.contains(to_receiver));
+    support::ROUTED_PORTS.replace(to_receiver, &format!("shape = \"200M\"\n{to_receiver}"))
+}
 
 fn spawn(ns: &str, args: &[String]) -> Child {
     Command::new("ip")
@@ -84,7 +73,7 @@ fn two_pairs_share_a_shaped_link_each_with_its_guarantee() {
         return;
     }
     let lab = Lab::routed("uf");
-    let sw = Switch::start_program(&dataplane_bin(), &lab, "uf", "ufab", PORTS);
+    let sw = Switch::start_program(&dataplane_bin(), &lab, "uf", "ufab", &ports());
     let dir = std::env::temp_dir().join(format!("softfabric-ufab-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let size = 8_000_000usize;

@@ -423,9 +423,7 @@ fn recv(c: &Common, size: u64, out: &std::path::Path, ufab: bool, flows: u32) ->
     // Once complete, stay a moment to acknowledge resends of a lost last ACK.
     let linger = 200_000_000;
     let done = |a: &RcHost, now: u64| {
-        now > deadline
-            || (0..u64::from(flows)).filter_map(|k| a.completed_at(k)).count() == flows as usize
-                && (0..u64::from(flows)).filter_map(|k| a.completed_at(k)).all(|t| now > t + linger)
+        now > deadline || (0..u64::from(flows)).all(|k| a.completed_at(k).is_some_and(|t| now > t + linger))
     };
     let mut wrapped;
     let agent: &mut RcHost = if ufab {

@@ -888,11 +888,7 @@ impl VmPair {
             }
             return;
         }
-        if let Some(c) = self.current.take() {
-            self.paths[c].want = Want::Finish;
-            self.paths[c].finish_tries = 0;
-            self.paths[c].outstanding = None;
-        }
+        self.leave_current();
         self.phase = Phase::Joining;
         self.joined_at = now;
         self.pending_reason = Some(why);
@@ -907,67 +903,68 @@ impl VmPair {
     /// or stay.
     fn try_migrate(&mut self, now: u64) {
         let Some(why) = self.migrating else { return };
-        let looking =
-            |p: &PathState| matches!(p.outstanding, Some((Want::Look, _, _))) || p.want == Want::Look;
-        if self.paths.iter().any(looking) {
+        if self.looking() {
             return;
         }
         self.migrating = None;
-        let phi = self.phi.max(1e-9);
-        let mut qualified: Vec<(usize, f64)> = Vec::new();
-        for i in 0..self.paths.len() {
-            if Some(i) == self.current || self.paths[i].failed || !self.paths[i].looked {
-                continue;
-            }
-            let Some(links) = self.path_links(i) else { continue };
-            if rate::qualified(phi, self.cfg.b_u_bps, &links, true) {
-                qualified.push((i, rate::subscription(phi, self.cfg.b_u_bps, &links, true)));
-            }
-        }
-        let Some(min) = qualified.iter().map(|c| c.1).reduce(f64::min) else {
+        let cands = self.candidates(self.current);
+        let Some(i) = self.pick_qualified(&cands) else {
             self.stats.migrations_aborted += 1;
             return;
         };
-        let near: Vec<usize> =
-            qualified.iter().filter(|c| c.1 <= min + self.cfg.prefer_within).map(|c| c.0).collect();
-        let i = near[(self.draw() % near.len() as u64) as usize];
-        if let Some(c) = self.current.take() {
-            self.paths[c].want = Want::Finish;
-            self.paths[c].finish_tries = 0;
-            self.paths[c].outstanding = None;
-        }
+        self.leave_current();
         self.move_to_inner(now, i, why);
     }
 
-    /// Joining: once every candidate answered (or was given up), choose.
-    fn try_join(&mut self, now: u64) {
-        let waiting = self
-            .paths
-            .iter()
-            .any(|p| matches!(p.outstanding, Some((Want::Look, _, _))) || p.want == Want::Look);
-        if waiting {
-            return;
-        }
+    /// Whether a look is still wanted or unanswered.
+    fn looking(&self) -> bool {
+        self.paths.iter().any(|p| matches!(p.outstanding, Some((Want::Look, _, _))) || p.want == Want::Look)
+    }
+
+    /// The looked-at candidates but `skip`, not failed, with every hop reported: (path, its
+    /// subscription with the pair added, whether it is qualified).
+    fn candidates(&self, skip: Option<usize>) -> Vec<(usize, f64, bool)> {
         let phi = self.phi.max(1e-9);
-        let mut cands: Vec<(usize, f64, bool)> = Vec::new();
+        let mut cands = Vec::new();
         for i in 0..self.paths.len() {
-            if self.paths[i].failed || !self.paths[i].looked {
+            if Some(i) == skip || self.paths[i].failed || !self.paths[i].looked {
                 continue;
             }
             let Some(links) = self.path_links(i) else { continue };
             let q = rate::qualified(phi, self.cfg.b_u_bps, &links, true);
             cands.push((i, rate::subscription(phi, self.cfg.b_u_bps, &links, true), q));
         }
+        cands
+    }
+
+    /// A qualified candidate, drawn among those within `prefer_within` of the least subscribed.
+    fn pick_qualified(&mut self, cands: &[(usize, f64, bool)]) -> Option<usize> {
+        let min = cands.iter().filter(|c| c.2).map(|c| c.1).reduce(f64::min)?;
+        let near: Vec<usize> =
+            cands.iter().filter(|c| c.2 && c.1 <= min + self.cfg.prefer_within).map(|c| c.0).collect();
+        Some(near[(self.draw() % near.len() as u64) as usize])
+    }
+
+    /// Leave the current path: finish it (until every switch acknowledges).
+    fn leave_current(&mut self) {
+        if let Some(c) = self.current.take() {
+            self.paths[c].want = Want::Finish;
+            self.paths[c].finish_tries = 0;
+            self.paths[c].outstanding = None;
+        }
+    }
+
+    /// Joining: once every candidate answered (or was given up), choose.
+    fn try_join(&mut self, now: u64) {
+        if self.looking() {
+            return;
+        }
+        let cands = self.candidates(None);
         let why = self.pending_reason.take().unwrap_or(MoveReason::Join);
-        let qualified: Vec<&(usize, f64, bool)> = cands.iter().filter(|c| c.2).collect();
-        let pick = if let Some(min) = qualified.iter().map(|c| c.1).reduce(f64::min) {
-            let near: Vec<usize> =
-                qualified.iter().filter(|c| c.1 <= min + self.cfg.prefer_within).map(|c| c.0).collect();
-            Some(near[(self.draw() % near.len() as u64) as usize])
-        } else {
-            // None qualified: the least subscribed (the guarantee cannot be met anywhere).
-            cands.iter().min_by(|a, b| a.1.total_cmp(&b.1)).map(|c| c.0)
-        };
+        // None qualified: the least subscribed (the guarantee cannot be met anywhere).
+        let pick = self
+            .pick_qualified(&cands)
+            .or_else(|| cands.iter().min_by(|a, b| a.1.total_cmp(&b.1)).map(|c| c.0));
         match pick {
             Some(i) => self.move_to_inner(now, i, why),
             None => {
@@ -987,11 +984,7 @@ impl VmPair {
             self.stats.frozen += 1;
             return false;
         }
-        if let Some(c) = self.current.take() {
-            self.paths[c].want = Want::Finish;
-            self.paths[c].finish_tries = 0;
-            self.paths[c].outstanding = None;
-        }
+        self.leave_current();
         self.move_to_inner(now, i, why);
         true
     }

@@ -390,33 +390,37 @@ impl Ufab {
 /// padding); `None` for anything else (not IPv4, not a first fragment, not UDP to 40050).
 #[inline]
 fn locate_ufab(data: &[u8], l3: usize) -> Option<(usize, usize, usize)> {
+    let (l4, dport) = udp_at(data, l3)?;
+    if dport != wire::udp::port::UFAB {
+        return None;
+    }
+    let udp = &data[l4..l4 + wire::udp::HEADER_LEN];
+    let end = (l4 + usize::from(u16::from_be_bytes([udp[4], udp[5]]))).min(data.len());
+    let u = l4 + wire::udp::HEADER_LEN;
+    (end >= u).then_some((l4, u, end))
+}
+
+/// The UDP header of the IPv4 packet at `l3`, if it is an unfragmented IPv4 UDP datagram with
+/// its whole header there (what µFAB and `l2l3`'s INT stamping both need): its offset and
+/// destination port.
+#[inline]
+fn udp_at(data: &[u8], l3: usize) -> Option<(usize, u16)> {
     let ip = data.get(l3..l3 + wire::ipv4::HEADER_LEN)?;
     if ip[0] >> 4 != 4 || ip[9] != wire::ipv4::protocol::UDP || (ip[6] & 0x3f) != 0 || ip[7] != 0 {
         return None;
     }
     let l4 = l3 + usize::from(ip[0] & 0x0f) * 4;
     let udp = data.get(l4..l4 + wire::udp::HEADER_LEN)?;
-    if u16::from_be_bytes([udp[2], udp[3]]) != wire::udp::port::UFAB {
-        return None;
-    }
-    let end = (l4 + usize::from(u16::from_be_bytes([udp[4], udp[5]]))).min(data.len());
-    let u = l4 + wire::udp::HEADER_LEN;
-    (end >= u).then_some((l4, u, end))
+    Some((l4, u16::from_be_bytes([udp[2], udp[3]])))
 }
 
-/// Whether a frame has work at egress: a µFAB packet (UDP to 40050) or HPCC++ INT (40051).
+/// Whether a frame has work at egress: a µFAB packet (UDP to 40050) or HPCC++ INT (40051) —
+/// the packets `locate_ufab` and `stamp_int` take, and no other.
 #[inline]
 fn needs_egress(data: &[u8]) -> bool {
-    let Some(l3) = l3_offset(data) else { return false };
-    let Some(ip) = data.get(l3..l3 + wire::ipv4::HEADER_LEN) else { return false };
-    if ip[9] != wire::ipv4::protocol::UDP || (ip[6] & 0x1f) != 0 || ip[7] != 0 {
-        return false;
-    }
-    let l4 = l3 + usize::from(ip[0] & 0x0f) * 4;
-    matches!(
-        data.get(l4 + 2..l4 + 4).map(|d| u16::from_be_bytes([d[0], d[1]])),
-        Some(wire::udp::port::UFAB | wire::udp::port::HPCC_INT)
-    )
+    l3_offset(data)
+        .and_then(|l3| udp_at(data, l3))
+        .is_some_and(|(_, dport)| matches!(dport, wire::udp::port::UFAB | wire::udp::port::HPCC_INT))
 }
 
 /// The IPv4 header's offset in a frame at egress: after Ethernet, one VLAN tag or a label
