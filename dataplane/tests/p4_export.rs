@@ -13,7 +13,7 @@ use dataplane::p4::{Export, Target};
 use dataplane::programs;
 
 /// The programs that have a P4 rendering, by their golden configuration.
-const RENDERED: &[&str] = &["macswap", "l2l3", "dta_reporter", "dta_translator", "hawkeye"];
+const RENDERED: &[&str] = &["macswap", "l2l3", "dta_reporter", "dta_translator", "hawkeye", "ufab"];
 
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/p4")
@@ -197,6 +197,23 @@ fn a_configuration_the_targets_cannot_run_is_refused_with_the_reason() {
     }
 }
 
+/// µFAB's pair records are indexed by hash bits on a target: 12 records (three 4-way sets in
+/// Rust) is refused, with the reason.
+#[test]
+fn ufab_records_not_a_power_of_two_are_refused() {
+    let text =
+        std::fs::read_to_string(dir().join("ufab.toml")).unwrap().replace("records = 32768", "records = 12");
+    let path = std::env::temp_dir().join(format!("softfabric-p4-refuse-ufab-{}.toml", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    let cfg = Config::load(&path).unwrap();
+    std::fs::remove_file(&path).ok();
+    assert!(programs::build::<PktBuf>(&cfg).is_ok(), "the Rust switch runs it");
+    for target in [Target::Tna, Target::V1model] {
+        let err = programs::p4_export(&cfg, target).unwrap_err().to_string();
+        assert!(err.contains("ufab.records = 12") && err.contains("power of two"), "{err}");
+    }
+}
+
 /// Replay `docs/p4/<program>/`'s inputs through this switch and compare its output on each of
 /// `ports` ports with the `expected_p<i>.pcap` the docs give a P4 target to reproduce (so they
 /// cannot drift from the Rust program).
@@ -235,6 +252,11 @@ fn the_dta_reporter_check_captures_are_the_switchs_output() {
 #[test]
 fn the_hawkeye_check_captures_are_the_switchs_output() {
     check_captures("hawkeye", &["in_p0.pcap"], 3);
+}
+
+#[test]
+fn the_ufab_check_captures_are_the_switchs_output() {
+    check_captures("ufab", &["in_p0.pcap"], 3);
 }
 
 /// The command: a bad target is refused with exit code 2 and the expected values; a good one

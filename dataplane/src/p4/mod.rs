@@ -599,7 +599,7 @@ fn control_decls(
                             let _ = writeln!(s, "    register<{}>({}) {}_{};", bit_type(w), d.size, d.name, f.name);
                         }
                         Target::Tna if w <= 32 => {
-                            let tw = [8, 16, 32].into_iter().find(|&t| t >= w).unwrap_or(32);
+                            let tw = [1, 8, 16, 32].into_iter().find(|&t| t >= w && (t == 1) == (w == 1)).unwrap_or(32);
                             let _ = writeln!(
                                 s,
                                 "    Register<bit<{tw}>, bit<32>>({}, 0) {}_{};",

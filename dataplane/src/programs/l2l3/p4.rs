@@ -464,8 +464,15 @@ if (hdr.int_shim.isValid() && hdr.int_shim.reflected == 0) {{
                 table: "ecmp_groups",
                 group: g as u32,
                 key: "meta.ecmp_group".into(),
+                // A member behind a port that is down (`port down`) is left out, as `live` does.
                 members: members
                     .iter()
+                    .filter(|ip| {
+                        !self
+                            .neighbors
+                            .get(&ip.to_bits())
+                            .is_some_and(|nb| self.down.get(usize::from(nb.port)).copied().unwrap_or(false))
+                    })
                     .map(|ip| ("set_nexthop", vec![Arg { name: "nexthop", value: u128::from(ip.to_bits()) }]))
                     .collect(),
             });

@@ -41,6 +41,7 @@
 mod config;
 pub mod core;
 pub mod decl;
+mod p4;
 
 use wire::mpls::{self, MplsRepr};
 use wire::ufab::{UfabHopRepr, UfabKind, UfabPacket, speed_class_of};
@@ -151,6 +152,10 @@ impl FromConfig for Ufab {
 
     fn resolved(cfg: &Config) -> Result<String, ConfigError> {
         Ok(L2l3::section(cfg)?.resolved())
+    }
+
+    fn p4(&self, cfg: &Config) -> Result<crate::p4::ProgramP4, crate::p4::ExportError> {
+        self.rendering(cfg)
     }
 
     fn from_config(cfg: &Config, ctx: &mut BuildCtx) -> Result<Self, ConfigError> {
