@@ -19,6 +19,8 @@
 //!   with backoff, DREQ/DREP) and the passive side (listeners by librdmacm service ID, REP,
 //!   RTU), with librdmacm's private-data header, and [`cm::Metadata`], the 16-byte SEND with
 //!   which a DTA collector announces a registered region;
+//! * [`daiet`] — DAIET's mapper and reducer, the aggregation functions the switch shares, and
+//!   WordCount's corpus generator and plain count;
 //! * [`dta`] — the DTA reporter's protocol: sequence numbers, the reports kept for NACKs, the
 //!   collector mapping, the load generator, and the reporter as a host agent.
 //!
@@ -30,6 +32,7 @@
 
 pub mod agent;
 pub mod cm;
+pub mod daiet;
 pub mod dta;
 pub mod endpoint;
 pub mod frames;

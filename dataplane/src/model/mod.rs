@@ -151,6 +151,9 @@ impl Resources {
                 r.value_bits(),
                 human_bytes(r.bytes),
             );
+            if matches!(r.kind, DeclKind::Register { .. }) && !r.detail.is_empty() {
+                let _ = writeln!(s, "  {}", r.detail);
+            }
         }
         let _ = writeln!(s, "{} resources, {} in all", self.list.len(), human_bytes(self.total_bytes()));
         s

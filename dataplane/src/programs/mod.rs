@@ -10,6 +10,7 @@
 
 #[cfg(test)]
 pub(crate) mod conformance;
+pub mod daiet;
 pub mod dta_reporter;
 pub mod dta_translator;
 pub mod hawkeye;
@@ -170,4 +171,5 @@ registry! {
     dta_reporter::DtaReporter,
     hawkeye::Hawkeye,
     ufab::Ufab,
+    daiet::Daiet,
 }

@@ -928,5 +928,19 @@ impl Program for L2l3 {
     }
 }
 
+/// The UDP header of the IPv4 packet at `l3`, if it is an unfragmented IPv4 UDP datagram with
+/// its whole header there (what µFAB, DAIET and INT stamping need): its offset and
+/// destination port.
+#[inline]
+pub(crate) fn udp_at(data: &[u8], l3: usize) -> Option<(usize, u16)> {
+    let ip = data.get(l3..l3 + wire::ipv4::HEADER_LEN)?;
+    if ip[0] >> 4 != 4 || ip[9] != wire::ipv4::protocol::UDP || (ip[6] & 0x3f) != 0 || ip[7] != 0 {
+        return None;
+    }
+    let l4 = l3 + usize::from(ip[0] & 0x0f) * 4;
+    let udp = data.get(l4..l4 + wire::udp::HEADER_LEN)?;
+    Some((l4, u16::from_be_bytes([udp[2], udp[3]])))
+}
+
 #[cfg(test)]
 mod tests;

@@ -48,7 +48,7 @@ use wire::ufab::{UfabHopRepr, UfabKind, UfabPacket, speed_class_of};
 
 pub use self::config::UfabSection;
 use self::core::{Core, CoreStats, Outcome, pair_key};
-use super::l2l3::L2l3;
+use super::l2l3::{L2l3, udp_at};
 use super::{BuildCtx, FromConfig};
 use crate::buf::Frame;
 use crate::config::{Config, ConfigError};
@@ -403,20 +403,6 @@ fn locate_ufab(data: &[u8], l3: usize) -> Option<(usize, usize, usize)> {
     let end = (l4 + usize::from(u16::from_be_bytes([udp[4], udp[5]]))).min(data.len());
     let u = l4 + wire::udp::HEADER_LEN;
     (end >= u).then_some((l4, u, end))
-}
-
-/// The UDP header of the IPv4 packet at `l3`, if it is an unfragmented IPv4 UDP datagram with
-/// its whole header there (what µFAB and `l2l3`'s INT stamping both need): its offset and
-/// destination port.
-#[inline]
-fn udp_at(data: &[u8], l3: usize) -> Option<(usize, u16)> {
-    let ip = data.get(l3..l3 + wire::ipv4::HEADER_LEN)?;
-    if ip[0] >> 4 != 4 || ip[9] != wire::ipv4::protocol::UDP || (ip[6] & 0x3f) != 0 || ip[7] != 0 {
-        return None;
-    }
-    let l4 = l3 + usize::from(ip[0] & 0x0f) * 4;
-    let udp = data.get(l4..l4 + wire::udp::HEADER_LEN)?;
-    Some((l4, u16::from_be_bytes([udp[2], udp[3]])))
 }
 
 /// Whether a frame has work at egress: a µFAB packet (UDP to 40050) or HPCC++ INT (40051) —
