@@ -24,6 +24,7 @@
 //! What it is not (yet): µFAB and DAIET exist as wire formats only.
 #![forbid(unsafe_code)]
 
+pub mod daiet;
 pub mod dta_demo;
 pub mod hawkeye_eval;
 pub mod lab;

@@ -26,6 +26,105 @@ enum Cmd {
         #[command(subcommand)]
         cmd: HawkeyeCmd,
     },
+    /// DAIET's WordCount: the lab experiment, and mappers and reducers on real sockets.
+    Daiet {
+        #[command(subcommand)]
+        cmd: DaietCmd,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum DaietCmd {
+    /// Run a DAIET lab file (config/labs/daiet/): every register size with DAIET, and the UDP
+    /// and TCP baselines; the reductions at the reducers as a Markdown table (with --out, also
+    /// results.csv and results.md there).
+    Lab {
+        /// The lab file.
+        file: PathBuf,
+        /// Where the results go.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Write a seeded corpus: Zipf-distributed words of 3 to 16 letters.
+    Corpus {
+        /// Bytes of text.
+        #[arg(long, default_value_t = 1_000_000)]
+        bytes: usize,
+        /// Distinct words.
+        #[arg(long, default_value_t = 10_000)]
+        vocabulary: usize,
+        /// Zipf exponent (0: uniform).
+        #[arg(long, default_value_t = 1.0)]
+        zipf: f64,
+        /// Seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Only words whose register index (CRC-32 mod CELLS) is distinct: the paper's
+        /// collision-free corpus.
+        #[arg(long)]
+        collision_free_cells: Option<usize>,
+        /// The file written.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Count the words of a file plainly (`word count` lines, sorted): what the reducers'
+    /// output must equal.
+    Count {
+        /// The corpus.
+        input: PathBuf,
+        /// The file written.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// One mapper: split I of N of the corpus, its pairs to the reducers (one tree each).
+    Map {
+        /// The corpus.
+        input: PathBuf,
+        /// `I/N`: this mapper's split.
+        #[arg(long)]
+        split: String,
+        /// The reducers' `address:port`, comma-separated, in tree order.
+        #[arg(long, value_delimiter = ',')]
+        reducers: Vec<std::net::SocketAddr>,
+        /// Their tree IDs (default 1, 2, …).
+        #[arg(long, value_delimiter = ',')]
+        trees: Vec<u32>,
+        /// Count each word once per mapper (the combiner).
+        #[arg(long)]
+        combine: bool,
+        /// `udp` (DAIET packets) or `tcp` (the baseline).
+        #[arg(long, default_value = "udp")]
+        transport: String,
+        /// Most datagrams a second (0: as fast as the socket takes them).
+        #[arg(long, default_value_t = 20_000)]
+        pps: u64,
+        /// Pairs per packet.
+        #[arg(long, default_value_t = 10)]
+        max_entries: usize,
+    },
+    /// One reducer: tree T on ADDRESS:PORT until ENDS END packets (or streams), then its
+    /// result as `word count` lines.
+    Reduce {
+        /// Where to listen.
+        #[arg(long)]
+        bind: std::net::SocketAddr,
+        /// Its tree ID.
+        #[arg(long)]
+        tree: u32,
+        /// END packets (UDP: 1 through a DAIET switch, the mappers without one) or streams
+        /// (TCP) to wait for.
+        #[arg(long)]
+        ends: u64,
+        /// `udp` or `tcp`.
+        #[arg(long, default_value = "udp")]
+        transport: String,
+        /// Give up after this long without traffic, seconds.
+        #[arg(long, default_value_t = 10.0)]
+        idle_s: f64,
+        /// The result.
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -315,6 +414,7 @@ fn main() -> ExitCode {
             };
             r.map_or_else(LabFail::exit, |()| ExitCode::SUCCESS)
         }
+        Cmd::Daiet { cmd } => daiet(cmd),
         Cmd::Hawkeye { cmd: HawkeyeCmd::Trace { scenario, n } } => {
             match softfabric::hawkeye_eval::Scenario::load(&scenario).and_then(|s| s.trace(n)) {
                 Ok(t) => {
@@ -386,6 +486,113 @@ fn main() -> ExitCode {
                 },
                 softfabric::hawkeye_eval::plot::figures,
             )
+        }
+    }
+}
+
+/// `softfabric daiet …`: exit 2 for bad arguments, 1 for a job that failed or came out short.
+fn daiet(cmd: DaietCmd) -> ExitCode {
+    use softfabric::daiet::net::{self, Transport};
+    let fail = |e: String| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    };
+    let transport =
+        |t: &str| Transport::parse(t).ok_or_else(|| format!("--transport {t:?}: expected udp or tcp"));
+    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+    match cmd {
+        DaietCmd::Lab { file, out } => match softfabric::daiet::lab_report(&file, out.as_deref()) {
+            Ok(s) => {
+                print!("{s}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(e),
+        },
+        DaietCmd::Corpus { bytes, vocabulary, zipf, seed, collision_free_cells, out } => {
+            let spec =
+                roce::daiet::CorpusSpec { bytes, vocabulary, zipf_s: zipf, seed, collision_free_cells };
+            let text = roce::daiet::corpus(&spec, softfabric::daiet::lab::register_index);
+            match std::fs::write(&out, &text) {
+                Ok(()) => {
+                    println!("{}: {} bytes", out.display(), text.len());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(format!("{}: {e}", out.display())),
+            }
+        }
+        DaietCmd::Count { input, out } => {
+            let r = read(&input).and_then(|text| {
+                let c = roce::daiet::word_count(&text);
+                let mut s = String::new();
+                for (w, n) in &c {
+                    s.push_str(&format!("{w} {n}\n"));
+                }
+                std::fs::write(&out, s).map_err(|e| format!("{}: {e}", out.display())).map(|()| c.len())
+            });
+            match r {
+                Ok(n) => {
+                    println!("{}: {n} words", out.display());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(e),
+            }
+        }
+        DaietCmd::Map { input, split, reducers, trees, combine, transport: t, pps, max_entries } => {
+            let parsed = split
+                .split_once('/')
+                .and_then(|(i, n)| Some((i.parse::<usize>().ok()?, n.parse::<usize>().ok()?)))
+                .filter(|(i, n)| i < n);
+            let Some((i, n)) = parsed else {
+                return fail(format!("--split {split:?}: expected I/N with I < N"));
+            };
+            if reducers.is_empty() {
+                return fail("--reducers: expected at least one address:port".into());
+            }
+            let trees = if trees.is_empty() { (1..=reducers.len() as u32).collect() } else { trees };
+            if trees.len() != reducers.len() {
+                return fail("--trees: expected one tree ID per reducer".into());
+            }
+            let r = transport(&t).and_then(|tr| {
+                let text = read(&input)?;
+                net::map(&text, i, n, &reducers, &trees, combine, tr, pps, max_entries)
+            });
+            match r {
+                Ok(rep) => {
+                    println!(
+                        "mapper {i}/{n}: {} pairs, {} datagrams, {} bytes, {} words too long",
+                        rep.pairs, rep.packets, rep.bytes, rep.too_long
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(e),
+            }
+        }
+        DaietCmd::Reduce { bind, tree, ends, transport: t, idle_s, out } => {
+            let r = transport(&t).and_then(|tr| {
+                net::reduce(bind, tree, ends, tr, std::time::Duration::from_secs_f64(idle_s.max(0.01)), &out)
+            });
+            match r {
+                Ok(rep) => {
+                    println!(
+                        "reducer tree {tree}: {} packets, {} bytes, {} pairs, {} ENDs, {} words, {} refused, {} saturated, busy {:.3} ms{}",
+                        rep.stats.packets,
+                        rep.stats.bytes,
+                        rep.stats.pairs,
+                        rep.stats.ends,
+                        rep.words,
+                        rep.stats.refused,
+                        rep.stats.saturated,
+                        rep.busy.as_secs_f64() * 1e3,
+                        if rep.complete {
+                            ""
+                        } else {
+                            " — INCOMPLETE: ENDs missing (DAIET has no loss recovery)"
+                        }
+                    );
+                    if rep.complete { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+                }
+                Err(e) => fail(e),
+            }
         }
     }
 }

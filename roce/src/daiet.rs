@@ -409,8 +409,9 @@ pub struct CorpusSpec {
     pub zipf_s: f64,
     /// Seed.
     pub seed: u64,
-    /// If set, only words whose register index (CRC-32 of the key modulo this many cells) is
-    /// distinct, as the paper's corpus ("random words that are not causing hash collisions").
+    /// If set, only words whose index (the caller's function, modulo this) is distinct, as the
+    /// paper's corpus ("random words that are not causing hash collisions"): the index a word
+    /// takes in its tree's registers.
     pub collision_free_cells: Option<usize>,
 }
 
