@@ -27,8 +27,11 @@
 //!
 //! What the switch sends goes from `source_ip` (default its address on the port towards the
 //! reducer), UDP port 10000 to 10000, routed by `l2l3` (so a tree spanning several switches is
-//! the routing's path to the reducer: the next DAIET switch on it aggregates again). Pairs that
-//! cannot be sent — no route to the reducer — are counted as lost, by name.
+//! the routing's path to the reducer: the next DAIET switch on it aggregates again). A packet
+//! that cannot go yet — no buffer, or the reducer's MAC still being resolved by ARP — waits
+//! (the flush resumes at the next tick, a full spillover bucket at the next collision); pairs
+//! that cannot go at all — no route, or a collision while the bucket is still full — are
+//! counted as lost (`lost_no_next_hop`).
 //!
 //! Bad input, dropped by name: a packet too short for its preamble or its claimed pairs, or of
 //! an unknown frame type (`daiet_malformed`), more pairs than `max_entries`
@@ -45,7 +48,7 @@ use wire::daiet::{DaietEntry, DaietPacket, ENTRY_LEN, FRAME_DATA, FRAME_END, KEY
 use wire::stack::UdpFlow;
 
 pub use self::config::{DaietSection, TreeSection};
-use super::l2l3::{L2l3, udp_at};
+use super::l2l3::{L2l3, NoNextHop, udp_at};
 use super::{BuildCtx, FromConfig};
 use crate::buf::Frame;
 use crate::config::{Config, ConfigError};
@@ -114,10 +117,14 @@ pub struct DaietStats {
     pub ends_sent: u64,
     /// Data packets forwarded unaggregated while their tree was flushing.
     pub passed_through: u64,
-    /// Pairs lost: no route to the reducer.
-    pub lost_no_route: u64,
-    /// Flush bursts cut short for want of a buffer (the rest went at a later tick).
+    /// Pairs lost: no route to the reducer, or a collision finding the spillover bucket still
+    /// full (its packet waiting for the reducer's MAC or a buffer).
+    pub lost_no_next_hop: u64,
+    /// Flush bursts cut short for want of a buffer or the reducer's MAC (the rest went at a
+    /// later tick).
     pub flush_deferred: u64,
+    /// Full spillover buckets kept for a later try, for the same reasons.
+    pub spill_deferred: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -126,6 +133,16 @@ struct Drops {
     too_many: DropReason,
     unknown_tree: DropReason,
     end_no_children: DropReason,
+}
+
+/// Whether a packet went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sent {
+    Yes,
+    /// Not now: no buffer, or the next hop's MAC is being resolved.
+    Later,
+    /// No route, or no source address.
+    Never,
 }
 
 /// A tree's entry in `daiet_trees`.
@@ -410,9 +427,18 @@ impl Daiet {
             self.stats.aggregated += 1;
             self.stats.saturated += u64::from(sat);
         } else {
+            self.stats.spilled += 1;
+            if t.spill == self.max_entries {
+                // Still full (its packet could not go yet): try again to make room.
+                self.send_spill(slot, now, out);
+            }
+            let t = &mut self.trees[slot];
+            if t.spill == self.max_entries {
+                self.stats.lost_no_next_hop += 1;
+                return;
+            }
             self.spill.write(slot * self.max_entries + t.spill, e);
             t.spill += 1;
-            self.stats.spilled += 1;
             if t.spill == self.max_entries {
                 self.send_spill(slot, now, out);
             }
@@ -425,7 +451,7 @@ impl Daiet {
         slot: usize,
         now: u64,
         out: &mut Emitter<'_, F>,
-    ) -> Option<(u16, UdpFlow)> {
+    ) -> Result<(u16, UdpFlow), NoNextHop> {
         let t = self.trees[slot];
         let port = self.udp_port;
         let key = || {
@@ -436,9 +462,12 @@ impl Daiet {
             k[11..13].copy_from_slice(&port.to_be_bytes());
             k
         };
-        let nh = self.l2l3.next_hop(t.reducer, key, now, out).ok()?;
-        let src = self.source_ip.or_else(|| self.port_ips.get(usize::from(nh.port)).copied().flatten())?;
-        Some((
+        let nh = self.l2l3.next_hop(t.reducer, key, now, out)?;
+        let src = self
+            .source_ip
+            .or_else(|| self.port_ips.get(usize::from(nh.port)).copied().flatten())
+            .ok_or(NoNextHop::NoRoute)?;
+        Ok((
             nh.port,
             UdpFlow::host_udp(
                 nh.src_mac,
@@ -449,22 +478,21 @@ impl Daiet {
         ))
     }
 
-    /// Send `self.scratch[..len]` towards tree `slot`'s reducer; whether a buffer took it
-    /// (`None`: no route).
-    fn send<F: Frame>(
-        &mut self,
-        slot: usize,
-        len: usize,
-        now: u64,
-        out: &mut Emitter<'_, F>,
-    ) -> Option<bool> {
-        let (port, flow) = self.flow_to(slot, now, out)?;
+    /// Send `self.scratch[..len]` towards tree `slot`'s reducer.
+    fn send<F: Frame>(&mut self, slot: usize, len: usize, now: u64, out: &mut Emitter<'_, F>) -> Sent {
+        let (port, flow) = match self.flow_to(slot, now, out) {
+            Ok(x) => x,
+            // An ARP request went out: the next tick finds the MAC.
+            Err(NoNextHop::Unresolved) => return Sent::Later,
+            Err(_) => return Sent::Never,
+        };
         let payload = &self.scratch[..len];
-        Some(out.emit(Dest::Port(port), 0, |f| {
+        let ok = out.emit(Dest::Port(port), 0, |f| {
             f.reset();
             f.append(roce::dta::report_frame_len(&flow, payload.len()))
                 .is_some_and(|b| roce::dta::write_report_frame(&flow, payload, b))
-        }))
+        });
+        if ok { Sent::Yes } else { Sent::Later }
     }
 
     /// Write a data packet of tree `slot` with `n` pairs already in `scratch`; its length.
@@ -476,20 +504,25 @@ impl Daiet {
         PREAMBLE_LEN + n * ENTRY_LEN
     }
 
-    /// The full spillover bucket of tree `slot` leaves as one packet (lost and counted if it
-    /// cannot: a full bucket has no room for the next collision).
+    /// The full spillover bucket of tree `slot` leaves as one packet; if it cannot yet (no
+    /// buffer, the reducer's MAC being resolved) it stays full and the next collision tries
+    /// again; with no route at all its pairs are lost, counted.
     fn send_spill<F: Frame>(&mut self, slot: usize, now: u64, out: &mut Emitter<'_, F>) {
         let n = self.trees[slot].spill;
         self.fill_spill(slot, n);
         let len = self.seal(slot, n);
         match self.send(slot, len, now, out) {
-            Some(true) => {
+            Sent::Yes => {
                 self.stats.spill_packets += 1;
                 self.stats.pairs_sent += n as u64;
+                self.trees[slot].spill = 0;
             }
-            _ => self.stats.lost_no_route += n as u64,
+            Sent::Later => self.stats.spill_deferred += 1,
+            Sent::Never => {
+                self.stats.lost_no_next_hop += n as u64;
+                self.trees[slot].spill = 0;
+            }
         }
-        self.trees[slot].spill = 0;
     }
 
     fn fill_spill(&mut self, slot: usize, n: usize) {
@@ -526,14 +559,15 @@ impl Daiet {
                 (wire::daiet::END_LEN, 0, false)
             };
             let sent = match self.send(slot, len, now, out) {
-                Some(true) => true,
-                Some(false) => {
-                    // No buffer: the rest at the next tick, nothing popped.
+                Sent::Yes => true,
+                Sent::Later => {
+                    // No buffer, or the reducer's MAC is being resolved: the rest at the next
+                    // tick, nothing popped.
                     self.stats.flush_deferred += 1;
                     return;
                 }
-                None => {
-                    self.stats.lost_no_route += pairs as u64;
+                Sent::Never => {
+                    self.stats.lost_no_next_hop += pairs as u64;
                     false
                 }
             };
@@ -616,7 +650,7 @@ impl Program for Daiet {
                 Ok(format!(
                     "daiet: data_packets {} end_packets {} pairs {} stored {} aggregated {} spilled {} saturated {}\n\
                      sent: spill_packets {} flush_packets {} pairs {} ends {} flushes {} passed_through {} \
-                     lost_no_route {} flush_deferred {}\n",
+                     lost_no_next_hop {} flush_deferred {} spill_deferred {}\n",
                     s.data_packets,
                     s.end_packets,
                     s.pairs,
@@ -630,8 +664,9 @@ impl Program for Daiet {
                     s.ends_sent,
                     s.flushes,
                     s.passed_through,
-                    s.lost_no_route,
-                    s.flush_deferred
+                    s.lost_no_next_hop,
+                    s.flush_deferred,
+                    s.spill_deferred
                 ))
             }
             Command::Trees => {

@@ -231,7 +231,7 @@ fn wordcount_through_the_switch_equals_a_plain_count() {
         }
         assert_eq!(got, want, "combine {combine}");
         let s = sw.program().stats();
-        assert_eq!(s.lost_no_route, 0);
+        assert_eq!(s.lost_no_next_hop, 0);
         assert_eq!(s.flushes, 2);
     }
 }
@@ -317,4 +317,45 @@ proptest! {
         sw.receive(1000, 0, pkt, &mut pool);
         sw.tick(21_000, &mut pool);
     }
+}
+
+/// A reducer whose MAC the switch does not know yet: the flush waits (an ARP request goes out)
+/// and nothing is lost; once the neighbour is known the next tick sends it all.
+#[test]
+fn a_flush_waits_for_the_reducers_mac() {
+    let text = cfg(64, 1).replace(
+        "neighbor = [{ ip = \"10.0.2.2\", mac = \"02:00:00:00:02:02\", port = \"r0\" },\n            ",
+        "neighbor = [",
+    );
+    let c = Config::parse(Path::new("t.toml"), &text).unwrap();
+    let (mut sw, mut pool): (Switch<Daiet, PktBuf>, _) =
+        (build_switch(&c).unwrap(), HeapPool::new(4096, 2048));
+    let mut now = 1000;
+    sw.receive(now, 0, data(&mut pool, 0, 1, &[("a", 1), ("b", 2)]), &mut pool);
+    sw.receive(now, 0, end(&mut pool, 0, 1), &mut pool);
+    assert!(sw.program().is_flushing());
+    let mut arp = Vec::new();
+    for _ in 0..5 {
+        now += 20_000;
+        sw.tick(now, &mut pool);
+        let mut v = Vec::new();
+        while sw.transmit(now, 2, &mut v, 64, &mut pool) > 0 {}
+        for f in v.drain(..) {
+            arp.push(f.data().to_vec());
+            pool.free(f);
+        }
+    }
+    assert!(sw.program().is_flushing(), "still waiting");
+    assert!(!arp.is_empty() && arp.iter().all(|f| f[12..14] == [0x08, 0x06]), "only ARP requests meanwhile");
+    let names: Vec<String> = ["h0", "h1", "r0", "r1"].iter().map(|s| s.to_string()).collect();
+    let cmd = Command::parse("neighbor add 10.0.2.2 02:00:00:00:02:02 r0", &names).unwrap();
+    sw.control(cmd, now).unwrap();
+    sw.tick(now + 20_000, &mut pool);
+    let mut red = Reducer::new(1, d::AggFn::Sum, 1);
+    for f in drain(&mut sw, &mut pool, 2, &mut now).iter().filter(|f| f[12..14] == [0x08, 0x00]) {
+        red.handle(payload(f, REDUCERS[0])).unwrap();
+    }
+    assert!(red.is_done());
+    assert_eq!(red.len(), 2);
+    assert_eq!(sw.program().stats().lost_no_next_hop, 0);
 }
