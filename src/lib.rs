@@ -19,9 +19,10 @@
 //! | `collector` | the DTA collector: stores, queries, the soft-RNIC (UDP socket or frame agent) and the verbs backend |
 //!
 //! It also holds Hawkeye's evaluation ([`hawkeye_eval`]: scenario files, traces in the lab,
-//! the analyzer scored per anomaly class).
+//! the analyzer scored per anomaly class) and DAIET's WordCount ([`daiet`]: the experiment in
+//! the lab, mappers and reducers on sockets).
 //!
-//! What it is not (yet): µFAB and DAIET exist as wire formats only.
+//! What it is not: a timed model of DAIET (its lab counts bytes and packets, untimed).
 #![forbid(unsafe_code)]
 
 pub mod daiet;
