@@ -13,7 +13,7 @@ use dataplane::p4::{Export, Target};
 use dataplane::programs;
 
 /// The programs that have a P4 rendering, by their golden configuration.
-const RENDERED: &[&str] = &["macswap", "l2l3", "dta_reporter", "dta_translator", "hawkeye", "ufab"];
+const RENDERED: &[&str] = &["macswap", "l2l3", "dta_reporter", "dta_translator", "hawkeye", "ufab", "daiet"];
 
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/p4")

@@ -8,32 +8,30 @@ use crate::model::decl::{FieldRef, Next, StateDecl};
 use crate::model::{KeyDecl, ParserDecl, Resources, TableDecl, action, inst, on, param, stack};
 use crate::programs::l2l3::decl as l2;
 
-/// The parser: `l2l3`'s, with UDP to the DAIET port going to the frame type: data (0) to the
-/// preamble and its pairs (as many as it says, at most `max_entries`), END (1) to the END header.
+/// The parser: `l2l3`'s, with UDP to the DAIET port going to the preamble and, unless the
+/// frame type is END (1), its pairs (as many as it says, at most `max_entries`: more is a
+/// parser error). An END packet (5 bytes, padded to the Ethernet minimum) is read through the
+/// preamble's layout: its tree ID sits where a data packet's pair count is, and the preamble's
+/// last 4 bytes are padding — so one header serves both and the parser needs no lookahead.
 pub fn parser(max_entries: usize) -> ParserDecl {
     let mut p = l2::parser();
     let udp = p.states.iter_mut().find(|s| s.name == "udp").expect("l2l3 parses UDP");
     udp.transitions.push(on(u64::from(wire::udp::port::DAIET), Next::State("daiet")));
-    // The frame type is the first byte of both: look at it through the END header's.
     p.states.push(StateDecl::new(
         "daiet",
-        &[],
-        &[FieldRef::hdr("daiet_end", &daiet::field::end::FRAME_TYPE)],
-        &[on(u64::from(daiet::FRAME_END), Next::State("daiet_end"))],
-        Next::State("daiet_data"),
+        &[inst("daiet", &daiet::PREAMBLE)],
+        &[FieldRef::hdr("daiet", &daiet::field::preamble::FRAME_TYPE)],
+        &[on(u64::from(daiet::FRAME_END), Next::Accept)],
+        Next::State("daiet_entries"),
     ));
-    p.states.push(StateDecl::new("daiet_end", &[inst("daiet_end", &daiet::END)], &[], &[], Next::Accept));
     p.states.push(StateDecl::new(
-        "daiet_data",
-        &[
-            inst("daiet", &daiet::PREAMBLE),
-            stack(
-                "daiet_entry",
-                &daiet::ENTRY,
-                FieldRef::hdr("daiet", &daiet::field::preamble::NUMBER_OF_ENTRIES),
-                max_entries,
-            ),
-        ],
+        "daiet_entries",
+        &[stack(
+            "daiet_entry",
+            &daiet::ENTRY,
+            FieldRef::hdr("daiet", &daiet::field::preamble::NUMBER_OF_ENTRIES),
+            max_entries,
+        )],
         &[],
         &[],
         Next::Accept,
@@ -45,7 +43,7 @@ pub fn parser(max_entries: usize) -> ParserDecl {
 pub const TREE: FieldRef = FieldRef::meta("daiet_tree", 32);
 
 /// `daiet_trees`: a tree's slot among the configured (its register offset and size, its
-/// function), or unknown.
+/// function, its children), or unknown.
 pub fn trees(size: usize) -> TableDecl {
     TableDecl::new(
         "daiet_trees",
@@ -53,7 +51,13 @@ pub fn trees(size: usize) -> TableDecl {
         &[KeyDecl::exact(TREE)],
         vec![action(
             "set_tree",
-            &[param("slot", 8), param("offset", 32), param("mask", 32), param("function", 2)],
+            &[
+                param("slot", 8),
+                param("offset", 32),
+                param("mask", 32),
+                param("function", 2),
+                param("children", 32),
+            ],
         )],
         "unknown_tree",
     )

@@ -40,6 +40,7 @@
 
 mod config;
 pub mod decl;
+mod p4;
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 
@@ -203,6 +204,10 @@ impl FromConfig for Daiet {
 
     fn from_config(cfg: &Config, ctx: &mut BuildCtx) -> Result<Self, ConfigError> {
         Self::build(cfg, ctx)
+    }
+
+    fn p4(&self, cfg: &Config) -> Result<crate::p4::ProgramP4, crate::p4::ExportError> {
+        self.rendering(cfg)
     }
 }
 
