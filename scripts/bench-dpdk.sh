@@ -1,15 +1,29 @@
 #!/usr/bin/env bash
-# softfabric's switch against dpdk-testpmd, on the same lcore and the same DPDK vdevs.
+# softfabric's switch against dpdk-testpmd (and OVS-DPDK when installed), on the same lcore and
+# the same DPDK vdevs, in interleaved rounds.
 #
-#   scripts/bench-dpdk.sh [null] [--duration S] [--lcores MAIN,FWD]
-#       Two net_null vdevs with copy=1 (a NIC that hands over 64-byte frames as fast as the core
-#       takes them). Runs, one after the other and for the same time, on forwarding lcore FWD:
-#         1. dpdk-testpmd --forward-mode=macswap
-#         2. dataplane with the macswap program
-#         3. dataplane with l2l3
-#       and prints Mpps for each (both ports, forwarded) and the ratios to testpmd.
-#       net_null's frames are all zero: l2l3 never learns the zero source and floods the unknown
-#       destination, which between two ports is the other port (its bridging path).
+#   scripts/bench-dpdk.sh [null|routed] [--rounds N] [--duration S] [--skip S] [--lcores MAIN,FWD]
+#       Runs every contender once per round, round after round (A, B, C, A, B, C, …; N rounds,
+#       default 5), each for S seconds (default 6), counting the packets forwarded in the last
+#       S − SKIP seconds (default SKIP 2) — the same window for every contender: testpmd's port
+#       counters are cleared and read over its interactive prompt, ours are the per-second
+#       samples of `dataplane run`. Prints every run, then per contender the median Mpps and the
+#       median ratio to testpmd macswap of the same round, each with its spread (min – max).
+#       The VM drifts: a single run is never the figure.
+#
+#       null:   two net_null vdevs (copy=1): 64-byte frames, all zero, as fast as the core takes
+#               them. Contenders: testpmd macswap, dataplane macswap, dataplane l2l3 (net_null's
+#               zero frames take l2l3's bridging path: the unknown destination is flooded, which
+#               between two ports is the other port), OVS-DPDK (an L2 output flow).
+#       routed: a pcap of 64-byte IPv4/UDP frames over 1 024 flows to 10.0.2.2, replayed for ever
+#               by net_pcap (infinite_rx=1) into port 0, port 1 a net_null that receives nothing
+#               (no-rx=1). Every frame is routed by l2l3: LPM, TTL, checksum, neighbour MAC
+#               rewrite — checked from its counters: forwarded = received, no drop. Contenders:
+#               testpmd macswap and mac, dataplane l2l3, OVS-DPDK (an L3 flow: dec_ttl and MAC
+#               rewrite).
+#       A peer that is not installed is SKIPPED (OVS-DPDK: Debian's openvswitch-switch-dpdk).
+#       DPDK's SWX pipeline application is listed and SKIPPED: this script has no runner for it
+#       yet.
 #
 #   scripts/bench-dpdk.sh pcap [--pcap IN --expect DIR]
 #       Replays a capture through net_pcap vdevs into the l2l3 switch and checks every port's
@@ -17,28 +31,32 @@
 #       data, dataplane/tests/data/replay).
 #
 # Needs DPDK (scripts/setup-dpdk.sh), root or permission for the EAL, and two cores. No
-# hugepages: the EAL runs with --no-huge. The first SKIP seconds of each run are not counted.
+# hugepages: the EAL runs with --no-huge.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mode="null"
-duration=10
-skip=3
+rounds=5
+duration=6
+skip=2
 lcores="0,1"
 pcap_in="dataplane/tests/data/replay/in.pcap"
 expect_dir="dataplane/tests/data/replay"
 while [ $# -gt 0 ]; do
     case "$1" in
-        null|pcap) mode="$1"; shift ;;
+        null|routed|pcap) mode="$1"; shift ;;
+        --rounds) rounds="${2:?}"; shift 2 ;;
         --duration) duration="${2:?}"; shift 2 ;;
+        --skip) skip="${2:?}"; shift 2 ;;
         --lcores) lcores="${2:?}"; shift 2 ;;
         --pcap) pcap_in="${2:?}"; shift 2 ;;
         --expect) expect_dir="${2:?}"; shift 2 ;;
-        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
         *) echo "bench-dpdk: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
-[ "$duration" -gt "$skip" ] || { echo "bench-dpdk: --duration must exceed $skip s" >&2; exit 2; }
+[ "$duration" -gt "$skip" ] || { echo "bench-dpdk: --duration must exceed --skip ($skip s)" >&2; exit 2; }
+[ "$rounds" -ge 1 ] || { echo "bench-dpdk: --rounds must be at least 1" >&2; exit 2; }
 command -v dpdk-testpmd >/dev/null || { echo "bench-dpdk: dpdk-testpmd not found: scripts/setup-dpdk.sh" >&2; exit 2; }
 pkg-config --exists libdpdk || { echo "bench-dpdk: libdpdk not found: scripts/setup-dpdk.sh" >&2; exit 2; }
 
@@ -48,67 +66,220 @@ bin="target/release/dataplane"
 work=$(mktemp -d /tmp/softfabric-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 fwd=${lcores#*,}
+window=$((duration - skip))
 
 eal_common() { # file prefix
     printf '"-l", "%s", "--no-huge", "-m", "1024", "--no-pci", "--file-prefix=%s"' "$lcores" "$1"
 }
 
-# Mean of the per-second tx rates (summed over ports) after the first $skip seconds.
-mean_after_skip() { awk -v skip="$skip" '{ if (NR > skip) { s += $1; n++ } } END { if (n) printf "%.3f", s / n / 1e6; else print "0" }'; }
+# --- the vdevs of each mode, as EAL arguments (testpmd's and ours the same).
+flows_pcap="$work/flows.pcap"
+case "$mode" in
+    null)
+        vdev_args=(--vdev=net_null0,copy=1 --vdev=net_null1,copy=1)
+        ;;
+    routed)
+        # 1 024 flows of 64-byte frames to 10.0.2.2 via the switch's p0 MAC.
+        python3 - "$flows_pcap" <<'EOF'
+import struct, sys
+def csum(b):
+    s = sum(struct.unpack("!10H", b))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return (~s) & 0xFFFF
+out = open(sys.argv[1], "wb")
+out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+for i in range(1024):
+    eth = bytes.fromhex("020000000001") + bytes.fromhex("020000000102") + b"\x08\x00"
+    ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 46, 0, 0x4000, 64, 17, 0,
+                               bytes([10, 0, 1, 2]), bytes([10, 0, 2, 2])))
+    ip[10:12] = struct.pack("!H", csum(bytes(ip)))
+    udp = struct.pack("!HHHH", 1024 + i, 4791, 26, 0) + bytes(18)
+    f = eth + bytes(ip) + udp
+    out.write(struct.pack("<IIII", 0, i, len(f), len(f)) + f)
+out.close()
+EOF
+        vdev_args=(--vdev=net_pcap0,rx_pcap="$flows_pcap",infinite_rx=1 --vdev=net_null1,no-rx=1)
+        ;;
+    pcap) ;;
+esac
 
-if [ "$mode" = "null" ]; then
-    vdevs='"--vdev=net_null0,copy=1", "--vdev=net_null1,copy=1"'
-
-    echo "==> dpdk-testpmd --forward-mode=macswap on lcore $fwd, ${duration} s"
-    timeout -s INT "$duration" dpdk-testpmd -l "$lcores" --no-huge -m 1024 --no-pci --file-prefix=sfbench-testpmd \
-        --vdev=net_null0,copy=1 --vdev=net_null1,copy=1 -- \
-        --forward-mode=macswap --stats-period 1 --no-mlockall --total-num-mbufs=16384 \
-        >"$work/testpmd.log" 2>&1 || true
-    # Every period prints a Tx-pps line per port: sum the two of each period.
-    testpmd=$(awk '/Tx-pps:/ { v += $2; if (++k % 2 == 0) { print v; v = 0 } }' "$work/testpmd.log" | mean_after_skip)
+# --- contenders: each prints the forwarded Mpps over the window, or SKIPPED.
+run_testpmd() { # forward mode
+    local fm=$1 log="$work/testpmd-$1.log"
+    {
+        echo "start"
+        sleep "$skip"
+        echo "clear port stats all"
+        sleep "$window"
+        echo "show port stats all"
+        sleep 0.5
+        echo "quit"
+    } | dpdk-testpmd -l "$lcores" --no-huge -m 1024 --no-pci --file-prefix=sfbench-testpmd "${vdev_args[@]}" -- \
+        -i --forward-mode="$fm" --no-mlockall --total-num-mbufs=16384 >"$log" 2>&1 || true
     rm -rf /var/run/dpdk/sfbench-testpmd
+    # TX-packets per port after the clear, summed over the ports.
+    awk -v w="$window" '/TX-packets:/ { s += $2 } END { printf "%.3f", s / w / 1e6 }' "$log"
+}
 
-    run_dataplane() { # program name
-        local prog=$1 cfg="$work/$1.toml"
-        cat >"$cfg" <<EOF
+run_dataplane() { # program, extra config
+    local prog=$1 extra=$2 cfg="$work/$1.toml" log="$work/$1.log"
+    local vd
+    vd=$(printf '"%s", ' "${vdev_args[@]}")
+    cat >"$cfg" <<EOF
 program = "$prog"
 [runtime]
 stats_interval_s = 1
 [dpdk]
-eal_args = [$(eal_common "sfbench-$prog"), $vdevs]
+eal_args = [$(eal_common "sfbench-$prog"), ${vd%, }]
 mbufs = 16383
 [[port]]
 name = "p0"
 backend = "dpdk"
-device = "net_null0"
+device = "${vdev_args[0]#--vdev=}"
 mac = "02:00:00:00:00:01"
 speed = "100G"
+ipv4 = ["10.0.1.1/24"]
 [[port]]
 name = "p1"
 backend = "dpdk"
-device = "net_null1"
+device = "${vdev_args[1]#--vdev=}"
 mac = "02:00:00:00:00:02"
 speed = "100G"
+ipv4 = ["10.0.2.1/24"]
+$extra
 EOF
-        echo "==> dataplane $prog on lcore $fwd, ${duration} s" >&2
-        RUST_LOG=info NO_COLOR=1 timeout -s INT "$duration" "$bin" run --config "$cfg" >"$work/$prog.log" 2>&1 || true
-        sed 's/\x1b\[[0-9;]*m//g' "$work/$prog.log" |
-            awk '/ port port=p[01] / { for (i = 1; i <= NF; i++) if ($i ~ /^tx_pps=/) { split($i, a, "="); v += a[2] }
-                                       if (++k % 2 == 0) { print v; v = 0 } }' | mean_after_skip
-    }
-    macswap=$(run_dataplane macswap)
-    l2l3=$(run_dataplane l2l3)
+    sed -i -e 's/device = "\([a-z_0-9]*\),[^"]*"/device = "\1"/' "$cfg"
+    RUST_LOG=info NO_COLOR=1 timeout -s INT "$duration" "$bin" run --config "$cfg" >"$log" 2>&1 || true
+    rm -rf "/var/run/dpdk/sfbench-$prog"
+    # Per-second samples: sum the two ports' tx_pps of each second, mean of those after skip.
+    sed 's/\x1b\[[0-9;]*m//g' "$log" |
+        awk '/ port port=p[01] / { for (i = 1; i <= NF; i++) if ($i ~ /^tx_pps=/) { split($i, a, "="); v += a[2] }
+                                   if (++k % 2 == 0) { print v; v = 0 } }' |
+        awk -v skip="$skip" -v w="$window" '{ if (NR > skip && NR <= skip + w) { s += $1; n++ } }
+                                             END { if (n) printf "%.3f", s / n / 1e6; else print "0" }'
+}
 
-    ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
-    verdict() { awk -v r="$1" -v t="$2" 'BEGIN { print (r >= t) ? "meets" : "BELOW" }'; }
-    r_mac=$(ratio "$macswap" "$testpmd")
-    r_l23=$(ratio "$l2l3" "$testpmd")
+# Routed traffic is checked from the switch's own counters: every received frame forwarded,
+# no drop (the final summary `dataplane run` prints).
+check_routed() {
+    local log="$work/l2l3.log"
+    if grep -q "drops by reason" "$log"; then
+        echo "bench-dpdk: l2l3 dropped routed frames:" >&2
+        sed -n '/drops by reason/,/to_cpu/p' "$log" >&2
+        return 1
+    fi
+}
+
+# OVS-DPDK: a netdev bridge whose two dpdk ports are the same vdevs, its PMD thread on the
+# forwarding lcore; l2: an output flow each way; l3: an IPv4 flow with dec_ttl and MAC
+# rewrite. Its rate: the ports' tx_packets over the window. (Not installed on the machine this
+# was written on: the runner has not been run here.)
+run_ovs() { # l2|l3
+    local kind=$1 d="$work/ovs"
+    if ! command -v ovs-vswitchd >/dev/null || ! ovs-vswitchd --version 2>/dev/null | grep -qi dpdk; then
+        echo SKIPPED
+        return
+    fi
+    rm -rf "$d" && mkdir -p "$d"
+    local schema=/usr/share/openvswitch/vswitch.ovsschema db="unix:$d/db.sock"
+    ovsdb-tool create "$d/conf.db" "$schema" >/dev/null
+    ovsdb-server --remote="punix:$d/db.sock" --pidfile="$d/ovsdb.pid" --detach --log-file="$d/ovsdb.log" "$d/conf.db"
+    local vsctl=(ovs-vsctl --db="$db" --timeout=30)
+    "${vsctl[@]}" --no-wait init
+    "${vsctl[@]}" --no-wait set Open_vSwitch . other_config:dpdk-init=true \
+        other_config:dpdk-extra="--no-huge -m 1024 --no-pci --legacy-mem --file-prefix=sfbench-ovs ${vdev_args[*]}" \
+        other_config:dpdk-lcore-mask="0x$(printf %x $((1 << ${lcores%,*})))" \
+        other_config:pmd-cpu-mask="0x$(printf %x $((1 << fwd)))"
+    OVS_RUNDIR="$d" ovs-vswitchd "$db" --pidfile="$d/vswitchd.pid" --detach --log-file="$d/vswitchd.log"
+    "${vsctl[@]}" add-br br0 -- set bridge br0 datapath_type=netdev
+    local a=${vdev_args[0]#--vdev=} b=${vdev_args[1]#--vdev=}
+    "${vsctl[@]}" add-port br0 p0 -- set Interface p0 type=dpdk options:dpdk-devargs="${a%%,*}" ofport_request=1
+    "${vsctl[@]}" add-port br0 p1 -- set Interface p1 type=dpdk options:dpdk-devargs="${b%%,*}" ofport_request=2
+    ovs-ofctl del-flows br0
+    if [ "$kind" = l2 ]; then
+        ovs-ofctl add-flow br0 "in_port=1,actions=output:2"
+        ovs-ofctl add-flow br0 "in_port=2,actions=output:1"
+    else
+        ovs-ofctl add-flow br0 "ip,in_port=1,nw_dst=10.0.2.0/24,actions=dec_ttl,mod_dl_src:02:00:00:00:00:02,mod_dl_dst:02:00:00:00:02:02,output:2"
+    fi
+    tx() { echo $(( $("${vsctl[@]}" get Interface p0 statistics:tx_packets) + $("${vsctl[@]}" get Interface p1 statistics:tx_packets) )); }
+    sleep "$skip"
+    local t0 t1
+    t0=$(tx)
+    sleep "$window"
+    t1=$(tx)
+    OVS_RUNDIR="$d" ovs-appctl -t "$d/ovs-vswitchd.$(cat "$d/vswitchd.pid").ctl" exit >/dev/null 2>&1 || kill "$(cat "$d/vswitchd.pid")" || true
+    kill "$(cat "$d/ovsdb.pid")" 2>/dev/null || true
+    rm -rf /var/run/dpdk/sfbench-ovs
+    awk -v a="$t0" -v b="$t1" -v w="$window" 'BEGIN { printf "%.3f", (b - a) / w / 1e6 }'
+}
+
+# DPDK's SWX pipeline application: not run by this script yet (it needs DPDK's examples built
+# from Debian's source package, and an L2 and an L3 spec); SKIPPED with that said.
+run_swx() {
+    echo "SKIPPED"
+}
+
+routes='[l2l3]
+neighbor = [{ ip = "10.0.2.2", mac = "02:00:00:00:02:02", port = "p1" }]'
+
+case "$mode" in
+    null) contenders=("testpmd-macswap" "dataplane-macswap" "dataplane-l2l3" "ovs-l2" "swx-l2fwd") ;;
+    routed) contenders=("testpmd-macswap" "testpmd-mac" "dataplane-l2l3" "ovs-l3" "swx-fib") ;;
+esac
+
+if [ "$mode" != "pcap" ]; then
+    results="$work/results.txt"
+    : >"$results"
+    echo "==> $mode: ${#contenders[@]} contenders x $rounds rounds, ${duration} s each (window: the last ${window} s), forwarding lcore $fwd"
+    for r in $(seq 1 "$rounds"); do
+        for c in "${contenders[@]}"; do
+            case "$c" in
+                testpmd-macswap) v=$(run_testpmd macswap) ;;
+                testpmd-mac) v=$(run_testpmd mac) ;;
+                dataplane-macswap) v=$(run_dataplane macswap "") ;;
+                dataplane-l2l3)
+                    if [ "$mode" = "routed" ]; then
+                        v=$(run_dataplane l2l3 "$routes")
+                        check_routed || v="FAILED"
+                    else
+                        v=$(run_dataplane l2l3 "")
+                    fi
+                    ;;
+                ovs-l2) v=$(run_ovs l2) ;;
+                ovs-l3) v=$(run_ovs l3) ;;
+                swx-*) v=$(run_swx) ;;
+            esac
+            printf 'round %d  %-20s %s\n' "$r" "$c" "$v"
+            echo "$r $c $v" >>"$results"
+        done
+    done
     echo
-    echo "two net_null vdevs (copy=1), 64-byte frames, forwarding lcore $fwd, ${duration} s each, first ${skip} s not counted"
-    printf '%-36s %10s %10s %s\n' "run" "Mpps" "ratio" "target"
-    printf '%-36s %10s %10s\n' "dpdk-testpmd macswap" "$testpmd" "1.00"
-    printf '%-36s %10s %10s %s\n' "dataplane macswap" "$macswap" "$r_mac" ">= 0.90: $(verdict "$r_mac" 0.9)"
-    printf '%-36s %10s %10s %s\n' "dataplane l2l3 (bridging, flood)" "$l2l3" "$r_l23" ">= 0.70: $(verdict "$r_l23" 0.7)"
+    python3 - "$results" <<'EOF'
+import sys, statistics
+runs = [l.split() for l in open(sys.argv[1]) if l.strip()]
+order = []
+by = {}
+for r, c, v in runs:
+    if c not in order:
+        order.append(c)
+    by.setdefault(c, {})[int(r)] = v
+base = by.get("testpmd-macswap", {})
+print(f"{'contender':<20} {'Mpps median':>12} {'(min - max)':>16} {'ratio median':>13} {'(min - max)':>14}")
+for c in order:
+    vals = {r: v for r, v in by[c].items()}
+    if any(v in ("SKIPPED", "FAILED") for v in vals.values()):
+        print(f"{c:<20} {next(iter(vals.values())):>12}")
+        continue
+    mp = [float(v) for v in vals.values()]
+    ratios = [float(v) / float(base[r]) for r, v in vals.items() if r in base and float(base[r]) > 0]
+    med = statistics.median(mp)
+    line = f"{c:<20} {med:>12.2f} {f'({min(mp):.2f} - {max(mp):.2f})':>16}"
+    if ratios:
+        line += f" {statistics.median(ratios):>13.3f} {f'({min(ratios):.3f} - {max(ratios):.3f})':>14}"
+    print(line)
+EOF
     exit 0
 fi
 

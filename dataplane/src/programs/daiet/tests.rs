@@ -359,3 +359,30 @@ fn a_flush_waits_for_the_reducers_mac() {
     assert_eq!(red.len(), 2);
     assert_eq!(sw.program().stats().lost_no_next_hop, 0);
 }
+
+/// Sums saturate at `u32::MAX` (counted), min and max trees keep the least and the greatest.
+#[test]
+fn sums_saturate_and_min_max_trees_keep_their_extremes() {
+    let (mut sw, mut pool) = switch(64, 1);
+    let mut now = 1000;
+    sw.receive(now, 0, data(&mut pool, 0, 1, &[("big", u32::MAX - 1), ("big", 5), ("big", 7)]), &mut pool);
+    assert_eq!(sw.program().stats().saturated, 2);
+    sw.receive(now, 0, end(&mut pool, 0, 1), &mut pool);
+    let mut red = Reducer::new(1, d::AggFn::Sum, 1);
+    for f in drain(&mut sw, &mut pool, 2, &mut now) {
+        red.handle(payload(&f, REDUCERS[0])).unwrap();
+    }
+    assert_eq!(red.sorted(), vec![(key_of("big").unwrap(), u32::MAX)]);
+    for (func, want) in [("min", 3u32), ("max", 9)] {
+        let text = cfg(64, 1).replacen("cells = 64\n", &format!("cells = 64\nfunction = \"{func}\"\n"), 1);
+        let c = Config::parse(Path::new("t.toml"), &text).unwrap();
+        let mut sw: Switch<Daiet, PktBuf> = build_switch(&c).unwrap();
+        sw.receive(now, 0, data(&mut pool, 0, 1, &[("w", 5), ("w", 3), ("w", 9)]), &mut pool);
+        sw.receive(now, 0, end(&mut pool, 0, 1), &mut pool);
+        let mut red = Reducer::new(1, d::AggFn::parse(func).unwrap(), 1);
+        for f in drain(&mut sw, &mut pool, 2, &mut now) {
+            red.handle(payload(&f, REDUCERS[0])).unwrap();
+        }
+        assert_eq!(red.sorted(), vec![(key_of("w").unwrap(), want)], "{func}");
+    }
+}
