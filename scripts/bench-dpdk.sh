@@ -119,7 +119,8 @@ run_testpmd() { # forward mode
         -i --forward-mode="$fm" --no-mlockall --total-num-mbufs=16384 >"$log" 2>&1 || true
     rm -rf /var/run/dpdk/sfbench-testpmd
     # TX-packets per port after the clear, summed over the ports.
-    awk -v w="$window" '/TX-packets:/ { s += $2 } END { printf "%.3f", s / w / 1e6 }' "$log"
+    awk -v w="$window" '/NIC statistics for port/ { inb = 1 } /Forward statistics|Accumulated forward/ { inb = 0 }
+                        inb && /TX-packets:/ { s += $2 } END { printf "%.3f", s / w / 1e6 }' "$log"
 }
 
 run_dataplane() { # program, extra config
@@ -150,7 +151,9 @@ ipv4 = ["10.0.2.1/24"]
 $extra
 EOF
     sed -i -e 's/device = "\([a-z_0-9]*\),[^"]*"/device = "\1"/' "$cfg"
-    RUST_LOG=info NO_COLOR=1 timeout -s INT "$duration" "$bin" run --config "$cfg" >"$log" 2>&1 || true
+    # The EAL takes a second or so to start: the run lasts until the window's samples are in.
+    RUST_LOG=info NO_COLOR=1 timeout -s INT "$((duration + 2))" "$bin" run --config "$cfg" >"$log" 2>&1 || true
+    cp "$log" "/tmp/sfbench-last-$prog.log" 2>/dev/null || true
     rm -rf "/var/run/dpdk/sfbench-$prog"
     # Per-second samples: sum the two ports' tx_pps of each second, mean of those after skip.
     sed 's/\x1b\[[0-9;]*m//g' "$log" |
@@ -164,11 +167,18 @@ EOF
 # no drop (the final summary `dataplane run` prints).
 check_routed() {
     local log="$work/l2l3.log"
-    if grep -q "drops by reason" "$log"; then
-        echo "bench-dpdk: l2l3 dropped routed frames:" >&2
-        sed -n '/drops by reason/,/to_cpu/p' "$log" >&2
-        return 1
-    fi
+    sed 's/\x1b\[[0-9;]*m//g' "$log" | awk '
+        /^drops by reason:/ { d = 1; next }
+        d && /^  \(none\)/ { none = 1 }
+        d && /^to_cpu/ { d = 0 }
+        $1 == "p0" && NF >= 9 { rx = $2 }
+        $1 == "p1" && NF >= 9 { tx = $4 }
+        END {
+            if (!none || rx == 0 || rx != tx) {
+                printf "bench-dpdk: l2l3 did not route every frame: received %s, sent %s, drops %s\n", rx, tx, none ? "none" : "(see its log)" > "/dev/stderr"
+                exit 1
+            }
+        }'
 }
 
 # OVS-DPDK: a netdev bridge whose two dpdk ports are the same vdevs, its PMD thread on the
