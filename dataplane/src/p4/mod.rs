@@ -223,6 +223,23 @@ const RESERVED: &[&str] = &[
     "lastIndex",
 ];
 
+/// A TNA `RegisterAction` named `name` on register `reg` of `width`-bit cells: `body` (P4, the
+/// cell `v`) runs in its stateful ALU and returns `rv` of `out` bits (`out` 0: returns nothing).
+/// For the TNA declarations programs write by hand beside the generated registers.
+pub fn tna_register_action(name: &str, reg: &str, width: u32, out: u32, body: &str) -> String {
+    let sig = if out == 0 {
+        format!("inout bit<{width}> v")
+    } else {
+        format!("inout bit<{width}> v, out bit<{out}> rv")
+    };
+    let out_t = if out == 0 { width } else { out };
+    let body: Vec<String> = body.lines().map(|l| format!("            {l}")).collect();
+    format!(
+        "    RegisterAction<bit<{width}>, bit<32>, bit<{out_t}>>({reg}) {name} = {{\n        void apply({sig}) {{\n{}\n        }}\n    }};\n",
+        body.join("\n")
+    )
+}
+
 /// A field or header name as a P4 identifier.
 pub fn ident(name: &str) -> String {
     if RESERVED.contains(&name) { format!("{name}_") } else { name.to_string() }

@@ -569,18 +569,7 @@ if (hdr.daiet.isValid() && SF_EGRESS_PORT == {recirc}) {{
 
 /// The TNA `RegisterAction`s, declared in the ingress control.
 pub(super) fn tna_register_actions() -> String {
-    let ra = |name: &str, reg: &str, w: u32, out: u32, body: &str| {
-        let sig = if out == 0 {
-            format!("inout bit<{w}> v")
-        } else {
-            format!("inout bit<{w}> v, out bit<{out}> rv")
-        };
-        let out_t = if out == 0 { w } else { out };
-        format!(
-            "    RegisterAction<bit<{w}>, bit<32>, bit<{out_t}>>({reg}) {name} = {{\n        void apply({sig}) {{\n{}\n        }}\n    }};\n",
-            body.lines().map(|l| format!("            {l}")).collect::<Vec<_>>().join("\n")
-        )
-    };
+    let ra = crate::p4::tna_register_action;
     let mut s = String::new();
     s.push_str(&ra(
         "dt_children_dec",

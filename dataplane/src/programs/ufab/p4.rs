@@ -617,18 +617,7 @@ fn egress_decls(ports: usize, records: usize) -> String {
 
 /// The TNA `RegisterAction`s: one per register, each a stateful ALU's update.
 fn tna_register_actions() -> String {
-    let ra = |name: &str, reg: &str, w: u32, out: u32, body: &str| {
-        let sig = if out == 0 {
-            format!("inout bit<{w}> v")
-        } else {
-            format!("inout bit<{w}> v, out bit<{out}> rv")
-        };
-        let out_t = if out == 0 { w } else { out };
-        format!(
-            "    RegisterAction<bit<{w}>, bit<32>, bit<{out_t}>>({reg}) {name} = {{\n        void apply({sig}) {{\n{}\n        }}\n    }};\n",
-            body.lines().map(|l| format!("            {l}")).collect::<Vec<_>>().join("\n")
-        )
-    };
+    let ra = crate::p4::tna_register_action;
     let mut s = String::new();
     // The window: how many windows since the port's last packet; now this one.
     s.push_str(&ra("uf_tx_win_swap", "uf_tx_win", 32, 32, "rv = meta.uf_win - v;\nv = meta.uf_win;"));
