@@ -548,6 +548,11 @@ fn daiet(cmd: DaietCmd) -> ExitCode {
             if reducers.is_empty() {
                 return fail("--reducers: expected at least one address:port".into());
             }
+            if !(1..=64).contains(&max_entries) {
+                return fail(format!(
+                    "--max-entries {max_entries}: expected 1 to 64 (a switch takes at most its own max_entries)"
+                ));
+            }
             let trees = if trees.is_empty() { (1..=reducers.len() as u32).collect() } else { trees };
             if trees.len() != reducers.len() {
                 return fail("--trees: expected one tree ID per reducer".into());
