@@ -472,17 +472,27 @@ impl L2l3 {
     /// Learn that `src` is behind `port`. Group addresses and the all-zero address are never
     /// learned (no station owns them; a zero source would otherwise move between ports with
     /// every frame), but their frames are still forwarded.
-    #[inline]
+    #[inline(always)]
     fn learn(&mut self, src: EthernetAddress, port: PortId, now: u64) {
+        // The hot case inline: the port's last source, learned within the second.
+        let key = mac_key(src);
+        if let Some(&(cached, at)) = self.learn_cache.get(usize::from(port))
+            && cached == key
+            && now.saturating_sub(at) < 1_000_000_000
+        {
+            return;
+        }
+        self.learn_slow(src, key, port, now);
+    }
+
+    /// [`Self::learn`] past its per-port cache: the MAC table.
+    #[cold]
+    #[inline(never)]
+    fn learn_slow(&mut self, src: EthernetAddress, key: u64, port: PortId, now: u64) {
         if src.is_multicast() || src.is_zero() || usize::from(port) >= self.ports.len() {
             return;
         }
-        let key = mac_key(src);
         let pi = usize::from(port);
-        let (cached, at) = self.learn_cache[pi];
-        if cached == key && now.saturating_sub(at) < 1_000_000_000 {
-            return;
-        }
         match self.macs.get_mut(&key) {
             Some(e) if e.is_static => {}
             // Refresh at most once a second: a table write per packet is not free.
