@@ -21,6 +21,8 @@
 #               rewrite — checked from its counters: forwarded = received, no drop. Contenders:
 #               testpmd macswap and mac, dataplane l2l3, OVS-DPDK (an L3 flow: dec_ttl and MAC
 #               rewrite).
+#       With BASELINE=PATH (another build's `dataplane`, e.g. of the commit before a change),
+#       its l2l3 runs in every round too, as `baseline-l2l3`: an interleaved A/B of a change.
 #       A peer that is not installed is SKIPPED (OVS-DPDK: Debian's openvswitch-switch-dpdk).
 #       DPDK's SWX pipeline application is listed and SKIPPED: this script has no runner for it
 #       yet.
@@ -123,8 +125,8 @@ run_testpmd() { # forward mode
                         inb && /TX-packets:/ { s += $2 } END { printf "%.3f", s / w / 1e6 }' "$log"
 }
 
-run_dataplane() { # program, extra config
-    local prog=$1 extra=$2 cfg="$work/$1.toml" log="$work/$1.log"
+run_dataplane() { # program, extra config[, binary]
+    local prog=$1 extra=$2 cfg="$work/$1.toml" log="$work/$1.log" exe=${3:-$bin}
     local vd
     vd=$(printf '"%s", ' "${vdev_args[@]}")
     cat >"$cfg" <<EOF
@@ -152,7 +154,7 @@ $extra
 EOF
     sed -i -e 's/device = "\([a-z_0-9]*\),[^"]*"/device = "\1"/' "$cfg"
     # The EAL takes a second or so to start: the run lasts until the window's samples are in.
-    RUST_LOG=info NO_COLOR=1 timeout -s INT "$((duration + 2))" "$bin" run --config "$cfg" >"$log" 2>&1 || true
+    RUST_LOG=info NO_COLOR=1 timeout -s INT "$((duration + 2))" "$exe" run --config "$cfg" >"$log" 2>&1 || true
     cp "$log" "/tmp/sfbench-last-$prog.log" 2>/dev/null || true
     rm -rf "/var/run/dpdk/sfbench-$prog"
     # Per-second samples: sum the two ports' tx_pps of each second, mean of those after skip.
@@ -238,6 +240,10 @@ case "$mode" in
     null) contenders=("testpmd-macswap" "dataplane-macswap" "dataplane-l2l3" "ovs-l2" "swx-l2fwd") ;;
     routed) contenders=("testpmd-macswap" "testpmd-mac" "dataplane-l2l3" "ovs-l3" "swx-fib") ;;
 esac
+if [ -n "${BASELINE:-}" ]; then
+    [ -x "$BASELINE" ] || { echo "bench-dpdk: BASELINE=$BASELINE is not an executable" >&2; exit 2; }
+    contenders+=("baseline-l2l3")
+fi
 
 if [ "$mode" != "pcap" ]; then
     results="$work/results.txt"
@@ -256,6 +262,9 @@ if [ "$mode" != "pcap" ]; then
                     else
                         v=$(run_dataplane l2l3 "")
                     fi
+                    ;;
+                baseline-l2l3)
+                    if [ "$mode" = "routed" ]; then v=$(run_dataplane l2l3 "$routes" "$BASELINE"); else v=$(run_dataplane l2l3 "" "$BASELINE"); fi
                     ;;
                 ovs-l2) v=$(run_ovs l2) ;;
                 ovs-l3) v=$(run_ovs l3) ;;
