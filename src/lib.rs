@@ -12,7 +12,7 @@
 //! |---|---|
 //! | `wire` | every packet format: zero-copy views, `Repr`s, bit-level field specifications, checksums, the RoCEv2 ICRC and frame builders |
 //! | `dpdk-sys` | FFI to DPDK 22.11 (pkg-config + bindgen) |
-//! | `roce` | the sans-IO protocol cores: RoCEv2 queue pairs, IB CM, the passive endpoint, the DTA reporter protocol, and the host-agent vocabulary (`roce::agent`) |
+//! | `roce` | the sans-IO protocol cores: RoCEv2 queue pairs, IB CM, the passive endpoint, the DTA reporter protocol, DAIET's mapper and reducer, and the host-agent vocabulary (`roce::agent`) |
 //! | `ports` | packet buffers, port backends (memory, pcap, AF_PACKET, UDP, DPDK) and the host runtime (`ports::host`: clock, idle policy, ARP, `HostPort` driving an agent) |
 //! | `dataplane` | the switch: machine model with typed declarations, traffic manager, the program registry and its programs, the poll-mode runtime |
 //! | `nic-agent` | HPCC++, DCQCN, pacing, RC flows, and a host's NIC as one agent (`RcHost`) |
