@@ -176,7 +176,6 @@ pub struct Daiet {
     udp_port: u16,
     max_entries: usize,
     source_ip: Option<Ipv4Addr>,
-    port_ips: Vec<Option<Ipv4Addr>>,
     table: ExactTable<u32, TreeSlot>,
     trees: Vec<Tree>,
     index: HashUnit,
@@ -323,7 +322,6 @@ impl Daiet {
             udp_port: d.udp_port.unwrap_or(wire::udp::port::DAIET),
             max_entries,
             source_ip,
-            port_ips: cfg.ports.iter().map(|p| p.ipv4.first().map(|a| a.0)).collect(),
             table,
             trees,
             index,
@@ -457,30 +455,8 @@ impl Daiet {
         now: u64,
         out: &mut Emitter<'_, F>,
     ) -> Result<(u16, UdpFlow), NoNextHop> {
-        let t = self.trees[slot];
-        let port = self.udp_port;
-        let key = || {
-            let mut k = [0u8; 13];
-            k[4..8].copy_from_slice(&t.reducer.octets());
-            k[8] = wire::ipv4::protocol::UDP;
-            k[9..11].copy_from_slice(&port.to_be_bytes());
-            k[11..13].copy_from_slice(&port.to_be_bytes());
-            k
-        };
-        let nh = self.l2l3.next_hop(t.reducer, key, now, out)?;
-        let src = self
-            .source_ip
-            .or_else(|| self.port_ips.get(usize::from(nh.port)).copied().flatten())
-            .ok_or(NoNextHop::NoRoute)?;
-        Ok((
-            nh.port,
-            UdpFlow::host_udp(
-                nh.src_mac,
-                nh.dst_mac,
-                SocketAddrV4::new(src, port),
-                SocketAddrV4::new(t.reducer, port),
-            ),
-        ))
+        let dst = SocketAddrV4::new(self.trees[slot].reducer, self.udp_port);
+        self.l2l3.udp_flow_to(self.source_ip, self.udp_port, dst, now, out)
     }
 
     /// Send `self.scratch[..len]` towards tree `slot`'s reducer.

@@ -164,8 +164,8 @@ impl Daiet {
                 value: u128::from(t.children),
             });
         }
-        for (i, ip) in self.port_ips.iter().enumerate() {
-            if let Some(ip) = self.source_ip.or(*ip) {
+        for i in 0..cfg.ports.len() {
+            if let Some(ip) = self.source_ip.or_else(|| self.l2l3.port_address(i as u16)) {
                 p.entries.push(Entry::Table {
                     pipe: Pipe::Ingress,
                     table: "dt_source",

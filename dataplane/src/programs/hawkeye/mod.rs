@@ -150,7 +150,6 @@ pub struct Hawkeye {
     /// The DTA collector, its list and the DTA UDP port.
     dta: Option<(Ipv4Addr, u32, u16)>,
     source_ip: Option<Ipv4Addr>,
-    port_ips: Vec<Option<Ipv4Addr>>,
     src_port: u16,
     /// Per egress port: the last event that left by it (valid bit, the victim source's low 23
     /// bits, the event ID; 0: none) and when.
@@ -300,7 +299,6 @@ impl Hawkeye {
             analyzer,
             dta,
             source_ip,
-            port_ips: cfg.ports.iter().map(|p| p.ipv4.first().map(|a| a.0)).collect(),
             src_port: h.src_port.unwrap_or(report::MAGIC),
             last_event,
             dedup_ns,
@@ -523,19 +521,7 @@ impl Hawkeye {
         now: u64,
         out: &mut Emitter<'_, F>,
     ) -> Option<(u16, UdpFlow)> {
-        let src_port = self.src_port;
-        let key = || {
-            telemetry::key(&FiveTuple {
-                src_ip: Ipv4Addr::UNSPECIFIED,
-                dst_ip: *dst.ip(),
-                protocol: protocol::UDP,
-                src_port,
-                dst_port: dst.port(),
-            })
-        };
-        let nh = self.l2l3.next_hop(*dst.ip(), key, now, out).ok()?;
-        let src = self.source_ip.or_else(|| self.port_ips.get(usize::from(nh.port)).copied().flatten())?;
-        Some((nh.port, UdpFlow::host_udp(nh.src_mac, nh.dst_mac, SocketAddrV4::new(src, src_port), dst)))
+        self.l2l3.udp_flow_to(self.source_ip, self.src_port, dst, now, out).ok()
     }
 
     /// One UDP frame of `payload` on `flow` out of `port`, in the polling queue.

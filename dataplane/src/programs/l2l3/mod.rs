@@ -16,7 +16,9 @@
 //!   and `arp_to_switch` (ARP replies the switch consumed).
 //! * **Queue**: DSCP >> 3 by default, or the 802.1Q PCP (`qos = "pcp"`).
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use wire::stack::UdpFlow;
 
 use wire::arp::{self, ArpPacket, ArpRepr};
 use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame};
@@ -632,6 +634,31 @@ impl L2l3 {
             return Err(NoNextHop::Unresolved);
         };
         Ok(NextHop { port: nb.port, dst_mac: nb.mac, src_mac: self.ports[usize::from(nb.port)].mac })
+    }
+
+    /// A UDP flow the switch itself sends to `dst` from port `src_port`: routed by
+    /// [`next_hop`](Self::next_hop) (the ECMP key the 5-tuple with an unspecified source), from
+    /// `src_ip`, else the switch's address on the port it leaves by; and that port. What
+    /// programs that emit datagrams of their own (telemetry reports, flushed aggregates) share.
+    pub fn udp_flow_to<F: Frame>(
+        &mut self,
+        src_ip: Option<Ipv4Addr>,
+        src_port: u16,
+        dst: SocketAddrV4,
+        now: u64,
+        out: &mut Emitter<'_, F>,
+    ) -> Result<(PortId, UdpFlow), NoNextHop> {
+        let key = || {
+            let mut k = [0u8; 13];
+            k[4..8].copy_from_slice(&dst.ip().octets());
+            k[8] = protocol::UDP;
+            k[9..11].copy_from_slice(&src_port.to_be_bytes());
+            k[11..13].copy_from_slice(&dst.port().to_be_bytes());
+            k
+        };
+        let nh = self.next_hop(*dst.ip(), key, now, out)?;
+        let src = src_ip.or_else(|| self.port_address(nh.port)).ok_or(NoNextHop::NoRoute)?;
+        Ok((nh.port, UdpFlow::host_udp(nh.src_mac, nh.dst_mac, SocketAddrV4::new(src, src_port), dst)))
     }
 
     /// The next hop towards `dst` as the switch holds it now, without side effects: what
