@@ -416,12 +416,17 @@ pub struct CorpusSpec {
 }
 
 /// splitmix64: the generator's randomness (seeded, no crate needed for a corpus).
-fn splitmix(s: &mut u64) -> u64 {
+pub fn splitmix(s: &mut u64) -> u64 {
     *s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
     let mut z = *s;
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
+}
+
+/// A uniform draw in [0, 1) from [`splitmix`].
+pub fn uniform(s: &mut u64) -> f64 {
+    (splitmix(s) >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// The words of a corpus: lowercase ASCII, 3 to 16 letters, distinct; with
@@ -470,7 +475,7 @@ pub fn corpus(spec: &CorpusSpec, index: impl Fn(&[u8; KEY_LEN]) -> usize) -> Str
     let mut out = String::with_capacity(spec.bytes + 32);
     let mut n = 0usize;
     while out.len() < spec.bytes {
-        let u = (splitmix(&mut s) >> 11) as f64 / (1u64 << 53) as f64 * total;
+        let u = uniform(&mut s) * total;
         let i = cdf.partition_point(|&c| c < u).min(words.len() - 1);
         out.push_str(&words[i]);
         n += 1;

@@ -355,15 +355,6 @@ fn build(f: &LabFile, mode: Mode, cells: usize) -> Result<Fabric, String> {
     Ok(Fabric { switches, peers, mapper_at })
 }
 
-/// splitmix64 for the loss draw.
-fn draw(s: &mut u64) -> f64 {
-    *s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *s;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-}
-
 /// Run `mode` at `cells` over `text`; `want` the plain count.
 pub fn run(
     f: &LabFile,
@@ -442,7 +433,7 @@ pub fn run(
                         Ok(())
                     })
                     .map_err(|e| e.to_string())?;
-                if f.loss > 0.0 && draw(&mut loss_state) < f.loss {
+                if f.loss > 0.0 && roce::daiet::uniform(&mut loss_state) < f.loss {
                     run.lost_packets += 1;
                     run.lost_pairs += u64::from(
                         wire::daiet::DaietPacket::new_unchecked(&payload[..len]).number_of_entries(),
