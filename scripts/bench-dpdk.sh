@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# softfabric's switch against dpdk-testpmd (and OVS-DPDK when installed), on the same lcore and
-# the same DPDK vdevs, in interleaved rounds.
+# softfabric's switch against dpdk-testpmd, OVS-DPDK and DPDK's SWX pipeline (the peers when
+# installed: scripts/setup-peers.sh), on the same lcore and the same DPDK vdevs, in interleaved
+# rounds.
 #
 #   scripts/bench-dpdk.sh [null|routed] [--rounds N] [--duration S] [--skip S] [--lcores MAIN,FWD]
 #       Runs every contender once per round, round after round (A, B, C, A, B, C, …; N rounds,
@@ -23,9 +24,10 @@
 #               rewrite).
 #       With BASELINE=PATH (another build's `dataplane`, e.g. of the commit before a change),
 #       its l2l3 runs in every round too, as `baseline-l2l3`: an interleaved A/B of a change.
-#       A peer that is not installed is SKIPPED (OVS-DPDK: Debian's openvswitch-switch-dpdk).
-#       DPDK's SWX pipeline application is listed and SKIPPED: this script has no runner for it
-#       yet.
+#       A peer that is not installed is SKIPPED (OVS-DPDK: Debian's openvswitch-switch-dpdk, its
+#       DPDK build used whether or not `ovs-vswitchd` points to it).
+#       DPDK's SWX pipeline application runs when scripts/setup-peers.sh --swx has built it
+#       (SWX_DIR, default /var/tmp/softfabric-swx): null: spec l2fwd_macswp; routed: spec fib.
 #
 #   scripts/bench-dpdk.sh pcap [--pcap IN --expect DIR]
 #       Replays a capture through net_pcap vdevs into the l2l3 switch and checks every port's
@@ -185,59 +187,156 @@ check_routed() {
 
 # OVS-DPDK: a netdev bridge whose two dpdk ports are the same vdevs, its PMD thread on the
 # forwarding lcore; l2: an output flow each way; l3: an IPv4 flow with dec_ttl and MAC
-# rewrite. Its rate: the ports' tx_packets over the window. (Not installed on the machine this
-# was written on: the runner has not been run here.)
+# rewrite. Its rate: the ports' tx packets over the window, read live over OpenFlow
+# (`ovs-ofctl dump-ports`; the database's statistics column is refreshed only every 5 s).
+# Debian's openvswitch-switch-dpdk installs its DPDK build beside the plain one; either works
+# when `ovs-vswitchd` is switched to it (update-alternatives).
+ovs_vswitchd() {
+    if command -v ovs-vswitchd >/dev/null && ovs-vswitchd --version 2>/dev/null | grep -q '^DPDK'; then
+        command -v ovs-vswitchd
+    elif [ -x /usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk ]; then
+        echo /usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk
+    fi
+}
+
 run_ovs() { # l2|l3
-    local kind=$1 d="$work/ovs"
-    if ! command -v ovs-vswitchd >/dev/null || ! ovs-vswitchd --version 2>/dev/null | grep -qi dpdk; then
+    local kind=$1 d="$work/ovs" vswitchd
+    vswitchd=$(ovs_vswitchd)
+    if [ -z "$vswitchd" ] || ! command -v ovsdb-server >/dev/null; then
         echo SKIPPED
         return
     fi
     rm -rf "$d" && mkdir -p "$d"
-    local schema=/usr/share/openvswitch/vswitch.ovsschema db="unix:$d/db.sock"
-    ovsdb-tool create "$d/conf.db" "$schema" >/dev/null
-    ovsdb-server --remote="punix:$d/db.sock" --pidfile="$d/ovsdb.pid" --detach --log-file="$d/ovsdb.log" "$d/conf.db"
-    local vsctl=(ovs-vsctl --db="$db" --timeout=30)
-    "${vsctl[@]}" --no-wait init
-    "${vsctl[@]}" --no-wait set Open_vSwitch . other_config:dpdk-init=true \
-        other_config:dpdk-extra="--no-huge -m 1024 --no-pci --legacy-mem --file-prefix=sfbench-ovs ${vdev_args[*]}" \
-        other_config:dpdk-lcore-mask="0x$(printf %x $((1 << ${lcores%,*})))" \
-        other_config:pmd-cpu-mask="0x$(printf %x $((1 << fwd)))"
-    OVS_RUNDIR="$d" ovs-vswitchd "$db" --pidfile="$d/vswitchd.pid" --detach --log-file="$d/vswitchd.log"
-    "${vsctl[@]}" add-br br0 -- set bridge br0 datapath_type=netdev
-    local a=${vdev_args[0]#--vdev=} b=${vdev_args[1]#--vdev=}
-    "${vsctl[@]}" add-port br0 p0 -- set Interface p0 type=dpdk options:dpdk-devargs="${a%%,*}" ofport_request=1
-    "${vsctl[@]}" add-port br0 p1 -- set Interface p1 type=dpdk options:dpdk-devargs="${b%%,*}" ofport_request=2
-    ovs-ofctl del-flows br0
-    if [ "$kind" = l2 ]; then
-        ovs-ofctl add-flow br0 "in_port=1,actions=output:2"
-        ovs-ofctl add-flow br0 "in_port=2,actions=output:1"
-    else
-        ovs-ofctl add-flow br0 "ip,in_port=1,nw_dst=10.0.2.0/24,actions=dec_ttl,mod_dl_src:02:00:00:00:00:02,mod_dl_dst:02:00:00:00:02:02,output:2"
-    fi
-    tx() { echo $(( $("${vsctl[@]}" get Interface p0 statistics:tx_packets) + $("${vsctl[@]}" get Interface p1 statistics:tx_packets) )); }
-    sleep "$skip"
-    local t0 t1
-    t0=$(tx)
-    sleep "$window"
-    t1=$(tx)
-    OVS_RUNDIR="$d" ovs-appctl -t "$d/ovs-vswitchd.$(cat "$d/vswitchd.pid").ctl" exit >/dev/null 2>&1 || kill "$(cat "$d/vswitchd.pid")" || true
-    kill "$(cat "$d/ovsdb.pid")" 2>/dev/null || true
-    rm -rf /var/run/dpdk/sfbench-ovs
-    awk -v a="$t0" -v b="$t1" -v w="$window" 'BEGIN { printf "%.3f", (b - a) / w / 1e6 }'
+    (
+        export OVS_RUNDIR="$d" OVS_LOGDIR="$d" OVS_DBDIR="$d"
+        local schema=/usr/share/openvswitch/vswitch.ovsschema db="unix:$d/db.sock"
+        ovsdb-tool create "$d/conf.db" "$schema" >/dev/null
+        ovsdb-server --remote="punix:$d/db.sock" --pidfile="$d/ovsdb.pid" --detach --log-file="$d/ovsdb.log" "$d/conf.db" 2>/dev/null
+        local vsctl=(ovs-vsctl --db="$db" --timeout=30)
+        "${vsctl[@]}" --no-wait init
+        "${vsctl[@]}" --no-wait set Open_vSwitch . other_config:dpdk-init=true \
+            other_config:dpdk-extra="--no-huge -m 1024 --no-pci --legacy-mem --file-prefix=sfbench-ovs ${vdev_args[*]}" \
+            other_config:dpdk-lcore-mask="0x$(printf %x $((1 << ${lcores%,*})))" \
+            other_config:pmd-cpu-mask="0x$(printf %x $((1 << fwd)))"
+        "$vswitchd" "$db" --pidfile="$d/vswitchd.pid" --detach --log-file="$d/vswitchd.log" >/dev/null 2>&1
+        "${vsctl[@]}" add-br br0 -- set bridge br0 datapath_type=netdev
+        local a=${vdev_args[0]#--vdev=} b=${vdev_args[1]#--vdev=}
+        "${vsctl[@]}" add-port br0 p0 -- set Interface p0 type=dpdk options:dpdk-devargs="${a%%,*}" ofport_request=1
+        "${vsctl[@]}" add-port br0 p1 -- set Interface p1 type=dpdk options:dpdk-devargs="${b%%,*}" ofport_request=2
+        ovs-ofctl del-flows br0
+        if [ "$kind" = l2 ]; then
+            ovs-ofctl add-flow br0 "in_port=1,actions=output:2"
+            ovs-ofctl add-flow br0 "in_port=2,actions=output:1"
+        else
+            ovs-ofctl add-flow br0 "ip,in_port=1,nw_dst=10.0.2.0/24,actions=dec_ttl,mod_dl_src:02:00:00:00:00:02,mod_dl_dst:02:00:00:00:02:02,output:2"
+        fi
+        tx() { ovs-ofctl dump-ports br0 | awk '/tx pkts=/ { sub(/.*tx pkts=/, ""); sub(/,.*/, ""); s += $0 } END { print s + 0 }'; }
+        sleep "$skip"
+        local t0 t1
+        t0=$(tx)
+        sleep "$window"
+        t1=$(tx)
+        cp "$d/vswitchd.log" /tmp/sfbench-last-ovs.log 2>/dev/null || true
+        local pid
+        pid=$(cat "$d/vswitchd.pid")
+        ovs-appctl -t "$(ls "$d"/ovs-vswitchd*.ctl | head -1)" exit >/dev/null 2>&1 || kill "$pid" 2>/dev/null || true
+        kill "$(cat "$d/ovsdb.pid")" 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+        rm -rf /var/run/dpdk/sfbench-ovs
+        awk -v a="$t0" -v b="$t1" -v w="$window" 'BEGIN { printf "%.3f", (b - a) / w / 1e6 }'
+    )
 }
 
-# DPDK's SWX pipeline application: not run by this script yet (it needs DPDK's examples built
-# from Debian's source package, and an L2 and an L3 spec); SKIPPED with that said.
-run_swx() {
-    echo "SKIPPED"
+# DPDK's SWX pipeline application (scripts/setup-peers.sh --swx builds it from Debian's DPDK
+# source package): l2: the example spec l2fwd_macswp (MAC swap, out the other port); l3: the
+# example spec fib (LPM route, next-hop group selector, next hop: MAC rewrite, TTL and checksum),
+# with one route, group and next hop for the replayed flows. Its rate: the output ports'
+# packets (`pipeline PIPELINE0 stats` over its CLI socket) over the time between two reads.
+swx_dir=${SWX_DIR:-/var/tmp/softfabric-swx}
+run_swx() { # l2|l3
+    local kind=$1 tree="$swx_dir/dpdk" d="$work/swx"
+    local app="$tree/examples/pipeline/build/pipeline"
+    if [ ! -x "$app" ]; then
+        echo SKIPPED
+        return
+    fi
+    rm -rf "$d" && mkdir -p "$d"
+    local spec=l2fwd_macswp a=${vdev_args[0]#--vdev=} b=${vdev_args[1]#--vdev=}
+    a=${a%%,*}
+    b=${b%%,*}
+    [ "$kind" = l3 ] && spec=fib
+    printf '%s\n' "port in 0 ethdev $a rxq 0 bsz 32" "port in 1 ethdev $b rxq 0 bsz 32" \
+        "port out 0 ethdev $a txq 0 bsz 32" "port out 1 ethdev $b txq 0 bsz 32" >"$d/io"
+    printf '%s\n' \
+        "pipeline codegen $tree/examples/pipeline/examples/$spec.spec $d/p.c" \
+        "pipeline libbuild $d/p.c $d/p.so" \
+        "mempool MEMPOOL0 buffer 2304 pool 16K cache 256 cpu 0" \
+        "ethdev $a rxq 1 1024 MEMPOOL0 txq 1 1024 promiscuous on" \
+        "ethdev $b rxq 1 1024 MEMPOOL0 txq 1 1024 promiscuous on" \
+        "pipeline PIPELINE0 build lib $d/p.so io $d/io numa 0" >"$d/run.cli"
+    if [ "$kind" = l3 ]; then
+        # vrf_id is the source address in this example spec; 10.0.2.0/24 via port 1.
+        echo "match 0x0A000102 0x0A000200/0xFFFFFF00 action nexthop_group_action nexthop_group_id 0" >"$d/routes.txt"
+        echo "group 0 member 0 weight 1" >"$d/groups.txt"
+        echo "match 0 action nexthop_action ethernet_dst_addr 0x020000000202 ethernet_src_addr 0x020000000002 ethernet_ethertype 0x0800 port_out 1" >"$d/nexthops.txt"
+        printf '%s\n' \
+            "pipeline PIPELINE0 table routing_table add $d/routes.txt" \
+            "pipeline PIPELINE0 selector nexthop_group_table group add" \
+            "pipeline PIPELINE0 selector nexthop_group_table group member add $d/groups.txt" \
+            "pipeline PIPELINE0 table nexthop_table add $d/nexthops.txt" \
+            "pipeline PIPELINE0 commit" >>"$d/run.cli"
+    fi
+    echo "thread $fwd pipeline PIPELINE0 enable" >>"$d/run.cli"
+    local cli_port=18086
+    RTE_INSTALL_DIR="$tree" timeout -s INT "$((duration + 6))" "$app" -l "$lcores" --no-huge -m 1024 --no-pci \
+        --file-prefix=sfbench-swx "${vdev_args[@]}" -- -p "$cli_port" -s "$d/run.cli" >"$d/run.log" 2>&1 &
+    local pid=$!
+    python3 "$work/swx_stats.py" "$cli_port" "$skip" "$window" || echo 0
+    kill -INT "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    cp "$d/run.log" /tmp/sfbench-last-swx.log 2>/dev/null || true
+    rm -rf /var/run/dpdk/sfbench-swx
 }
+# The SWX pipeline's counters over its CLI: the output ports' packets (DROP excluded) at SKIP
+# seconds and WINDOW seconds later, divided by the time between the two reads.
+cat >"$work/swx_stats.py" <<'PY'
+import re, socket, sys, time
+port, skip, window = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+t0 = time.time()
+while True:
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=1)
+        break
+    except OSError:
+        if time.time() - t0 > 20:
+            raise SystemExit("bench-dpdk: the SWX pipeline's CLI did not open")
+        time.sleep(0.2)
+s.settimeout(5)
+def read_prompt():
+    buf = b""
+    while not buf.rstrip().endswith(b"pipeline>"):
+        chunk = s.recv(65536)
+        if not chunk:
+            raise SystemExit("bench-dpdk: the SWX pipeline closed its CLI")
+        buf += chunk
+    return buf.decode()
+read_prompt()
+def sent():
+    s.sendall(b"pipeline PIPELINE0 stats\n")
+    out = read_prompt().split("Output ports:")[1].split("DROP:")[0]
+    return time.time(), sum(int(n) for n in re.findall(r"Port \d+: packets (\d+)", out))
+time.sleep(skip)
+ta, a = sent()
+time.sleep(window)
+tb, b = sent()
+print(f"{(b - a) / (tb - ta) / 1e6:.3f}")
+PY
 
 routes='[l2l3]
 neighbor = [{ ip = "10.0.2.2", mac = "02:00:00:00:02:02", port = "p1" }]'
 
 case "$mode" in
-    null) contenders=("testpmd-macswap" "dataplane-macswap" "dataplane-l2l3" "ovs-l2" "swx-l2fwd") ;;
+    null) contenders=("testpmd-macswap" "dataplane-macswap" "dataplane-l2l3" "ovs-l2" "swx-l2fwd-macswp") ;;
     routed) contenders=("testpmd-macswap" "testpmd-mac" "dataplane-l2l3" "ovs-l3" "swx-fib") ;;
 esac
 if [ -n "${BASELINE:-}" ]; then
@@ -268,7 +367,8 @@ if [ "$mode" != "pcap" ]; then
                     ;;
                 ovs-l2) v=$(run_ovs l2) ;;
                 ovs-l3) v=$(run_ovs l3) ;;
-                swx-*) v=$(run_swx) ;;
+                swx-l2fwd-macswp) v=$(run_swx l2) ;;
+                swx-fib) v=$(run_swx l3) ;;
             esac
             printf 'round %d  %-20s %s\n' "$r" "$c" "$v"
             echo "$r $c $v" >>"$results"
