@@ -50,6 +50,12 @@ impl<T> LcoreJob<T> {
 
     fn wait(&mut self) {
         if !self.joined {
+            // The EAL's wait spins (rte_pause): sleep until the job has returned first, so a main
+            // lcore that waits (the collector's) takes no CPU from workers sharing its core. The
+            // trampoline sets `done` on every path, just before it returns to the EAL.
+            while !self.slot.done.load(Ordering::Acquire) {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
             // SAFETY: waits for the lcore we launched on.
             unsafe { sys::rte_eal_wait_lcore(self.lcore) };
             self.joined = true;
