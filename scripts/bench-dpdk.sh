@@ -398,6 +398,17 @@ for c in order:
     if ratios:
         line += f" {statistics.median(ratios):>13.3f} {f'({min(ratios):.3f} - {max(ratios):.3f})':>14}"
     print(line)
+# Our switch against the peers, round by round.
+peers = [c for c in order if c.startswith(("ovs-", "swx-"))]
+ours = [c for c in order if c.startswith(("dataplane-", "baseline-"))]
+for c in ours:
+    for p in peers:
+        mine, theirs = by[c], by[p]
+        q = [float(mine[r]) / float(theirs[r]) for r in mine
+             if r in theirs and mine[r] not in ("SKIPPED", "FAILED") and theirs[r] not in ("SKIPPED", "FAILED")
+             and float(theirs[r]) > 0]
+        if q:
+            print(f"{c} / {p}: median {statistics.median(q):.3f} ({min(q):.3f} - {max(q):.3f})")
 EOF
     exit 0
 fi
