@@ -48,7 +48,12 @@
 //! * **Two-stage admission** (§3.4): a pair new on a path starts from w' = φ·B_u·T and adds
 //!   r·T (Eqn 1's share, r = min φ/Φ_l·C_l) once per RTT until w' reaches Eqn (3)'s w; a pair
 //!   that resumes after being idle with w above r·T restarts from w' = r·T (Scenario 2). The
-//!   window is never below one MTU. Pacing rate: window / T.
+//!   window is never below one MTU. Pacing rate: window / T. **What a ramping pair reports**
+//!   as w^l (the paper does not say): w', the window it sends with, not Eqn (3)'s target — W_l
+//!   is the links' total window in use, and targets the ramp has not reached, summed at the
+//!   switches, grew every pair's Eqn (3) window with no traffic behind them (tx_l stays low)
+//!   until the ramps caught up together: a 14 → 1 incast peaked at 3.56 C·T, 1.56 with w'.
+//!   Past the ramp each link's own w^l is reported, as §3.3 has it.
 //! * **Finish** (§3.6): leaving a path, or idle for `idle_finish_ns` (no data to send: the
 //!   runtime says so with [`VmPair::keep_alive`] while it has some), the pair sends finish
 //!   probes on it until a response shows every slot filled (every switch removed it), at most
@@ -828,6 +833,17 @@ impl VmPair {
             }
         } else {
             self.window = self.w_eq3;
+        }
+        // What the probes report as w^l (and the floor of W_l above) is the window the pair
+        // sends with, not a target the ramp has not reached: W_l is the links' total window in
+        // use. Reporting Eqn (3)'s target during the ramp wound W_l up with no traffic behind it
+        // (tx_l stays low, so Eqn (3) grew every pair's target again), and when the ramps
+        // caught up the windows jumped together (a 14 → 1 incast peaked at 3.56 C·T).
+        if self.ramp.is_some() {
+            let in_use_ref = (self.window / to_own).max(self.cfg.min_window);
+            for w in self.paths[i].w_l.iter_mut().take(links.len()) {
+                *w = w.min(in_use_ref);
+            }
         }
         // Trigger (i), judged once per RTT.
         if now >= self.last_judged + t {
