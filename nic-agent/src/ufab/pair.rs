@@ -66,9 +66,15 @@ use wire::ufab::{MAX_HOPS, UfabHopRepr, UfabKind, UfabRepr};
 
 use super::rate::{self, LinkInfo};
 
-/// A pair on a path that sent no probe for this many base RTTs (its data stalled: no L_w
-/// bytes went out) probes anyway.
+/// A pair on a path that sent no probe for this many base RTTs, and no data for
+/// [`STALL_RTTS`] (its data stalled: no L_w bytes can go out), probes anyway. A pair that is
+/// sending, however slowly, probes per L_w bytes only (§4.1's scalable probing): a keepalive
+/// on time alone probed a slow pair every 4 RTTs, past the L_p / (L_p + L_w) bound.
 pub const KEEPALIVE_RTTS: u64 = 4;
+
+/// Base RTTs without data sent after which a pair's data counts as stalled (paced at its
+/// window over T, a pair with data sends at least one packet per base RTT).
+pub const STALL_RTTS: u64 = 2;
 
 /// Pair IDs are below this; look probes carry `id | LOOK_BIT`.
 pub const LOOK_BIT: u16 = 0x8000;
@@ -347,6 +353,8 @@ pub struct VmPair {
     bytes_since_probe: u64,
     /// When the last probe of the current path went out.
     last_probe_at: u64,
+    /// When data last went out ([`VmPair::on_sent`]).
+    last_data_at: u64,
     last_sent_at: u64,
     seq: u16,
     rng: u64,
@@ -403,6 +411,7 @@ impl VmPair {
             hold_until: 0,
             bytes_since_probe: 0,
             last_probe_at: now,
+            last_data_at: now,
             last_sent_at: now,
             seq: 0,
             rng: splitmix(seed) | 1,
@@ -499,6 +508,12 @@ impl VmPair {
         self.cfg.base_rtt_ns
     }
 
+    /// When the current path's keepalive probe is due: [`KEEPALIVE_RTTS`] after the last probe,
+    /// and [`STALL_RTTS`] after the last data.
+    fn keepalive_at(&self) -> u64 {
+        (self.last_probe_at + KEEPALIVE_RTTS * self.rtt()).max(self.last_data_at + STALL_RTTS * self.rtt())
+    }
+
     fn draw(&mut self) -> u64 {
         self.rng ^= self.rng >> 12;
         self.rng ^= self.rng << 25;
@@ -513,6 +528,7 @@ impl VmPair {
         }
         self.bytes_since_probe += bytes;
         self.last_sent_at = now;
+        self.last_data_at = now;
         if let Some(c) = self.current
             && self.bytes_since_probe >= self.cfg.probe_every_bytes
             && self.paths[c].want == Want::Nothing
@@ -609,7 +625,7 @@ impl VmPair {
                 && self.paths[c].want == Want::Nothing
                 && self.paths[c].outstanding.is_none()
             {
-                let keep = self.last_probe_at + KEEPALIVE_RTTS * self.rtt();
+                let keep = self.keepalive_at();
                 t = Some(t.map_or(keep, |x: u64| x.min(keep)));
             }
             if self.cfg.look_every_ns > 0 && self.paths.len() > 1 {
@@ -673,7 +689,7 @@ impl VmPair {
             if let Some(c) = self.current
                 && self.paths[c].want == Want::Nothing
                 && self.paths[c].outstanding.is_none()
-                && now >= self.last_probe_at + KEEPALIVE_RTTS * self.rtt()
+                && now >= self.keepalive_at()
             {
                 self.paths[c].want = Want::Probe;
             }
@@ -1142,6 +1158,65 @@ mod tests {
         // (28 500 + 28 672).
         let want = 0.5 * 40_960.0 * 28_500.0 / (28_500.0 + 28_672.0);
         assert!((p.window_bytes() - want).abs() < 1.0, "{} vs {want}", p.window_bytes());
+    }
+
+    /// While it ramps, a pair reports w' — the window it sends with — in every slot, not Eqn
+    /// (3)'s target: the switches sum what it reports into W_l, and a target with no traffic
+    /// behind it would grow every pair's Eqn (3) window in turn.
+    #[test]
+    fn a_ramping_pair_reports_the_window_it_sends_with() {
+        let (mut p, mut g, mut now) = joined();
+        let links = [L(4, 40_000, 4.75, 0), L(4, 40_000, 4.75, 0)];
+        let pr = all(&mut p, now);
+        now += T;
+        respond(&mut p, now, &pr[0], &links, &mut g);
+        assert!(p.ramping());
+        let w = p.window_bytes();
+        assert!((w - (6000.0 + 14_250.0)).abs() < 1.0, "{w}");
+        p.on_sent(now, 4096);
+        let pr = all(&mut p, now);
+        assert_eq!(pr.len(), 1);
+        for k in 0..2 {
+            assert_eq!(pr[0].windows[k], UfabHopRepr::encode_window(w as u64), "slot {k}");
+        }
+        // Past the ramp, each link's own w^l (here the cap C·T on both).
+        now += T;
+        respond(&mut p, now, &pr[0], &links, &mut g);
+        assert!(!p.ramping());
+        p.on_sent(now, 4096);
+        let pr = all(&mut p, now);
+        assert_eq!(pr[0].windows[0], UfabHopRepr::encode_window(28_500));
+    }
+
+    /// Scalable probing (§4.1): a pair that keeps sending, however slowly, probes once per L_w
+    /// bytes (4 KB) and never on time alone; a pair whose data stopped probes after
+    /// KEEPALIVE_RTTS without a probe, once STALL_RTTS pass without data.
+    #[test]
+    fn a_slow_pair_probes_per_l_w_and_a_stalled_one_keeps_alive() {
+        let (mut p, mut g, mut now) = joined();
+        let links = [L(4, 40_000, 4.75, 0), L(4, 40_000, 4.75, 0)];
+        let pr = all(&mut p, now);
+        now += T / 2;
+        respond(&mut p, now, &pr[0], &links, &mut g);
+        // 500 B per RTT for 7 RTTs: 3 500 B < L_w, no probe, though 4 RTTs passed.
+        for _ in 0..7 {
+            now += T;
+            p.on_sent(now, 500);
+            p.handle_timeout(now, &mut g);
+            assert!(p.poll_transmit(now).is_none(), "at {now}");
+        }
+        // The next 600 B pass L_w: a probe.
+        now += T;
+        p.on_sent(now, 600);
+        let pr = all(&mut p, now);
+        assert_eq!(pr.len(), 1);
+        now += T / 2;
+        respond(&mut p, now, &pr[0], &links, &mut g);
+        // Data stops: the keepalive comes due 4 RTTs after that probe, and it fires.
+        let due = p.poll_timeout().expect("a timer");
+        assert!(due <= now + KEEPALIVE_RTTS * T && due > now, "{due} vs {now}");
+        p.handle_timeout(now + KEEPALIVE_RTTS * T, &mut g);
+        assert_eq!(all(&mut p, now + KEEPALIVE_RTTS * T).len(), 1);
     }
 
     /// Trigger (i): five RTTs on a path that cannot carry every guarantee (Φ_l = 12 tokens of
