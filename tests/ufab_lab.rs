@@ -136,3 +136,36 @@ fn an_incast_stays_under_the_in_flight_bound() {
     }
     assert!(rep.dissatisfaction <= 0.01, "dissatisfaction {:.4}", rep.dissatisfaction);
 }
+
+/// Figure 15b's shape: one host keeps its 10G link busy with N pairs, each to another host of
+/// a star. Scalable probing (§4.1: a probe per L_w = 4 KB sent, at most one outstanding) bounds
+/// the probe bytes by L_p / (L_p + L_w) — 1.44 % for this one-hop probe of 60 B — however many
+/// pairs share the link: one pair probes once per RTT (below the bound), and with more pairs the
+/// overhead goes steady at the bound instead of growing (pairs whose packets wait their turn at
+/// the NIC are not stalled, so no keepalive probe is sent for them).
+#[test]
+fn probe_overhead_goes_steady_at_its_bound() {
+    let bound = 60.0 / (60.0 + 4096.0);
+    let mut seen = Vec::new();
+    for n in [1usize, 16, 64] {
+        let mut text = format!(
+            "[lab]\nseed = 1\nduration_us = 5000\ncc = \"ufab\"\nmtu = 1000\nsample_ns = 10000\n\n\
+             [ufab]\nb_u = \"100M\"\n\n\
+             [topology]\nkind = \"star\"\nhosts = {}\nrate = \"10G\"\ndelay_ns = 1000\n",
+            n + 1
+        );
+        for dst in 1..=n {
+            text += &format!(
+                "\n[[flow]]\nsrc = 0\ndst = {dst}\nsize = 10000000000\nstart_ns = 0\nguarantee = \"100M\"\nclass = 0\n"
+            );
+        }
+        let cfg = LabConfig::parse(Path::new("probe-sweep.toml"), &text).unwrap();
+        let r = lab::run(&cfg, |_| {}).unwrap();
+        let rep = ufab_report::report(&cfg, &r, 200_000);
+        seen.push((n, rep.probe_overhead));
+    }
+    assert!(seen[0].1 < bound, "{seen:?}");
+    for &(n, o) in &seen[1..] {
+        assert!(o > 0.9 * bound && o < 1.05 * bound, "{n} pairs: {o:.4} against {bound:.4}: {seen:?}");
+    }
+}

@@ -455,6 +455,11 @@ impl Agent for UfabHost {
             // A flow with bytes left is never idle, however long its window holds it.
             if !self.pairs[i].done {
                 self.pairs[i].pair.keep_alive(now);
+                // Its data moves unless bytes are outstanding with no acknowledgement: a pair
+                // waiting its turn at the NIC is not stalled, one whose path died is.
+                let progress =
+                    self.rc.sender(self.pairs[i].flow_id).and_then(|s| s.stalled_since()).unwrap_or(now);
+                self.pairs[i].pair.on_progress(progress);
             }
             if self.pairs[i].pair.poll_timeout().is_some_and(|t| t <= now) {
                 let moves = self.pairs[i].pair.moves().len();

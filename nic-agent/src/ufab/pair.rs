@@ -66,15 +66,17 @@ use wire::ufab::{MAX_HOPS, UfabHopRepr, UfabKind, UfabRepr};
 
 use super::rate::{self, LinkInfo};
 
-/// A pair on a path that sent no probe for this many base RTTs, and no data for
-/// [`STALL_RTTS`] (its data stalled: no L_w bytes can go out), probes anyway. A pair that is
-/// sending, however slowly, probes per L_w bytes only (§4.1's scalable probing): a keepalive
-/// on time alone probed a slow pair every 4 RTTs, past the L_p / (L_p + L_w) bound.
+/// A pair on a path that sent no probe for this many base RTTs, and whose data made no
+/// progress for [`STALL_RTTS`] (it stalled: no L_w bytes can go out), probes anyway. A pair
+/// whose data moves, however slowly, probes per L_w bytes only (§4.1's scalable probing): a
+/// keepalive on time alone probed a slow pair every 4 RTTs, past the L_p / (L_p + L_w) bound.
 pub const KEEPALIVE_RTTS: u64 = 4;
 
-/// Base RTTs without data sent after which a pair's data counts as stalled (paced at its
-/// window over T, a pair with data sends at least one packet per base RTT).
-pub const STALL_RTTS: u64 = 2;
+/// Base RTTs without progress after which a pair's data counts as stalled: the probe-loss
+/// timeout's scale (§4.1: 8 base RTTs). Progress is a packet sent or acknowledged, or nothing
+/// outstanding ([`VmPair::on_progress`]): a pair whose packets wait their turn at a NIC shared
+/// by 64 pairs sends one every 9 RTTs and is not stalled; one whose path died is.
+pub const STALL_RTTS: u64 = 8;
 
 /// Pair IDs are below this; look probes carry `id | LOOK_BIT`.
 pub const LOOK_BIT: u16 = 0x8000;
@@ -353,8 +355,8 @@ pub struct VmPair {
     bytes_since_probe: u64,
     /// When the last probe of the current path went out.
     last_probe_at: u64,
-    /// When data last went out ([`VmPair::on_sent`]).
-    last_data_at: u64,
+    /// When its data last made progress ([`VmPair::on_sent`], [`VmPair::on_progress`]).
+    last_progress_at: u64,
     last_sent_at: u64,
     seq: u16,
     rng: u64,
@@ -411,7 +413,7 @@ impl VmPair {
             hold_until: 0,
             bytes_since_probe: 0,
             last_probe_at: now,
-            last_data_at: now,
+            last_progress_at: now,
             last_sent_at: now,
             seq: 0,
             rng: splitmix(seed) | 1,
@@ -509,9 +511,16 @@ impl VmPair {
     }
 
     /// When the current path's keepalive probe is due: [`KEEPALIVE_RTTS`] after the last probe,
-    /// and [`STALL_RTTS`] after the last data.
+    /// and [`STALL_RTTS`] after the data's last progress.
     fn keepalive_at(&self) -> u64 {
-        (self.last_probe_at + KEEPALIVE_RTTS * self.rtt()).max(self.last_data_at + STALL_RTTS * self.rtt())
+        (self.last_probe_at + KEEPALIVE_RTTS * self.rtt())
+            .max(self.last_progress_at + STALL_RTTS * self.rtt())
+    }
+
+    /// The pair's data made progress at `at` (the runtime's transport says so: the last
+    /// acknowledgement while bytes are outstanding, or now when none are).
+    pub fn on_progress(&mut self, at: u64) {
+        self.last_progress_at = self.last_progress_at.max(at);
     }
 
     fn draw(&mut self) -> u64 {
@@ -528,7 +537,7 @@ impl VmPair {
         }
         self.bytes_since_probe += bytes;
         self.last_sent_at = now;
-        self.last_data_at = now;
+        self.last_progress_at = now;
         if let Some(c) = self.current
             && self.bytes_since_probe >= self.cfg.probe_every_bytes
             && self.paths[c].want == Want::Nothing
@@ -1189,8 +1198,8 @@ mod tests {
     }
 
     /// Scalable probing (§4.1): a pair that keeps sending, however slowly, probes once per L_w
-    /// bytes (4 KB) and never on time alone; a pair whose data stopped probes after
-    /// KEEPALIVE_RTTS without a probe, once STALL_RTTS pass without data.
+    /// bytes (4 KB) and never on time alone; a pair whose data stopped probes once STALL_RTTS
+    /// pass without data (and KEEPALIVE_RTTS without a probe).
     #[test]
     fn a_slow_pair_probes_per_l_w_and_a_stalled_one_keeps_alive() {
         let (mut p, mut g, mut now) = joined();
@@ -1212,11 +1221,15 @@ mod tests {
         assert_eq!(pr.len(), 1);
         now += T / 2;
         respond(&mut p, now, &pr[0], &links, &mut g);
-        // Data stops: the keepalive comes due 4 RTTs after that probe, and it fires.
+        // Data stops (nothing sent, nothing acknowledged): the keepalive comes due STALL_RTTS
+        // after the last progress, and it fires.
+        let last_data = now - T / 2;
         let due = p.poll_timeout().expect("a timer");
-        assert!(due <= now + KEEPALIVE_RTTS * T && due > now, "{due} vs {now}");
-        p.handle_timeout(now + KEEPALIVE_RTTS * T, &mut g);
-        assert_eq!(all(&mut p, now + KEEPALIVE_RTTS * T).len(), 1);
+        assert_eq!(due, last_data + STALL_RTTS * T);
+        p.handle_timeout(due - 1, &mut g);
+        assert!(p.poll_transmit(due - 1).is_none());
+        p.handle_timeout(due, &mut g);
+        assert_eq!(all(&mut p, due).len(), 1);
     }
 
     /// Trigger (i): five RTTs on a path that cannot carry every guarantee (Φ_l = 12 tokens of
