@@ -23,6 +23,7 @@ for n in "${ns[@]}"; do
             printf '\n[[flow]]\nsrc = 0\ndst = %d\nsize = 10000000000\nstart_ns = 0\nguarantee = "100M"\nclass = 0\n' "$i"
         done
     } >"$f"
-    p=$(target/release/softfabric lab run "$f" --out "$work/out$n" 2>&1 | grep -o 'probes [0-9.]* %' | awk '{ print $2 }')
+    p=$(target/release/softfabric lab run "$f" --out "$work/out$n" 2>&1 | grep -o 'probes [0-9.]* %' | awk '{ print $2 }' || true)
+    [ -n "$p" ] || p="failed"
     printf '%6d %12s %10.2f\n' "$n" "$p" "$(awk 'BEGIN { print 100 * 60 / (60 + 4096) }')"
 done
