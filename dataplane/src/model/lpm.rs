@@ -89,6 +89,13 @@ impl<V> LpmTable<V> {
         self.trace.take()
     }
 
+    /// Record a lookup of `addr` served from a resolved copy of its result (a cache of this
+    /// table the program keeps): test builds trace it as the lookup it stands for.
+    #[inline(always)]
+    pub fn record_lookup(&self, addr: Ipv4Addr) {
+        self.trace.record(u128::from(addr.to_bits()));
+    }
+
     /// The value of the longest prefix covering `addr`, else the default (the match-action
     /// path: test builds record the key).
     #[inline]

@@ -50,6 +50,9 @@ pub const DEFAULT_NEIGHBORS: usize = 1024;
 pub const FLOOD_GROUP: u16 = 0;
 /// Most next hops of one ECMP group.
 pub const MAX_PATHS: usize = 16;
+
+/// Entries of [`L2l3::host_adj`], the connected hosts' next-hop cache.
+const HOST_ADJ: usize = 256;
 /// Most ECMP groups.
 pub const MAX_GROUPS: usize = 256;
 const ARP_RETRY_NS: u64 = 100_000_000;
@@ -142,6 +145,12 @@ pub struct L2l3 {
     /// loads, a third of the lab's time in ingress at k = 8). The same entries as the tables
     /// hold: a cache, not a table of its own.
     adj: Vec<Option<NextHop>>,
+    /// Hosts on connected subnets: their resolved next hop, direct-mapped by the address's low
+    /// byte (the host adjacency a connected prefix's hosts get in DPDK's and VPP's FIBs), so a
+    /// hit skips the LPM, the neighbour table's hash and the port's MAC. A cache of the tables,
+    /// filled from the LPM's and the neighbour table's answers and emptied whenever a route, a
+    /// neighbour or a port changes ([`Self::apply`], [`Self::resolve_groups`]).
+    host_adj: Vec<Option<(u32, NextHop)>>,
     /// Per group, how many members are usable and which (their positions in the group): every
     /// member while no port is down, so ECMP hashes as it always has; a member whose
     /// neighbour sits behind a port that is down is left out.
@@ -222,6 +231,7 @@ impl L2l3 {
             routes,
             groups: Vec::new(),
             adj: Vec::new(),
+            host_adj: vec![None; HOST_ADJ],
             live: Vec::new(),
             down: vec![false; nports],
             neighbors,
@@ -307,6 +317,8 @@ impl L2l3 {
         let resolve =
             matches!(cmd, Command::RouteVia(..) | Command::NeighborAdd(..) | Command::NeighborDel(_));
         let r = self.apply_to_tables(cmd, now);
+        // Every command may change what a connected host resolves to.
+        self.host_adj.fill(None);
         if resolve && r.is_ok() {
             self.resolve_groups();
         }
@@ -315,6 +327,7 @@ impl L2l3 {
 
     /// Rebuild [`Self::adj`] and [`Self::live`] from the groups, the neighbours and the ports.
     fn resolve_groups(&mut self) {
+        self.host_adj.fill(None);
         self.adj.clear();
         self.adj.resize(self.groups.len() * MAX_PATHS, None);
         self.live.clear();
@@ -602,6 +615,15 @@ impl L2l3 {
         now: u64,
         out: &mut Emitter<'_, F>,
     ) -> Result<NextHop, NoNextHop> {
+        if let Some(&Some((ip, nh))) = self.host_adj.get(dst.to_bits() as usize % HOST_ADJ)
+            && ip == dst.to_bits()
+        {
+            // The LPM's and the neighbour table's entries, resolved: the same lookups in a
+            // test's trace.
+            self.routes.record_lookup(dst);
+            self.neighbors.record_lookup(&ip);
+            return Ok(nh);
+        }
         let route = *self.routes.lookup(dst).ok_or(NoNextHop::NoRoute)?;
         let nexthop = match route {
             Route::Local => return Err(NoNextHop::Local),
@@ -633,7 +655,13 @@ impl L2l3 {
             }
             return Err(NoNextHop::Unresolved);
         };
-        Ok(NextHop { port: nb.port, dst_mac: nb.mac, src_mac: self.ports[usize::from(nb.port)].mac })
+        let nh = NextHop { port: nb.port, dst_mac: nb.mac, src_mac: self.ports[usize::from(nb.port)].mac };
+        if matches!(route, Route::Connected(_))
+            && let Some(slot) = self.host_adj.get_mut(dst.to_bits() as usize % HOST_ADJ)
+        {
+            *slot = Some((dst.to_bits(), nh));
+        }
+        Ok(nh)
     }
 
     /// A UDP flow the switch itself sends to `dst` from port `src_port`: routed by

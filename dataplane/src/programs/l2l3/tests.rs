@@ -326,6 +326,65 @@ fn a_group_route_follows_its_neighbour_as_it_changes() {
     assert_eq!(dst(&run(&mut sw, &mut pool, 0, &g, 3)), (2, EthernetAddress([2, 0, 0, 0, 3, 2])));
 }
 
+/// A connected host's next hop is cached after its first packet (skipping the LPM and the
+/// neighbour table), and the cache follows every change: a new MAC or port, the neighbour
+/// removed (ARP, dropped), learned again from its reply, a longer route taking the host
+/// elsewhere, and the connected route removed. Two hosts sharing a cache slot (10.0.2.2 and
+/// 10.0.3.2: the same low byte) each get their own next hop. Each cached packet still shows
+/// the LPM and neighbour lookups it stands for in the tables' traces.
+#[test]
+fn a_connected_host_follows_its_neighbour_through_the_cache() {
+    let (mut sw, mut pool) = setup(CFG);
+    let f = udp_frame(HOST_A, P0, [10, 0, 1, 2], [10, 0, 2, 2], 64, 5);
+    let g = udp_frame(HOST_A, P0, [10, 0, 1, 2], [10, 0, 3, 2], 64, 5);
+    let dst = |out: &[(u16, Vec<u8>)]| (out[0].0, EthernetRepr::parse(&out[0].1).unwrap().dst_addr);
+    let a = (1, EthernetAddress([2, 0, 0, 0, 2, 2]));
+    let b = (2, EthernetAddress([2, 0, 0, 0, 3, 2]));
+    for _ in 0..3 {
+        assert_eq!(dst(&run(&mut sw, &mut pool, 0, &f, 0)), a);
+        assert_eq!(dst(&run(&mut sw, &mut pool, 0, &f, 0)), a);
+        assert_eq!(dst(&run(&mut sw, &mut pool, 0, &g, 0)), b);
+    }
+    let traces = sw.program().take_traces();
+    let count = |table: &str, key: u32| {
+        traces
+            .iter()
+            .find(|(t, _)| *t == table)
+            .map_or(0, |(_, k)| k.iter().filter(|&&x| x == u128::from(key)).count())
+    };
+    assert_eq!(count("ipv4_lpm", u32::from_be_bytes([10, 0, 2, 2])), 6, "{traces:?}");
+    assert_eq!(count("neighbor", u32::from_be_bytes([10, 0, 2, 2])), 6, "{traces:?}");
+    // A new MAC on another port.
+    let moved = EthernetAddress([2, 0, 0, 0, 9, 9]);
+    sw.control(Command::NeighborAdd(Ipv4Addr::new(10, 0, 2, 2), moved, 2), 0).unwrap();
+    assert_eq!(dst(&run(&mut sw, &mut pool, 0, &f, 0)), (2, moved));
+    // Removed: dropped (and asked for by ARP).
+    sw.control(Command::NeighborDel(Ipv4Addr::new(10, 0, 2, 2)), 0).unwrap();
+    run(&mut sw, &mut pool, 0, &f, 0);
+    assert_eq!(drops(&sw, "no_neighbor"), 1);
+    // Learned from its ARP reply.
+    let learned = EthernetAddress([2, 0, 0, 0, 2, 7]);
+    let reply = arp_reply(
+        (learned, Ipv4Addr::new(10, 0, 2, 2)),
+        (EthernetAddress([2, 0, 0, 0, 0, 0x11]), Ipv4Addr::new(10, 0, 2, 1)),
+    );
+    run(&mut sw, &mut pool, 1, &reply, 1);
+    assert_eq!(dst(&run(&mut sw, &mut pool, 0, &f, 2)), (1, learned));
+    assert_eq!(dst(&run(&mut sw, &mut pool, 0, &f, 2)), (1, learned));
+    // The connected route removed (the cached next hop goes with it): no route.
+    sw.control(Command::RouteDel(Ipv4Addr::new(10, 0, 2, 0), 24), 0).unwrap();
+    assert!(run(&mut sw, &mut pool, 0, &f, 3).is_empty());
+    assert_eq!(drops(&sw, "no_route"), 1);
+    // Back, cached again; then a /32 via the other neighbour wins over the /24.
+    sw.control(Command::RouteConnected(Ipv4Addr::new(10, 0, 2, 0), 24, 1), 0).unwrap();
+    assert_eq!(dst(&run(&mut sw, &mut pool, 0, &f, 4)), (1, learned));
+    assert_eq!(dst(&run(&mut sw, &mut pool, 0, &f, 4)), (1, learned));
+    sw.control(Command::RouteVia(Ipv4Addr::new(10, 0, 2, 2), 32, vec![Ipv4Addr::new(10, 0, 3, 2)]), 0)
+        .unwrap();
+    assert_eq!(dst(&run(&mut sw, &mut pool, 0, &f, 4)), b);
+    assert_eq!(dst(&run(&mut sw, &mut pool, 0, &g, 4)), b);
+}
+
 #[test]
 fn control_commands() {
     let names = vec!["p0".to_string(), "p1".to_string()];
