@@ -24,12 +24,34 @@ use wire::stack::UdpFlow;
 
 const USAGE: &str = "usage: dta_reports_pcap keywrite|append|keyincrement COUNT OUT.pcap [TRANSLATOR_MAC] [REPORTER_IP] [COLLECTOR_IP]";
 
+/// What to write, from the command line.
+struct Args {
+    primitive: String,
+    count: u32,
+    out: String,
+    flow: UdpFlow,
+}
+
 fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // A bad argument is a usage error: exit code 2, as the binaries' `check` gives.
+    let args = match parse(std::env::args().skip(1).collect()) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::exit(2);
+        }
+    };
+    write(&args)
+}
+
+fn parse(args: Vec<String>) -> anyhow::Result<Args> {
     if args.len() < 3 || args.len() > 6 {
         bail!("{USAGE}");
     }
-    let primitive = args[0].as_str();
+    let primitive = args[0].clone();
+    if !matches!(primitive.as_str(), "keywrite" | "append" | "keyincrement") {
+        bail!("PRIMITIVE {primitive:?}: expected keywrite, append or keyincrement\n{USAGE}");
+    }
     let count: u32 = args[1].parse().with_context(|| format!("COUNT {:?}: expected a number", args[1]))?;
     let mac = match args.get(3) {
         Some(s) => {
@@ -53,7 +75,11 @@ fn main() -> anyhow::Result<()> {
             SocketAddrV4::new(collector, 40040),
         )
     };
-    let out = &args[2];
+    Ok(Args { primitive, count, out: args[2].clone(), flow })
+}
+
+fn write(a: &Args) -> anyhow::Result<()> {
+    let (out, flow, count, primitive) = (&a.out, &a.flow, a.count, a.primitive.as_str());
     let file = File::create(out).with_context(|| format!("creating {out}"))?;
     let mut pcap = PcapWriter::new(BufWriter::new(file)).context("writing the pcap header")?;
     let data = [1u8, 2, 3, 4];
@@ -72,8 +98,8 @@ fn main() -> anyhow::Result<()> {
         let mut report = [0u8; 64];
         let n = r.buffer_len();
         r.emit(&mut report[..n]).map_err(|e| anyhow::anyhow!("report {i}: {e}"))?;
-        let mut frame = vec![0u8; roce::dta::report_frame_len(&flow, n)];
-        if !roce::dta::write_report_frame(&flow, &report[..n], &mut frame) {
+        let mut frame = vec![0u8; roce::dta::report_frame_len(flow, n)];
+        if !roce::dta::write_report_frame(flow, &report[..n], &mut frame) {
             bail!("report {i}: the frame does not fit");
         }
         let pkt = PcapPacket::new(Duration::from_micros(u64::from(i)), frame.len() as u32, &frame);
