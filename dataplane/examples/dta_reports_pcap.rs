@@ -24,9 +24,21 @@ use wire::stack::UdpFlow;
 
 const USAGE: &str = "usage: dta_reports_pcap keywrite|append|keyincrement COUNT OUT.pcap [TRANSLATOR_MAC] [REPORTER_IP] [COLLECTOR_IP]";
 
+/// The reports' primitive, as the in-memory bench sends it.
+#[derive(Clone, Copy)]
+enum Kind {
+    /// Key-Write, N = 2, 4 data bytes.
+    KeyWrite,
+    /// Append to list 0.
+    Append,
+    /// Key-Increment, N = 2.
+    KeyIncrement,
+}
+
 /// What to write, from the command line.
 struct Args {
-    primitive: String,
+    kind: Kind,
+    name: String,
     count: u32,
     out: String,
     flow: UdpFlow,
@@ -48,10 +60,12 @@ fn parse(args: Vec<String>) -> anyhow::Result<Args> {
     if args.len() < 3 || args.len() > 6 {
         bail!("{USAGE}");
     }
-    let primitive = args[0].clone();
-    if !matches!(primitive.as_str(), "keywrite" | "append" | "keyincrement") {
-        bail!("PRIMITIVE {primitive:?}: expected keywrite, append or keyincrement\n{USAGE}");
-    }
+    let kind = match args[0].as_str() {
+        "keywrite" => Kind::KeyWrite,
+        "append" => Kind::Append,
+        "keyincrement" => Kind::KeyIncrement,
+        other => bail!("PRIMITIVE {other:?}: expected keywrite, append or keyincrement\n{USAGE}"),
+    };
     let count: u32 = args[1].parse().with_context(|| format!("COUNT {:?}: expected a number", args[1]))?;
     let mac = match args.get(3) {
         Some(s) => {
@@ -75,24 +89,23 @@ fn parse(args: Vec<String>) -> anyhow::Result<Args> {
             SocketAddrV4::new(collector, 40040),
         )
     };
-    Ok(Args { primitive, count, out: args[2].clone(), flow })
+    Ok(Args { kind, name: args[0].clone(), count, out: args[2].clone(), flow })
 }
 
 fn write(a: &Args) -> anyhow::Result<()> {
-    let (out, flow, count, primitive) = (&a.out, &a.flow, a.count, a.primitive.as_str());
+    let (out, flow, count) = (&a.out, &a.flow, a.count);
     let file = File::create(out).with_context(|| format!("creating {out}"))?;
     let mut pcap = PcapWriter::new(BufWriter::new(file)).context("writing the pcap header")?;
     let data = [1u8, 2, 3, 4];
     for i in 0..count {
         let seq =
             Some(Sequence { seqnum: i as u8, retransmittable: false, priority: Priority::Low, epoch: 0 });
-        let primitive = match primitive {
-            "keywrite" => Primitive::KeyWrite { redundancy: 2, key: i.wrapping_mul(7919), data: &data },
-            "append" => Primitive::Append { list_id: 0, data: i },
-            "keyincrement" => {
+        let primitive = match a.kind {
+            Kind::KeyWrite => Primitive::KeyWrite { redundancy: 2, key: i.wrapping_mul(7919), data: &data },
+            Kind::Append => Primitive::Append { list_id: 0, data: i },
+            Kind::KeyIncrement => {
                 Primitive::KeyIncrement { redundancy: 2, key: i.wrapping_mul(104_729), counter: 1 }
             }
-            other => bail!("PRIMITIVE {other:?}: expected keywrite, append or keyincrement\n{USAGE}"),
         };
         let r = DtaRepr { immediate: false, seq, primitive };
         let mut report = [0u8; 64];
@@ -105,6 +118,6 @@ fn write(a: &Args) -> anyhow::Result<()> {
         let pkt = PcapPacket::new(Duration::from_micros(u64::from(i)), frame.len() as u32, &frame);
         pcap.write_packet(&pkt).with_context(|| format!("writing {out}"))?;
     }
-    println!("{count} {primitive} reports in {out}");
+    println!("{count} {} reports in {out}", a.name);
     Ok(())
 }
