@@ -113,3 +113,96 @@ impl<P: Program + FromConfig> Bench<P> {
         self.recycle()
     }
 }
+
+/// Two switches timed in alternation, `rounds` times `bursts` bursts each (the order flips every
+/// round), so that the machine's drift — minutes long on a shared VM — hits both alike. Prints
+/// each one's median rate and the median of the per-round ratios `b / a`, with the 10th–90th
+/// percentile spread; returns the median ratio. Criterion times one program after the other,
+/// seconds apart: its two figures can disagree by more than the difference they measure.
+pub fn interleaved<A: Program + FromConfig, B: Program + FromConfig>(
+    label: &str,
+    a: &mut Bench<A>,
+    b: &mut Bench<B>,
+    rounds: usize,
+    bursts: usize,
+) -> f64 {
+    use std::hint::black_box;
+    use std::time::Instant;
+    fn rate(bursts: usize, t: std::time::Duration) -> f64 {
+        (bursts * BURST) as f64 / t.as_secs_f64() / 1e6
+    }
+    for _ in 0..bursts * 4 {
+        black_box(a.burst());
+        black_box(b.burst());
+    }
+    let (mut ra, mut rb, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+    for r in 0..rounds {
+        let mut time_a = || {
+            let t = Instant::now();
+            for _ in 0..bursts {
+                black_box(a.burst());
+            }
+            t.elapsed()
+        };
+        let mut time_b = || {
+            let t = Instant::now();
+            for _ in 0..bursts {
+                black_box(b.burst());
+            }
+            t.elapsed()
+        };
+        let (ta, tb) = if r % 2 == 0 {
+            let ta = time_a();
+            (ta, time_b())
+        } else {
+            let tb = time_b();
+            (time_a(), tb)
+        };
+        ra.push(rate(bursts, ta));
+        rb.push(rate(bursts, tb));
+        ratio.push(rate(bursts, tb) / rate(bursts, ta));
+    }
+    let pct = |v: &mut Vec<f64>, p: usize| {
+        v.sort_by(f64::total_cmp);
+        v[(v.len() - 1) * p / 100]
+    };
+    let (a50, a10, a90) = (pct(&mut ra, 50), pct(&mut ra, 10), pct(&mut ra, 90));
+    let (b50, b10, b90) = (pct(&mut rb, 50), pct(&mut rb, 10), pct(&mut rb, 90));
+    let (q50, q10, q90) = (pct(&mut ratio, 50), pct(&mut ratio, 10), pct(&mut ratio, 90));
+    println!(
+        "{label}: interleaved, {rounds} rounds of {bursts} bursts each (median, p10-p90):\n  \
+         first  {a50:.2} Mpps ({a10:.2}-{a90:.2})\n  second {b50:.2} Mpps ({b10:.2}-{b90:.2})\n  \
+         ratio  {q50:.3} ({q10:.3}-{q90:.3})"
+    );
+    q50
+}
+
+/// Whether a criterion filter on the command line selects `name` (no filter selects all).
+pub fn selected(name: &str) -> bool {
+    let mut args = std::env::args().skip(1);
+    let mut filters = Vec::new();
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            // Criterion's options that take a value.
+            "--warm-up-time"
+            | "--measurement-time"
+            | "--profile-time"
+            | "--sample-size"
+            | "--save-baseline"
+            | "--baseline"
+            | "--load-baseline"
+            | "--nresamples"
+            | "--noise-threshold"
+            | "--confidence-level"
+            | "--significance-level"
+            | "--output-format"
+            | "--color"
+            | "--plotting-backend" => {
+                args.next();
+            }
+            s if s.starts_with('-') => {}
+            s => filters.push(s.to_string()),
+        }
+    }
+    filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str()))
+}

@@ -408,38 +408,51 @@ impl Hawkeye {
         }
     }
 
-    /// The telemetry sample of a data packet at egress.
+    /// Count a data packet at egress in the epoch telemetry.
     #[inline]
-    fn sample(data: &[u8], md: &EgressMd) -> Sample {
-        let q = md.deq.enq.qid;
-        let mut s = Sample {
+    fn record(&mut self, data: &[u8], md: &EgressMd) {
+        let s = Sample {
             flow: None,
             in_port: md.deq.enq.ingress_port,
             out_port: md.egress_port,
             bytes: data.len() as u32,
             enq_qdepth: md.deq.enq_qdepth,
-            paused: md.deq.waited_on_pfc || md.deq.paused_mask & (1 << (q & 7)) != 0,
+            // The TM never releases a packet from a paused priority (neither its scheduler
+            // nor its cut-through), so at egress "paused" is "waited on PFC": queued while
+            // paused, or a pause came while it waited.
+            paused: md.deq.waited_on_pfc,
         };
-        // The common frame at fixed offsets: untagged IPv4 without options, first fragment.
-        if let Some(h) = data.get(..38)
-            && h[12..14] == [0x08, 0x00]
-            && h[14] == 0x45
-            && h[20] & 0x1f == 0
-            && h[21] == 0
+        let k = match Self::fast_key(data) {
+            Some(k) => Some(k),
+            None => Self::flow_of(data).map(|f| telemetry::key(&f)),
+        };
+        self.tel.record_key(md.deq.enq_ts, &s, k.as_ref());
+    }
+
+    /// The flow key ([`telemetry::key`]) of the common frame — untagged IPv4 without options,
+    /// first fragment, whole — copied from its headers at fixed offsets (addresses, protocol, ports);
+    /// `None` for any other frame, which the parsers read ([`Self::flow_of`]).
+    #[inline]
+    fn fast_key(data: &[u8]) -> Option<[u8; 13]> {
+        let h = data.get(..38)?;
+        // The IPv4 total length must hold the ports and fit the frame, as the parser checks.
+        let total = usize::from(u16::from_be_bytes([h[16], h[17]]));
+        if h[12..14] != [0x08, 0x00]
+            || h[14] != 0x45
+            || h[20] & 0x1f != 0
+            || h[21] != 0
+            || total < 24
+            || 14 + total > data.len()
         {
-            let p = h[23];
-            let ports = matches!(p, protocol::UDP | protocol::TCP);
-            s.flow = Some(FiveTuple {
-                src_ip: Ipv4Addr::new(h[26], h[27], h[28], h[29]),
-                dst_ip: Ipv4Addr::new(h[30], h[31], h[32], h[33]),
-                protocol: p,
-                src_port: if ports { u16::from_be_bytes([h[34], h[35]]) } else { 0 },
-                dst_port: if ports { u16::from_be_bytes([h[36], h[37]]) } else { 0 },
-            });
-            return s;
+            return None;
         }
-        s.flow = Self::flow_of(data);
-        s
+        let mut k = [0u8; 13];
+        k[..8].copy_from_slice(&h[26..34]);
+        k[8] = h[23];
+        if matches!(h[23], protocol::UDP | protocol::TCP) {
+            k[9..].copy_from_slice(&h[34..38]);
+        }
+        Some(k)
     }
 
     /// A frame's 5-tuple, by the parsers (VLAN tags, IPv4 options, fragments).
@@ -623,8 +636,7 @@ impl Program for Hawkeye {
         if self.tel_queues & (1 << (md.deq.enq.qid & 7)) == 0 {
             return;
         }
-        let s = Self::sample(pkt.data(), md);
-        self.tel.record(md.deq.enq_ts, &s);
+        self.record(pkt.data(), md);
     }
 
     #[inline(always)]

@@ -218,6 +218,14 @@ impl Telemetry {
     /// Count one packet at time `now`.
     #[inline]
     pub fn record(&mut self, now: u64, s: &Sample) {
+        let k = s.flow.map(|f| key(&f));
+        self.record_key(now, s, k.as_ref());
+    }
+
+    /// [`record`](Self::record) with the flow given by its 13-byte key (what the data path
+    /// copies straight from the frame's headers); `s.flow` is not read.
+    #[inline]
+    pub fn record_key(&mut self, now: u64, s: &Sample, k: Option<&[u8; 13]>) {
         let id = self.epoch_id(now);
         let bank = self.bank(id);
         let (out, inp) = (usize::from(s.out_port), usize::from(s.in_port));
@@ -246,17 +254,21 @@ impl Telemetry {
                 });
             }
         }
-        let Some(f) = s.flow else { return };
-        let i = RegisterArray::<FlowCell>::epoch_index(bank, self.slots, self.slot(&f));
-        let (src, dst, ports) =
-            (f.src_ip.to_bits(), f.dst_ip.to_bits(), (u32::from(f.src_port) << 16) | u32::from(f.dst_port));
+        let Some(k) = k else { return };
+        let i = RegisterArray::<FlowCell>::epoch_index(
+            bank,
+            self.slots,
+            self.flow_hash(k) as usize & (self.slots - 1),
+        );
+        let word = |at: usize| u32::from_be_bytes([k[at], k[at + 1], k[at + 2], k[at + 3]]);
+        let (src, dst, proto, ports) = (word(0), word(4), k[8], word(9));
         let collided = self
             .flows
             .update(i, |c| {
                 let fresh = c.epoch_id != id || c.pkts == 0;
                 if fresh {
-                    *c = FlowCell { epoch_id: id, src, dst, ports, proto: f.protocol, ..FlowCell::default() };
-                } else if (c.src, c.dst, c.ports, c.proto) != (src, dst, ports, f.protocol) {
+                    *c = FlowCell { epoch_id: id, src, dst, ports, proto, ..FlowCell::default() };
+                } else if (c.src, c.dst, c.ports, c.proto) != (src, dst, ports, proto) {
                     return true;
                 }
                 c.port = s.out_port;

@@ -371,20 +371,31 @@ fn the_flow_hash_tables_and_the_fast_tuple_read_agree_with_the_declarations() {
     }
     let mut pool = HeapPool::new(8, 2048);
     let f = udp_frame(&mut pool, 777, 100);
-    let md = EgressMd {
-        egress_port: 1,
-        deq: Default::default(),
-        deq_ts: 0,
-        port_qdepth: 0,
-        tx_bytes: 0,
-        speed_bps: 0,
-        drop: None,
-        mirror: None,
-        recirculate: false,
-    };
-    let fast = Hawkeye::sample(f.data(), &md).flow;
-    assert_eq!(fast, Hawkeye::flow_of(f.data()));
-    assert_eq!(fast.unwrap().src_port, 777);
+    let fast = Hawkeye::fast_key(f.data());
+    assert_eq!(fast, Hawkeye::flow_of(f.data()).map(|f| telemetry::key(&f)));
+    assert_eq!(fast.unwrap()[9..11], 777u16.to_be_bytes());
+}
+
+proptest! {
+    /// On any frame the fast key read is either declined or what the parsers give.
+    #[test]
+    fn the_fast_key_read_is_the_parsers_key(
+        edits in proptest::collection::vec((0usize..60, any::<u8>()), 0..6),
+        len in 0usize..80,
+    ) {
+        let mut pool = HeapPool::new(8, 2048);
+        let f = udp_frame(&mut pool, 777, 100);
+        let mut data = f.data().to_vec();
+        data.resize(len.max(14), 0);
+        for (at, b) in edits {
+            if let Some(x) = data.get_mut(at) {
+                *x = b;
+            }
+        }
+        if let Some(k) = Hawkeye::fast_key(&data) {
+            prop_assert_eq!(Some(k), Hawkeye::flow_of(&data).map(|f| telemetry::key(&f)));
+        }
+    }
 }
 
 /// With `dta_collector` (and no analyzer) the same report goes out as DTA Append reports, one
