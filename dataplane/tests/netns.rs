@@ -15,7 +15,9 @@ mod support;
 use std::process::Command;
 use std::time::Duration;
 
-use support::{Lab, Switch, available, skip};
+#[cfg(dpdk)]
+use support::skip;
+use support::{Lab, Switch, available};
 
 /// A UDP echo server in host `server` answering one datagram, and a client in host `client`
 /// that sends one and waits for the echo.
