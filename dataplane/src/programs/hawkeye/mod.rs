@@ -340,6 +340,8 @@ impl Hawkeye {
     }
 
     /// A polling packet at ingress (its polling header at `l2`).
+    #[cold]
+    #[inline(never)]
     fn polling_ingress<F: Frame>(&mut self, pkt: &mut F, md: &mut IngressMd, l2: usize) {
         let Ok(r) = PollingRepr::parse(&pkt.data()[l2..]) else {
             md.dest = Dest::Drop(self.drops.malformed);
@@ -368,6 +370,8 @@ impl Hawkeye {
     }
 
     /// A polling copy at egress: the survival rules, de-duplication, the control side's queue.
+    #[cold]
+    #[inline(never)]
     fn polling_egress<F: Frame>(&mut self, pkt: &mut F, md: &mut EgressMd, l2: usize) {
         let now = md.deq.enq_ts;
         let port = md.egress_port;
@@ -456,6 +460,8 @@ impl Hawkeye {
     }
 
     /// A frame's 5-tuple, by the parsers (VLAN tags, IPv4 options, fragments).
+    #[cold]
+    #[inline(never)]
     fn flow_of(data: &[u8]) -> Option<FiveTuple> {
         let mut flow = None;
         if let Ok(eth) = EthernetFrame::new_checked(data)
