@@ -20,6 +20,7 @@ fn main() {
     for v in ["PKG_CONFIG_PATH", "PKG_CONFIG", "SOFTFABRIC_REQUIRE_DPDK", "SOFTFABRIC_NO_DPDK"] {
         println!("cargo::rerun-if-env-changed={v}");
     }
+    watch_pkg_config_dirs();
     let required = env::var_os("SOFTFABRIC_REQUIRE_DPDK").is_some_and(|v| v != "0");
     if env::var_os("SOFTFABRIC_NO_DPDK").is_some_and(|v| v != "0") {
         assert!(!required, "SOFTFABRIC_NO_DPDK and SOFTFABRIC_REQUIRE_DPDK are both set");
@@ -120,6 +121,28 @@ fn unavailable(why: &str) {
         "cargo::warning=building without DPDK: {why}. The DPDK port backend is left out; install libdpdk-dev to get it."
     );
     println!("cargo::metadata=available=0");
+}
+
+/// Rerun when a pkg-config directory changes, so that installing (or upgrading, or removing)
+/// libdpdk-dev after a first build is seen: without this the crate stayed built without DPDK
+/// until `cargo clean`, and `dataplane` kept refusing DPDK ports. The directories are
+/// pkg-config's default search path and `PKG_CONFIG_PATH`, those that exist (a missing path
+/// would make cargo rerun this script on every build).
+fn watch_pkg_config_dirs() {
+    let pc = env::var("PKG_CONFIG").unwrap_or_else(|_| "pkg-config".into());
+    let default = Command::new(&pc)
+        .args(["--variable", "pc_path", "pkg-config"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    let extra = env::var("PKG_CONFIG_PATH").unwrap_or_default();
+    for dir in default.split(':').chain(extra.split(':')) {
+        if !dir.is_empty() && PathBuf::from(dir).is_dir() {
+            println!("cargo::rerun-if-changed={dir}");
+        }
+    }
 }
 
 fn first_line(s: &str) -> &str {

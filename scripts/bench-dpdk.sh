@@ -164,7 +164,12 @@ EOF
         awk '/ port port=p[01] / { for (i = 1; i <= NF; i++) if ($i ~ /^tx_pps=/) { split($i, a, "="); v += a[2] }
                                    if (++k % 2 == 0) { print v; v = 0 } }' |
         awk -v skip="$skip" -v w="$window" '{ if (NR > skip && NR <= skip + w) { s += $1; n++ } }
-                                             END { if (n) printf "%.3f", s / n / 1e6; else print "0" }'
+                                             END { if (n) printf "%.3f", s / n / 1e6; else print "FAILED" }' |
+        tee "$work/rate"
+    # No sample at all: the switch did not run (a build without DPDK, an EAL error). Say why.
+    if [ "$(cat "$work/rate")" = "FAILED" ]; then
+        { echo; echo "bench-dpdk: dataplane $prog gave no samples; the end of its log:"; tail -5 "$log"; } >&2
+    fi
 }
 
 # Routed traffic is checked from the switch's own counters: every received frame forwarded,
