@@ -158,3 +158,59 @@ fn an_injected_pause_outside_the_loop_deadlocks_it() {
         t.injected
     );
 }
+
+/// The out-of-loop contention scenario: its loop flows run at line rate but on 25 G hosts, so
+/// the loop alone keeps going; the burst into a host outside the loop (host 2 of pod 0, turned
+/// with the trace's pod) freezes it for good, long after the burst has drained, and the analyzer
+/// names the contention at that host's port — the burst and the loop flow into the same host —
+/// as the initiator outside the loop.
+#[test]
+fn contention_outside_the_loop_deadlocks_it() {
+    use collector::hawkeye::{self as hk, Anomaly, Params, RootCause};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/labs/hawkeye");
+    let s = hawkeye_eval::Scenario::load(&dir.join("out-of-loop-deadlock-contention.toml")).unwrap();
+    let t = s.trace(0).unwrap();
+    let run = |burst: bool| {
+        let mut v: toml::Table = toml::from_str(&t.text).unwrap();
+        if !burst {
+            v.remove("incast");
+        }
+        let text = toml::to_string(&v).unwrap();
+        let lab = softfabric::lab::LabConfig::parse(&dir.join("_fattree-k4-25g.toml"), &text).unwrap();
+        softfabric::lab::run(&lab, |_| {}).unwrap()
+    };
+    let delivered = |r: &softfabric::lab::LabResult, flow: usize, when: u64| {
+        r.rates.iter().filter(|x| x.flow == flow && x.time_ns <= when).map(|x| x.rx_bytes).max().unwrap_or(0)
+    };
+    let calm = run(false);
+    for flow in 0..3 {
+        assert!(
+            delivered(&calm, flow, 3_000_000) > delivered(&calm, flow, 2_000_000),
+            "without the burst, loop flow {flow} keeps going"
+        );
+    }
+    let r = run(true);
+    for flow in 1..3 {
+        // Flows 1 and 2 do not go to the burst's receiver: only the loop holds them.
+        assert_eq!(
+            delivered(&r, flow, 2_500_000),
+            delivered(&r, flow, 3_000_000),
+            "loop flow {flow} frozen from 2.5 ms to 3 ms (the burst drained by ~1.5 ms)"
+        );
+    }
+    let Injected::Flows(want) = &t.injected else { panic!("the contention's flows: {:?}", t.injected) };
+    let (incs, topo) = hawkeye_eval::incidents(&r, 1_500_000).unwrap();
+    // The lab's host addressing (`host_ip` in src/lab/engine/fabric.rs).
+    let ip = |h: usize| std::net::Ipv4Addr::new(10, 0, h as u8, 2);
+    let found = incs
+        .iter()
+        .flat_map(|i| hk::analyze(i, &topo, &Params::default()).1)
+        .filter(|d| d.anomaly == Some(Anomaly::OutOfLoopDeadlockContention))
+        .any(|d| match &d.root_cause {
+            Some(RootCause::Flows { flows, .. }) => {
+                flows.iter().all(|(f, _)| want.iter().any(|&(s, d)| f.src_ip == ip(s) && f.dst_ip == ip(d)))
+            }
+            _ => false,
+        });
+    assert!(found, "the deadlock diagnosed with the contention at the burst's receiver: {want:?}");
+}

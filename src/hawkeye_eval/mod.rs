@@ -569,9 +569,15 @@ impl Scenario {
             push(&mut v, "incast", t);
             injected.extend(a.burst_senders.iter().map(|&s| (s, dst)));
         }
+        // The contention at a branch's end: the burst, and the loop flows that leave the loop
+        // for the burst's receiver — they contend there too, and it is their held packets that
+        // pause the loop (with PFC's per-ingress-port sharing a line-rate loop flow takes as
+        // much of the receiver's port as the whole burst, and the analyzer names it with or
+        // before the burst).
         let mut bursts = Vec::new();
         if let Some(dst) = a.burst_dst {
             bursts.extend(a.burst_senders.iter().map(|&s| (s, dst)));
+            bursts.extend(a.flows.iter().filter(|f| f.dst == dst).map(|f| (f.src, f.dst)));
         }
         if let Some(h) = a.storm_host {
             let mut t = toml::Table::new();

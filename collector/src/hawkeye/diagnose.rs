@@ -401,7 +401,7 @@ fn deadlock(
     let mut branches: Vec<(usize, usize, f64)> =
         g.port_port.iter().filter(|e| in_loop.contains(&e.0) && !in_loop.contains(&e.1)).copied().collect();
     branches.sort_by(|a, b| b.2.total_cmp(&a.2));
-    let mut found: Vec<(Anomaly, RootCause, Vec<usize>)> = Vec::new();
+    let mut found: Vec<(Anomaly, RootCause, Vec<usize>, usize)> = Vec::new();
     for (p, b, _) in branches {
         let mut path = vec![p, b];
         let mut at = b;
@@ -432,7 +432,7 @@ fn deadlock(
             Anomaly::OutOfLoopDeadlockContention,
             Anomaly::OutOfLoopDeadlockInjection,
         ) {
-            found.push((anomaly, root, path));
+            found.push((anomaly, root, path, at));
         }
     }
     // Contention in the loop, for comparison with contention at a branch's end: whichever is
@@ -444,18 +444,33 @@ fn deadlock(
     let in_loop_weight = in_loop_best.as_ref().map_or(0.0, |b| total(&b.1));
     let weight = |r: &RootCause| match r {
         RootCause::Flows { flows, .. } => flows.iter().map(|f| f.1).sum(),
-        RootCause::Host { .. } => f64::INFINITY,
+        RootCause::Host { .. } => 0.0,
     };
-    let pick = found.iter().position(|f| f.0 == Anomaly::OutOfLoopDeadlockInjection).or_else(|| {
-        found
-            .iter()
-            .enumerate()
-            .max_by(|a, b| weight(&a.1.1).total_cmp(&weight(&b.1.1)))
-            .filter(|(_, f)| weight(&f.1) > in_loop_weight)
-            .map(|(i, _)| i)
-    });
+    // Which branch started it: first a host seen pausing its port (the branch's end counted
+    // paused packets or a poll found it paused: a host pauses nothing in normal operation, and
+    // its pause stops the port outright where contention only slows it); then the heaviest
+    // contention at a branch's end, if heavier than any in the loop; last, a branch ending at
+    // a host port with no contention and no pause (Table 2's injection signature, without the
+    // pause that would confirm it), only when nothing else explains the loop. Ranking that last
+    // case first named the receiver of a line-rate loop flow — its port busy, alone, never
+    // paused — as a host injecting PFC, over the real contention at another branch.
+    let is_injection =
+        |f: &(Anomaly, RootCause, Vec<usize>, usize)| f.0 == Anomaly::OutOfLoopDeadlockInjection;
+    let pick = found
+        .iter()
+        .position(|f| is_injection(f) && g.ports[f.3].1.pfc())
+        .or_else(|| {
+            found
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| !is_injection(f))
+                .max_by(|a, b| weight(&a.1.1).total_cmp(&weight(&b.1.1)))
+                .filter(|(_, f)| weight(&f.1) > in_loop_weight)
+                .map(|(i, _)| i)
+        })
+        .or_else(|| if in_loop_best.is_none() { found.iter().position(is_injection) } else { None });
     if let Some(i) = pick {
-        let (anomaly, root, path) = found.swap_remove(i);
+        let (anomaly, root, path, _) = found.swap_remove(i);
         return Diagnosis {
             anomaly: Some(anomaly),
             root_cause: Some(root),

@@ -461,3 +461,39 @@ fn a_light_branch_does_not_outweigh_contention_in_the_loop() {
     let Some(RootCause::Flows { port, .. }) = &ds[0].root_cause else { panic!("{:?}", ds[0]) };
     assert_eq!(*port, PortId { switch_id: 2, port: 2 });
 }
+
+/// Two branches out of a loop: one ends at a host port busy with a single flow and never
+/// paused (Table 2's injection signature, but no pause to confirm a host injecting), the other
+/// at a port where two flows contend. The contention is the initiator: a host port that was
+/// never paused is not a host injecting PFC (before the fix, the unpaused port was named as
+/// the injector, which in the lab named the receivers of line-rate loop flows).
+#[test]
+fn an_unpaused_host_port_does_not_outrank_contention_at_another_branch() {
+    let (t, mut inc) = square(true);
+    let s2 = &mut inc.reports[1].entries;
+    s2.truncate(s2.len() - 3);
+    s2.extend([
+        // S2.P2: one flow, a deep queue, nothing paused.
+        meter(0, 2, 50_000),
+        port(2, 20, 0, 20 * 2_000_000),
+        fl(2, flow(20, 2, 1), 20, 0, 20 * 2_000_000),
+        // S2.P3: two flows contending.
+        meter(0, 3, 50_000),
+        port(3, 20, 0, 20 * 2_000_000),
+        fl(3, flow(21, 12, 1), 10, 0, 10 * 2_000_000),
+        fl(3, flow(22, 12, 2), 10, 0, 10 * 2_000_000),
+    ]);
+    let (_, ds) = analyze(&inc, &t, &Params::default());
+    assert_eq!(ds[0].anomaly, Some(Anomaly::OutOfLoopDeadlockContention), "{:?}", ds[0]);
+    let Some(RootCause::Flows { port, .. }) = &ds[0].root_cause else { panic!("{:?}", ds[0]) };
+    assert_eq!(*port, PortId { switch_id: 2, port: 3 });
+    // With S2.P2 paused (the host there sent PFC), the injection is the answer again.
+    let (t, mut inc2) = (t, inc.clone());
+    for e in &mut inc2.reports[1].entries {
+        if let Entry::Port { port: 2, paused, .. } = e {
+            *paused = 10;
+        }
+    }
+    let (_, ds) = analyze(&inc2, &t, &Params::default());
+    assert_eq!(ds[0].anomaly, Some(Anomaly::OutOfLoopDeadlockInjection), "{:?}", ds[0]);
+}
