@@ -35,7 +35,7 @@ use dataplane::runtime::report::{self, ReportRun, ReportSummary, Sink};
 use netns_thread::in_netns;
 use roce::dta::{LoadKind, LoadSpec};
 use softfabric::dta_demo::{LabConfig, accounting, load, stored_appends, translator_stats};
-use support::{Lab as Net, ROUTED_PORTS, available};
+use support::{Lab as Net, ROUTED_PORTS, available, have};
 
 const LISTS: u32 = 4;
 const REPORTER: Ipv4Addr = Ipv4Addr::new(10, 0, 1, 2);
@@ -229,7 +229,7 @@ fn settle(rt: &Runtime) {
 
 #[test]
 fn every_primitive_under_iptables_loss_counts_everything() {
-    if !available() {
+    if !available() || !have("iptables") {
         return;
     }
     let mut k = 0;
@@ -341,7 +341,7 @@ fn stored_appends_of_two_runs(s: &collector::Stores, a: u64, b: u64) -> Result<u
 /// and continues it — nothing written over, nothing twice — on real frames.
 #[test]
 fn translator_restart_on_real_frames_continues_the_lists() {
-    if !available() {
+    if !available() || !have("iptables") {
         return;
     }
     let net = network("tr");
@@ -388,7 +388,7 @@ fn translator_restart_on_real_frames_continues_the_lists() {
 /// reports a deterministic rule dropped (every 50th), and any the kernel lost besides.
 #[test]
 fn reporter_restart_on_real_frames_is_counted() {
-    if !available() {
+    if !available() || !have("iptables") {
         return;
     }
     let net = network("rr");

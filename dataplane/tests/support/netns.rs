@@ -25,17 +25,16 @@ pub fn available() -> bool {
     if uid.as_deref() != Some("0") {
         return skip("not root: network namespaces and AF_PACKET need root");
     }
-    for tool in ["ip", "ping", "python3"] {
-        if Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .output()
-            .map(|o| !o.status.success())
-            .unwrap_or(true)
-        {
-            return skip(&format!("{tool} not installed"));
-        }
-    }
-    true
+    ["ip", "ping", "python3"].into_iter().all(have)
+}
+
+/// Whether `tool` is on the PATH; if not, the test is skipped (or fails where required).
+pub fn have(tool: &str) -> bool {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    found || skip(&format!("{tool} not installed"))
 }
 
 pub fn run(args: &[&str]) -> std::process::Output {
