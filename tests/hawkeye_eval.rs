@@ -3,6 +3,31 @@
 //! anomaly and its root cause in most traces.
 
 use softfabric::hawkeye_eval::{self, Injected, VARIANTS};
+use softfabric::lab::LabResult;
+
+/// Trace `i` of scenario `file` (in `config/labs/hawkeye/`), its lab file edited by `edit`, run.
+fn run_trace(file: &str, i: u64, edit: impl Fn(&mut toml::Table)) -> (hawkeye_eval::Trace, LabResult) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/labs/hawkeye");
+    let s = hawkeye_eval::Scenario::load(&dir.join(file)).unwrap();
+    let t = s.trace(i).unwrap();
+    let mut v: toml::Table = toml::from_str(&t.text).unwrap();
+    edit(&mut v);
+    let lab = softfabric::lab::LabConfig::parse(&s.base_path, &toml::to_string(&v).unwrap()).unwrap();
+    let r = softfabric::lab::run(&lab, |_| {}).unwrap();
+    (t, r)
+}
+
+/// Bytes flow `flow` had delivered by `when`.
+fn delivered(r: &LabResult, flow: usize, when: u64) -> u64 {
+    r.rates.iter().filter(|x| x.flow == flow && x.time_ns <= when).map(|x| x.rx_bytes).max().unwrap_or(0)
+}
+
+/// Every diagnosis of the run's incidents.
+fn diagnoses(r: &LabResult) -> Vec<collector::hawkeye::Diagnosis> {
+    use collector::hawkeye::{self as hk, Params};
+    let (incs, topo) = hawkeye_eval::incidents(r, 1_500_000).unwrap();
+    incs.iter().flat_map(|i| hk::analyze(i, &topo, &Params::default()).1).collect()
+}
 
 #[test]
 fn the_bundled_scenarios_are_diagnosed() {
@@ -113,31 +138,22 @@ fn a_routing_loop_deadlocks_for_real_and_is_diagnosed() {
 /// analyzer names that host as the initiator outside the loop.
 #[test]
 fn an_injected_pause_outside_the_loop_deadlocks_it() {
-    use collector::hawkeye::{self as hk, Anomaly, Params, RootCause};
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/labs/hawkeye");
-    let s = hawkeye_eval::Scenario::load(&dir.join("out-of-loop-deadlock-injection.toml")).unwrap();
-    let t = s.trace(0).unwrap();
-    let run = |storm: bool| {
-        let mut v: toml::Table = toml::from_str(&t.text).unwrap();
+    use collector::hawkeye::{Anomaly, RootCause};
+    let file = "out-of-loop-deadlock-injection.toml";
+    let long = |v: &mut toml::Table| {
         v["lab"].as_table_mut().unwrap().insert("duration_us".into(), 3000.into());
-        if !storm {
-            v.remove("host");
-        }
-        let text = toml::to_string(&v).unwrap();
-        let lab = softfabric::lab::LabConfig::parse(&dir.join("_fattree-k4.toml"), &text).unwrap();
-        softfabric::lab::run(&lab, |_| {}).unwrap()
     };
-    let delivered = |r: &softfabric::lab::LabResult, flow: usize, when: u64| {
-        r.rates.iter().filter(|x| x.flow == flow && x.time_ns <= when).map(|x| x.rx_bytes).max().unwrap_or(0)
-    };
-    let calm = run(false);
+    let (_, calm) = run_trace(file, 0, |v| {
+        long(v);
+        v.remove("host");
+    });
     for flow in 0..3 {
         assert!(
             delivered(&calm, flow, 3_000_000) > delivered(&calm, flow, 2_000_000),
             "without the storm, loop flow {flow} keeps going"
         );
     }
-    let r = run(true);
+    let (t, r) = run_trace(file, 0, long);
     for flow in 1..3 {
         // Flows 1 and 2 do not go to the storming host: only the loop holds them.
         assert_eq!(
@@ -146,10 +162,8 @@ fn an_injected_pause_outside_the_loop_deadlocks_it() {
             "loop flow {flow} frozen from 1.5 ms to 3 ms (the storm stopped at 0.7 ms)"
         );
     }
-    let (incs, topo) = hawkeye_eval::incidents(&r, 1_500_000).unwrap();
-    let found = incs
+    let found = diagnoses(&r)
         .iter()
-        .flat_map(|i| hk::analyze(i, &topo, &Params::default()).1)
         .filter(|d| d.anomaly == Some(Anomaly::OutOfLoopDeadlockInjection))
         .any(|d| matches!(d.root_cause, Some(RootCause::Host { host: Some((h, _)), .. }) if Injected::Host(h as usize) == t.injected));
     assert!(
@@ -166,30 +180,18 @@ fn an_injected_pause_outside_the_loop_deadlocks_it() {
 /// as the initiator outside the loop.
 #[test]
 fn contention_outside_the_loop_deadlocks_it() {
-    use collector::hawkeye::{self as hk, Anomaly, Params, RootCause};
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/labs/hawkeye");
-    let s = hawkeye_eval::Scenario::load(&dir.join("out-of-loop-deadlock-contention.toml")).unwrap();
-    let t = s.trace(0).unwrap();
-    let run = |burst: bool| {
-        let mut v: toml::Table = toml::from_str(&t.text).unwrap();
-        if !burst {
-            v.remove("incast");
-        }
-        let text = toml::to_string(&v).unwrap();
-        let lab = softfabric::lab::LabConfig::parse(&dir.join("_fattree-k4-25g.toml"), &text).unwrap();
-        softfabric::lab::run(&lab, |_| {}).unwrap()
-    };
-    let delivered = |r: &softfabric::lab::LabResult, flow: usize, when: u64| {
-        r.rates.iter().filter(|x| x.flow == flow && x.time_ns <= when).map(|x| x.rx_bytes).max().unwrap_or(0)
-    };
-    let calm = run(false);
+    use collector::hawkeye::{Anomaly, RootCause};
+    let file = "out-of-loop-deadlock-contention.toml";
+    let (_, calm) = run_trace(file, 0, |v| {
+        v.remove("incast");
+    });
     for flow in 0..3 {
         assert!(
             delivered(&calm, flow, 3_000_000) > delivered(&calm, flow, 2_000_000),
             "without the burst, loop flow {flow} keeps going"
         );
     }
-    let r = run(true);
+    let (t, r) = run_trace(file, 0, |_| {});
     for flow in 1..3 {
         // Flows 1 and 2 do not go to the burst's receiver: only the loop holds them.
         assert_eq!(
@@ -199,18 +201,16 @@ fn contention_outside_the_loop_deadlocks_it() {
         );
     }
     let Injected::Flows(want) = &t.injected else { panic!("the contention's flows: {:?}", t.injected) };
-    let (incs, topo) = hawkeye_eval::incidents(&r, 1_500_000).unwrap();
     // The lab's host addressing (`host_ip` in src/lab/engine/fabric.rs).
     let ip = |h: usize| std::net::Ipv4Addr::new(10, 0, h as u8, 2);
-    let found = incs
-        .iter()
-        .flat_map(|i| hk::analyze(i, &topo, &Params::default()).1)
-        .filter(|d| d.anomaly == Some(Anomaly::OutOfLoopDeadlockContention))
-        .any(|d| match &d.root_cause {
-            Some(RootCause::Flows { flows, .. }) => {
-                flows.iter().all(|(f, _)| want.iter().any(|&(s, d)| f.src_ip == ip(s) && f.dst_ip == ip(d)))
+    let found =
+        diagnoses(&r).iter().filter(|d| d.anomaly == Some(Anomaly::OutOfLoopDeadlockContention)).any(|d| {
+            match &d.root_cause {
+                Some(RootCause::Flows { flows, .. }) => flows
+                    .iter()
+                    .all(|(f, _)| want.iter().any(|&(s, d)| f.src_ip == ip(s) && f.dst_ip == ip(d))),
+                _ => false,
             }
-            _ => false,
         });
     assert!(found, "the deadlock diagnosed with the contention at the burst's receiver: {want:?}");
 }

@@ -205,7 +205,9 @@ pub struct Scenario {
     /// opening earlier are scored against.
     pub before: Option<Anomaly>,
     base_text: String,
-    base_path: PathBuf,
+    /// The base lab file (a trace's lab file is parsed as if it were there: paths in it are
+    /// relative to it).
+    pub base_path: PathBuf,
     loads: Vec<f64>,
     seed: u64,
     window_ns: u64,
