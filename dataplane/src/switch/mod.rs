@@ -11,6 +11,7 @@
 //! [`Switch`] is sans-IO: it holds no clock, socket or thread. The poll-mode runtime hands it
 //! bursts from real ports with the time; the lab hands it packets on a virtual clock.
 
+use arrayvec::ArrayVec;
 use wire::ethernet::EtherType;
 use wire::pfc::{self, MacControlRepr};
 
@@ -260,14 +261,23 @@ pub struct SwitchOptions {
     /// Let a packet for an idle egress port skip the queues (see
     /// [`TrafficManager::cut_through`]); off, every packet is queued until the next transmit.
     pub cut_through: bool,
-    /// Most cut-through packets waiting per port for the next transmit step; beyond, packets
-    /// queue in the TM.
+    /// Most cut-through packets waiting per port for the next transmit step (at most
+    /// [`STAGED_CAP`]); beyond, packets queue in the TM.
     pub staged_max: usize,
 }
 
+/// The cut-through stage's fixed capacity per port: [`SwitchOptions::staged_max`]'s ceiling.
+pub const STAGED_CAP: usize = 256;
+
 impl Default for SwitchOptions {
     fn default() -> Self {
-        Self { max_recirc: 4, pfc_to_program: false, cpu_queue: 1024, cut_through: true, staged_max: 256 }
+        Self {
+            max_recirc: 4,
+            pfc_to_program: false,
+            cpu_queue: 1024,
+            cut_through: true,
+            staged_max: STAGED_CAP,
+        }
     }
 }
 
@@ -284,8 +294,9 @@ pub struct Switch<P: Program, F> {
     emitted: Vec<(F, Dest, u8)>,
     /// Empty buffers for what the program emits ([`SPARE_BUFFERS`] at most).
     spare: Vec<F>,
-    /// Per port: packets that cut through the TM, past egress, waiting for `transmit`.
-    staged: Vec<Vec<F>>,
+    /// Per port: packets that cut through the TM, past egress, waiting for `transmit` (at most
+    /// [`SwitchOptions::staged_max`], itself at most [`STAGED_CAP`]).
+    staged: Vec<ArrayVec<F, STAGED_CAP>>,
 }
 
 impl<P: Program, F: Frame> Switch<P, F> {
@@ -295,9 +306,10 @@ impl<P: Program, F: Frame> Switch<P, F> {
         drops: DropReasons,
         mcast: McastGroups,
         tm: TrafficManager<F>,
-        opts: SwitchOptions,
+        mut opts: SwitchOptions,
     ) -> Self {
         let ports = tm.ports();
+        opts.staged_max = opts.staged_max.min(STAGED_CAP);
         Self {
             program,
             counters: Counters {
@@ -312,7 +324,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
             cpu: Vec::with_capacity(opts.cpu_queue),
             emitted: Vec::with_capacity(64),
             spare: Vec::with_capacity(SPARE_BUFFERS),
-            staged: (0..ports).map(|_| Vec::with_capacity(opts.staged_max)).collect(),
+            staged: (0..ports).map(|_| ArrayVec::new()).collect(),
             tm,
         }
     }
@@ -743,11 +755,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
         let staged = &mut self.staged[pi];
         if !staged.is_empty() {
             let n = staged.len().min(max.saturating_sub(out.len()));
-            if n == staged.len() {
-                out.append(staged);
-            } else {
-                out.extend(staged.drain(..n));
-            }
+            out.extend(staged.drain(..n));
         }
         if out.len() < max && self.tm.port_has_packets(port) {
             let mut md = self.egress_md(port, now);

@@ -504,10 +504,16 @@ impl L2l3 {
     #[cold]
     #[inline(never)]
     fn learn_slow(&mut self, src: EthernetAddress, key: u64, port: PortId, now: u64) {
-        if src.is_multicast() || src.is_zero() || usize::from(port) >= self.ports.len() {
+        if usize::from(port) >= self.ports.len() {
             return;
         }
         let pi = usize::from(port);
+        if src.is_multicast() || src.is_zero() {
+            // Never learned; cached like a learned source, so that a stream of them (DPDK's
+            // net_null sends all-zero frames) takes the inline check, not this call, per packet.
+            self.learn_cache[pi] = (key, now);
+            return;
+        }
         match self.macs.get_mut(&key) {
             Some(e) if e.is_static => {}
             // Refresh at most once a second: a table write per packet is not free.
