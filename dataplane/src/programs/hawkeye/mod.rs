@@ -426,10 +426,7 @@ impl Hawkeye {
             // paused, or a pause came while it waited.
             paused: md.deq.waited_on_pfc,
         };
-        let k = match Self::fast_key(data) {
-            Some(k) => Some(k),
-            None => Self::flow_of(data).map(|f| telemetry::key(&f)),
-        };
+        let k = Self::fast_key(data).or_else(|| Self::flow_of(data).map(|f| telemetry::key(&f)));
         self.tel.record_key(md.deq.enq_ts, &s, k.as_ref());
     }
 
