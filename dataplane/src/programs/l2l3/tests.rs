@@ -112,6 +112,30 @@ fn drops(sw: &Sw, name: &str) -> u64 {
     sw.counters().drops[i]
 }
 
+/// Neighbour 10.0.2.2, the next hop of `f` (sent in on p0), moves to p2 with a new MAC; is
+/// removed, so that `f`'s next packet asks for it by ARP on the connected port and is dropped;
+/// and is learned again from its ARP reply, `f` routed to the MAC it announced. Each step is
+/// checked on `f`'s next packet (times 0–2), from a switch with no `no_neighbor` drop yet.
+/// Returns the learned MAC.
+fn neighbour_moves_goes_and_is_learned_again(sw: &mut Sw, pool: &mut HeapPool, f: &[u8]) -> EthernetAddress {
+    let dst = |out: &[(u16, Vec<u8>)]| (out[0].0, EthernetRepr::parse(&out[0].1).unwrap().dst_addr);
+    let moved = EthernetAddress([2, 0, 0, 0, 9, 9]);
+    sw.control(Command::NeighborAdd(Ipv4Addr::new(10, 0, 2, 2), moved, 2), 0).unwrap();
+    assert_eq!(dst(&run(sw, pool, 0, f, 0)), (2, moved));
+    sw.control(Command::NeighborDel(Ipv4Addr::new(10, 0, 2, 2)), 0).unwrap();
+    let out = run(sw, pool, 0, f, 0);
+    assert_eq!(drops(sw, "no_neighbor"), 1);
+    assert_eq!(ArpRepr::parse(&out[0].1[14..]).unwrap().target_ip, Ipv4Addr::new(10, 0, 2, 2));
+    let learned = EthernetAddress([2, 0, 0, 0, 2, 7]);
+    let reply = arp_reply(
+        (learned, Ipv4Addr::new(10, 0, 2, 2)),
+        (EthernetAddress([2, 0, 0, 0, 0, 0x11]), Ipv4Addr::new(10, 0, 2, 1)),
+    );
+    run(sw, pool, 1, &reply, 1);
+    assert_eq!(dst(&run(sw, pool, 0, f, 2)), (1, learned));
+    learned
+}
+
 #[test]
 fn routes_with_ttl_and_checksum_update() {
     let (mut sw, mut pool) = setup(CFG);
@@ -302,23 +326,7 @@ fn a_group_route_follows_its_neighbour_as_it_changes() {
     let f = udp_frame(HOST_A, P0, [10, 0, 1, 2], [172, 16, 1, 1], 64, 5);
     let dst = |out: &[(u16, Vec<u8>)]| (out[0].0, EthernetRepr::parse(&out[0].1).unwrap().dst_addr);
     assert_eq!(dst(&run(&mut sw, &mut pool, 0, &f, 0)), (1, EthernetAddress([2, 0, 0, 0, 2, 2])));
-    // The neighbour moves to p2 with a new MAC.
-    let moved = EthernetAddress([2, 0, 0, 0, 9, 9]);
-    sw.control(Command::NeighborAdd(Ipv4Addr::new(10, 0, 2, 2), moved, 2), 0).unwrap();
-    assert_eq!(dst(&run(&mut sw, &mut pool, 0, &f, 0)), (2, moved));
-    // Removed: the next packet asks for it (ARP on the connected port) and is dropped.
-    sw.control(Command::NeighborDel(Ipv4Addr::new(10, 0, 2, 2)), 0).unwrap();
-    let out = run(&mut sw, &mut pool, 0, &f, 0);
-    assert_eq!(drops(&sw, "no_neighbor"), 1);
-    assert_eq!(ArpRepr::parse(&out[0].1[14..]).unwrap().target_ip, Ipv4Addr::new(10, 0, 2, 2));
-    // Learned from the neighbour's ARP reply: routed again, to the MAC it announced.
-    let learned = EthernetAddress([2, 0, 0, 0, 2, 7]);
-    let reply = arp_reply(
-        (learned, Ipv4Addr::new(10, 0, 2, 2)),
-        (EthernetAddress([2, 0, 0, 0, 0, 0x11]), Ipv4Addr::new(10, 0, 2, 1)),
-    );
-    run(&mut sw, &mut pool, 1, &reply, 1);
-    assert_eq!(dst(&run(&mut sw, &mut pool, 0, &f, 2)), (1, learned));
+    neighbour_moves_goes_and_is_learned_again(&mut sw, &mut pool, &f);
     // A group created after the neighbours were known.
     sw.control(Command::RouteVia(Ipv4Addr::new(10, 200, 0, 0), 16, vec![Ipv4Addr::new(10, 0, 3, 2)]), 0)
         .unwrap();
@@ -354,22 +362,8 @@ fn a_connected_host_follows_its_neighbour_through_the_cache() {
     };
     assert_eq!(count("ipv4_lpm", u32::from_be_bytes([10, 0, 2, 2])), 6, "{traces:?}");
     assert_eq!(count("neighbor", u32::from_be_bytes([10, 0, 2, 2])), 6, "{traces:?}");
-    // A new MAC on another port.
-    let moved = EthernetAddress([2, 0, 0, 0, 9, 9]);
-    sw.control(Command::NeighborAdd(Ipv4Addr::new(10, 0, 2, 2), moved, 2), 0).unwrap();
-    assert_eq!(dst(&run(&mut sw, &mut pool, 0, &f, 0)), (2, moved));
-    // Removed: dropped (and asked for by ARP).
-    sw.control(Command::NeighborDel(Ipv4Addr::new(10, 0, 2, 2)), 0).unwrap();
-    run(&mut sw, &mut pool, 0, &f, 0);
-    assert_eq!(drops(&sw, "no_neighbor"), 1);
-    // Learned from its ARP reply.
-    let learned = EthernetAddress([2, 0, 0, 0, 2, 7]);
-    let reply = arp_reply(
-        (learned, Ipv4Addr::new(10, 0, 2, 2)),
-        (EthernetAddress([2, 0, 0, 0, 0, 0x11]), Ipv4Addr::new(10, 0, 2, 1)),
-    );
-    run(&mut sw, &mut pool, 1, &reply, 1);
-    assert_eq!(dst(&run(&mut sw, &mut pool, 0, &f, 2)), (1, learned));
+    let learned = neighbour_moves_goes_and_is_learned_again(&mut sw, &mut pool, &f);
+    // Cached again after it was learned.
     assert_eq!(dst(&run(&mut sw, &mut pool, 0, &f, 2)), (1, learned));
     // The connected route removed (the cached next hop goes with it): no route.
     sw.control(Command::RouteDel(Ipv4Addr::new(10, 0, 2, 0), 24), 0).unwrap();
