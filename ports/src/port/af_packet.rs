@@ -335,6 +335,11 @@ impl<F: Frame> PortIo<F> for AfPacketPort {
         self.missed.set(self.missed.get() + self.kernel_drops());
         PortStats { rx_missed: self.missed.get(), ..self.stats }
     }
+
+    /// The socket: readable when a frame waits.
+    fn rx_fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(self.fd.as_raw_fd())
+    }
 }
 
 #[cfg(test)]

@@ -102,6 +102,10 @@ impl<F: Frame, P: PortIo<F>> PortIo<F> for Lossy<P> {
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
     }
+
+    fn rx_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.inner.rx_fd()
+    }
 }
 
 #[cfg(test)]

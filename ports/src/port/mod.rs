@@ -86,6 +86,13 @@ pub trait PortIo<F>: Send {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
+
+    /// A file descriptor that polls readable when a frame has arrived (a socket), for a runtime
+    /// that sleeps while idle and must wake when one comes ([`crate::host::Idle::Sleep`]);
+    /// `None` for a port with none (memory, captures, DPDK: the runtime sleeps by the clock).
+    fn rx_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
 }
 
 /// A boxed port is a port (so wrappers such as [`Lossy`] take any backend).
@@ -110,6 +117,9 @@ impl<F, P: PortIo<F> + ?Sized> PortIo<F> for Box<P> {
     }
     fn flush(&mut self) -> std::io::Result<()> {
         (**self).flush()
+    }
+    fn rx_fd(&self) -> Option<std::os::fd::RawFd> {
+        (**self).rx_fd()
     }
 }
 
