@@ -39,7 +39,8 @@ fn rate() -> impl Strategy<Value = String> {
     ]
 }
 
-const RUNTIME: &[&str] = &["burst", "pool_buffers", "dataroom", "stats_interval_s", "max_recirc"];
+const RUNTIME: &[&str] =
+    &["burst", "pool_buffers", "dataroom", "stats_interval_s", "max_recirc", "idle_sleep_max_us"];
 const TM: &[&str] = &[
     "buffer_bytes",
     "reserve_bytes",

@@ -144,6 +144,11 @@ pub struct RuntimeConfig {
     pub max_recirc: u8,
     /// Pass PAUSE/PFC frames to the program.
     pub pfc_to_program: bool,
+    /// A pipeline whose loop found nothing to receive or send sleeps, at most this long (µs),
+    /// until a frame arrives on one of its socket ports, its next tick or its next shaped
+    /// transmission (OVS's `pmd-sleep-max`): for a switch sharing its cores with hosts. 0 (the
+    /// default) busy-polls. Only where every port has a descriptor to wait on (AF_PACKET).
+    pub idle_sleep_max_us: u64,
 }
 
 /// A whole, validated configuration.
@@ -397,6 +402,13 @@ shape = "1G"
                     "backend = \"af_packet\"\nmac = \"02:00:00:00:00:01\"",
                 ),
                 "port[0].iface: backend \"af_packet\" needs an interface",
+            ),
+            (
+                GOOD.replace(
+                    "program = \"l2l3\"",
+                    "program = \"l2l3\"\n[runtime]\nidle_sleep_max_us = 20000",
+                ),
+                "switch.toml: runtime.idle_sleep_max_us: 20000 out of range 0..=10000 (µs; 0 busy-polls)",
             ),
         ];
         for (text, want) in cases {

@@ -44,6 +44,7 @@ pub(super) struct RawRuntime {
     clock: Option<String>,
     max_recirc: Option<u8>,
     pfc_to_program: Option<bool>,
+    idle_sleep_max_us: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -179,6 +180,13 @@ pub(super) fn runtime(ctx: &Ctx<'_>, r: RawRuntime) -> Result<RuntimeConfig, Con
             return Err(ctx.err("runtime.clock", format!("{other:?}; expected \"realtime\" or \"pcap\"")));
         }
     };
+    let idle_sleep_max_us = r.idle_sleep_max_us.unwrap_or(0);
+    if idle_sleep_max_us > 10_000 {
+        return Err(ctx.err(
+            "runtime.idle_sleep_max_us",
+            format!("{idle_sleep_max_us} out of range 0..=10000 (µs; 0 busy-polls)"),
+        ));
+    }
     let cores = core_affinity::get_core_ids().map(|c| c.len()).unwrap_or(usize::MAX);
     let lcores = r.lcores.unwrap_or_default();
     for (i, &c) in lcores.iter().enumerate() {
@@ -198,6 +206,7 @@ pub(super) fn runtime(ctx: &Ctx<'_>, r: RawRuntime) -> Result<RuntimeConfig, Con
         control_socket: r.control_socket,
         clock,
         max_recirc: r.max_recirc.unwrap_or(4),
+        idle_sleep_max_us,
         pfc_to_program: r.pfc_to_program.unwrap_or(false),
     })
 }

@@ -28,6 +28,7 @@ impl fmt::Display for Config {
             }
         )?;
         writeln!(f, "max_recirc = {}\npfc_to_program = {}", r.max_recirc, r.pfc_to_program)?;
+        writeln!(f, "idle_sleep_max_us = {}", r.idle_sleep_max_us)?;
         let t = &self.tm;
         writeln!(f, "\n[tm]")?;
         writeln!(

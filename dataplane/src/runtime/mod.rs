@@ -431,6 +431,7 @@ impl Runtime {
             port_names: cfg.ports.iter().map(|p| p.name.clone()).collect(),
             pool,
             burst: cfg.runtime.burst,
+            idle_sleep_ns: cfg.runtime.idle_sleep_max_us * 1000,
             clock: cfg.runtime.clock,
             stop: common.stop.clone(),
             ctl: ctl_rx,

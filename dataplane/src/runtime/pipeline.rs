@@ -46,6 +46,8 @@ pub(super) struct Pipeline<F, Pl> {
     pub(super) port_names: Vec<String>,
     pub(super) pool: Pl,
     pub(super) burst: usize,
+    /// `[runtime] idle_sleep_max_us`, ns (0: busy-poll).
+    pub(super) idle_sleep_ns: u64,
     pub(super) clock: ClockSource,
     pub(super) stop: Arc<AtomicBool>,
     pub(super) ctl: Receiver<Ctl>,
@@ -63,6 +65,8 @@ impl<F: Frame + Send + 'static, Pl: Pool<F> + Send + 'static> Pipeline<F, Pl> {
         let mut last_publish = 0u64;
         let mut last_tick = 0u64;
         let mut to_cpu = Vec::new();
+        let idle_fds = self.idle_fds();
+        let mut last_activity = 0u64;
         loop {
             if self.stop.load(Ordering::Relaxed) {
                 if self.clock == ClockSource::Realtime {
@@ -88,6 +92,13 @@ impl<F: Frame + Send + 'static, Pl: Pool<F> + Send + 'static> Pipeline<F, Pl> {
                 let _ = self.cpu.try_send(f);
                 self.pool.free(c.pkt);
             }
+            if let Some(fds) = &idle_fds {
+                let activity = self.activity();
+                if activity == last_activity {
+                    self.idle_wait(fds, now, last_tick);
+                }
+                last_activity = activity;
+            }
             loops += 1;
             if loops.is_multiple_of(64) {
                 while let Ok(Ctl::Command(line, reply)) = self.ctl.try_recv() {
@@ -100,6 +111,43 @@ impl<F: Frame + Send + 'static, Pl: Pool<F> + Send + 'static> Pipeline<F, Pl> {
             }
         }
         self.finish()
+    }
+
+    /// The ports' descriptors to sleep on when idle (`[runtime] idle_sleep_max_us`), if it is
+    /// set, the clock is real and every port has one; else `None`: busy-poll (with a warning
+    /// when the setting cannot be honoured).
+    fn idle_fds(&self) -> Option<Vec<std::os::fd::RawFd>> {
+        if self.idle_sleep_ns == 0 || self.clock != ClockSource::Realtime {
+            return None;
+        }
+        let fds: Option<Vec<_>> = self.ports.iter().map(|p| p.as_ref().and_then(|p| p.rx_fd())).collect();
+        if fds.is_none() {
+            tracing::warn!(
+                "runtime.idle_sleep_max_us: a port has no descriptor to wait on (only AF_PACKET ports do): busy-polling"
+            );
+        }
+        fds
+    }
+
+    /// Frames received and sent so far, on every port: unchanged over a loop, the loop was idle.
+    fn activity(&self) -> u64 {
+        self.switch.counters().ports.iter().map(|p| p.rx_packets + p.tx_packets).sum()
+    }
+
+    /// After an idle loop at `now`: sleep until a frame arrives on `fds`, the next tick (50 µs
+    /// after `last_tick`) or the earliest port with something to send, at most
+    /// `idle_sleep_ns`; a wait shorter than 20 µs is not worth the sleep.
+    fn idle_wait(&self, fds: &[std::os::fd::RawFd], now: u64, last_tick: u64) {
+        let mut until = last_tick + 50_000;
+        for pid in 0..self.ports.len() {
+            if let Some(t) = self.switch.next_ready(pid as u16, now) {
+                until = until.min(t);
+            }
+        }
+        let ns = until.saturating_sub(now).min(self.idle_sleep_ns);
+        if ns >= 20_000 {
+            ports::host::wait_readable(fds, ns);
+        }
     }
 
     /// One iteration: receive (on a replay clock, only the frames stamped with this instant),
