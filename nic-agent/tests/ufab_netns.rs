@@ -3,17 +3,22 @@
 //! `dataplane run` with program `ufab` (AF_PACKET on veths) to one receiver of both flows
 //! answering probes (`recv --ufab --flows 2`) in another, over the switch's port shaped to
 //! 200 Mb/s — the link both share (slow enough for this machine's two cores to keep up with:
-//! the switch, the two senders and the receiver all poll on them).
+//! the switch, the two senders and the receiver all run on them).
 //! Both files arrive intact, every probe is answered, the pair with twice the tokens finishes
 //! first, and together they keep most of the shaped link busy.
 //!
-//! What this machine shows (BENCHMARKS.md): the bigger pair finishes first at 0.09–0.10 Gb/s,
-//! but the pairs use ~80 % of the link, not the 95 % µFAB aims at — on two cores the
-//! switch, the senders and the receiver all poll, the RTT is milliseconds and jumps, and
-//! Eqn (3)'s windows, sized on the base RTT, lag it. The assertions are what holds here, with
-//! room for a loaded CI (under the CI's own build the bigger pair got 0.079 Gb/s once): the
-//! order, half the guarantee, 65 % of the link; the
-//! issue's bar (each at least its guarantee, ≥ 90 % of the link) is not met on this machine.
+//! The bar, measured while both send (from the senders' `--progress-ms` lines: frames
+//! acknowledged against wall-clock time): each pair at least its guarantee on the shaped link,
+//! and the link at least 90 % used. On this 2-core machine (BENCHMARKS.md, 2026-11-26), over
+//! eight runs of ~0.52 s together: pair 0 64.8–69.7 Mb/s, pair 1 124.4–128.2 Mb/s, the link
+//! 95.6–97.5 % used. That holds since nothing polls a core it does not need: the hosts sleep on
+//! their sockets when idle ([`ports::host::Idle::Sleep`] waits in `ppoll` on the AF_PACKET
+//! socket) and so does the switch (`[runtime] idle_sleep_max_us`, set here). Before, a host
+//! slept blind for up to 1 ms and spun near its deadlines, and the switch busy-polled: the
+//! three hosts took more than a core, the switch lost part of its own, and the pairs got 80–88 %
+//! of the link, under their guarantees. `UFAB_BASE_RTT_US` sets the senders' base RTT T
+//! (default 3000 µs; 300 and 1000 µs give the same picture here), `UFAB_SWITCH_IDLE_US` the
+//! switch's idle sleep (0: busy-poll; then one run in three fell under the bar).
 //!
 //! Needs root, `ip`, `ping` and `python3` as the other netns tests do (skipped without them, a
 //! failure with `SOFTFABRIC_REQUIRE_NETNS=1`), and the `dataplane` binary built beside
@@ -50,7 +55,14 @@ fn number_after(line: &str, label: &str) -> f64 {
 fn ports() -> String {
     let to_receiver = "ipv4 = [\"10.0.2.1/24\"]";
     assert!(support::ROUTED_PORTS.contains(to_receiver));
-    support::ROUTED_PORTS.replace(to_receiver, &format!("shape = \"200M\"\n{to_receiver}"))
+    // First, still in `[runtime]`: the switch sleeps when idle, as the hosts do, so that it
+    // leaves the cores it does not need to them (`UFAB_SWITCH_IDLE_US`, default 1000; 0
+    // busy-polls).
+    let idle = std::env::var("UFAB_SWITCH_IDLE_US").unwrap_or_else(|_| "1000".into());
+    format!(
+        "idle_sleep_max_us = {idle}\n{}",
+        support::ROUTED_PORTS.replace(to_receiver, &format!("shape = \"200M\"\n{to_receiver}"))
+    )
 }
 
 fn spawn(ns: &str, args: &[String]) -> Child {
@@ -107,13 +119,15 @@ fn two_pairs_share_a_shaped_link_each_with_its_guarantee() {
         spawn(&lab.ns[1], &a)
     };
     std::thread::sleep(Duration::from_millis(500));
+    let base_rtt_us = std::env::var("UFAB_BASE_RTT_US").unwrap_or_else(|_| "3000".into());
     let senders: Vec<Child> = (0..2)
         .map(|k| {
             let mut a = s(&["send", "--ip", "10.0.1.2", "--gateway", "10.0.1.1", "--peer", "10.0.2.2"]);
             a.extend(common(k));
-            a.extend(s(&["--cc", "ufab", "--rate-gbps", "1", "--base-rtt-us", "3000", "--route", "1"]));
+            a.extend(s(&["--cc", "ufab", "--rate-gbps", "1", "--base-rtt-us", &base_rtt_us, "--route", "1"]));
             a.extend(s(&["--guarantee-gbps", &format!("{}", 0.06 * (k + 1) as f64), "--b-u-mbps", "20"]));
             a.extend(s(&["--pair-id", &format!("{}", k + 1), "--file", files[k].0.to_str().unwrap()]));
+            a.extend(s(&["--progress-ms", "5"]));
             spawn(&lab.ns[0], &a)
         })
         .collect();
@@ -135,7 +149,6 @@ fn two_pairs_share_a_shaped_link_each_with_its_guarantee() {
     // The 120 Mb/s pair finishes first; until then both send. Its rate is over its whole run,
     // the other's first part is the same time: each at least its guarantee (goodput, so the
     // frames' headers are on top), and together at least 90 % of the 200 Mb/s link.
-    let rate = |k: usize| number_after(&out(&sent[k]), "s (");
     let secs = |k: usize| number_after(&out(&sent[k]), "bytes in");
     assert!(
         secs(1) < secs(0),
@@ -143,8 +156,49 @@ fn two_pairs_share_a_shaped_link_each_with_its_guarantee() {
         secs(1),
         secs(0)
     );
-    assert!(rate(1) >= 0.5 * 0.12, "the 120 Mb/s pair got {} Gb/s", rate(1));
-    assert!(rate(0) >= 0.06, "the 60 Mb/s pair got {} Gb/s over its run", rate(0));
-    let total = 2.0 * size as f64 * 8.0 / secs(0).max(secs(1)) / 1e9;
-    assert!(total >= 0.65 * 0.2, "the shaped link carried {total} Gb/s of 0.2");
+    // While both send (from 10 ms after the later one's first progress line to the earlier
+    // one's last): each pair's frames on the shaped link, against its guarantee and the link.
+    let p: Vec<Vec<(f64, f64)>> = sent.iter().map(|o| progress(&out(o))).collect();
+    let (from, to) =
+        (p[0][0].0.max(p[1][0].0) + 10_000.0, p[0].last().unwrap().0.min(p[1].last().unwrap().0));
+    assert!(to > from + 50_000.0, "the pairs sent together for less than 50 ms: {from} to {to} µs");
+    let shared: Vec<f64> =
+        p.iter().map(|q| (frames_at(q, to) - frames_at(q, from)) * 8.0 / (to - from)).collect();
+    let link = (shared[0] + shared[1]) / 200.0;
+    eprintln!(
+        "together for {:.0} ms: pair 0 {:.1} Mb/s (guarantee 60), pair 1 {:.1} Mb/s (guarantee 120), link {:.1} %",
+        (to - from) / 1e3,
+        shared[0],
+        shared[1],
+        100.0 * link
+    );
+    assert!(shared[0] >= 60.0, "the 60 Mb/s pair got {:.1} Mb/s while both sent", shared[0]);
+    assert!(shared[1] >= 120.0, "the 120 Mb/s pair got {:.1} Mb/s while both sent", shared[1]);
+    assert!(link >= 0.9, "the shaped link was {:.1} % used while both sent", 100.0 * link);
+}
+
+/// A sender's `progress` lines: (wall-clock µs, frame bytes acknowledged).
+fn progress(out: &str) -> Vec<(f64, f64)> {
+    let p: Vec<(f64, f64)> = out
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.strip_prefix("progress ")?.split_whitespace();
+            let t = w.next()?.parse().ok()?;
+            Some((t, w.nth(1)?.parse().ok()?))
+        })
+        .collect();
+    assert!(p.len() >= 2, "no progress lines in {out:?}");
+    p
+}
+
+/// Frame bytes acknowledged at `t` µs, by linear interpolation between progress lines.
+fn frames_at(p: &[(f64, f64)], t: f64) -> f64 {
+    match p.iter().position(|x| x.0 >= t) {
+        None => p.last().unwrap().1,
+        Some(0) => p[0].1,
+        Some(i) => {
+            let (a, b) = (p[i - 1], p[i]);
+            a.1 + (b.1 - a.1) * (t - a.0) / (b.0 - a.0).max(1.0)
+        }
+    }
 }

@@ -19,7 +19,7 @@
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -135,6 +135,12 @@ enum Cmd {
         /// µFAB: the pair ID its probes carry (their UDP source port), 1..=32767.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=32767))]
         pair_id: u16,
+        /// Print `progress UNIX_US ACKED_BYTES ACKED_FRAME_BYTES` this often, milliseconds, and
+        /// once at the end: wall-clock time (so that the progress of senders in different
+        /// processes lines up), the data acknowledged, and the bytes of the frames that carried
+        /// it (headers and ICRC included: what a link carried).
+        #[arg(long, value_parser = timeout_ms, allow_negative_numbers = true)]
+        progress_ms: Option<f64>,
     },
     /// Receive a file.
     Recv {
@@ -258,6 +264,34 @@ struct Tuning {
     base_rtt_us: f64,
     int_hops: u8,
     timeout_ms: f64,
+    progress_ms: Option<f64>,
+}
+
+/// `--progress-ms`: the bytes acknowledged so far, with the wall-clock time, at most once per
+/// `every_ns` of the host's clock (nothing when `every_ns` is 0).
+struct Progress {
+    every_ns: u64,
+    next: u64,
+    /// Payload bytes per full frame, and the frame's bytes beyond its payload.
+    mtu: u64,
+    overhead: u64,
+}
+
+impl Progress {
+    fn new(progress_ms: Option<f64>, mtu: u64, overhead: u64) -> Self {
+        Self { every_ns: progress_ms.map_or(0, |ms| (ms * 1e6) as u64), next: 0, mtu: mtu.max(1), overhead }
+    }
+
+    /// A line at `now` if one is due (or `force`d).
+    fn tick(&mut self, now: u64, acked: u64, force: bool) {
+        if self.every_ns == 0 || (now < self.next && !force) {
+            return;
+        }
+        self.next = now + self.every_ns;
+        let us = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros());
+        let frames = acked + acked.div_ceil(self.mtu) * self.overhead;
+        println!("progress {us} {acked} {frames}");
+    }
 }
 
 fn send(
@@ -268,7 +302,7 @@ fn send(
     hawkeye: &HawkeyeOpts,
     ufab: &UfabOpts,
 ) -> anyhow::Result<bool> {
-    let Tuning { rate_gbps, base_rtt_us, int_hops, timeout_ms } = *t;
+    let Tuning { rate_gbps, base_rtt_us, int_hops, timeout_ms, progress_ms } = *t;
     let data = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     if !(0.001..=400.0).contains(&rate_gbps) {
         bail!("--rate-gbps {rate_gbps}: expected a rate from 0.001 to 400 Gb/s");
@@ -297,6 +331,7 @@ fn send(
     // Frame bytes beyond the payload: headers, INT, BTH and ICRC.
     let overhead = rc_frame_len(&udp, int.as_ref(), false, 4);
     let size = data.len() as u64;
+    let mut progress = Progress::new(progress_ms, u64::from(c.mtu), overhead as u64);
     let mut agent = RcHost::new(hc);
     if let Some(k) = hawkeye.rtt_factor {
         agent.enable_detection(DetectorConfig {
@@ -345,7 +380,11 @@ fn send(
         wrapped = UfabHost::new(agent, cfg, vec![VfSpec { tokens: g * 1e9 / b_u, class: 0 }]);
         let uf = UfabFlow { vf: 0, pair_id: ufab.pair_id, paths: ufab.routes.clone(), base_rtt_ns: t };
         wrapped.start_send(host.now(), flow, uf);
-        host.run(&mut wrapped, |a, now| a.rc_ref().senders_done() || now > deadline);
+        host.run(&mut wrapped, |a, now| {
+            let done = a.rc_ref().senders_done() || now > deadline;
+            progress.tick(now, a.rc_ref().sender(0).map_or(0, |s| s.acked()), done);
+            done
+        });
         let p = wrapped.pair(0).expect("the pair started");
         let s = wrapped.stats();
         println!(
@@ -362,7 +401,11 @@ fn send(
         wrapped.rc_ref()
     } else {
         agent.start_send(host.now(), flow);
-        host.run(&mut agent, |a, now| a.senders_done() || now > deadline);
+        host.run(&mut agent, |a, now| {
+            let done = a.senders_done() || now > deadline;
+            progress.tick(now, a.sender(0).map_or(0, |s| s.acked()), done);
+            done
+        });
         &agent
     };
     let tx = agent.sender(0).expect("the flow started");
@@ -496,6 +539,7 @@ fn main() -> anyhow::Result<()> {
             route,
             b_u_mbps,
             pair_id,
+            progress_ms,
         } => {
             let hawkeye = HawkeyeOpts {
                 rtt_factor: *hawkeye_rtt_factor,
@@ -507,6 +551,7 @@ fn main() -> anyhow::Result<()> {
                 base_rtt_us: *base_rtt_us,
                 int_hops: *int_hops,
                 timeout_ms: *timeout_ms,
+                progress_ms: *progress_ms,
             };
             let ufab = UfabOpts {
                 guarantee_gbps: *guarantee_gbps,
