@@ -18,9 +18,13 @@
 //!   victims. Paused packets are excluded, as the paper says.
 //!
 //! Choices the paper leaves open, made here:
-//! * The telemetry of all the epochs an incident's reports carry is summed (the control side
-//!   reports the epochs the polling packet concerns: the current one and the one before).
-//!   Entries reported twice (several copies of a poll through one switch) count once.
+//! * The telemetry of all the epochs an incident's reports carry is summed for the port and
+//!   flow nodes, the port → port and the flow → port edges (the control side reports the epochs
+//!   the polling packet concerns: the current one and the one before). The port → flow
+//!   contributions are computed epoch by epoch, as the reference analyzer weighs `epoch_now`
+//!   and `epoch_last` each on its own, and then summed: replaying two epochs' sums as one queue
+//!   spreads a quiet epoch's flows over the next epoch's burst. Entries reported twice (several
+//!   copies of a poll through one switch) count once.
 //! * A port is paused by PFC when it counted paused packets **or** a polling copy left it with
 //!   the PFC bit set (A.5's rules set it where the port is paused now): packets a pause holds
 //!   are counted only when they leave, so a port paused for the whole epoch counts none.
@@ -291,16 +295,40 @@ pub fn build(inc: &Incident, topo: &Topology, params: &Params) -> Graph {
         }
     }
 
-    // Port → flow: contention contributions.
-    for pi in 0..g.ports.len() {
-        let at: Vec<(usize, FlowStats)> =
-            g.flow_stats.iter().filter(|((_, p), _)| *p == pi).map(|(&(f, _), s)| (f, *s)).collect();
+    // Port → flow: contention contributions, epoch by epoch — `ReplayQueue` replays one
+    // epoch's queue, as the reference analyzer weighs `epoch_now` and `epoch_last` each on its
+    // own — then summed over the incident's epochs. (Replaying the epochs' sums as one queue
+    // spread a quiet epoch's flows over the next one's burst: a flow that had crossed an empty
+    // queue before the burst came out as the burst's biggest contributor.)
+    let mut port_bytes: HashMap<(u16, u16, u32), u64> = HashMap::new();
+    for (&(s, _, o, e), &b) in &meter_e {
+        let x = port_bytes.entry((s, o, e)).or_default();
+        *x = x.saturating_add(b);
+    }
+    let mut by_epoch: BTreeMap<(usize, u32), Vec<(usize, FlowStats)>> = BTreeMap::new();
+    for (&(s, port, e, f), &(pkts, paused, q)) in &flow_e {
+        let Some(pi) = g.port_index(PortId { switch_id: s, port }) else { continue };
+        let st = FlowStats { pkts: u64::from(pkts), paused: u64::from(paused), qdepth_sum: q };
+        by_epoch.entry((pi, e)).or_default().push((flow_index(&f), st));
+    }
+    let mut contributions: BTreeMap<(usize, usize), f64> = BTreeMap::new();
+    for (&(pi, e), at) in &by_epoch {
+        let p = g.ports[pi].0;
+        let pkts = port_e.get(&(p.switch_id, p.port, e)).map_or(0, |x| u64::from(x.0));
+        let bytes = port_bytes.get(&(p.switch_id, p.port, e)).copied().unwrap_or(0);
         let ps = g.ports[pi].1;
-        let mean_pkt = if ps.pkts > 0 && ps.bytes > 0 { ps.bytes as f64 / ps.pkts as f64 } else { 1000.0 };
-        for (f, c) in contribution(&at, mean_pkt, params.replay_max) {
-            g.port_flow.push((pi, f, c));
+        let mean_pkt = if pkts > 0 && bytes > 0 {
+            bytes as f64 / pkts as f64
+        } else if ps.pkts > 0 && ps.bytes > 0 {
+            ps.bytes as f64 / ps.pkts as f64
+        } else {
+            1000.0
+        };
+        for (f, c) in contribution(at, mean_pkt, params.replay_max) {
+            *contributions.entry((pi, f)).or_default() += c;
         }
     }
+    g.port_flow.extend(contributions.into_iter().map(|((pi, f), c)| (pi, f, c)));
 
     // The victim path: ports the victim-path copies left by, from the first hop (a switch
     // whose in-port faces a host, else the earliest report).

@@ -325,6 +325,46 @@ fn no_pfc_is_plain_contention_at_the_deepest_victim_port() {
     assert!(named.contains(&b1) && named.contains(&b2), "{named:?}");
 }
 
+/// Contributions are replayed epoch by epoch: a flow that crossed the port's empty queue in the
+/// epoch before the burst is no contributor to it. (Replayed as one queue, the two epochs' sums
+/// spread that flow's 600 packets over the burst, and every burst packet "waited for" them: it
+/// came out first, the bursts last.)
+#[test]
+fn a_flow_of_the_quiet_epoch_before_a_burst_is_not_its_contributor() {
+    let victim = flow(0, 2, 1000);
+    let (b1, b2, early) = (flow(3, 2, 1001), flow(4, 2, 1002), flow(1, 2, 1003));
+    let s1 = report(10, 1, 1, 0, 1, vec![port(1, 20, 0, 0), fl(1, victim, 20, 0, 0), meter(0, 1, 20_000)]);
+    let s2 = report(
+        20,
+        2,
+        1,
+        0,
+        2,
+        vec![
+            Entry::Port { port: 2, epoch_id: 0, pkts: 600, paused: 0, qdepth_sum: 0 },
+            Entry::Flow { port: 2, epoch_id: 0, flow: early, pkts: 600, paused: 0, qdepth_sum: 0 },
+            Entry::Meter { out_port: 2, epoch_id: 0, in_port: 1, bytes: 600_000 },
+            port(2, 420, 0, 420 * 30_000),
+            fl(2, victim, 20, 0, 20 * 30_000),
+            fl(2, b1, 200, 0, 200 * 30_000),
+            fl(2, b2, 200, 0, 200 * 30_000),
+            meter(0, 2, 20_000),
+            meter(3, 2, 200_000),
+            meter(4, 2, 200_000),
+        ],
+    );
+    let inc =
+        Incident { event: 5, t_ns: 10, reports: vec![s1, s2], victim: Some(victim), victims: Vec::new() };
+    let (_, ds) = analyze(&inc, &two_switches(), &Params::default());
+    assert_eq!(ds.len(), 1, "{ds:?}");
+    assert_eq!(ds[0].anomaly, Some(Anomaly::FlowContention), "{ds:?}");
+    let Some(RootCause::Flows { port, flows }) = &ds[0].root_cause else { panic!("{ds:?}") };
+    assert_eq!(*port, PortId { switch_id: 2, port: 2 });
+    let named: Vec<FiveTuple> = flows.iter().map(|f| f.0).collect();
+    assert!(named.contains(&b1) && named.contains(&b2), "{named:?}");
+    assert!(!named.contains(&early), "the quiet epoch's flow named: {flows:?}");
+}
+
 /// The assembler closes an incident once its window has passed, as `incidents` groups them.
 #[test]
 fn the_assembler_closes_incidents_after_their_window() {
