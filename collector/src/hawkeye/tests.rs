@@ -72,20 +72,12 @@ fn incident(burst: bool) -> Incident {
         1,
         vec![port(1, 100, 80, 2000), fl(1, victim, 100, 80, 2000), meter(0, 1, 100_000)],
     );
-    let mut e2 = vec![meter(0, 2, 20_000)];
-    if burst {
-        e2.extend([
-            port(2, 420, 0, 420 * 30_000),
-            fl(2, victim, 20, 0, 20 * 30_000),
-            fl(2, b1, 200, 0, 200 * 30_000),
-            fl(2, b2, 200, 0, 200 * 30_000),
-            meter(3, 2, 200_000),
-            meter(4, 2, 200_000),
-        ]);
+    let e2 = if burst {
+        bursts_at_s2p2(victim, b1, b2)
     } else {
         // Paused by the host on P2: a queue that builds with no contention (one flow).
-        e2.extend([port(2, 20, 20, 0), fl(2, victim, 20, 20, 0)]);
-    }
+        vec![meter(0, 2, 20_000), port(2, 20, 20, 0), fl(2, victim, 20, 20, 0)]
+    };
     let s2 = report(20, 2, 1, 0, 2, e2);
     Incident { event: 5, t_ns: 10, reports: vec![s1, s2], victim: Some(victim), victims: Vec::new() }
 }
@@ -297,32 +289,37 @@ fn no_pfc_is_plain_contention_at_the_deepest_victim_port() {
             meter(0, 1, 200_000),
         ],
     );
-    let s2 = report(
-        20,
-        2,
-        1,
-        0,
-        2,
-        vec![
-            port(2, 420, 0, 420 * 30_000),
-            fl(2, victim, 20, 0, 20 * 30_000),
-            fl(2, b1, 200, 0, 200 * 30_000),
-            fl(2, b2, 200, 0, 200 * 30_000),
-            meter(0, 2, 20_000),
-            meter(3, 2, 200_000),
-            meter(4, 2, 200_000),
-        ],
-    );
+    let s2 = report(20, 2, 1, 0, 2, bursts_at_s2p2(victim, b1, b2));
     let inc =
         Incident { event: 5, t_ns: 10, reports: vec![s1, s2], victim: Some(victim), victims: Vec::new() };
     let (g, ds) = analyze(&inc, &two_switches(), &Params::default());
     assert!(g.port_port.is_empty());
-    assert_eq!(ds.len(), 1);
+    contention_at_s2p2_names(&ds, b1, b2);
+}
+
+/// S2.P2's epoch 1: a deep queue (30 KB at each enqueue), the victim's 20 packets and two
+/// bursts of 200.
+fn bursts_at_s2p2(victim: FiveTuple, b1: FiveTuple, b2: FiveTuple) -> Vec<Entry> {
+    vec![
+        port(2, 420, 0, 420 * 30_000),
+        fl(2, victim, 20, 0, 20 * 30_000),
+        fl(2, b1, 200, 0, 200 * 30_000),
+        fl(2, b2, 200, 0, 200 * 30_000),
+        meter(0, 2, 20_000),
+        meter(3, 2, 200_000),
+        meter(4, 2, 200_000),
+    ]
+}
+
+/// One diagnosis, plain contention at S2.P2 naming `b1` and `b2`; the flows it names.
+fn contention_at_s2p2_names(ds: &[Diagnosis], b1: FiveTuple, b2: FiveTuple) -> Vec<FiveTuple> {
+    assert_eq!(ds.len(), 1, "{ds:?}");
     assert_eq!(ds[0].anomaly, Some(Anomaly::FlowContention), "{ds:?}");
     let Some(RootCause::Flows { port, flows }) = &ds[0].root_cause else { panic!("{ds:?}") };
     assert_eq!(*port, PortId { switch_id: 2, port: 2 });
     let named: Vec<FiveTuple> = flows.iter().map(|f| f.0).collect();
-    assert!(named.contains(&b1) && named.contains(&b2), "{named:?}");
+    assert!(named.contains(&b1) && named.contains(&b2), "{flows:?}");
+    named
 }
 
 /// Contributions are replayed epoch by epoch: a flow that crossed the port's empty queue in the
@@ -334,35 +331,19 @@ fn a_flow_of_the_quiet_epoch_before_a_burst_is_not_its_contributor() {
     let victim = flow(0, 2, 1000);
     let (b1, b2, early) = (flow(3, 2, 1001), flow(4, 2, 1002), flow(1, 2, 1003));
     let s1 = report(10, 1, 1, 0, 1, vec![port(1, 20, 0, 0), fl(1, victim, 20, 0, 0), meter(0, 1, 20_000)]);
-    let s2 = report(
-        20,
-        2,
-        1,
-        0,
-        2,
-        vec![
-            Entry::Port { port: 2, epoch_id: 0, pkts: 600, paused: 0, qdepth_sum: 0 },
-            Entry::Flow { port: 2, epoch_id: 0, flow: early, pkts: 600, paused: 0, qdepth_sum: 0 },
-            Entry::Meter { out_port: 2, epoch_id: 0, in_port: 1, bytes: 600_000 },
-            port(2, 420, 0, 420 * 30_000),
-            fl(2, victim, 20, 0, 20 * 30_000),
-            fl(2, b1, 200, 0, 200 * 30_000),
-            fl(2, b2, 200, 0, 200 * 30_000),
-            meter(0, 2, 20_000),
-            meter(3, 2, 200_000),
-            meter(4, 2, 200_000),
-        ],
-    );
+    // Epoch 0: `early` alone through the empty queue; epoch 1: the bursts.
+    let mut e2 = vec![
+        Entry::Port { port: 2, epoch_id: 0, pkts: 600, paused: 0, qdepth_sum: 0 },
+        Entry::Flow { port: 2, epoch_id: 0, flow: early, pkts: 600, paused: 0, qdepth_sum: 0 },
+        Entry::Meter { out_port: 2, epoch_id: 0, in_port: 1, bytes: 600_000 },
+    ];
+    e2.extend(bursts_at_s2p2(victim, b1, b2));
+    let s2 = report(20, 2, 1, 0, 2, e2);
     let inc =
         Incident { event: 5, t_ns: 10, reports: vec![s1, s2], victim: Some(victim), victims: Vec::new() };
     let (_, ds) = analyze(&inc, &two_switches(), &Params::default());
-    assert_eq!(ds.len(), 1, "{ds:?}");
-    assert_eq!(ds[0].anomaly, Some(Anomaly::FlowContention), "{ds:?}");
-    let Some(RootCause::Flows { port, flows }) = &ds[0].root_cause else { panic!("{ds:?}") };
-    assert_eq!(*port, PortId { switch_id: 2, port: 2 });
-    let named: Vec<FiveTuple> = flows.iter().map(|f| f.0).collect();
-    assert!(named.contains(&b1) && named.contains(&b2), "{named:?}");
-    assert!(!named.contains(&early), "the quiet epoch's flow named: {flows:?}");
+    let named = contention_at_s2p2_names(&ds, b1, b2);
+    assert!(!named.contains(&early), "the quiet epoch's flow named: {named:?}");
 }
 
 /// The assembler closes an incident once its window has passed, as `incidents` groups them.
