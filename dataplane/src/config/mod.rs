@@ -147,7 +147,8 @@ pub struct RuntimeConfig {
     /// A pipeline whose loop found nothing to receive or send sleeps, at most this long (µs),
     /// until a frame arrives on one of its socket ports, its next tick or its next shaped
     /// transmission (OVS's `pmd-sleep-max`): for a switch sharing its cores with hosts. 0 (the
-    /// default) busy-polls. Only where every port has a descriptor to wait on (AF_PACKET).
+    /// default) busy-polls. Only where every port has a descriptor to wait on (AF_PACKET), 16
+    /// ports at most.
     pub idle_sleep_max_us: u64,
 }
 

@@ -114,19 +114,25 @@ impl<F: Frame + Send + 'static, Pl: Pool<F> + Send + 'static> Pipeline<F, Pl> {
     }
 
     /// The ports' descriptors to sleep on when idle (`[runtime] idle_sleep_max_us`), if it is
-    /// set, the clock is real and every port has one; else `None`: busy-poll (with a warning
-    /// when the setting cannot be honoured).
+    /// set, the clock is real and every port has one (at most [`ports::host::MAX_WAIT_FDS`]
+    /// ports); else `None`: busy-poll (with a warning when the setting cannot be honoured).
     fn idle_fds(&self) -> Option<Vec<std::os::fd::RawFd>> {
         if self.idle_sleep_ns == 0 || self.clock != ClockSource::Realtime {
             return None;
         }
         let fds: Option<Vec<_>> = self.ports.iter().map(|p| p.as_ref().and_then(|p| p.rx_fd())).collect();
-        if fds.is_none() {
-            tracing::warn!(
+        match fds {
+            None => tracing::warn!(
                 "runtime.idle_sleep_max_us: a port has no descriptor to wait on (only AF_PACKET ports do): busy-polling"
-            );
+            ),
+            Some(f) if f.len() > ports::host::MAX_WAIT_FDS => tracing::warn!(
+                "runtime.idle_sleep_max_us: {} ports, more than the {} an idle wait watches: busy-polling",
+                f.len(),
+                ports::host::MAX_WAIT_FDS
+            ),
+            Some(f) => return Some(f),
         }
-        fds
+        None
     }
 
     /// Frames received and sent so far, on every port: unchanged over a loop, the loop was idle.

@@ -73,7 +73,7 @@ impl Idle {
             (Self::Sleep, Some(t), _) if t <= now + SPIN_NS => std::hint::spin_loop(),
             (Self::Sleep, until, Some(fd)) => {
                 let ns = until.map_or(1_000_000, |t| (t - now - SPIN_NS / 2).min(1_000_000));
-                poll_readable(fd, ns);
+                wait_readable(&[fd], ns);
             }
             (Self::Sleep, Some(t), None) => {
                 set_timer_slack();
@@ -100,21 +100,19 @@ fn set_timer_slack() {
     });
 }
 
-/// Sleep until `fd` is readable or `ns` have passed (`ppoll`, nanosecond timeout).
-fn poll_readable(fd: std::os::fd::RawFd, ns: u64) {
-    wait_readable(&[fd], ns);
-}
+/// Descriptors [`wait_readable`] watches at most.
+pub const MAX_WAIT_FDS: usize = 16;
 
 /// Sleep until one of `fds` is readable or `ns` have passed (`ppoll`, nanosecond timeout), with
 /// the thread's timer slack lowered to 1 µs so a timed wake-up is not 50 µs late: how a poll loop
-/// on socket ports (AF_PACKET) idles without missing a frame. At most 16 descriptors are
-/// watched (the rest only by the timeout).
+/// on socket ports (AF_PACKET) idles without missing a frame. At most [`MAX_WAIT_FDS`]
+/// descriptors are watched (the rest only by the timeout).
 // Audited: ppoll on descriptors the caller's ports own, with pollfds and a timespec on the
 // stack; no memory is shared.
 #[allow(unsafe_code)]
 pub fn wait_readable(fds: &[std::os::fd::RawFd], ns: u64) {
     set_timer_slack();
-    let mut p = [libc::pollfd { fd: -1, events: libc::POLLIN, revents: 0 }; 16];
+    let mut p = [libc::pollfd { fd: -1, events: libc::POLLIN, revents: 0 }; MAX_WAIT_FDS];
     let n = fds.len().min(p.len());
     for (x, &fd) in p.iter_mut().zip(fds) {
         x.fd = fd;
