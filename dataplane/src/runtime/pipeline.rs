@@ -37,6 +37,9 @@ pub(super) enum Ctl {
     Command(String, Sender<Result<String, String>>),
 }
 
+/// The program's periodic task runs every this many ns on the real clock.
+const TICK_NS: u64 = 50_000;
+
 /// One pipeline: a switch, its ports and its buffers, polled in a loop on its own lcore.
 pub(super) struct Pipeline<F, Pl> {
     pub(super) id: usize,
@@ -122,17 +125,22 @@ impl<F: Frame + Send + 'static, Pl: Pool<F> + Send + 'static> Pipeline<F, Pl> {
         }
         let fds: Option<Vec<_>> = self.ports.iter().map(|p| p.as_ref().and_then(|p| p.rx_fd())).collect();
         match fds {
-            None => tracing::warn!(
-                "runtime.idle_sleep_max_us: a port has no descriptor to wait on (only AF_PACKET ports do): busy-polling"
-            ),
-            Some(f) if f.len() > ports::host::MAX_WAIT_FDS => tracing::warn!(
-                "runtime.idle_sleep_max_us: {} ports, more than the {} an idle wait watches: busy-polling",
-                f.len(),
-                ports::host::MAX_WAIT_FDS
-            ),
-            Some(f) => return Some(f),
+            Some(f) if f.len() <= ports::host::MAX_WAIT_FDS => Some(f),
+            Some(f) => {
+                tracing::warn!(
+                    "runtime.idle_sleep_max_us: {} ports, more than the {} an idle wait watches: busy-polling",
+                    f.len(),
+                    ports::host::MAX_WAIT_FDS
+                );
+                None
+            }
+            None => {
+                tracing::warn!(
+                    "runtime.idle_sleep_max_us: a port has no descriptor to wait on (only AF_PACKET ports do): busy-polling"
+                );
+                None
+            }
         }
-        None
     }
 
     /// Frames received and sent so far, on every port: unchanged over a loop, the loop was idle.
@@ -140,18 +148,18 @@ impl<F: Frame + Send + 'static, Pl: Pool<F> + Send + 'static> Pipeline<F, Pl> {
         self.switch.counters().ports.iter().map(|p| p.rx_packets + p.tx_packets).sum()
     }
 
-    /// After an idle loop at `now`: sleep until a frame arrives on `fds`, the next tick (50 µs
-    /// after `last_tick`) or the earliest port with something to send, at most
-    /// `idle_sleep_ns`; a wait shorter than 20 µs is not worth the sleep.
+    /// After an idle loop at `now`: sleep until a frame arrives on `fds`, the next tick
+    /// ([`TICK_NS`] after `last_tick`) or the earliest port with something to send, at most
+    /// `idle_sleep_ns`; a wait shorter than [`ports::host::SPIN_NS`] is not worth the sleep.
     fn idle_wait(&self, fds: &[std::os::fd::RawFd], now: u64, last_tick: u64) {
-        let mut until = last_tick + 50_000;
+        let mut until = last_tick + TICK_NS;
         for pid in 0..self.ports.len() {
             if let Some(t) = self.switch.next_ready(pid as u16, now) {
                 until = until.min(t);
             }
         }
         let ns = until.saturating_sub(now).min(self.idle_sleep_ns);
-        if ns >= 20_000 {
+        if ns >= ports::host::SPIN_NS {
             ports::host::wait_readable(fds, ns);
         }
     }
@@ -169,7 +177,7 @@ impl<F: Frame + Send + 'static, Pl: Pool<F> + Send + 'static> Pipeline<F, Pl> {
         tx: &mut Vec<F>,
         to_cpu: &mut Vec<CpuPacket<F>>,
     ) {
-        let tick = now.saturating_sub(*last_tick) >= 50_000 || replay;
+        let tick = now.saturating_sub(*last_tick) >= TICK_NS || replay;
         if tick {
             *last_tick = now;
         }
