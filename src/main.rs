@@ -157,6 +157,10 @@ enum HawkeyeCmd {
         /// for a hold-out check).
         #[arg(long, default_value_t = 0)]
         first_trace: u64,
+        /// The analyzer's ReplayQueue: `queue-order` (default; a FIFO's order kept) or `even`
+        /// (the paper's even spread), for comparison.
+        #[arg(long, default_value = "queue-order")]
+        replay: collector::hawkeye::Replay,
     },
     /// Figure 7: every scenario of DIR at each epoch and detection threshold (TRACES traces
     /// each); with --out, sweep.csv, sweep.md and the figures there.
@@ -456,14 +460,15 @@ fn main() -> ExitCode {
             )
         }
         Cmd::Hawkeye {
-            cmd: HawkeyeCmd::Eval { dir, traces, threads, out, verbose, epoch_ns, rtt_factor, first_trace },
+            cmd:
+                HawkeyeCmd::Eval { dir, traces, threads, out, verbose, epoch_ns, rtt_factor, first_trace, replay },
         } => {
             let t0 = std::time::Instant::now();
             if epoch_ns.is_some_and(|e| !e.is_power_of_two()) {
                 eprintln!("error: --epoch-ns: expected a power of two");
                 return ExitCode::from(2);
             }
-            let sweep = softfabric::hawkeye_eval::Sweep { epoch_ns, rtt_factor, first_trace };
+            let sweep = softfabric::hawkeye_eval::Sweep { epoch_ns, rtt_factor, first_trace, replay };
             let r = softfabric::hawkeye_eval::eval_with(
                 &dir,
                 traces,

@@ -192,6 +192,8 @@ pub struct Sweep {
     /// The first trace's number: a run scores traces `first_trace..first_trace + traces` (a
     /// hold-out check of settings a sweep chose runs on traces the sweep never saw).
     pub first_trace: u64,
+    /// The analyzer's `ReplayQueue` (default: [`hawkeye::Replay::QueueOrder`]).
+    pub replay: hawkeye::Replay,
 }
 
 /// A scenario: its file, class, base lab and anomaly.
@@ -400,6 +402,7 @@ impl Scenario {
                 epoch_ns: raw.scenario.epoch_ns,
                 rtt_factor: raw.scenario.rtt_factor,
                 first_trace: 0,
+                replay: hawkeye::Replay::default(),
             },
         })
     }
@@ -619,6 +622,7 @@ impl Scenario {
         s.sweep.epoch_ns = sweep.epoch_ns.or(s.sweep.epoch_ns);
         s.sweep.rtt_factor = sweep.rtt_factor.or(s.sweep.rtt_factor);
         s.sweep.first_trace = sweep.first_trace;
+        s.sweep.replay = sweep.replay;
         s
     }
 
@@ -787,7 +791,8 @@ impl Scenario {
             }
             s.traces = 1;
             for inc in &incs {
-                let (_, ds) = hawkeye::analyze(inc, &topo, &Params::default());
+                let params = Params { replay: self.sweep.replay, ..Params::default() };
+                let (_, ds) = hawkeye::analyze(inc, &topo, &params);
                 for d in &ds {
                     let verdict = if right(d, inc.t_ns) {
                         s.right += 1;
@@ -1084,7 +1089,7 @@ pub fn sweep(
             return Err(format!("--epochs: {e} ns is not a power of two"));
         }
         for &f in factors {
-            let sw = Sweep { epoch_ns: Some(e), rtt_factor: Some(f), first_trace: 0 };
+            let sw = Sweep { epoch_ns: Some(e), rtt_factor: Some(f), ..Sweep::default() };
             out.push((sw, eval_with(dir, traces, threads, false, sw)?));
         }
     }

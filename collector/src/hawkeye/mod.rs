@@ -31,7 +31,7 @@ use wire::hawkeye::FiveTuple;
 use wire::hawkeye::report::{Entry, Report, ReportHeader};
 
 pub use diagnose::{Anomaly, Diagnosis, RootCause, diagnose};
-pub use graph::{Graph, Params, PortId, build};
+pub use graph::{Graph, Params, PortId, Replay, build};
 
 /// What the analyzer refuses, by input.
 #[derive(Debug, thiserror::Error)]
