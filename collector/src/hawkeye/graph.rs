@@ -460,10 +460,11 @@ struct Class {
 /// positions `j < D_c` ahead of it. Position `j` is held by a packet of class `c'` with
 /// probability `n_c'·[D_c' ≥ j] / S_e(j)`, where only classes of epoch `e` or earlier take part
 /// (a packet cannot wait for one that came after it) and `S_e(j)` sums their `n·[D ≥ j]`. So
-/// `c`'s packets waited for `n_c · n_c' · H_e(min(D_c, D_c' + 1))` packets of `c'`, with
-/// `H_e(x) = Σ_{j < x} 1 / S_e(j)`. The paper's `w(f, g)` is that summed over `f`'s and `g`'s
-/// classes and divided by `f`'s packets over the whole period, and the weight to `f` is
-/// `Σ_g w(g, f) − Σ_g w(f, g)`. Exact, no sampling; `O(E·k²)` in the epochs and classes.
+/// a packet of `c` waited for `n_c' · H_e(min(D_c, D_c' + 1))` packets of `c'`, with
+/// `H_e(x) = Σ_{j < x} 1 / S_e(j)`. The paper's `w(f, g)` for epoch `e` is that summed over
+/// `g`'s classes (per packet of `f` in `e`), the weight to `f` is `Σ_g w(g, f) − Σ_g w(f, g)`
+/// per epoch, and the epochs' weights are summed. Exact, no sampling; `O(E·k²)` in the epochs
+/// and classes.
 fn contribution_in_queue_order(classes: &[Class]) -> Vec<(usize, f64)> {
     let mut flows: Vec<usize> = classes.iter().map(|c| c.flow).collect();
     flows.sort_unstable();
