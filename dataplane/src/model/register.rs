@@ -71,6 +71,13 @@ impl<T: Copy + Default> RegisterArray<T> {
         self.cells.get_mut(i).map(f)
     }
 
+    /// Register `i` for a read-modify-write in place (what [`update`](Self::update) does
+    /// through a closure). `None` if out of range.
+    #[inline]
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut T> {
+        self.cells.get_mut(i)
+    }
+
     /// Number of registers.
     pub fn len(&self) -> usize {
         self.cells.len()

@@ -201,10 +201,12 @@ impl Hawkeye {
             return Err(c.err("hawkeye.epochs", format!("{epochs}: expected a power of two, 1..=16")));
         }
         let epoch_ns = h.epoch_ns.unwrap_or(1 << 20);
-        if !epoch_ns.is_power_of_two() || epoch_ns < 1024 {
-            return Err(
-                c.err("hawkeye.epoch_ns", format!("{epoch_ns}: expected a power of two of at least 1024"))
-            );
+        // At most 2^32 ns, so that no 32-bit packet counter can wrap within one epoch.
+        if !epoch_ns.is_power_of_two() || !(1024..=1 << 32).contains(&epoch_ns) {
+            return Err(c.err(
+                "hawkeye.epoch_ns",
+                format!("{epoch_ns}: expected a power of two from 1024 to 2^32 (4294967296)"),
+            ));
         }
         let slots = h.flow_slots.unwrap_or(65536);
         if !slots.is_power_of_two() || slots > 1 << 20 {
@@ -412,48 +414,41 @@ impl Hawkeye {
         }
     }
 
-    /// Count a data packet at egress in the epoch telemetry.
+    /// Count a data packet at egress in the epoch telemetry: the common frame straight from
+    /// its headers ([`Telemetry::record_ipv4`]), any other through the parsers.
     #[inline]
     fn record(&mut self, data: &[u8], md: &EgressMd) {
+        // The TM never releases a packet from a paused priority (neither its scheduler nor its
+        // cut-through), so at egress "paused" is "waited on PFC": queued while paused, or a
+        // pause came while it waited.
+        let d = &md.deq;
+        if !self.tel.record_ipv4(
+            d.enq_ts,
+            d.enq.ingress_port,
+            md.egress_port,
+            d.waited_on_pfc,
+            d.enq_qdepth,
+            data,
+        ) {
+            self.record_parsed(data, md);
+        }
+    }
+
+    /// [`record`](Self::record) for a frame off the common path (VLAN tags, IPv4 options,
+    /// fragments, not IPv4: counted per port and pair only).
+    #[cold]
+    #[inline(never)]
+    fn record_parsed(&mut self, data: &[u8], md: &EgressMd) {
         let s = Sample {
             flow: None,
             in_port: md.deq.enq.ingress_port,
             out_port: md.egress_port,
             bytes: data.len() as u32,
             enq_qdepth: md.deq.enq_qdepth,
-            // The TM never releases a packet from a paused priority (neither its scheduler
-            // nor its cut-through), so at egress "paused" is "waited on PFC": queued while
-            // paused, or a pause came while it waited.
             paused: md.deq.waited_on_pfc,
         };
-        let k = Self::fast_key(data).or_else(|| Self::flow_of(data).map(|f| telemetry::key(&f)));
+        let k = Self::flow_of(data).map(|f| telemetry::key(&f));
         self.tel.record_key(md.deq.enq_ts, &s, k.as_ref());
-    }
-
-    /// The flow key ([`telemetry::key`]) of the common frame — untagged IPv4 without options,
-    /// first fragment, whole — copied from its headers at fixed offsets (addresses, protocol, ports);
-    /// `None` for any other frame, which the parsers read ([`Self::flow_of`]).
-    #[inline]
-    fn fast_key(data: &[u8]) -> Option<[u8; 13]> {
-        let h = data.get(..38)?;
-        // The IPv4 total length must hold the ports and fit the frame, as the parser checks.
-        let total = usize::from(u16::from_be_bytes([h[16], h[17]]));
-        if h[12..14] != [0x08, 0x00]
-            || h[14] != 0x45
-            || h[20] & 0x1f != 0
-            || h[21] != 0
-            || total < 24
-            || 14 + total > data.len()
-        {
-            return None;
-        }
-        let mut k = [0u8; 13];
-        k[..8].copy_from_slice(&h[26..34]);
-        k[8] = h[23];
-        if matches!(h[23], protocol::UDP | protocol::TCP) {
-            k[9..].copy_from_slice(&h[34..38]);
-        }
-        Some(k)
     }
 
     /// A frame's 5-tuple, by the parsers (VLAN tags, IPv4 options, fragments).

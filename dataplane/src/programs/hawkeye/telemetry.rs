@@ -81,6 +81,15 @@ pub const PORT_CELL: [Param; 4] =
 /// The meter cell's declared layout.
 pub const METER_CELL: [Param; 2] = [param("epoch_id", 32), param("bytes", 64)];
 
+/// A flow's identity as its cell keeps it.
+#[derive(Debug, Clone, Copy)]
+struct FlowWords {
+    src: u32,
+    dst: u32,
+    ports: u32,
+    proto: u8,
+}
+
 /// One packet as the telemetry sees it at egress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sample {
@@ -222,63 +231,150 @@ impl Telemetry {
         self.record_key(now, s, k.as_ref());
     }
 
-    /// [`record`](Self::record) with the flow given by its 13-byte key (what the data path
-    /// copies straight from the frame's headers); `s.flow` is not read.
+    /// [`record`](Self::record) with the flow given by its 13-byte key; `s.flow` is not read.
     #[inline]
     pub fn record_key(&mut self, now: u64, s: &Sample, k: Option<&[u8; 13]>) {
         let id = self.epoch_id(now);
         let bank = self.bank(id);
-        let (out, inp) = (usize::from(s.out_port), usize::from(s.in_port));
         let q = if s.paused { 0 } else { s.enq_qdepth };
-        if out < self.ports {
-            let i = RegisterArray::<PortCell>::epoch_index(bank, self.stride, out);
-            self.port_cells.update(i, |c| {
-                if c.epoch_id != id {
-                    *c = PortCell { epoch_id: id, ..PortCell::default() };
-                }
-                c.pkts = c.pkts.saturating_add(1);
-                c.paused = c.paused.saturating_add(u32::from(s.paused));
-                c.qdepth_sum = c.qdepth_sum.saturating_add(q);
-            });
-            if inp < self.ports {
-                let i = RegisterArray::<MeterCell>::epoch_index(
-                    bank,
-                    self.stride * self.stride,
-                    inp * self.stride + out,
-                );
-                self.meter.update(i, |c| {
-                    if c.epoch_id != id {
-                        *c = MeterCell { epoch_id: id, bytes: 0 };
-                    }
-                    c.bytes = c.bytes.saturating_add(u64::from(s.bytes));
-                });
-            }
-        }
+        self.count_port(id, bank, s.in_port, s.out_port, s.bytes, s.paused, q);
         let Some(k) = k else { return };
-        let i = RegisterArray::<FlowCell>::epoch_index(
-            bank,
-            self.slots,
-            self.flow_hash(k) as usize & (self.slots - 1),
-        );
         let word = |at: usize| u32::from_be_bytes([k[at], k[at + 1], k[at + 2], k[at + 3]]);
-        let (src, dst, proto, ports) = (word(0), word(4), k[8], word(9));
-        let collided = self
-            .flows
-            .update(i, |c| {
-                let fresh = c.epoch_id != id || c.pkts == 0;
-                if fresh {
-                    *c = FlowCell { epoch_id: id, src, dst, ports, proto, ..FlowCell::default() };
-                } else if (c.src, c.dst, c.ports, c.proto) != (src, dst, ports, proto) {
-                    return true;
-                }
-                c.port = s.out_port;
-                c.pkts = c.pkts.saturating_add(1);
-                c.paused = c.paused.saturating_add(u32::from(s.paused));
-                c.qdepth_sum = c.qdepth_sum.saturating_add(q);
-                false
-            })
-            .unwrap_or(false);
-        self.collisions += u64::from(collided);
+        let f = FlowWords { src: word(0), dst: word(4), ports: word(9), proto: k[8] };
+        self.count_flow(id, bank, self.flow_hash(k), f, s.out_port, s.paused, q);
+    }
+
+    /// Count one frame leaving by `out_port` at time `now` (its enqueue time), read straight
+    /// from its headers at fixed offsets, if it is the common frame: untagged IPv4 without
+    /// options, first fragment, whole. `false` (nothing counted) for any other frame, which
+    /// the caller counts through the parsers and [`record_key`](Self::record_key).
+    ///
+    /// The same counts as [`record`](Self::record) (a test compares them), in fewer steps: no
+    /// key is built, the hash's byte tables are indexed by the frame's own bytes.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_ipv4(
+        &mut self,
+        now: u64,
+        in_port: u16,
+        out_port: u16,
+        paused: bool,
+        enq_qdepth: u64,
+        data: &[u8],
+    ) -> bool {
+        let Some(h) = data.first_chunk::<38>() else { return false };
+        // The IPv4 total length must hold the ports and fit the frame, as the parser checks.
+        let total = usize::from(u16::from_be_bytes([h[16], h[17]]));
+        if h[12] != 0x08
+            || h[13] != 0x00
+            || h[14] != 0x45
+            || h[20] & 0x1f != 0
+            || h[21] != 0
+            || total < 24
+            || 14 + total > data.len()
+        {
+            return false;
+        }
+        let proto = h[23];
+        let l4 = matches!(proto, wire::ipv4::protocol::UDP | wire::ipv4::protocol::TCP);
+        let x = self.tuple_hash_by_tables(h, l4);
+        let ports = if l4 { u32::from_be_bytes([h[34], h[35], h[36], h[37]]) } else { 0 };
+        let f = FlowWords {
+            src: u32::from_be_bytes([h[26], h[27], h[28], h[29]]),
+            dst: u32::from_be_bytes([h[30], h[31], h[32], h[33]]),
+            ports,
+            proto,
+        };
+        let id = self.epoch_id(now);
+        let bank = self.bank(id);
+        let q = if paused { 0 } else { enq_qdepth };
+        self.count_port(id, bank, in_port, out_port, data.len() as u32, paused, q);
+        self.count_flow(id, bank, x, f, out_port, paused, q);
+        true
+    }
+
+    /// The declared hash of the key in the frame's headers `h`, by the byte tables: key bytes
+    /// 0..8 are the addresses (frame bytes 26..34), 8 the protocol (23), 9..13 the ports
+    /// (34..38; zero for other protocols, whose tables' zero entries are 0).
+    #[inline]
+    fn tuple_hash_by_tables(&self, h: &[u8; 38], l4: bool) -> u32 {
+        let t = &self.byte_tables;
+        let mut x = t[0][usize::from(h[26])]
+            ^ t[1][usize::from(h[27])]
+            ^ t[2][usize::from(h[28])]
+            ^ t[3][usize::from(h[29])]
+            ^ t[4][usize::from(h[30])]
+            ^ t[5][usize::from(h[31])]
+            ^ t[6][usize::from(h[32])]
+            ^ t[7][usize::from(h[33])]
+            ^ t[8][usize::from(h[23])];
+        if l4 {
+            x ^= t[9][usize::from(h[34])]
+                ^ t[10][usize::from(h[35])]
+                ^ t[11][usize::from(h[36])]
+                ^ t[12][usize::from(h[37])];
+        }
+        x
+    }
+
+    /// The port's cell and the port pair's meter cell. Counters wrap as the P4 registers
+    /// do; none can in one epoch (`epoch_ns` is at most 2^32 ns: 2^32 packets would take more
+    /// than 1 packet per ns).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn count_port(&mut self, id: u32, bank: usize, inp: u16, out: u16, bytes: u32, paused: bool, q: u64) {
+        let (out, inp) = (usize::from(out), usize::from(inp));
+        if out >= self.ports {
+            return;
+        }
+        let stride = self.stride;
+        if let Some(c) = self.port_cells.get_mut(RegisterArray::<PortCell>::epoch_index(bank, stride, out)) {
+            if c.epoch_id != id {
+                *c = PortCell { epoch_id: id, ..PortCell::default() };
+            }
+            c.pkts = c.pkts.wrapping_add(1);
+            c.paused = c.paused.wrapping_add(u32::from(paused));
+            c.qdepth_sum = c.qdepth_sum.wrapping_add(q);
+        }
+        if inp < self.ports
+            && let Some(c) = self.meter.get_mut(RegisterArray::<MeterCell>::epoch_index(
+                bank,
+                stride * stride,
+                inp * stride + out,
+            ))
+        {
+            if c.epoch_id != id {
+                *c = MeterCell { epoch_id: id, bytes: 0 };
+            }
+            c.bytes = c.bytes.wrapping_add(u64::from(bytes));
+        }
+    }
+
+    /// The flow's cell in slot `hash mod slots`: taken if fresh, counted if the flow holds
+    /// it, else a collision (counted, not merged).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn count_flow(&mut self, id: u32, bank: usize, hash: u32, f: FlowWords, out: u16, paused: bool, q: u64) {
+        let i = RegisterArray::<FlowCell>::epoch_index(bank, self.slots, hash as usize & (self.slots - 1));
+        let Some(c) = self.flows.get_mut(i) else { return };
+        if c.epoch_id != id || c.pkts == 0 {
+            *c = FlowCell {
+                epoch_id: id,
+                src: f.src,
+                dst: f.dst,
+                ports: f.ports,
+                proto: f.proto,
+                ..FlowCell::default()
+            };
+        } else if (c.src ^ f.src) | (c.dst ^ f.dst) | (c.ports ^ f.ports) | u32::from(c.proto ^ f.proto) != 0
+        {
+            self.collisions += 1;
+            return;
+        }
+        c.port = out;
+        c.pkts = c.pkts.wrapping_add(1);
+        c.paused = c.paused.wrapping_add(u32::from(paused));
+        c.qdepth_sum = c.qdepth_sum.wrapping_add(q);
     }
 
     /// The port's cell in the current epoch (zero if not touched in it).

@@ -371,29 +371,74 @@ fn the_flow_hash_tables_and_the_fast_tuple_read_agree_with_the_declarations() {
     }
     let mut pool = HeapPool::new(8, 2048);
     let f = udp_frame(&mut pool, 777, 100);
-    let fast = Hawkeye::fast_key(f.data());
-    assert_eq!(fast, Hawkeye::flow_of(f.data()).map(|f| telemetry::key(&f)));
-    assert_eq!(fast.unwrap()[9..11], 777u16.to_be_bytes());
+    let (fast, parsed) = fast_and_parsed(f.data()).expect("the common frame is read at fixed offsets");
+    assert_eq!(fast, parsed);
+    let flow = Hawkeye::flow_of(f.data()).unwrap();
+    assert_eq!(flow.src_port, 777);
+    assert!(
+        fast.0.iter().any(|e| matches!(e, Entry::Flow { flow: f, pkts: 1, .. } if *f == flow)),
+        "{fast:?}"
+    );
+}
+
+/// `frame` counted by the fixed-offset read and by the parsers, each into fresh tables: what
+/// each then holds (port 1's snapshot, collisions, the flow's cell found where the declared
+/// hash puts it), or `None` if the fast read declined.
+type Counted = (Vec<Entry>, u64, Option<telemetry::FlowCell>);
+fn fast_and_parsed(data: &[u8]) -> Option<(Counted, Counted)> {
+    let counted = |fast: bool| -> Option<Counted> {
+        let mut res = Resources::default();
+        let mut t = Telemetry::new(&mut res, 4, 20, 1024, 2);
+        let now = 1 << 20;
+        if fast {
+            if !t.record_ipv4(now, 0, 1, false, 300, data) {
+                return None;
+            }
+        } else {
+            let s = Sample {
+                flow: None,
+                in_port: 0,
+                out_port: 1,
+                bytes: data.len() as u32,
+                enq_qdepth: 300,
+                paused: false,
+            };
+            let k = Hawkeye::flow_of(data).map(|f| telemetry::key(&f));
+            t.record_key(now, &s, k.as_ref());
+        }
+        let mut e = Vec::new();
+        t.snapshot(now, 1, &mut e);
+        let cell = Hawkeye::flow_of(data).and_then(|f| t.flow(now, &f));
+        Some((e, t.collisions, cell))
+    };
+    Some((counted(true)?, counted(false)?))
 }
 
 proptest! {
-    /// On any frame the fast key read is either declined or what the parsers give.
+    /// On any frame the fixed-offset read either declines or counts what the parsers' key
+    /// counts: the same port, meter and flow entries.
     #[test]
-    fn the_fast_key_read_is_the_parsers_key(
+    fn the_fixed_offset_read_counts_what_the_parsers_count(
         edits in proptest::collection::vec((0usize..60, any::<u8>()), 0..6),
-        len in 0usize..80,
+        len in 0usize..100,
     ) {
         let mut pool = HeapPool::new(8, 2048);
-        let f = udp_frame(&mut pool, 777, 100);
+        let f = udp_frame(&mut pool, 777, 64);
         let mut data = f.data().to_vec();
         data.resize(len.max(14), 0);
+        let untouched = edits.is_empty() && len >= 64;
         for (at, b) in edits {
             if let Some(x) = data.get_mut(at) {
                 *x = b;
             }
         }
-        if let Some(k) = Hawkeye::fast_key(&data) {
-            prop_assert_eq!(Some(k), Hawkeye::flow_of(&data).map(|f| telemetry::key(&f)));
+        match fast_and_parsed(&data) {
+            Some((fast, parsed)) => {
+                prop_assert!(!fast.0.is_empty() && fast.2.is_some());
+                prop_assert_eq!(fast, parsed);
+            }
+            // The whole common frame (padding after it allowed) is always read fast.
+            None => prop_assert!(!untouched),
         }
     }
 }
