@@ -640,10 +640,15 @@ impl<P: Program, F: Frame> Switch<P, F> {
                     return;
                 }
             } else {
-                let mut md = self.egress_md(meta.egress_port, now);
-                if self.tm.cut_through(now, &mut pkt, meta, &mut md.deq) {
-                    md.port_qdepth = 0;
-                    md.tx_bytes = self.tm.tx_counters(meta.egress_port).0;
+                let mut deq = DeqMeta::default();
+                if self.tm.cut_through(now, &mut pkt, meta, &mut deq) {
+                    // Built once, whole, after the TM let it through (its queue is empty).
+                    let mut md = EgressMd {
+                        deq,
+                        port_qdepth: 0,
+                        tx_bytes: self.tm.tx_counters(meta.egress_port).0,
+                        ..self.egress_md(meta.egress_port, now)
+                    };
                     if let Some(pkt) = self.run_egress(now, pkt, &mut md, pool) {
                         self.staged[port].push(pkt);
                     }

@@ -416,21 +416,27 @@ impl Hawkeye {
 
     /// Count a data packet at egress in the epoch telemetry: the common frame straight from
     /// its headers ([`Telemetry::record_ipv4`]), any other through the parsers.
-    #[inline]
+    #[inline(always)]
     fn record(&mut self, data: &[u8], md: &EgressMd) {
         // The TM never releases a packet from a paused priority (neither its scheduler nor its
         // cut-through), so at egress "paused" is "waited on PFC": queued while paused, or a
         // pause came while it waited.
         let d = &md.deq;
-        if !self.tel.record_ipv4(
-            d.enq_ts,
-            d.enq.ingress_port,
-            md.egress_port,
-            d.waited_on_pfc,
-            d.enq_qdepth,
-            data,
-        ) {
-            self.record_parsed(data, md);
+        let (now, inp, out, paused, q) =
+            (d.enq_ts, d.enq.ingress_port, md.egress_port, d.waited_on_pfc, d.enq_qdepth);
+        if !self.tel.record_ipv4(now, inp, out, paused, q, data) {
+            self.record_parsed(
+                data,
+                now,
+                Sample {
+                    flow: None,
+                    in_port: inp,
+                    out_port: out,
+                    bytes: data.len() as u32,
+                    enq_qdepth: q,
+                    paused,
+                },
+            );
         }
     }
 
@@ -438,17 +444,9 @@ impl Hawkeye {
     /// fragments, not IPv4: counted per port and pair only).
     #[cold]
     #[inline(never)]
-    fn record_parsed(&mut self, data: &[u8], md: &EgressMd) {
-        let s = Sample {
-            flow: None,
-            in_port: md.deq.enq.ingress_port,
-            out_port: md.egress_port,
-            bytes: data.len() as u32,
-            enq_qdepth: md.deq.enq_qdepth,
-            paused: md.deq.waited_on_pfc,
-        };
+    fn record_parsed(&mut self, data: &[u8], now: u64, s: Sample) {
         let k = Self::flow_of(data).map(|f| telemetry::key(&f));
-        self.tel.record_key(md.deq.enq_ts, &s, k.as_ref());
+        self.tel.record_key(now, &s, k.as_ref());
     }
 
     /// A frame's 5-tuple, by the parsers (VLAN tags, IPv4 options, fragments).
@@ -618,7 +616,7 @@ impl Program for Hawkeye {
         self.l2l3.ingress(pkt, md, out);
     }
 
-    #[inline]
+    #[inline(always)]
     fn egress<F: Frame>(&mut self, pkt: &mut F, md: &mut EgressMd) {
         // Most frames are untagged IPv4: no polling packet, straight to the telemetry.
         let untagged_ipv4 = pkt.data().get(12..14) == Some(&[0x08, 0x00][..]);
@@ -627,7 +625,10 @@ impl Program for Hawkeye {
             && eth.ethertype() == EtherType(decl::ETHERTYPE_POLLING)
         {
             let l2 = eth.header_len();
-            self.polling_egress(pkt, md, l2);
+            // A copy: the metadata stays in registers on the data packets' path.
+            let mut m = *md;
+            self.polling_egress(pkt, &mut m, l2);
+            md.drop = m.drop;
             return;
         }
         self.l2l3.egress(pkt, md);

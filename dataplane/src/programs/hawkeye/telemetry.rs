@@ -251,7 +251,7 @@ impl Telemetry {
     ///
     /// The same counts as [`record`](Self::record) (a test compares them), in fewer steps: no
     /// key is built, the hash's byte tables are indexed by the frame's own bytes.
-    #[inline]
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub fn record_ipv4(
         &mut self,

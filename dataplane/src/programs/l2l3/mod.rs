@@ -893,7 +893,9 @@ impl Program for L2l3 {
     #[inline]
     fn egress<F: Frame>(&mut self, pkt: &mut F, md: &mut EgressMd) {
         if let Some(id) = self.int_switch_id {
-            stamp_int(pkt.data_mut(), id, md);
+            // A copy: a program that inlines this egress keeps its metadata in registers.
+            let m = *md;
+            stamp_int(pkt.data_mut(), id, &m);
         }
     }
 
