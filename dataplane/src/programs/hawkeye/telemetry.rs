@@ -265,14 +265,11 @@ impl Telemetry {
         let Some(h) = data.first_chunk::<38>() else { return false };
         // The IPv4 total length must hold the ports and fit the frame, as the parser checks.
         let total = usize::from(u16::from_be_bytes([h[16], h[17]]));
-        if h[12] != 0x08
-            || h[13] != 0x00
-            || h[14] != 0x45
-            || h[20] & 0x1f != 0
-            || h[21] != 0
-            || total < 24
-            || 14 + total > data.len()
-        {
+        // EtherType 0x0800 and version 4 with a 5-word header (bytes 12..15), first fragment
+        // (bytes 20..22: the offset's 13 bits), compared a word at a time.
+        let head = u32::from_be_bytes([h[12], h[13], h[14], 0]);
+        let frag = u16::from_be_bytes([h[20], h[21]]) & 0x1fff;
+        if head != 0x0800_4500 || frag != 0 || total < 24 || 14 + total > data.len() {
             return false;
         }
         let proto = h[23];
