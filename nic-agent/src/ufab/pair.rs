@@ -38,7 +38,12 @@
 //!   failed path, with none qualified it takes the least subscribed.
 //! * **Trigger (i)**: a response per RTT at most is judged; the path is violating when it is not
 //!   qualified (C_l < Φ_l·B_u on a link, Φ_l counting the pair); `violate_rtts` (5) in a row
-//!   trigger a migration. **Trigger (ii)**: every `look_every_ns` the pair looks at one other
+//!   trigger a migration. **Backoff** (not in the paper): each migration given up in a row (no
+//!   other path qualified) doubles the violating RTTs the next one waits for, up to
+//!   2^[`ABORT_BACKOFF_MAX`] (16 × 5 RTTs); a move resets it. A pair that fits nowhere (a 5 Gb/s
+//!   pair on a fabric whose links all carry 9 Gb/s of guarantees) otherwise looked every few
+//!   RTTs for good: each look used its host's freeze window, so the host's pair that could make
+//!   room waited, and each look's probes zeroed the pair's own records for a moment. **Trigger (ii)**: every `look_every_ns` the pair looks at one other
 //!   candidate; one qualified with a larger rate (Eqn 3's window over T, by `better_margin`, 10 %)
 //!   for `better_for_ns` (30 s) in a row triggers a migration to it.
 //! * **Freeze** (§3.5): migrations for triggers (i) and (ii) pass the host's [`MigrationGate`]:
@@ -77,6 +82,10 @@ pub const KEEPALIVE_RTTS: u64 = 4;
 /// outstanding ([`VmPair::on_progress`]): a pair whose packets wait their turn at a NIC shared
 /// by 64 pairs sends one every 9 RTTs and is not stalled; one whose path died is.
 pub const STALL_RTTS: u64 = 8;
+
+/// Backoff of trigger (i) after migrations given up in a row: the next waits for
+/// `violate_rtts` × 2^min(aborted, this) violating RTTs (see the module docs).
+pub const ABORT_BACKOFF_MAX: u32 = 4;
 
 /// Pair IDs are below this; look probes carry `id | LOOK_BIT`.
 pub const LOOK_BIT: u16 = 0x8000;
@@ -345,6 +354,9 @@ pub struct VmPair {
     /// r: Eqn (1)'s share on the current path, b/s.
     share: f64,
     violated: u32,
+    /// Trigger-(i) migrations given up in a row (no qualified candidate): each doubles the
+    /// violating RTTs the next one waits for, up to 2^[`ABORT_BACKOFF_MAX`].
+    aborted_in_row: u32,
     last_judged: u64,
     better: Option<(usize, u64)>,
     next_look: u64,
@@ -405,6 +417,7 @@ impl VmPair {
             window: min_window,
             share: 0.0,
             violated: 0,
+            aborted_in_row: 0,
             last_judged: 0,
             better: None,
             next_look: now,
@@ -877,7 +890,7 @@ impl VmPair {
                 self.violated = 0;
             } else {
                 self.violated += 1;
-                if self.violated >= self.cfg.violate_rtts {
+                if self.violated >= self.cfg.violate_rtts << self.aborted_in_row.min(ABORT_BACKOFF_MAX) {
                     self.start_move(now, MoveReason::Violated, gate);
                 }
             }
@@ -951,6 +964,7 @@ impl VmPair {
         let cands = self.candidates(self.current);
         let Some(i) = self.pick_qualified(&cands) else {
             self.stats.migrations_aborted += 1;
+            self.aborted_in_row += 1;
             return;
         };
         self.leave_current();
@@ -1031,6 +1045,7 @@ impl VmPair {
     }
 
     fn move_to_inner(&mut self, now: u64, i: usize, why: MoveReason) {
+        self.aborted_in_row = 0;
         self.current = Some(i);
         self.phase = Phase::Active;
         self.stats.moves += 1;
@@ -1302,6 +1317,47 @@ mod tests {
         }
         assert_eq!(p.stats().frozen, before + 1);
         assert_eq!(p.current_path(), Some(1));
+    }
+
+    /// A migration given up (no other path qualified) doubles the violating RTTs the next one
+    /// waits for, up to 2^ABORT_BACKOFF_MAX; a move resets it. Each wait is the violations
+    /// asked for twice over: the first request draws the host's freeze window (at most 10
+    /// RTTs here), and the count starts again.
+    #[test]
+    fn aborted_migrations_back_off() {
+        let (mut p, mut g, mut now) = joined();
+        let bad = [L(12, 40_000, 9.0, 0), L(2, 0, 1.0, 0)];
+        let violate_until_look = |p: &mut VmPair, g: &mut MigrationGate, now: &mut u64| -> (ProbeTx, u32) {
+            for round in 0..400 {
+                let out = all(p, *now);
+                *now += T;
+                if let Some(pr) = out.iter().find(|t| t.kind == UfabKind::Probe && t.path == 0 && !is_look(t))
+                {
+                    respond(p, *now, pr, &bad, g);
+                }
+                p.on_sent(*now, 4096);
+                if let Some(look) = out.iter().find(|t| is_look(t)) {
+                    return (*look, round);
+                }
+            }
+            panic!("no look");
+        };
+        for aborted in 0..=ABORT_BACKOFF_MAX + 1 {
+            let need = 5 << aborted.min(ABORT_BACKOFF_MAX);
+            let (look, rounds) = violate_until_look(&mut p, &mut g, &mut now);
+            assert!(
+                (2 * need - 2..=2 * need + 10).contains(&rounds),
+                "after {aborted} aborted: {rounds} rounds"
+            );
+            respond(&mut p, now + 1000, &look, &[L(9, 0, 8.0, 0); 2], &mut g);
+            assert_eq!(p.stats().migrations_aborted, u64::from(aborted) + 1);
+            assert_eq!(p.current_path(), Some(0));
+        }
+        // Path 1 qualifies at the next look: the pair moves, and its next wait is 5 again.
+        let (look, _) = violate_until_look(&mut p, &mut g, &mut now);
+        respond(&mut p, now + 1000, &look, &[L(2, 0, 1.0, 0); 2], &mut g);
+        assert_eq!(p.current_path(), Some(1));
+        assert_eq!(p.aborted_in_row, 0);
     }
 
     /// The gate: one pass, then closed for 1..=N RTTs.
