@@ -1252,28 +1252,32 @@ mod tests {
     /// RTTs; five more after it, the pair looks at its other candidate while it keeps sending.
     /// An unqualified candidate: it stays (aborted). A qualified one: it moves, finishing the
     /// old path until every switch acknowledges.
+    /// RTTs of a violated path 0 (path 1 idle) until the joined pair sends a look probe: the
+    /// probe and the round it came in (at most `max` rounds). The pair keeps its path while it
+    /// decides, and looks at the other path only.
+    fn violate_until_look(p: &mut VmPair, g: &mut MigrationGate, now: &mut u64, max: u32) -> (ProbeTx, u32) {
+        let bad = [L(12, 40_000, 9.0, 0), L(2, 0, 1.0, 0)];
+        for round in 0..max {
+            let out = all(p, *now);
+            *now += T;
+            if let Some(pr) = out.iter().find(|t| t.kind == UfabKind::Probe && t.path == 0 && !is_look(t)) {
+                respond(p, *now, pr, &bad, g);
+            }
+            p.on_sent(*now, 4096);
+            assert!(p.may_send(*now), "it keeps its path while it decides");
+            if let Some(look) = out.iter().find(|t| is_look(t)) {
+                assert_eq!(look.path, 1, "it looks at the other path only");
+                return (*look, round);
+            }
+        }
+        panic!("no look in {max} rounds");
+    }
+
     #[test]
     fn five_violating_rtts_migrate_once_per_freeze_window() {
         let (mut p, mut g, mut now) = joined();
-        let bad = [L(12, 40_000, 9.0, 0), L(2, 0, 1.0, 0)];
-        // Rounds of violation until the pair looks; `answer` is what its look finds.
-        let violate_until_look = |p: &mut VmPair, g: &mut MigrationGate, now: &mut u64| -> (ProbeTx, u32) {
-            for round in 0..40 {
-                let out = all(p, *now);
-                *now += T;
-                if let Some(pr) = out.iter().find(|t| t.kind == UfabKind::Probe && t.path == 0 && !is_look(t))
-                {
-                    respond(p, *now, pr, &bad, g);
-                }
-                p.on_sent(*now, 4096);
-                assert!(p.may_send(*now), "it keeps its path while it decides");
-                if let Some(look) = out.iter().find(|t| is_look(t)) {
-                    assert_eq!(look.path, 1, "it looks at the other path only");
-                    return (*look, round);
-                }
-            }
-            panic!("no look");
-        };
+        let violate_until_look =
+            |p: &mut VmPair, g: &mut MigrationGate, now: &mut u64| violate_until_look(p, g, now, 40);
         let (look, rounds) = violate_until_look(&mut p, &mut g, &mut now);
         assert!((10..=20).contains(&rounds), "{rounds} rounds: 5, a window of 1 to 10, 5 more");
         assert_eq!(p.stats().frozen, 1);
@@ -1326,22 +1330,8 @@ mod tests {
     #[test]
     fn aborted_migrations_back_off() {
         let (mut p, mut g, mut now) = joined();
-        let bad = [L(12, 40_000, 9.0, 0), L(2, 0, 1.0, 0)];
-        let violate_until_look = |p: &mut VmPair, g: &mut MigrationGate, now: &mut u64| -> (ProbeTx, u32) {
-            for round in 0..400 {
-                let out = all(p, *now);
-                *now += T;
-                if let Some(pr) = out.iter().find(|t| t.kind == UfabKind::Probe && t.path == 0 && !is_look(t))
-                {
-                    respond(p, *now, pr, &bad, g);
-                }
-                p.on_sent(*now, 4096);
-                if let Some(look) = out.iter().find(|t| is_look(t)) {
-                    return (*look, round);
-                }
-            }
-            panic!("no look");
-        };
+        let violate_until_look =
+            |p: &mut VmPair, g: &mut MigrationGate, now: &mut u64| violate_until_look(p, g, now, 400);
         for aborted in 0..=ABORT_BACKOFF_MAX + 1 {
             let need = 5 << aborted.min(ABORT_BACKOFF_MAX);
             let (look, rounds) = violate_until_look(&mut p, &mut g, &mut now);
