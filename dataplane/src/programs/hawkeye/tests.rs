@@ -676,3 +676,31 @@ fn polling_frame_for(pool: &mut HeapPool, src: [u8; 4], dst: [u8; 4], sport: u16
     r.emit(&mut b[14..]).unwrap();
     f
 }
+
+/// Each `[hawkeye]` key out of range is refused by name, with what it expects (what
+/// `dataplane check` prints, exit code 2), and the bounds themselves are taken.
+#[test]
+fn out_of_range_keys_are_refused_by_name() {
+    let build = |extra: &str| {
+        let text = CFG.replace("switch_id = 9", &format!("switch_id = 9\n{extra}"));
+        let cfg = Config::parse(Path::new("t.toml"), &text).unwrap();
+        build_switch::<Hawkeye, PktBuf>(&cfg).map(|_| ()).map_err(|e| e.to_string())
+    };
+    for (extra, key) in [
+        ("epochs = 3", "hawkeye.epochs"),
+        ("epochs = 32", "hawkeye.epochs"),
+        ("epoch_ns = 1000", "hawkeye.epoch_ns"),
+        ("epoch_ns = 512", "hawkeye.epoch_ns"),
+        ("epoch_ns = 8589934592", "hawkeye.epoch_ns"),
+        ("flow_slots = 1000", "hawkeye.flow_slots"),
+        ("polling_queue = 8", "hawkeye.polling_queue"),
+        ("dedup_ns = 10", "hawkeye.dedup_ns"),
+        ("pending = 0", "hawkeye.pending"),
+    ] {
+        let e = build(extra).expect_err(extra);
+        assert!(e.contains("t.toml") && e.contains(key) && e.contains("expected"), "{extra}: {e}");
+    }
+    for ok in ["epoch_ns = 1024", "epoch_ns = 4294967296", "epochs = 16", "flow_slots = 1024"] {
+        assert_eq!(build(ok), Ok(()), "{ok}");
+    }
+}
