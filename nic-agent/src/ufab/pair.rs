@@ -43,8 +43,8 @@
 //!   2^[`ABORT_BACKOFF_MAX`] (16 × 5 RTTs); a move resets it. A pair that fits nowhere (a 5 Gb/s
 //!   pair on a fabric whose links all carry 9 Gb/s of guarantees) otherwise looked every few
 //!   RTTs for good: each look used its host's freeze window, so the host's pair that could make
-//!   room waited, and each look's probes zeroed the pair's own records for a moment. **Trigger (ii)**: every `look_every_ns` the pair looks at one other
-//!   candidate; one qualified with a larger rate (Eqn 3's window over T, by `better_margin`, 10 %)
+//!   room waited, and each look's probes zeroed the pair's own records for a moment.
+//!   **Trigger (ii)**: every `look_every_ns` the pair looks at one other candidate; one qualified with a larger rate (Eqn 3's window over T, by `better_margin`, 10 %)
 //!   for `better_for_ns` (30 s) in a row triggers a migration to it.
 //! * **Freeze** (§3.5): migrations for triggers (i) and (ii) pass the host's [`MigrationGate`]:
 //!   one per freeze window drawn in [1, N] RTTs, the first one too (a request waits for the
@@ -1247,11 +1247,6 @@ mod tests {
         assert_eq!(all(&mut p, due).len(), 1);
     }
 
-    /// Trigger (i): five RTTs on a path that cannot carry every guarantee (Φ_l = 12 tokens of
-    /// 1 Gb/s on 9.5 Gb/s) ask the host's gate, which holds the request for a window of 1 to 10
-    /// RTTs; five more after it, the pair looks at its other candidate while it keeps sending.
-    /// An unqualified candidate: it stays (aborted). A qualified one: it moves, finishing the
-    /// old path until every switch acknowledges.
     /// RTTs of a violated path 0 (path 1 idle) until the joined pair sends a look probe: the
     /// probe and the round it came in (at most `max` rounds). The pair keeps its path while it
     /// decides, and looks at the other path only.
@@ -1273,12 +1268,15 @@ mod tests {
         panic!("no look in {max} rounds");
     }
 
+    /// Trigger (i): five RTTs on a path that cannot carry every guarantee (Φ_l = 12 tokens of
+    /// 1 Gb/s on 9.5 Gb/s) ask the host's gate, which holds the request for a window of 1 to 10
+    /// RTTs; five more after it, the pair looks at its other candidate while it keeps sending.
+    /// An unqualified candidate: it stays (aborted). A qualified one: it moves, finishing the
+    /// old path until every switch acknowledges.
     #[test]
     fn five_violating_rtts_migrate_once_per_freeze_window() {
         let (mut p, mut g, mut now) = joined();
-        let violate_until_look =
-            |p: &mut VmPair, g: &mut MigrationGate, now: &mut u64| violate_until_look(p, g, now, 40);
-        let (look, rounds) = violate_until_look(&mut p, &mut g, &mut now);
+        let (look, rounds) = violate_until_look(&mut p, &mut g, &mut now, 40);
         assert!((10..=20).contains(&rounds), "{rounds} rounds: 5, a window of 1 to 10, 5 more");
         assert_eq!(p.stats().frozen, 1);
         // Path 1 is no better: stay.
@@ -1286,7 +1284,7 @@ mod tests {
         assert_eq!(p.current_path(), Some(0));
         assert_eq!(p.stats().migrations_aborted, 1);
         // Again, and now path 1 qualifies: move.
-        let (look, _) = violate_until_look(&mut p, &mut g, &mut now);
+        let (look, _) = violate_until_look(&mut p, &mut g, &mut now, 40);
         respond(&mut p, now + 1000, &look, &[L(2, 0, 1.0, 0); 2], &mut g);
         assert_eq!(p.current_path(), Some(1));
         assert_eq!(p.moves().last().unwrap().2, MoveReason::Violated);
@@ -1330,11 +1328,9 @@ mod tests {
     #[test]
     fn aborted_migrations_back_off() {
         let (mut p, mut g, mut now) = joined();
-        let violate_until_look =
-            |p: &mut VmPair, g: &mut MigrationGate, now: &mut u64| violate_until_look(p, g, now, 400);
         for aborted in 0..=ABORT_BACKOFF_MAX + 1 {
             let need = 5 << aborted.min(ABORT_BACKOFF_MAX);
-            let (look, rounds) = violate_until_look(&mut p, &mut g, &mut now);
+            let (look, rounds) = violate_until_look(&mut p, &mut g, &mut now, 400);
             assert!(
                 (2 * need - 2..=2 * need + 10).contains(&rounds),
                 "after {aborted} aborted: {rounds} rounds"
@@ -1344,7 +1340,7 @@ mod tests {
             assert_eq!(p.current_path(), Some(0));
         }
         // Path 1 qualifies at the next look: the pair moves, and its next wait is 5 again.
-        let (look, _) = violate_until_look(&mut p, &mut g, &mut now);
+        let (look, _) = violate_until_look(&mut p, &mut g, &mut now, 400);
         respond(&mut p, now + 1000, &look, &[L(2, 0, 1.0, 0); 2], &mut g);
         assert_eq!(p.current_path(), Some(1));
         assert_eq!(p.aborted_in_row, 0);
