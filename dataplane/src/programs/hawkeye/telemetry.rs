@@ -81,6 +81,10 @@ pub const PORT_CELL: [Param; 4] =
 /// The meter cell's declared layout.
 pub const METER_CELL: [Param; 2] = [param("epoch_id", 32), param("bytes", 64)];
 
+/// Where each byte of the flow key ([`key`]: addresses, protocol, ports) lies in an untagged
+/// IPv4 frame without options.
+const KEY_AT: [usize; 13] = [26, 27, 28, 29, 30, 31, 32, 33, 23, 34, 35, 36, 37];
+
 /// A flow's identity as its cell keeps it.
 #[derive(Debug, Clone, Copy)]
 struct FlowWords {
@@ -290,26 +294,16 @@ impl Telemetry {
         true
     }
 
-    /// The declared hash of the key in the frame's headers `h`, by the byte tables: key bytes
-    /// 0..8 are the addresses (frame bytes 26..34), 8 the protocol (23), 9..13 the ports
-    /// (34..38; zero for other protocols, whose tables' zero entries are 0).
+    /// The declared hash of the key in the frame's headers `h`, by the byte tables: key byte
+    /// `i` is frame byte [`KEY_AT`]`[i]`; the ports (key bytes 9..13) are zero for other
+    /// protocols, and those tables' zero entries are 0.
     #[inline]
     fn tuple_hash_by_tables(&self, h: &[u8; 38], l4: bool) -> u32 {
         let t = &self.byte_tables;
-        let mut x = t[0][usize::from(h[26])]
-            ^ t[1][usize::from(h[27])]
-            ^ t[2][usize::from(h[28])]
-            ^ t[3][usize::from(h[29])]
-            ^ t[4][usize::from(h[30])]
-            ^ t[5][usize::from(h[31])]
-            ^ t[6][usize::from(h[32])]
-            ^ t[7][usize::from(h[33])]
-            ^ t[8][usize::from(h[23])];
-        if l4 {
-            x ^= t[9][usize::from(h[34])]
-                ^ t[10][usize::from(h[35])]
-                ^ t[11][usize::from(h[36])]
-                ^ t[12][usize::from(h[37])];
+        let n = if l4 { 13 } else { 9 };
+        let mut x = 0;
+        for i in 0..n {
+            x ^= t[i][usize::from(h[KEY_AT[i]])];
         }
         x
     }
