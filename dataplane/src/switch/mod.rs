@@ -461,6 +461,32 @@ impl<P: Program, F: Frame> Switch<P, F> {
         self.run_ingress(now, pkt, md, pool);
     }
 
+    /// Tests: the program's ingress alone on `pkt` from `port`, as [`Self::receive`] runs it,
+    /// returning the metadata it set (the packets it emitted stay queued).
+    #[cfg(test)]
+    pub(crate) fn ingress_only(
+        &mut self,
+        now: u64,
+        port: PortId,
+        pkt: &mut F,
+        pool: &mut dyn Pool<F>,
+    ) -> IngressMd {
+        let mut md = IngressMd {
+            ingress_port: port,
+            ingress_ts: now,
+            recirc_pass: 0,
+            from_cpu: false,
+            dest: Dest::Drop(builtin::PROGRAM),
+            qid: 0,
+            exclude_ingress: false,
+            mirror: None,
+            bypass_egress: false,
+        };
+        let mut emitter = Emitter::new(pool, &mut self.spare, &mut self.emitted, &mut self.counters.drops);
+        self.program.ingress(pkt, &mut md, &mut emitter);
+        md
+    }
+
     #[inline(always)]
     fn run_ingress(&mut self, now: u64, mut pkt: F, mut md: IngressMd, pool: &mut dyn Pool<F>) {
         let mut emitter = Emitter::new(pool, &mut self.spare, &mut self.emitted, &mut self.counters.drops);

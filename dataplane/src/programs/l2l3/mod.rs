@@ -168,6 +168,10 @@ pub struct L2l3 {
     last_aging: u64,
     /// Per port, the source MAC last learned there and when: a burst from one host learns once.
     learn_cache: Vec<(u64, u64)>,
+    /// Tests: frames taken by [`Self::route_connected_host`], and whether it is switched off
+    /// (every frame through the general path), to compare the two.
+    #[cfg(test)]
+    fast: (u64, bool),
 }
 
 fn mac_key(m: EthernetAddress) -> u64 {
@@ -243,6 +247,8 @@ impl L2l3 {
             drops,
             last_aging: 0,
             learn_cache: vec![(u64::MAX, 0); nports],
+            #[cfg(test)]
+            fast: (0, false),
         };
         let port = |key: String, name: &str| {
             cfg.port_id(name).ok_or_else(|| c.err(key, format!("no port named {name:?}")))
@@ -489,21 +495,28 @@ impl L2l3 {
     /// every frame), but their frames are still forwarded.
     #[inline(always)]
     fn learn(&mut self, src: EthernetAddress, port: PortId, now: u64) {
+        self.learn_key(mac_key(src), port, now);
+    }
+
+    /// [`Self::learn`] of the source whose [`mac_key`] is `key`.
+    #[inline(always)]
+    fn learn_key(&mut self, key: u64, port: PortId, now: u64) {
         // The hot case inline: the port's last source, learned within the second.
-        let key = mac_key(src);
         if let Some(&(cached, at)) = self.learn_cache.get(usize::from(port))
             && cached == key
             && now.saturating_sub(at) < 1_000_000_000
         {
             return;
         }
-        self.learn_slow(src, key, port, now);
+        self.learn_slow(key, port, now);
     }
 
     /// [`Self::learn`] past its per-port cache: the MAC table.
     #[cold]
     #[inline(never)]
-    fn learn_slow(&mut self, src: EthernetAddress, key: u64, port: PortId, now: u64) {
+    fn learn_slow(&mut self, key: u64, port: PortId, now: u64) {
+        let b = key.to_be_bytes();
+        let src = EthernetAddress([b[2], b[3], b[4], b[5], b[6], b[7]]);
         if usize::from(port) >= self.ports.len() {
             return;
         }
@@ -746,6 +759,94 @@ impl L2l3 {
         self.routes.lookup(ip) == Some(&Route::Local)
     }
 
+    /// Every frame [`route_connected_host`](Self::route_connected_host) does not take: parsed,
+    /// learned, then ARP, routing or bridging.
+    #[inline]
+    fn ingress_general<F: Frame>(&mut self, pkt: &mut F, md: &mut IngressMd, out: &mut Emitter<'_, F>) {
+        let (dst, src, ethertype, l2) = {
+            let Ok(eth) = EthernetFrame::new_checked(pkt.data()) else {
+                md.dest = Dest::Drop(builtin::MALFORMED);
+                return;
+            };
+            let tos = (eth.ethertype() == EtherType::IPV4).then(|| eth.payload().get(1).copied()).flatten();
+            md.qid = self.queue_of(&eth, tos);
+            (eth.dst_addr(), eth.src_addr(), eth.ethertype(), eth.header_len())
+        };
+        let port = md.ingress_port;
+        self.learn(src, port, md.ingress_ts);
+        if ethertype == EtherType::ARP && self.arp(pkt, md, l2) {
+            return;
+        }
+        if ethertype == EtherType::IPV4 && self.ports.get(usize::from(port)).is_some_and(|p| p.mac == dst) {
+            return self.route(pkt, md, l2, out);
+        }
+        // Bridge.
+        if dst.is_multicast() {
+            md.dest = Dest::Multicast(FLOOD_GROUP);
+            md.exclude_ingress = true;
+            return;
+        }
+        match self.macs.lookup(&mac_key(dst)) {
+            Some(e) if e.port == port => md.dest = Dest::Drop(self.drops.same_port),
+            Some(e) => md.dest = Dest::Port(e.port),
+            None => {
+                md.dest = Dest::Multicast(FLOOD_GROUP);
+                md.exclude_ingress = true;
+            }
+        }
+    }
+
+    /// The common routed frame in one pass over fixed offsets, as [`ingress`](Program::ingress)
+    /// would handle it: untagged IPv4 without options to this port's MAC, a valid header
+    /// checksum and length, TTL above 1, to a connected host whose next hop is cached
+    /// ([`next_hop`](Self::next_hop)'s first step). The same learning, queue, traces, rewrite and
+    /// destination as the general path; `false`, with nothing done, for any other frame, which
+    /// the general path then parses and handles (a test compares the two on arbitrary frames).
+    #[inline(always)]
+    fn route_connected_host(&mut self, data: &mut [u8], md: &mut IngressMd) -> bool {
+        #[cfg(test)]
+        if self.fast.1 {
+            return false;
+        }
+        let port = md.ingress_port;
+        let len = data.len();
+        let Some(h) = data.first_chunk_mut::<34>() else { return false };
+        // EtherType 0x0800, then version 4 with a 5-word header, compared as one word.
+        if u32::from_be_bytes([h[12], h[13], h[14], 0]) != 0x0800_4500 {
+            return false;
+        }
+        let Some(p) = self.ports.get(usize::from(port)) else { return false };
+        let total = usize::from(u16::from_be_bytes([h[16], h[17]]));
+        if h[..6] != p.mac.0 || h[22] <= 1 || total < 20 || 14 + total > len {
+            return false;
+        }
+        let w = |i: usize| u64::from(u32::from_be_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
+        if wire::checksum::fold(w(14) + w(18) + w(22) + w(26) + w(30)) != 0xffff {
+            return false;
+        }
+        let dst = u32::from_be_bytes([h[30], h[31], h[32], h[33]]);
+        let Some(&Some((ip, nh))) = self.host_adj.get(dst as usize % HOST_ADJ) else { return false };
+        if ip != dst {
+            return false;
+        }
+        // The source's [`mac_key`]: bytes 6..12, read as the low 48 bits of bytes 4..12.
+        let src = u64::from_be_bytes([h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11]]) & 0xffff_ffff_ffff;
+        let tos = h[15];
+        h[..6].copy_from_slice(&nh.dst_mac.0);
+        h[6..12].copy_from_slice(&nh.src_mac.0);
+        Ipv4Packet::new_unchecked(&mut h[14..]).decrement_ttl();
+        md.qid = if self.qos_pcp { 0 } else { tos >> 5 };
+        self.learn_key(src, port, md.ingress_ts);
+        self.routes.record_lookup(Ipv4Addr::from_bits(dst));
+        self.neighbors.record_lookup(&ip);
+        md.dest = Dest::Port(nh.port);
+        #[cfg(test)]
+        {
+            self.fast.0 += 1;
+        }
+        true
+    }
+
     /// Route an IPv4 packet addressed to the router MAC.
     fn route<F: Frame>(&mut self, pkt: &mut F, md: &mut IngressMd, l2: usize, out: &mut Emitter<'_, F>) {
         let data = pkt.data_mut();
@@ -907,36 +1008,8 @@ impl Program for L2l3 {
 
     #[inline]
     fn ingress<F: Frame>(&mut self, pkt: &mut F, md: &mut IngressMd, out: &mut Emitter<'_, F>) {
-        let (dst, src, ethertype, l2) = {
-            let Ok(eth) = EthernetFrame::new_checked(pkt.data()) else {
-                md.dest = Dest::Drop(builtin::MALFORMED);
-                return;
-            };
-            let tos = (eth.ethertype() == EtherType::IPV4).then(|| eth.payload().get(1).copied()).flatten();
-            md.qid = self.queue_of(&eth, tos);
-            (eth.dst_addr(), eth.src_addr(), eth.ethertype(), eth.header_len())
-        };
-        let port = md.ingress_port;
-        self.learn(src, port, md.ingress_ts);
-        if ethertype == EtherType::ARP && self.arp(pkt, md, l2) {
-            return;
-        }
-        if ethertype == EtherType::IPV4 && self.ports.get(usize::from(port)).is_some_and(|p| p.mac == dst) {
-            return self.route(pkt, md, l2, out);
-        }
-        // Bridge.
-        if dst.is_multicast() {
-            md.dest = Dest::Multicast(FLOOD_GROUP);
-            md.exclude_ingress = true;
-            return;
-        }
-        match self.macs.lookup(&mac_key(dst)) {
-            Some(e) if e.port == port => md.dest = Dest::Drop(self.drops.same_port),
-            Some(e) => md.dest = Dest::Port(e.port),
-            None => {
-                md.dest = Dest::Multicast(FLOOD_GROUP);
-                md.exclude_ingress = true;
-            }
+        if !self.route_connected_host(pkt.data_mut(), md) {
+            self.ingress_general(pkt, md, out);
         }
     }
 
