@@ -667,13 +667,18 @@ impl<P: Program, F: Frame> Switch<P, F> {
                 }
             } else {
                 let mut deq = DeqMeta::default();
-                if self.tm.cut_through(now, &mut pkt, meta, &mut deq) {
+                if let Some(at) = self.tm.cut_through_port(now, &mut pkt, meta, &mut deq) {
                     // Built once, whole, after the TM let it through (its queue is empty).
                     let mut md = EgressMd {
+                        egress_port: meta.egress_port,
                         deq,
+                        deq_ts: now,
                         port_qdepth: 0,
-                        tx_bytes: self.tm.tx_counters(meta.egress_port).0,
-                        ..self.egress_md(meta.egress_port, now)
+                        tx_bytes: at.tx_bytes,
+                        speed_bps: at.speed_bps,
+                        drop: None,
+                        mirror: None,
+                        recirculate: false,
                     };
                     if let Some(pkt) = self.run_egress(now, pkt, &mut md, pool) {
                         self.staged[port].push(pkt);

@@ -64,6 +64,15 @@ pub struct EnqMeta {
     pub bypass_egress: bool,
 }
 
+/// What [`TrafficManager::cut_through_port`] reads of the egress port as a packet cuts through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortAtCut {
+    /// Bytes the port has transmitted, this packet's included.
+    pub tx_bytes: u64,
+    /// The port's speed, bits per second.
+    pub speed_bps: u64,
+}
+
 /// What the TM adds at dequeue, for the egress program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct DeqMeta {
@@ -541,20 +550,34 @@ impl<F: Frame> TrafficManager<F> {
     /// decision that an instant later could observe.
     #[inline(always)]
     pub fn cut_through(&mut self, now: u64, pkt: &mut F, meta: EnqMeta, meta_out: &mut DeqMeta) -> bool {
-        let Some(p) = self.ports.get_mut(usize::from(meta.egress_port)) else { return false };
+        self.cut_through_port(now, pkt, meta, meta_out).is_some()
+    }
+
+    /// [`cut_through`](Self::cut_through), returning what an egress stage reads of the port
+    /// when the packet went through: its transmitted bytes (this packet's included) and its
+    /// speed, from the one lookup of the port.
+    #[inline(always)]
+    pub fn cut_through_port(
+        &mut self,
+        now: u64,
+        pkt: &mut F,
+        meta: EnqMeta,
+        meta_out: &mut DeqMeta,
+    ) -> Option<PortAtCut> {
+        let p = self.ports.get_mut(usize::from(meta.egress_port))?;
         if p.nonempty != 0 {
-            return false;
+            return None;
         }
         let qid = usize::from(meta.qid) % QUEUES;
         let paused_mask = Self::paused_mask_of(p, now);
         if paused_mask & (1 << qid) != 0 {
-            return false;
+            return None;
         }
         let len = pkt.len() as u64;
         if p.ps_per_byte_q16 != 0 {
             let now_ps = now.saturating_mul(1000);
             if p.next_tx_ps > now_ps {
-                return false;
+                return None;
             }
             let t = ((u128::from(len + u64::from(p.cfg.overhead_bytes)) * u128::from(p.ps_per_byte_q16))
                 >> 16) as u64;
@@ -563,6 +586,7 @@ impl<F: Frame> TrafficManager<F> {
         p.tx_bytes += len;
         p.tx_packets += 1;
         let (red, pmax) = (p.ecn[qid], p.red_pmax_q32[qid]);
+        let at = PortAtCut { tx_bytes: p.tx_bytes, speed_bps: p.cfg.speed_bps };
         let ecn_marked = red.is_some_and(|red| self.red_decides(red, pmax, len)) && mark_ce(pkt);
         self.touch(meta.egress_port);
         self.stats.enqueued += 1;
@@ -577,7 +601,7 @@ impl<F: Frame> TrafficManager<F> {
             paused_mask,
             ecn_marked,
         };
-        true
+        Some(at)
     }
 
     /// The next packet `port` may send at `now`: the shaper must allow it and the scheduler
