@@ -397,3 +397,39 @@ proptest! {
         prop_assert_eq!(rx, n);
     }
 }
+
+proptest! {
+    /// The fixed-offset check of which frames need egress agrees with the parsed one, on
+    /// frames whose every field it reads is drawn from the values that decide (EtherType,
+    /// version and IHL, protocol, the fragment bits, the UDP port) or arbitrary, at arbitrary
+    /// lengths.
+    #[test]
+    fn needs_egress_fast_and_parsed_agree(
+        ethertype in prop_oneof![Just(0x0800u16), Just(0x8100), Just(0x8847), any::<u16>()],
+        vihl in prop_oneof![Just(0x45u8), Just(0x46), Just(0x55), any::<u8>()],
+        proto in prop_oneof![Just(17u8), Just(6), any::<u8>()],
+        frag in prop_oneof![Just([0u8, 0]), Just([0x20, 0]), Just([0x40, 0]), Just([0x01, 0]), Just([0, 1]), any::<[u8; 2]>()],
+        dport in prop_oneof![Just(wire::udp::port::UFAB), Just(wire::udp::port::HPCC_INT), any::<u16>()],
+        rest in any::<[u8; 8]>(),
+        len in prop_oneof![3 => Just(64usize), 1 => 0usize..64],
+    ) {
+        let mut f = vec![0u8; 64];
+        f[12..14].copy_from_slice(&ethertype.to_be_bytes());
+        f[14] = vihl;
+        f[16..18].copy_from_slice(&rest[..2]);
+        f[20..22].copy_from_slice(&frag);
+        f[23] = proto;
+        f[34..36].copy_from_slice(&rest[2..4]);
+        f[36..38].copy_from_slice(&dport.to_be_bytes());
+        f[38..42].copy_from_slice(&rest[4..]);
+        // The same decisive fields behind a VLAN tag or a label, four bytes on.
+        if ethertype != 0x0800 {
+            f[16..18].copy_from_slice(&[0x08, 0x00]);
+            f[18] = vihl;
+            f[27] = proto;
+            f[40..42].copy_from_slice(&dport.to_be_bytes());
+        }
+        f.truncate(len);
+        prop_assert_eq!(needs_egress(&f), needs_egress_parsed(&f));
+    }
+}
