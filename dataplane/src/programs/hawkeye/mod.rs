@@ -602,7 +602,7 @@ impl Hawkeye {
 impl Program for Hawkeye {
     type Command = Command;
 
-    #[inline]
+    #[inline(always)]
     fn ingress<F: Frame>(&mut self, pkt: &mut F, md: &mut IngressMd, out: &mut Emitter<'_, F>) {
         let untagged_ipv4 = pkt.data().get(12..14) == Some(&[0x08, 0x00][..]);
         if !untagged_ipv4

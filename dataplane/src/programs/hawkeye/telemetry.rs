@@ -300,12 +300,12 @@ impl Telemetry {
     #[inline]
     fn tuple_hash_by_tables(&self, h: &[u8; 38], l4: bool) -> u32 {
         let t = &self.byte_tables;
-        let n = if l4 { 13 } else { 9 };
-        let mut x = 0;
-        for i in 0..n {
-            x ^= t[i][usize::from(h[KEY_AT[i]])];
-        }
-        x
+        let v = |i: usize| t[i][usize::from(h[KEY_AT[i]])];
+        // A tree of XORs, not a chain: the lookups are independent and the sum is reached in
+        // four steps, not thirteen.
+        let addrs = ((v(0) ^ v(1)) ^ (v(2) ^ v(3))) ^ ((v(4) ^ v(5)) ^ (v(6) ^ v(7)));
+        let ports = if l4 { (v(9) ^ v(10)) ^ (v(11) ^ v(12)) } else { 0 };
+        (addrs ^ v(8)) ^ ports
     }
 
     /// The port's cell and the port pair's meter cell. Counters wrap as the P4 registers
