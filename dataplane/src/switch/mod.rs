@@ -69,6 +69,25 @@ pub struct IngressMd {
     pub bypass_egress: bool,
 }
 
+impl IngressMd {
+    /// The metadata of a packet entering ingress on `port` at `now`, before the program runs:
+    /// destined to be dropped until the program chooses, queue 0, no mirror.
+    #[inline(always)]
+    pub const fn arriving(port: PortId, now: u64, recirc_pass: u8, from_cpu: bool) -> Self {
+        IngressMd {
+            bypass_egress: false,
+            ingress_port: port,
+            ingress_ts: now,
+            recirc_pass,
+            from_cpu,
+            dest: Dest::Drop(builtin::PROGRAM),
+            qid: 0,
+            exclude_ingress: false,
+            mirror: None,
+        }
+    }
+}
+
 /// Egress intrinsic metadata: what a P4 egress control reads and sets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EgressMd {
@@ -430,34 +449,13 @@ impl<P: Program, F: Frame> Switch<P, F> {
                 return self.drop_packet(pkt, builtin::MAC_CONTROL, pool);
             }
         }
-        let md = IngressMd {
-            bypass_egress: false,
-            ingress_port: port,
-            ingress_ts: now,
-            recirc_pass: 0,
-            from_cpu: false,
-            dest: Dest::Drop(builtin::PROGRAM),
-            qid: 0,
-            exclude_ingress: false,
-            mirror: None,
-        };
-        self.run_ingress(now, pkt, md, pool);
+        self.run_ingress(now, pkt, IngressMd::arriving(port, now, 0, false), pool);
     }
 
     /// A packet the CPU sends into the pipeline (it enters ingress on the CPU port).
     pub fn inject(&mut self, now: u64, pkt: F, pool: &mut dyn Pool<F>) {
         self.counters.from_cpu += 1;
-        let md = IngressMd {
-            bypass_egress: false,
-            ingress_port: self.cpu_port(),
-            ingress_ts: now,
-            recirc_pass: 0,
-            from_cpu: true,
-            dest: Dest::Drop(builtin::PROGRAM),
-            qid: 0,
-            exclude_ingress: false,
-            mirror: None,
-        };
+        let md = IngressMd::arriving(self.cpu_port(), now, 0, true);
         self.run_ingress(now, pkt, md, pool);
     }
 
@@ -471,17 +469,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
         pkt: &mut F,
         pool: &mut dyn Pool<F>,
     ) -> IngressMd {
-        let mut md = IngressMd {
-            ingress_port: port,
-            ingress_ts: now,
-            recirc_pass: 0,
-            from_cpu: false,
-            dest: Dest::Drop(builtin::PROGRAM),
-            qid: 0,
-            exclude_ingress: false,
-            mirror: None,
-            bypass_egress: false,
-        };
+        let mut md = IngressMd::arriving(port, now, 0, false);
         let mut emitter = Emitter::new(pool, &mut self.spare, &mut self.emitted, &mut self.counters.drops);
         self.program.ingress(pkt, &mut md, &mut emitter);
         md
@@ -539,17 +527,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
                 self.enqueue(now, pkt, meta, pool);
                 continue;
             }
-            let md = IngressMd {
-                bypass_egress: false,
-                ingress_port: cpu_port,
-                ingress_ts: now,
-                recirc_pass: 0,
-                from_cpu: true,
-                dest,
-                qid,
-                exclude_ingress: false,
-                mirror: None,
-            };
+            let md = IngressMd { dest, qid, ..IngressMd::arriving(cpu_port, now, 0, true) };
             self.dispatch(now, pkt, dest, qid, md, pool);
         }
         // Keep the allocation (nothing dispatched emits).
@@ -734,17 +712,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
                 self.drop_packet(pkt, builtin::RECIRC_LIMIT, pool);
             } else {
                 self.counters.recirculated += 1;
-                let imd = IngressMd {
-                    bypass_egress: false,
-                    ingress_port: enq.ingress_port,
-                    ingress_ts: now,
-                    recirc_pass: enq.recirc_pass + 1,
-                    from_cpu: false,
-                    dest: Dest::Drop(builtin::PROGRAM),
-                    qid: 0,
-                    exclude_ingress: false,
-                    mirror: None,
-                };
+                let imd = IngressMd::arriving(enq.ingress_port, now, enq.recirc_pass + 1, false);
                 self.recirc.push((pkt, imd));
             }
             return None;
