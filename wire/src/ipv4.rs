@@ -98,6 +98,15 @@ view!(
     Ipv4Packet
 );
 
+/// Whether the checksum of a header without options is correct: its five words summed, no
+/// loop. What [`Ipv4Packet::verify_checksum`] does for such a header, for callers that read
+/// the header at a fixed offset.
+#[inline]
+pub fn header_checksum_ok(h: &[u8; HEADER_LEN]) -> bool {
+    let w = |i: usize| u64::from(u32::from_be_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
+    checksum::fold(w(0) + w(4) + w(8) + w(12) + w(16)) == 0xffff
+}
+
 impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     /// Check that the header, its options and the total length all fit in the buffer, and that
     /// IHL and total length are consistent. Bytes past the total length (Ethernet padding)
@@ -192,14 +201,10 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         let b = self.buffer.as_ref();
         let hl = self.header_len();
         // The common header without options: five fixed words, no loop.
-        let sum = match b.first_chunk::<HEADER_LEN>() {
-            Some(h) if hl == HEADER_LEN => {
-                let w = |i: usize| u64::from(u32::from_be_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
-                w(0) + w(4) + w(8) + w(12) + w(16)
-            }
-            _ => checksum::accumulate(0, &b[..hl]),
-        };
-        checksum::fold(sum) == 0xffff
+        match b.first_chunk::<HEADER_LEN>() {
+            Some(h) if hl == HEADER_LEN => header_checksum_ok(h),
+            _ => checksum::fold(checksum::accumulate(0, &b[..hl])) == 0xffff,
+        }
     }
 
     /// The payload, bounded by the total length.

@@ -629,7 +629,7 @@ mod fast_path {
 
     fn pair() -> [(Sw, HeapPool); 2] {
         let mut s = [setup(CFG), setup(CFG)];
-        s[1].0.program_mut().fast.1 = true;
+        s[1].0.program_mut().fast_off = true;
         // Both learn the host's next hop (the first packet fills the cache).
         let f = udp_frame(HOST_A, P0, [10, 0, 1, 2], [10, 0, 2, 2], 64, 5);
         for (sw, pool) in &mut s {
@@ -658,8 +658,8 @@ mod fast_path {
         let [(mut a, mut pa), (mut b, mut pb)] = pair();
         let f = udp_frame(HOST_A, P0, [10, 0, 1, 2], [10, 0, 2, 2], 64, 5);
         assert_eq!(outcome(&mut a, &mut pa, 0, &f), outcome(&mut b, &mut pb, 0, &f));
-        assert_eq!(a.program().fast.0, 2);
-        assert_eq!(b.program().fast.0, 0);
+        assert_eq!(a.program().fast_taken, 2);
+        assert_eq!(b.program().fast_taken, 0);
     }
 
     proptest! {
