@@ -335,6 +335,15 @@ impl fmt::Display for EthernetRepr {
     }
 }
 
+/// Whether a frame is untagged IPv4 with a header without options: EtherType 0x0800 and the
+/// version/IHL byte 0x45 (bytes 12..15), read as one word. The common frame that fast paths
+/// read at fixed offsets (the IPv4 header at byte 14, its payload at 34); `false` if the frame
+/// is shorter than 15 bytes.
+#[inline(always)]
+pub fn untagged_ipv4_without_options(frame: &[u8]) -> bool {
+    frame.get(12..15).is_some_and(|b| u32::from_be_bytes([b[0], b[1], b[2], 0]) == 0x0800_4500)
+}
+
 /// Parse error helper for callers that expect a given EtherType.
 pub fn expect_ethertype(got: EtherType, want: EtherType) -> Result<()> {
     if got == want {
@@ -347,6 +356,21 @@ pub fn expect_ethertype(got: EtherType, want: EtherType) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only EtherType 0x0800 with version 4 and a five-word header is the common frame: a VLAN
+    /// tag, IPv4 options, another version or a frame cut before byte 15 is not.
+    #[test]
+    fn the_common_frame_is_untagged_ipv4_without_options() {
+        let mut f = [0u8; 15];
+        f[12..15].copy_from_slice(&[0x08, 0x00, 0x45]);
+        assert!(untagged_ipv4_without_options(&f));
+        assert!(!untagged_ipv4_without_options(&f[..14]));
+        for (at, v) in [(12, 0x81), (13, 0x06), (14, 0x46), (14, 0x65), (14, 0x44)] {
+            let mut g = f;
+            g[at] = v;
+            assert!(!untagged_ipv4_without_options(&g), "byte {at} = {v:#04x}");
+        }
+    }
 
     #[test]
     fn mac_addresses_parse_from_colon_hex_only() {

@@ -269,11 +269,13 @@ impl Telemetry {
         let Some(h) = data.first_chunk::<38>() else { return false };
         // The IPv4 total length must hold the ports and fit the frame, as the parser checks.
         let total = usize::from(u16::from_be_bytes([h[16], h[17]]));
-        // EtherType 0x0800 and version 4 with a 5-word header (bytes 12..15), first fragment
-        // (bytes 20..22: the offset's 13 bits), compared a word at a time.
-        let head = u32::from_be_bytes([h[12], h[13], h[14], 0]);
+        // The first fragment: bytes 20..22, the offset's 13 bits.
         let frag = u16::from_be_bytes([h[20], h[21]]) & 0x1fff;
-        if head != 0x0800_4500 || frag != 0 || total < 24 || 14 + total > data.len() {
+        if !wire::ethernet::untagged_ipv4_without_options(h)
+            || frag != 0
+            || total < 24
+            || 14 + total > data.len()
+        {
             return false;
         }
         let proto = h[23];

@@ -816,8 +816,7 @@ impl L2l3 {
         let port = md.ingress_port;
         let len = data.len();
         let Some(h) = data.first_chunk_mut::<34>() else { return false };
-        // EtherType 0x0800, then version 4 with a 5-word header, compared as one word.
-        if u32::from_be_bytes([h[12], h[13], h[14], 0]) != 0x0800_4500 {
+        if !wire::ethernet::untagged_ipv4_without_options(h) {
             return false;
         }
         let Some(p) = self.ports.get(usize::from(port)) else { return false };

@@ -412,7 +412,7 @@ fn needs_egress(data: &[u8]) -> bool {
     // The common frame, untagged IPv4 without options and long enough for a UDP header, read
     // at fixed offsets: the same answer as the general path below (a test compares them).
     if let Some(h) = data.first_chunk::<42>()
-        && h[12..15] == [0x08, 0x00, 0x45]
+        && wire::ethernet::untagged_ipv4_without_options(h)
     {
         let first_fragment = (h[20] & 0x3f) == 0 && h[21] == 0;
         let dport = u16::from_be_bytes([h[36], h[37]]);
