@@ -44,8 +44,9 @@
 //!   pair on a fabric whose links all carry 9 Gb/s of guarantees) otherwise looked every few
 //!   RTTs for good: each look used its host's freeze window, so the host's pair that could make
 //!   room waited, and each look's probes zeroed the pair's own records for a moment.
-//!   **Trigger (ii)**: every `look_every_ns` the pair looks at one other candidate; one qualified with a larger rate (Eqn 3's window over T, by `better_margin`, 10 %)
-//!   for `better_for_ns` (30 s) in a row triggers a migration to it.
+//!   **Trigger (ii)**: every `look_every_ns` the pair looks at one other candidate; one
+//!   qualified with a larger rate (Eqn 3's window over T, by `better_margin`, 10 %) for
+//!   `better_for_ns` (30 s) in a row triggers a migration to it.
 //! * **Freeze** (§3.5): migrations for triggers (i) and (ii) pass the host's [`MigrationGate`]:
 //!   one per freeze window drawn in [1, N] RTTs, the first one too (a request waits for the
 //!   end of the window it draws). A failure notification or a lost path migrates at
