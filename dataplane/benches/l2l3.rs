@@ -10,6 +10,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use dataplane::programs::l2l3::L2l3;
+use dataplane::programs::macswap::MacSwap;
 use wire::ethernet::EthernetAddress;
 
 #[path = "support/mod.rs"]
@@ -62,6 +63,13 @@ fn bench(c: &mut Criterion) {
     let mut z = Bench::new(CFG, zero);
     assert_eq!(z.burst(), BURST);
     g.bench_function("flood_zero_64B_burst32", |x| x.iter(|| black_box(z.burst())));
+    let macswap_cfg = CFG.split("[l2l3]").next().unwrap_or_default().replace("\"l2l3\"", "\"macswap\"");
+    // The whole switch around the least a program can do: testpmd's macswap, as
+    // `scripts/bench-dpdk.sh null` runs it against testpmd. What it costs over `ports_only` is
+    // the switch's own per-packet work (counters, metadata, TM cut-through, stage, transmit).
+    let mut m: support::Bench<MacSwap> = support::Bench::new(&macswap_cfg, vec![vec![0u8; 60]; BURST]);
+    assert_eq!(m.burst(), BURST);
+    g.bench_function("macswap_64B_burst32", |x| x.iter(|| black_box(m.burst())));
     assert_eq!(b.ports_only(), BURST);
     g.bench_function("ports_only_64B_burst32", |x| x.iter(|| black_box(b.ports_only())));
     g.finish();
