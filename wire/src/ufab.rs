@@ -126,6 +126,14 @@ pub enum UfabKind {
     Finish = 3,
     /// Failure notification.
     FailureResponse = 4,
+    /// A look (not in the paper's App. G): a probe that reads each link and changes nothing.
+    /// Joining and migrating test candidates against Φ_l *without* the pair (§3.5's
+    /// C_l ≥ (Φ_l + φ)·B_u); a switch answers a look with Φ_l and W_l less the pair's own
+    /// record on that link, if it has one, and leaves its state (filter, records, sums) as it
+    /// was. A look the pair sent as a probe of φ = 0 would zero its own record on every link it
+    /// shares with its current path until its next probe, and other pairs would see room there
+    /// that is not.
+    Look = 5,
 }
 
 impl UfabKind {
@@ -136,6 +144,7 @@ impl UfabKind {
             2 => Self::Response,
             3 => Self::Finish,
             4 => Self::FailureResponse,
+            5 => Self::Look,
             _ => {
                 return Err(Error::Unsupported { field: "ufab.type", value: v as u64 });
             }
@@ -356,6 +365,7 @@ mod tests {
             Error::Truncated { field: "ufab.n_hop", need: 28, have: 12 }
         );
         assert_eq!(UfabRepr::parse(&[0x51, 0, 0, 0]).unwrap_err().field(), "ufab.n_hop");
-        assert_eq!(UfabRepr::parse(&[0x50, 0, 0, 0]).unwrap_err().field(), "ufab.type");
+        assert_eq!(UfabRepr::parse(&[0x60, 0, 0, 0]).unwrap_err().field(), "ufab.type");
+        assert_eq!(UfabRepr::parse(&[0x50, 0, 0, 0]).unwrap().kind, UfabKind::Look);
     }
 }

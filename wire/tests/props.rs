@@ -458,7 +458,8 @@ fn ufab_repr() -> impl Strategy<Value = UfabRepr> {
         Just(UfabKind::Probe),
         Just(UfabKind::Response),
         Just(UfabKind::Finish),
-        Just(UfabKind::FailureResponse)
+        Just(UfabKind::FailureResponse),
+        Just(UfabKind::Look)
     ];
     (kind, 0u32..1 << 24, 0u8..=15, proptest::collection::vec(ufab_hop(), 15)).prop_flat_map(
         |(kind, phi_pair, slots, hops)| {

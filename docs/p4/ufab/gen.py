@@ -16,7 +16,11 @@ Host 10.0.0.2 on h0 runs one VM-pair (pair ID 7) to 10.0.1.2 (routed out of h1):
   8. a data frame under the label 2 (failed link: dropped), 9. one under label 9 (no such port:
      dropped);
   10. a probe of unknown type 7 (dropped at egress), 11. a probe with no free slot (dropped);
-  12. a response (type 2) to 10.0.1.2, forwarded untouched.
+  12. a response (type 2) to 10.0.1.2, forwarded untouched;
+  13. a look (type 5) of the pair — it is live on the link (frame 5 added it): its slot carries
+     the link without it, Φ_l = 0, W_l = 0, and nothing changes;
+  14. a look of another pair (ID 8) — the link whole: Φ_l = 5, W_l = 1 KiB (4 units);
+  15. a probe of the pair — W_l and Φ_l as before the looks (Φ_l = 5, W_l = 4 units).
 tx_l reads 0 throughout: the frames are 1 ms apart, far apart for a 32 µs window on both the
 Rust switch and the P4 (whose windows differ in shape, docs/p4/ufab.md). The expected outputs
 (expected_p0.pcap, expected_p1.pcap) are what the softfabric switch writes when it replays this
@@ -37,8 +41,8 @@ def ufab(kind, n_hop, phi, windows, filled=0):
     return b
 
 
-def ip_udp(payload, dport=40050, src="10.0.0.2", dst="10.0.1.2"):
-    return IP(src=src, dst=dst) / UDP(sport=7, dport=dport, chksum=0) / Raw(payload)
+def ip_udp(payload, dport=40050, src="10.0.0.2", dst="10.0.1.2", sport=7):
+    return IP(src=src, dst=dst) / UDP(sport=sport, dport=dport, chksum=0) / Raw(payload)
 
 
 def plain(inner):
@@ -65,6 +69,9 @@ frames = [
     plain(ip_udp(ufab(7, 0, 5, [4, 4]))),
     plain(ip_udp(ufab(1, 2, 5, [4, 4], filled=2))),
     plain(ip_udp(ufab(2, 2, 5, [4, 4], filled=2))),
+    plain(ip_udp(ufab(5, 0, 0, [0, 0]))),
+    plain(ip_udp(ufab(5, 0, 0, [0, 0]), sport=8)),
+    plain(ip_udp(ufab(1, 0, 5, [4, 4]))),
 ]
 for i, f in enumerate(frames):
     f.time = 1.0 + i * 0.001

@@ -22,7 +22,7 @@ use roce::agent::Agent;
 use wire::stack::UdpFlow;
 use wire::ufab::{UfabKind, UfabRepr};
 
-use super::pair::{LOOK_BIT, MigrationGate, MoveReason, PairConfig, Phase, VmPair};
+use super::pair::{MigrationGate, MoveReason, PairConfig, Phase, VmPair};
 use super::rate::LinkInfo;
 use super::sched::{CLASSES, Scheduler};
 use super::tokens::{self, SenderPair, UNBOUND};
@@ -62,7 +62,7 @@ pub struct UfabHostConfig {
 pub struct UfabFlow {
     /// Its VF (index into the host's VFs).
     pub vf: usize,
-    /// The pair ID its probes carry (unique per sending host, below [`LOOK_BIT`]).
+    /// The pair ID its probes carry (unique per sending host).
     pub pair_id: u16,
     /// Its candidate paths: each the egress ports of the switches on it, first hop first.
     pub paths: Vec<Vec<u16>>,
@@ -219,11 +219,11 @@ impl UfabHost {
         let tokens = self.vfs.get(vf).map_or(1.0, |v| v.tokens);
         let hops: Vec<u8> = u.paths.iter().map(|p| p.len().min(wire::ufab::MAX_HOPS) as u8).collect();
         let base_rtt_ns = if u.base_rtt_ns > 0 { u.base_rtt_ns } else { self.cfg.pair.base_rtt_ns };
-        let cfg = PairConfig { pair_id: u.pair_id & !LOOK_BIT, base_rtt_ns, ..self.cfg.pair.clone() };
+        let cfg = PairConfig { pair_id: u.pair_id, base_rtt_ns, ..self.cfg.pair.clone() };
         let seed = self.cfg.seed ^ (u64::from(u.pair_id) << 32) ^ id;
         let pair = VmPair::new(cfg, &hops, tokens, now, seed);
         let i = self.pairs.len();
-        self.by_pair_id.insert(u.pair_id & !LOOK_BIT, i);
+        self.by_pair_id.insert(u.pair_id, i);
         if let Some(&svf) = self.sched_vf.get(vf) {
             self.sched.add_pair(svf, i as u32);
         }
@@ -324,11 +324,11 @@ impl UfabHost {
             return;
         };
         match r.kind {
-            UfabKind::Probe | UfabKind::Finish => self.respond(now, src, sport, ident, r),
+            UfabKind::Probe | UfabKind::Finish | UfabKind::Look => self.respond(now, src, sport, ident, r),
             UfabKind::Response | UfabKind::FailureResponse => {
                 self.stats.responses_rx += 1;
                 self.stats.failures_rx += u64::from(r.kind == UfabKind::FailureResponse);
-                let Some(&i) = self.by_pair_id.get(&(sport & !LOOK_BIT)) else {
+                let Some(&i) = self.by_pair_id.get(&sport) else {
                     self.stats.unknown_responses += 1;
                     return;
                 };
@@ -345,10 +345,10 @@ impl UfabHost {
 
     /// Answer a probe or finish from `src` (pair `sport`): the telemetry back, our admission.
     fn respond(&mut self, now: u64, src: Ipv4Addr, sport: u16, ident: u16, mut r: UfabRepr) {
-        let look = sport & LOOK_BIT != 0;
-        let key = (src, sport & !LOOK_BIT);
+        let key = (src, sport);
         let mut phi_d = UNBOUND;
-        if !look && r.kind == UfabKind::Probe {
+        // A look carries no φ: admission counts the pair's probes only.
+        if r.kind == UfabKind::Probe {
             let vf = self.expected.get(&key).copied();
             let e =
                 self.incoming.entry(key).or_insert(Incoming { vf, phi_s: 0.0, phi_d: UNBOUND, seen: now });

@@ -21,15 +21,16 @@
 //!   with no response after 8 base RTTs (§4.1) is lost and sent again; `losses_to_migrate`
 //!   (default 3) losses in a row count as a failed path.
 //! * **Look probes**: joining and migrating probe the candidates "in parallel" and test
-//!   C_l ≥ (Φ_l + φ)·B_u (§3.5) — a test on Φ_l *without* the pair, so these probes carry
-//!   φ = 0 and w = 0 under the pair's own ID: on a link the candidate shares with the pair's
-//!   current path (the last hop to the receiver always is) they zero the pair's record, so Φ_l
-//!   leaves it out there too — else the pair would count twice and, on a receiver link full of
-//!   guarantees, no path would ever qualify. The chosen path's first probe registers the pair
-//!   again (its records of φ = 0 are updated; the others add nothing and are cleaned).
-//!   **Exploring** (trigger ii, while the pair stays where it is) uses the pair ID with bit 15
-//!   set instead: a record of its own, so the pair's registration is untouched; a shared link
-//!   then counts the pair twice, which only makes the test stricter.
+//!   C_l ≥ (Φ_l + φ)·B_u (§3.5) — a test on Φ_l *without* the pair. They are looks
+//!   ([`UfabKind::Look`], a probe type the paper does not have): each switch answers with Φ_l
+//!   and W_l less the pair's own record on that link, if it has one (the last hop to the
+//!   receiver is always shared with the current path; two paths can also meet again further
+//!   on, which the sender's port lists cannot tell but the switch can), and writes nothing.
+//!   Before, looks were probes of φ = 0 under the pair's own ID: they zeroed the pair's
+//!   records on every shared link until its next probe, and a pair that looked saw room there,
+//!   while others looking at the same moment saw the room the looker's own φ left and moved in
+//!   (§5.2 seed 3: two 5 Gb/s pairs on one 9.5 Gb/s link for the rest of the run).
+//!   **Exploring** (trigger ii, while the pair stays where it is) uses looks too.
 //! * **Which qualified path**: "randomly with a preference to the path with minimum bandwidth
 //!   subscription" — uniformly among the qualified paths whose subscription is within
 //!   `prefer_within` (default 0.1) of the smallest. Migrating for trigger (i), the pair keeps
@@ -88,13 +89,10 @@ pub const STALL_RTTS: u64 = 8;
 /// `violate_rtts` × 2^min(aborted, this) violating RTTs (see the module docs).
 pub const ABORT_BACKOFF_MAX: u32 = 4;
 
-/// Pair IDs are below this; look probes carry `id | LOOK_BIT`.
-pub const LOOK_BIT: u16 = 0x8000;
-
 /// A pair's settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PairConfig {
-    /// The pair ID (its probes' UDP source port), below [`LOOK_BIT`].
+    /// The pair ID (its probes' UDP source port).
     pub pair_id: u16,
     /// B_u: bandwidth per token, b/s.
     pub b_u_bps: f64,
@@ -135,7 +133,7 @@ impl PairConfig {
     /// The paper's defaults for a pair with `pair_id`, B_u and base RTT.
     pub fn new(pair_id: u16, b_u_bps: f64, base_rtt_ns: u64) -> Self {
         Self {
-            pair_id: pair_id & !LOOK_BIT,
+            pair_id,
             b_u_bps,
             base_rtt_ns: base_rtt_ns.max(1),
             ref_rtt_ns: base_rtt_ns.max(1),
@@ -162,9 +160,9 @@ impl PairConfig {
 pub struct ProbeTx {
     /// Candidate path index.
     pub path: usize,
-    /// Probe or finish.
+    /// Probe, finish or look.
     pub kind: UfabKind,
-    /// UDP source port: the pair ID, with [`LOOK_BIT`] for a look probe.
+    /// UDP source port: the pair ID.
     pub pair_id: u16,
     /// IPv4 identification: path << 12 | sequence.
     pub ident: u16,
@@ -606,8 +604,7 @@ impl VmPair {
             let want = p.want;
             let hops = p.hops;
             let (kind, pair_id, phi) = match want {
-                Want::Look => (UfabKind::Probe, self.cfg.pair_id, 0),
-                Want::Explore => (UfabKind::Probe, self.cfg.pair_id | LOOK_BIT, 0),
+                Want::Look | Want::Explore => (UfabKind::Look, self.cfg.pair_id, 0),
                 Want::Probe => (UfabKind::Probe, self.cfg.pair_id, self.phi.round() as u32),
                 Want::Finish => (UfabKind::Finish, self.cfg.pair_id, self.phi.round() as u32),
                 Want::Nothing => unreachable!(),
@@ -1105,10 +1102,9 @@ mod tests {
         p.handle_response(now, &r, tx.ident, gate);
     }
 
-    /// A look: a probe of φ = 0 (under the pair's ID joining or migrating, the look ID
-    /// exploring).
+    /// A look (joining, migrating or exploring).
     fn is_look(t: &ProbeTx) -> bool {
-        t.kind == UfabKind::Probe && t.phi == 0
+        t.kind == UfabKind::Look
     }
 
     fn all(p: &mut VmPair, now: u64) -> Vec<ProbeTx> {

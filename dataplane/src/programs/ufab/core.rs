@@ -34,6 +34,9 @@
 //! * a new pair whose four record ways are all live with other pairs cannot be tracked (it could
 //!   never be subtracted again): omitted as well, counted in [`CoreStats::untracked`].
 //!
+//! A **look** ([`Core::look`], not in the paper: see [`wire::ufab::UfabKind::Look`]) reads
+//! the link without the pair — Φ_l and W_l less its live record's φ and w — and writes nothing.
+//!
 //! **Cleaning** (§4.2, default every 10 s): at each period boundary, a live record not probed in
 //! the period that just ended is removed and its φ and w subtracted ([`CoreStats::cleaned`]);
 //! tombstones are freed; the filter's banks are rebuilt from the live records (a Bloom filter
@@ -147,6 +150,10 @@ pub struct CoreStats {
     pub untracked: u64,
     /// Cleaning passes.
     pub cleanings: u64,
+    /// Looks answered (nothing written).
+    pub looks: u64,
+    /// Looks of a pair with a live record on the link (answered without it).
+    pub looks_own: u64,
 }
 
 /// µFAB-C's state for one switch.
@@ -331,6 +338,29 @@ impl Core {
         let out = self.apply(&mut link, own, h0, h1, port, phi, w, period, finish);
         self.links.write(usize::from(port), link);
         out
+    }
+
+    /// A look ([`wire::ufab::UfabKind::Look`]) of the pair `key` at link `port`: Φ_l and W_l
+    /// without the pair (less its live record's φ and w, if it has one here), and nothing
+    /// written — no bit set, no record touched, the sums unchanged. `None` past the ports.
+    pub fn look(&mut self, key: &[u8; KEY_LEN], port: u16) -> Option<(u64, u64)> {
+        if usize::from(port) >= self.ports {
+            return None;
+        }
+        let (h0, h1) = (self.h0.hash(key), self.h1.hash(&pair_key_1(key)));
+        let set = self.set_of(h0);
+        let own = (set..set + WAYS)
+            .map(|i| self.records.read(i))
+            .find(|r| r.state == LIVE && r.h0 == h0 && r.h1 == h1 && r.port == port);
+        let link = self.links.read(usize::from(port));
+        self.stats.looks += 1;
+        Some(match own {
+            Some(r) => {
+                self.stats.looks_own += 1;
+                (link.phi_l.saturating_sub(u64::from(r.phi)), link.w_l.saturating_sub(u64::from(r.w)))
+            }
+            None => (link.phi_l, link.w_l),
+        })
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -49,6 +49,7 @@ pub fn parser() -> ParserDecl {
         &[
             on(ufab::UfabKind::Probe as u64, Next::State("ufab_slot")),
             on(ufab::UfabKind::Finish as u64, Next::State("ufab_slot")),
+            on(ufab::UfabKind::Look as u64, Next::State("ufab_slot")),
         ],
         Next::Accept,
     ));

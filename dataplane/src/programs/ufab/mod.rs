@@ -15,11 +15,12 @@
 //!   and C_l's speed class into that slot, increments `n_hop` and zeroes the UDP checksum. A
 //!   finish probe removes the pair and writes its slot likewise: a switch's slot filled is its
 //!   acknowledgement, so a sender whose response shows every slot filled knows every switch
-//!   removed it. Responses and failure notifications are forwarded untouched. A probe with no
+//!   removed it. A look (type 5, [`UfabKind::Look`]: not in the paper) is stamped with Φ_l and
+//!   W_l less the pair's own record and changes nothing. Responses and failure notifications are forwarded untouched. A probe with no
 //!   free slot (`ufab_no_slot`), one too short for its header or `n_hop` slots
 //!   (`ufab_malformed`), or of an unknown type (`ufab_unknown_type`) is dropped.
 //! * **Link failure**: a port set failed (`[ufab] failed_ports`, or `ufab fail PORT` at run
-//!   time) drops source-routed data to it (`ufab_link_failed`) and turns a probe or finish bound
+//!   time) drops source-routed data to it (`ufab_link_failed`) and turns a probe, finish or look bound
 //!   for it into a failure notification (type 4): the labels left are stripped, the addresses
 //!   swapped, and `l2l3` routes it back to the sender, whose `n_hop` then names the hop whose
 //!   link failed. `l2l3`'s ECMP leaves the port out too (`port down`), so routed traffic —
@@ -110,6 +111,8 @@ pub struct UfabStats {
     pub probes: u64,
     /// Finish probes stamped.
     pub finishes: u64,
+    /// Looks stamped (read-only probes, [`UfabKind::Look`]).
+    pub looks: u64,
     /// Responses and failure notifications forwarded.
     pub responses: u64,
     /// Source-routed frames forwarded by their label.
@@ -301,7 +304,10 @@ impl Ufab {
         let labels = depth * mpls::LEN;
         let is_probe = locate_ufab(pkt.data(), l2 + labels).is_some_and(|(_, u, end)| {
             UfabPacket::new_checked(&pkt.data()[u..end]).is_ok_and(|p| {
-                matches!(UfabKind::from_u8(p.kind_bits()), Ok(UfabKind::Probe | UfabKind::Finish))
+                matches!(
+                    UfabKind::from_u8(p.kind_bits()),
+                    Ok(UfabKind::Probe | UfabKind::Finish | UfabKind::Look)
+                )
             })
         });
         if !is_probe {
@@ -345,7 +351,7 @@ impl Ufab {
             md.drop = Some(self.drops.malformed);
             return;
         };
-        let finish = match UfabKind::from_u8(p.kind_bits()) {
+        let kind = match UfabKind::from_u8(p.kind_bits()) {
             Err(_) => {
                 md.drop = Some(self.drops.unknown_type);
                 return;
@@ -354,8 +360,7 @@ impl Ufab {
                 self.stats.responses += 1;
                 return;
             }
-            Ok(UfabKind::Probe) => false,
-            Ok(UfabKind::Finish) => true,
+            Ok(k) => k,
         };
         let n = usize::from(p.n_hop());
         if n >= p.slots() {
@@ -366,13 +371,20 @@ impl Ufab {
         let w = hop.window_bytes().min(u64::from(u32::MAX)) as u32;
         self.core.update_tx(port, md.deq_ts, md.tx_bytes);
         let key = pair_key(src, dst, sport, port);
-        let _: Outcome = self.core.probe(md.deq_ts, &key, port, p.phi_pair(), w, finish);
         let link = self.core.link(port);
+        let (phi_l, w_l) = if kind == UfabKind::Look {
+            self.core.look(&key, port).unwrap_or((0, 0))
+        } else {
+            let finish = kind == UfabKind::Finish;
+            let _: Outcome = self.core.probe(md.deq_ts, &key, port, p.phi_pair(), w, finish);
+            let after = self.core.link(port);
+            (after.phi_l, after.w_l)
+        };
         p.set_hop(
             n,
             &UfabHopRepr {
-                window: UfabHopRepr::encode_window(link.w_l),
-                phi_l: link.phi_l.min(u64::from(u16::MAX)) as u16,
+                window: UfabHopRepr::encode_window(w_l),
+                phi_l: phi_l.min(u64::from(u16::MAX)) as u16,
                 tx_l: UfabHopRepr::encode_tx(link.tx_bps),
                 q_l: UfabHopRepr::encode_q(md.port_qdepth),
                 c_l: speed_class_of(
@@ -382,10 +394,10 @@ impl Ufab {
         );
         p.set_n_hop(n as u8 + 1);
         data[l4 + 6..l4 + 8].fill(0);
-        if finish {
-            self.stats.finishes += 1;
-        } else {
-            self.stats.probes += 1;
+        match kind {
+            UfabKind::Finish => self.stats.finishes += 1,
+            UfabKind::Look => self.stats.looks += 1,
+            _ => self.stats.probes += 1,
         }
     }
 }
@@ -497,11 +509,12 @@ impl Program for Ufab {
             Command::Show => {
                 let (s, c) = (self.stats, self.core.stats);
                 Ok(format!(
-                    "ufab: probes {} finishes {} responses {} sr_forwarded {} sr_delivered {} failure_notifications {}\n\
+                    "ufab: probes {} finishes {} looks {} responses {} sr_forwarded {} sr_delivered {} failure_notifications {}\n\
                      pairs: live {} added {} updated {} removed {} finish_untracked {} cleaned {} omitted_false_positive {} \
                      omitted_no_record {} cleanings {}\n",
                     s.probes,
                     s.finishes,
+                    s.looks,
                     s.responses,
                     s.sr_forwarded,
                     s.sr_delivered,

@@ -16,6 +16,8 @@
 //! - `Core::probe` → the Bloom filter's banks (declared registers, test-and-set), a one-way
 //!   record per index (P4-only registers: tag and state in one cell, the bank indices for the
 //!   control plane's rebuild, φ, w, period, port), and Φ_l, W_l moved by the differences;
+//! - `Core::look` → the same record read (no bit set, nothing written), Φ_l and W_l read by
+//!   adding 0 and answered less the record's φ and w when it is the pair's own and live;
 //! - `Core::clean` → the control plane's, between two periods (it reads `uf_rec_*`).
 
 use std::fmt::Write as _;
@@ -30,9 +32,10 @@ use crate::p4::{Arg, Entry, ExportError, KeyVal, Pipe, ProgramP4};
 const STATS: [&str; 6] =
     ["bad_route", "ttl_expired", "link_failed", "failure_notifications", "sr_forwarded", "sr_delivered"];
 /// Egress counter indices (`uf_estats`).
-const ESTATS: [&str; 11] = [
+const ESTATS: [&str; 12] = [
     "probes",
     "finishes",
+    "looks",
     "responses",
     "unknown_type",
     "no_slot",
@@ -51,6 +54,10 @@ const REMOVED: u8 = 3;
 const NOT_TRACKED: u8 = 4;
 const FALSE_POSITIVE: u8 = 5;
 const UNTRACKED: u8 = 6;
+/// A look ([`super::core::Core::look`]): the pair's own live record is here (Φ_l and W_l are
+/// answered without it), or not; nothing written either way.
+const LOOK_OWN: u8 = 7;
+const LOOK: u8 = 8;
 
 fn stat(name: &str) -> usize {
     STATS.iter().position(|s| *s == name).unwrap_or(0)
@@ -98,6 +105,7 @@ impl Ufab {
             param("uf_seen1", 1),
             param("uf_idx", 32),
             param("uf_finish", 1),
+            param("uf_look", 1),
             param("uf_out", 8),
             param("uf_phi", 32),
             param("uf_w", 32),
@@ -278,7 +286,7 @@ if (hdr.ufab.isValid()) {{
     if (hdr.ufab.type_ == 2 || hdr.ufab.type_ == 4) {{
         // Responses and failure notifications pass untouched.
         uf_estats.count({responses});
-    }} else if (hdr.ufab.type_ != 1 && hdr.ufab.type_ != 3) {{
+    }} else if (hdr.ufab.type_ != 1 && hdr.ufab.type_ != 3 && hdr.ufab.type_ != 5) {{
         uf_estats.count({unknown_type});
         SF_EGRESS_DROP();
         exit;
@@ -290,6 +298,8 @@ if (hdr.ufab.isValid()) {{
         exit;
     }} else {{
         meta.uf_finish = hdr.ufab.type_ == 3 ? 1w1 : 1w0;
+        // A look reads the link without the pair and writes nothing.
+        meta.uf_look = hdr.ufab.type_ == 5 ? 1w1 : 1w0;
         meta.uf_phi = (bit<32>)hdr.ufab.phi_pair;
         meta.uf_w = (bit<32>)hdr.ufab_slot.window << 8;
         // The (VM-pair, link) key's two hashes: CRC-32 of its fields, and of them in another order.
@@ -306,10 +316,11 @@ if (hdr.ufab.isValid()) {{
 #endif
         meta.uf_idx = (meta.uf_h0[15:0] ++ meta.uf_h0[31:16]) & {rmask};
         meta.uf_tag = meta.uf_h1 & 0xfffffffc;
-        // The Bloom filter: test-and-set, one access per bank (a finish only looks at its record).
+        // The Bloom filter: test-and-set, one access per bank (a finish or a look only reads its
+        // record).
         meta.uf_seen0 = 0;
         meta.uf_seen1 = 0;
-        if (meta.uf_finish == 0) {{
+        if (meta.uf_finish == 0 && meta.uf_look == 0) {{
 #ifdef SF_TNA
             meta.uf_seen0 = uf_bloom0_tas.execute(meta.uf_b0);
             meta.uf_seen1 = uf_bloom1_tas.execute(meta.uf_b1);
@@ -327,7 +338,9 @@ if (hdr.ufab.isValid()) {{
         bit<32> cell;
         uf_rec_tag.read(cell, meta.uf_idx);
         bool own = (cell & 0xfffffffc) == meta.uf_tag && cell[1:0] != 0;
-        if (own && cell[1:0] == 1) {{
+        if (meta.uf_look == 1) {{
+            meta.uf_out = own && cell[1:0] == 1 ? 8w{look_own} : 8w{look};
+        }} else if (own && cell[1:0] == 1) {{
             if (meta.uf_finish == 1) {{
                 meta.uf_out = {removed};
                 uf_rec_tag.write(meta.uf_idx, meta.uf_tag | 2);
@@ -354,7 +367,7 @@ if (hdr.ufab.isValid()) {{
 #endif
         // What the pair adds now and what it added before.
         bool uf_keep = meta.uf_out == {added} || meta.uf_out == {updated};
-        bool uf_had = meta.uf_out == {updated} || meta.uf_out == {removed};
+        bool uf_had = meta.uf_out == {updated} || meta.uf_out == {removed} || meta.uf_out == {look_own};
         bool uf_moved = uf_keep || meta.uf_out == {removed};
 #ifdef SF_TNA
         meta.uf_old_phi = uf_rec_phi_swap.execute(meta.uf_idx);
@@ -388,8 +401,8 @@ if (hdr.ufab.isValid()) {{
 #endif
         meta.uf_old_phi = uf_had ? meta.uf_old_phi : 32w0;
         meta.uf_old_w = uf_had ? meta.uf_old_w : 32w0;
-        meta.uf_dphi = (uf_keep ? meta.uf_phi : 32w0) - meta.uf_old_phi;
-        meta.uf_dw = (uf_keep ? meta.uf_w : 32w0) - meta.uf_old_w;
+        meta.uf_dphi = meta.uf_look == 1 ? 32w0 : (uf_keep ? meta.uf_phi : 32w0) - meta.uf_old_phi;
+        meta.uf_dw = meta.uf_look == 1 ? 32w0 : (uf_keep ? meta.uf_w : 32w0) - meta.uf_old_w;
         // Φ_l and W_l move by the differences (at least 0).
 #ifdef SF_TNA
         meta.uf_phi_l = uf_phi_l_add.execute((bit<32>)meta.egress_port);
@@ -408,9 +421,22 @@ if (hdr.ufab.isValid()) {{
         }}
         uf_w_l.write((bit<32>)meta.egress_port, meta.uf_w_l);
 #endif
+        if (meta.uf_look == 1) {{
+            // Answered without the pair's own record (at least 0).
+            meta.uf_phi_l = meta.uf_phi_l - meta.uf_old_phi;
+            if (meta.uf_phi_l[31:31] == 1) {{
+                meta.uf_phi_l = 0;
+            }}
+            meta.uf_w_l = meta.uf_w_l - meta.uf_old_w;
+            if (meta.uf_w_l[31:31] == 1) {{
+                meta.uf_w_l = 0;
+            }}
+        }}
         // Counters.
         if (meta.uf_finish == 1) {{
             uf_estats.count({finishes});
+        }} else if (meta.uf_look == 1) {{
+            uf_estats.count({looks});
         }} else {{
             uf_estats.count({probes});
         }}
@@ -424,7 +450,7 @@ if (hdr.ufab.isValid()) {{
             uf_estats.count({c_not_tracked});
         }} else if (meta.uf_out == {false_positive}) {{
             uf_estats.count({c_false_positive});
-        }} else {{
+        }} else if (meta.uf_out == {untracked}) {{
             uf_estats.count({c_untracked});
         }}
         // The slot: W_l (256 B), Φ_l, tx_l (10 Mb/s), q_l (1 KiB, 12 bits), C_l's class.
@@ -447,6 +473,7 @@ if (hdr.ufab.isValid()) {{
             no_slot = estat("no_slot"),
             probes = estat("probes"),
             finishes = estat("finishes"),
+            looks = estat("looks"),
             c_added = estat("added"),
             c_updated = estat("updated"),
             c_removed = estat("removed"),
@@ -459,6 +486,8 @@ if (hdr.ufab.isValid()) {{
             not_tracked = NOT_TRACKED,
             false_positive = FALSE_POSITIVE,
             untracked = UNTRACKED,
+            look_own = LOOK_OWN,
+            look = LOOK,
         );
         s
     }
@@ -482,7 +511,7 @@ if (hdr.mpls.isValid()) {{
         exit;
     }} else if (meta.uf_sr_kind == 2) {{
         // The link is failed: a probe or finish goes back to its sender as a failure notification.
-        if (hdr.ufab.isValid() && (hdr.ufab.type_ == 1 || hdr.ufab.type_ == 3)) {{{invalidate}
+        if (hdr.ufab.isValid() && (hdr.ufab.type_ == 1 || hdr.ufab.type_ == 3 || hdr.ufab.type_ == 5)) {{{invalidate}
             hdr.ethernet.ether_type = 0x0800;
             bit<32> src = hdr.ipv4.src_addr;
             hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
@@ -653,7 +682,13 @@ fn tna_register_actions() -> String {
         8,
         &format!(
             "bool own = (v & 0xfffffffc) == meta.uf_tag && v[1:0] != 0;
-if (own && v[1:0] == 1) {{
+if (meta.uf_look == 1) {{
+    if (own && v[1:0] == 1) {{
+        rv = {LOOK_OWN};
+    }} else {{
+        rv = {LOOK};
+    }}
+}} else if (own && v[1:0] == 1) {{
     if (meta.uf_finish == 1) {{
         v = meta.uf_tag | 2;
         rv = {REMOVED};

@@ -61,6 +61,30 @@ fn phi_l_and_w_l_follow_joins_window_changes_finishes_and_silent_quits() {
     assert_eq!(c.link(1).phi_l, 8);
 }
 
+/// A look answers Φ_l and W_l without the pair's own live record and writes nothing: the sums,
+/// the records and the filter are as before, and a pair it does not know is not added.
+#[test]
+fn a_look_reads_the_link_without_the_pair_and_changes_nothing() {
+    let mut c = core(20480, 1024);
+    assert_eq!(c.probe(10, &key(1, 1), 1, 50, 12_000, false), Outcome::Added);
+    assert_eq!(c.probe(20, &key(2, 1), 1, 20, 5_000, false), Outcome::Added);
+    let before = (c.link(1), c.live_pairs(), c.stats.added, c.stats.updated);
+    // Pair 1 looks at link 1: the others' sums only.
+    assert_eq!(c.look(&key(1, 1), 1), Some((20, 5_000)));
+    // A pair the link does not carry sees the whole link, and is not added.
+    assert_eq!(c.look(&key(3, 1), 1), Some((70, 17_000)));
+    assert!(!c.bloom_contains(&key(3, 1)));
+    assert_eq!((c.link(1), c.live_pairs(), c.stats.added, c.stats.updated), before);
+    assert_eq!((c.stats.looks, c.stats.looks_own), (2, 1));
+    // A finished pair's tombstone is not its record: the link is read whole.
+    assert_eq!(c.probe(30, &key(2, 1), 1, 20, 5_000, true), Outcome::Removed);
+    assert_eq!(c.look(&key(2, 1), 1), Some((50, 12_000)));
+    assert_eq!(c.look(&key(1, 9), 9), None, "past the ports");
+    // The looker's next probe is an update of its own record, as if it had never looked.
+    assert_eq!(c.probe(40, &key(1, 1), 1, 50, 13_000, false), Outcome::Updated);
+    assert_eq!((c.link(1).phi_l, c.link(1).w_l), (50, 13_000));
+}
+
 /// The paper's sizing: 20 K pairs in a 20 KB two-bank filter give under 5 % false positives,
 /// and the measured rate is the formula's `(1 − e^{−n/m})²`.
 #[test]
@@ -247,6 +271,26 @@ fn a_probe_is_popped_delivered_and_stamped_with_the_links_sums() {
     sw.receive(5000, 0, ufab_frame(&mut pool, UfabKind::Finish, &[1], 3, 0, 5, 4096), &mut pool);
     let r = UfabRepr::parse(&drain(&mut sw, &mut pool, 1, 6000)[0][42..]).unwrap();
     assert_eq!((r.kind, r.n_hop, r.hops[0].phi_l, r.hops[0].window_bytes()), (UfabKind::Finish, 1, 2, 1024));
+}
+
+/// A look through the switch: its slot carries the link without the looking pair, the link's
+/// sums are untouched (a probe after it reads them whole), and it is counted as a look.
+#[test]
+fn a_look_probe_is_stamped_without_the_pair_and_leaves_the_link_as_it_was() {
+    let (mut sw, mut pool) = switch();
+    sw.receive(1000, 0, ufab_frame(&mut pool, UfabKind::Probe, &[1], 3, 0, 5, 4096), &mut pool);
+    drain(&mut sw, &mut pool, 1, 2000);
+    let mut p = ufab_frame(&mut pool, UfabKind::Probe, &[1], 3, 0, 2, 1024);
+    p.data_mut()[14 + 4 + 20..14 + 4 + 22].copy_from_slice(&778u16.to_be_bytes());
+    sw.receive(3000, 0, p, &mut pool);
+    drain(&mut sw, &mut pool, 1, 4000);
+    // The first pair looks: the other pair's φ = 2 and 1 KiB only.
+    sw.receive(5000, 0, ufab_frame(&mut pool, UfabKind::Look, &[1], 3, 0, 0, 0), &mut pool);
+    let r = UfabRepr::parse(&drain(&mut sw, &mut pool, 1, 6000)[0][42..]).unwrap();
+    assert_eq!((r.kind, r.n_hop, r.hops[0].phi_l, r.hops[0].window_bytes()), (UfabKind::Look, 1, 2, 1024));
+    assert_eq!((sw.program().stats().looks, sw.program().stats().probes), (1, 2));
+    assert_eq!((sw.program().core().link(1).phi_l, sw.program().core().link(1).w_l), (7, 5120));
+    assert_eq!(sw.program().core_stats().looks_own, 1);
 }
 
 /// Two labels: the top is popped and the frame leaves by its port still source-routed, label

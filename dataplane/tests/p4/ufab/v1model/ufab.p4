@@ -196,6 +196,7 @@ struct metadata_t {
     bit<1> uf_seen1;
     bit<32> uf_idx;
     bit<1> uf_finish;
+    bit<1> uf_look;
     bit<8> uf_out;
     bit<32> uf_phi;
     bit<32> uf_w;
@@ -653,6 +654,7 @@ parser SfParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout s
         transition select(hdr.ufab.type_) {
             0x1: parse_ufab_slot;
             0x3: parse_ufab_slot;
+            0x5: parse_ufab_slot;
             default: accept;
         }
     }
@@ -872,7 +874,7 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta, inout standard_met
                 exit;
             } else if (meta.uf_sr_kind == 2) {
                 // The link is failed: a probe or finish goes back to its sender as a failure notification.
-                if (hdr.ufab.isValid() && (hdr.ufab.type_ == 1 || hdr.ufab.type_ == 3)) {
+                if (hdr.ufab.isValid() && (hdr.ufab.type_ == 1 || hdr.ufab.type_ == 3 || hdr.ufab.type_ == 5)) {
                     hdr.mpls.setInvalid();
                     hdr.mpls_1.setInvalid();
                     hdr.mpls_2.setInvalid();
@@ -1031,7 +1033,7 @@ control SfEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
         size = 3;
     }
 #ifdef SF_TNA
-    Counter<bit<32>, bit<8>>(11, CounterType_t.PACKETS) uf_estats;
+    Counter<bit<32>, bit<8>>(12, CounterType_t.PACKETS) uf_estats;
     Register<bit<32>, bit<32>>(3, 0) uf_tx_win;
     Register<bit<32>, bit<32>>(3, 0) uf_tx_cur;
     Register<bit<32>, bit<32>>(3, 0) uf_tx_last;
@@ -1085,7 +1087,13 @@ control SfEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
     RegisterAction<bit<32>, bit<32>, bit<8>>(uf_rec_tag) uf_rec_decide = {
         void apply(inout bit<32> v, out bit<8> rv) {
             bool own = (v & 0xfffffffc) == meta.uf_tag && v[1:0] != 0;
-            if (own && v[1:0] == 1) {
+            if (meta.uf_look == 1) {
+                if (own && v[1:0] == 1) {
+                    rv = 7;
+                } else {
+                    rv = 8;
+                }
+            } else if (own && v[1:0] == 1) {
                 if (meta.uf_finish == 1) {
                     v = meta.uf_tag | 2;
                     rv = 3;
@@ -1174,7 +1182,7 @@ control SfEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
         }
     };
 #else
-    counter(11, CounterType.packets) uf_estats;
+    counter(12, CounterType.packets) uf_estats;
     register<bit<32>>(3) uf_tx_win;
     register<bit<32>>(3) uf_tx_cur;
     register<bit<32>>(3) uf_tx_last;
@@ -1229,19 +1237,21 @@ control SfEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
         if (hdr.ufab.isValid()) {
             if (hdr.ufab.type_ == 2 || hdr.ufab.type_ == 4) {
                 // Responses and failure notifications pass untouched.
-                uf_estats.count(2);
-            } else if (hdr.ufab.type_ != 1 && hdr.ufab.type_ != 3) {
                 uf_estats.count(3);
+            } else if (hdr.ufab.type_ != 1 && hdr.ufab.type_ != 3 && hdr.ufab.type_ != 5) {
+                uf_estats.count(4);
                 SF_EGRESS_DROP();
                 exit;
             } else if (!hdr.ufab_slot.isValid() || hdr.ufab.n_hop == 15
                        || hdr.udp.length < 16w20 + ((bit<16>)hdr.ufab.n_hop << 3)) {
                 // No free slot after the filled ones (within the UDP payload).
-                uf_estats.count(4);
+                uf_estats.count(5);
                 SF_EGRESS_DROP();
                 exit;
             } else {
                 meta.uf_finish = hdr.ufab.type_ == 3 ? 1w1 : 1w0;
+                // A look reads the link without the pair and writes nothing.
+                meta.uf_look = hdr.ufab.type_ == 5 ? 1w1 : 1w0;
                 meta.uf_phi = (bit<32>)hdr.ufab.phi_pair;
                 meta.uf_w = (bit<32>)hdr.ufab_slot.window << 8;
                 // The (VM-pair, link) key's two hashes: CRC-32 of its fields, and of them in another order.
@@ -1258,10 +1268,11 @@ control SfEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
         #endif
                 meta.uf_idx = (meta.uf_h0[15:0] ++ meta.uf_h0[31:16]) & 32767;
                 meta.uf_tag = meta.uf_h1 & 0xfffffffc;
-                // The Bloom filter: test-and-set, one access per bank (a finish only looks at its record).
+                // The Bloom filter: test-and-set, one access per bank (a finish or a look only reads its
+                // record).
                 meta.uf_seen0 = 0;
                 meta.uf_seen1 = 0;
-                if (meta.uf_finish == 0) {
+                if (meta.uf_finish == 0 && meta.uf_look == 0) {
         #ifdef SF_TNA
                     meta.uf_seen0 = uf_bloom0_tas.execute(meta.uf_b0);
                     meta.uf_seen1 = uf_bloom1_tas.execute(meta.uf_b1);
@@ -1279,7 +1290,9 @@ control SfEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
                 bit<32> cell;
                 uf_rec_tag.read(cell, meta.uf_idx);
                 bool own = (cell & 0xfffffffc) == meta.uf_tag && cell[1:0] != 0;
-                if (own && cell[1:0] == 1) {
+                if (meta.uf_look == 1) {
+                    meta.uf_out = own && cell[1:0] == 1 ? 8w7 : 8w8;
+                } else if (own && cell[1:0] == 1) {
                     if (meta.uf_finish == 1) {
                         meta.uf_out = 3;
                         uf_rec_tag.write(meta.uf_idx, meta.uf_tag | 2);
@@ -1306,7 +1319,7 @@ control SfEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
         #endif
                 // What the pair adds now and what it added before.
                 bool uf_keep = meta.uf_out == 1 || meta.uf_out == 2;
-                bool uf_had = meta.uf_out == 2 || meta.uf_out == 3;
+                bool uf_had = meta.uf_out == 2 || meta.uf_out == 3 || meta.uf_out == 7;
                 bool uf_moved = uf_keep || meta.uf_out == 3;
         #ifdef SF_TNA
                 meta.uf_old_phi = uf_rec_phi_swap.execute(meta.uf_idx);
@@ -1340,8 +1353,8 @@ control SfEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
         #endif
                 meta.uf_old_phi = uf_had ? meta.uf_old_phi : 32w0;
                 meta.uf_old_w = uf_had ? meta.uf_old_w : 32w0;
-                meta.uf_dphi = (uf_keep ? meta.uf_phi : 32w0) - meta.uf_old_phi;
-                meta.uf_dw = (uf_keep ? meta.uf_w : 32w0) - meta.uf_old_w;
+                meta.uf_dphi = meta.uf_look == 1 ? 32w0 : (uf_keep ? meta.uf_phi : 32w0) - meta.uf_old_phi;
+                meta.uf_dw = meta.uf_look == 1 ? 32w0 : (uf_keep ? meta.uf_w : 32w0) - meta.uf_old_w;
                 // Φ_l and W_l move by the differences (at least 0).
         #ifdef SF_TNA
                 meta.uf_phi_l = uf_phi_l_add.execute((bit<32>)meta.egress_port);
@@ -1360,24 +1373,37 @@ control SfEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
                 }
                 uf_w_l.write((bit<32>)meta.egress_port, meta.uf_w_l);
         #endif
+                if (meta.uf_look == 1) {
+                    // Answered without the pair's own record (at least 0).
+                    meta.uf_phi_l = meta.uf_phi_l - meta.uf_old_phi;
+                    if (meta.uf_phi_l[31:31] == 1) {
+                        meta.uf_phi_l = 0;
+                    }
+                    meta.uf_w_l = meta.uf_w_l - meta.uf_old_w;
+                    if (meta.uf_w_l[31:31] == 1) {
+                        meta.uf_w_l = 0;
+                    }
+                }
                 // Counters.
                 if (meta.uf_finish == 1) {
                     uf_estats.count(1);
+                } else if (meta.uf_look == 1) {
+                    uf_estats.count(2);
                 } else {
                     uf_estats.count(0);
                 }
                 if (meta.uf_out == 1) {
-                    uf_estats.count(5);
-                } else if (meta.uf_out == 2) {
                     uf_estats.count(6);
-                } else if (meta.uf_out == 3) {
+                } else if (meta.uf_out == 2) {
                     uf_estats.count(7);
-                } else if (meta.uf_out == 4) {
+                } else if (meta.uf_out == 3) {
                     uf_estats.count(8);
-                } else if (meta.uf_out == 5) {
+                } else if (meta.uf_out == 4) {
                     uf_estats.count(9);
-                } else {
+                } else if (meta.uf_out == 5) {
                     uf_estats.count(10);
+                } else if (meta.uf_out == 6) {
+                    uf_estats.count(11);
                 }
                 // The slot: W_l (256 B), Φ_l, tx_l (10 Mb/s), q_l (1 KiB, 12 bits), C_l's class.
                 ufab_port_class.apply();
