@@ -265,9 +265,12 @@ impl UfabHopRepr {
         (bps / TX_UNIT_BPS).min(u64::from(u16::MAX)) as u16
     }
 
-    /// Encode a queue length (rounded up, saturating at 12 bits).
+    /// Encode a queue length (truncated, as tx_l is; saturating at 12 bits). Not rounded up:
+    /// Eqn (3) reads q_l as load, and on a busy link one frame is nearly always queued behind
+    /// a probe — rounded up, that frame read as 2 KiB and every window on the link shrank
+    /// until tx_l·T settled about 1 KiB short of C_l·T (§5.2: 5 Gb/s pairs held at 4.6–4.9).
     pub fn encode_q(bytes: u64) -> u16 {
-        bytes.div_ceil(QLEN_UNIT_BYTES).min(0x0fff) as u16
+        (bytes / QLEN_UNIT_BYTES).min(0x0fff) as u16
     }
 }
 
@@ -334,6 +337,17 @@ mod tests {
         h.write(&mut b);
         assert_eq!(b, [0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf6]);
         assert_eq!(UfabHopRepr::read(&b), h);
+    }
+
+    /// q_l is truncated to 1 KiB units: one ~1.1 KB frame queued reads 1 KiB, not 2; under a
+    /// KiB reads 0; the field saturates at 12 bits.
+    #[test]
+    fn queue_units_truncate() {
+        assert_eq!(UfabHopRepr::encode_q(0), 0);
+        assert_eq!(UfabHopRepr::encode_q(1023), 0);
+        assert_eq!(UfabHopRepr::encode_q(1078), 1);
+        assert_eq!(UfabHopRepr::encode_q(2 * 1078), 2);
+        assert_eq!(UfabHopRepr::encode_q(u64::MAX), 0x0fff);
     }
 
     #[test]

@@ -2008,7 +2008,7 @@ control SfEgress(inout headers_t hdr, inout metadata_t meta,
                 ufab_port_class.apply();
                 meta.uf_tx = ((meta.uf_txb << 9) + (meta.uf_txb << 8) + (meta.uf_txb << 5)) >> 15;
                 bit<32> wu = (meta.uf_w_l + 255) >> 8;
-                bit<32> qu = (meta.uf_q + 1023) >> 10;
+                bit<32> qu = meta.uf_q >> 10;
                 hdr.ufab_slot.window = wu > 0xffff ? 16w0xffff : (bit<16>)wu;
                 hdr.ufab_slot.phi_l = meta.uf_phi_l > 0xffff ? 16w0xffff : (bit<16>)meta.uf_phi_l;
                 hdr.ufab_slot.tx_l = meta.uf_tx > 0xffff ? 16w0xffff : (bit<16>)meta.uf_tx;
