@@ -24,12 +24,14 @@ pub struct Pacer {
     inflight: u64,
     /// Wire bytes of the last packet sent (a rate change re-times the gap after it).
     last_len: u64,
+    /// A packet goes only if at least half of it fits the window ([`Pacer::set_whole_packets`]).
+    whole: bool,
 }
 
 impl Pacer {
     /// A pacer at `rate_bps` with `window` bytes (or none).
     pub fn new(rate_bps: f64, window: Option<u64>) -> Self {
-        let mut p = Self { ps_per_byte: 0.0, window, next_ps: 0, inflight: 0, last_len: 0 };
+        let mut p = Self { ps_per_byte: 0.0, window, next_ps: 0, inflight: 0, last_len: 0, whole: false };
         p.set_rate(rate_bps);
         p
     }
@@ -49,6 +51,16 @@ impl Pacer {
     /// Change the window (`None`: rate only).
     pub fn set_window(&mut self, window: Option<u64>) {
         self.window = window;
+    }
+
+    /// With `true`, the window is rounded to the nearest whole packet: a packet may go only if
+    /// at least half of it fits (or nothing is in flight, so a window below one packet still
+    /// lets one go). µFAB-E's sending window (§4.1: a VM-pair is scheduled when its window
+    /// permits) is a share of a link's BDP; rounded up, as HPCC's `IsWinBound` (the default
+    /// here: the last packet may cross the window by up to its length), pairs of small windows
+    /// take more than their share; rounded down (the packet whole inside), less.
+    pub fn set_whole_packets(&mut self, whole: bool) {
+        self.whole = whole;
     }
 
     /// The rate, bits per second.
@@ -82,6 +94,20 @@ impl Pacer {
             return Err(Hold::Until(t));
         }
         Ok(())
+    }
+
+    /// [`check`](Self::check) for a packet carrying `bytes` of data: with whole packets
+    /// ([`set_whole_packets`](Self::set_whole_packets)) at least half of it must also fit the
+    /// window.
+    pub fn check_packet(&self, now: u64, bytes: u64) -> Result<(), Hold> {
+        if self.whole
+            && let Some(w) = self.window
+            && self.inflight > 0
+            && self.inflight + bytes / 2 > w
+        {
+            return Err(Hold::Window);
+        }
+        self.check(now)
     }
 
     /// A packet of `len` wire bytes carrying `bytes` of data started at `now`.
@@ -145,5 +171,34 @@ mod tests {
         assert_eq!(tiny.check(0), Ok(()));
         tiny.on_sent(0, 1100, 1000);
         assert_eq!(tiny.check(100), Err(Hold::Window));
+    }
+
+    /// Whole packets (µFAB-E): the window rounded to the nearest packet. 2000 of 2400 in
+    /// flight, a 1000-byte packet would be 600 over (more than half): it waits where the
+    /// default lets it cross; with a window of 2500 it is exactly half over and goes; with
+    /// nothing in flight a window below one packet still lets one go.
+    #[test]
+    fn whole_packets_round_the_window_to_the_nearest_packet() {
+        let mut p = Pacer::new(1e12, Some(2400));
+        p.set_whole_packets(true);
+        p.on_sent(0, 1100, 1000);
+        p.on_sent(1, 1100, 1000);
+        assert_eq!(p.check(100), Ok(()), "the default's check is unchanged");
+        assert_eq!(p.check_packet(100, 1000), Err(Hold::Window));
+        assert_eq!(p.check_packet(100, 800), Ok(()));
+        p.set_window(Some(2500));
+        assert_eq!(p.check_packet(100, 1000), Ok(()));
+        p.set_window(Some(2400));
+        p.on_acked(1000);
+        assert_eq!(p.check_packet(200, 1000), Ok(()));
+        let mut tiny = Pacer::new(1e12, Some(10));
+        tiny.set_whole_packets(true);
+        assert_eq!(tiny.check_packet(0, 1000), Ok(()));
+        tiny.on_sent(0, 1100, 1000);
+        assert_eq!(tiny.check_packet(100, 1000), Err(Hold::Window));
+        // Not whole: as `check`.
+        let mut d = Pacer::new(1e12, Some(2500));
+        d.on_sent(0, 1100, 2000);
+        assert_eq!(d.check_packet(100, 1000), Ok(()));
     }
 }

@@ -245,8 +245,9 @@ impl RcSender {
             }
             None => return Err(None),
         };
-        match self.pacer.check(now) {
-            Ok(()) => Ok(self.segment_of(psn).1),
+        let len = self.segment_of(psn).1;
+        match self.pacer.check_packet(now, len as u64) {
+            Ok(()) => Ok(len),
             Err(Hold::Until(t)) => Err(Some(t)),
             Err(Hold::Window) => Err(None),
         }
@@ -255,7 +256,12 @@ impl RcSender {
     /// Set the pacer's rate and window from outside the flow's own CC (µFAB-E, whose window
     /// comes from probes, not from this flow's ACKs): for a flow whose CC is
     /// [`FlowCc::Fixed`].
+    /// The window is rounded to the nearest whole packet ([`Pacer::set_whole_packets`]): a
+    /// packet that may cross it by its length gives pairs of small windows more than their
+    /// share of a link (a 5 KB window is 20 % more with a 1 KB packet over it, a 13.5 KB one
+    /// 7 %).
     pub fn set_pacing(&mut self, rate_bps: f64, window: Option<u64>) {
+        self.pacer.set_whole_packets(true);
         self.pacer.set_rate(rate_bps);
         self.pacer.set_window(window);
     }
@@ -284,7 +290,7 @@ impl RcSender {
             None => return Transmit::Blocked,
         };
         let (offset, len) = self.segment_of(psn);
-        match self.pacer.check(now) {
+        match self.pacer.check_packet(now, len as u64) {
             Ok(()) => {}
             Err(Hold::Until(t)) => return Transmit::Until(t),
             Err(Hold::Window) => return Transmit::Blocked,

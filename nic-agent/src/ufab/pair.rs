@@ -61,6 +61,11 @@
 //!   switches, grew every pair's Eqn (3) window with no traffic behind them (tx_l stays low)
 //!   until the ramps caught up together: a 14 → 1 incast peaked at 3.56 C·T, 1.56 with w'.
 //!   Past the ramp each link's own w^l is reported, as §3.3 has it.
+//! * **The window in whole packets**: the runtime's pacer rounds the window to the nearest
+//!   packet (a packet goes if at least half of it fits; [`crate::pacer::Pacer::set_whole_packets`]),
+//!   not up as HPCC's `IsWinBound` does: rounded up, a 2 Gb/s pair's 5 KB window carried 20 %
+//!   more and a 5 Gb/s pair's 13.5 KB one 7 %, so on a shared link the small pairs took part of
+//!   the large ones' share (§5.2: 5 Gb/s pairs held under their guarantee).
 //! * **Finish** (§3.6): leaving a path, or idle for `idle_finish_ns` (no data to send: the
 //!   runtime says so with [`VmPair::keep_alive`] while it has some), the pair sends finish
 //!   probes on it until a response shows every slot filled (every switch removed it), at most
