@@ -371,21 +371,22 @@ impl Ufab {
         let w = hop.window_bytes().min(u64::from(u32::MAX)) as u32;
         self.core.update_tx(port, md.deq_ts, md.tx_bytes);
         let key = pair_key(src, dst, sport, port);
-        let link = self.core.link(port);
+        // A look reads the link without the pair; a probe or finish updates it and reads it.
         let (phi_l, w_l) = if kind == UfabKind::Look {
             self.core.look(&key, port).unwrap_or((0, 0))
         } else {
             let finish = kind == UfabKind::Finish;
             let _: Outcome = self.core.probe(md.deq_ts, &key, port, p.phi_pair(), w, finish);
-            let after = self.core.link(port);
-            (after.phi_l, after.w_l)
+            let link = self.core.link(port);
+            (link.phi_l, link.w_l)
         };
+        let tx_bps = self.core.link(port).tx_bps;
         p.set_hop(
             n,
             &UfabHopRepr {
                 window: UfabHopRepr::encode_window(w_l),
                 phi_l: phi_l.min(u64::from(u16::MAX)) as u16,
-                tx_l: UfabHopRepr::encode_tx(link.tx_bps),
+                tx_l: UfabHopRepr::encode_tx(tx_bps),
                 q_l: UfabHopRepr::encode_q(md.port_qdepth),
                 c_l: speed_class_of(
                     self.capacity_bps.get(usize::from(port)).copied().unwrap_or(md.speed_bps),
