@@ -26,12 +26,22 @@ pub struct Pacer {
     last_len: u64,
     /// A packet goes only if at least half of it fits the window ([`Pacer::set_whole_packets`]).
     whole: bool,
+    /// A packet sent late keeps the schedule, up to one gap ([`Pacer::set_catch_up`]).
+    catch_up: bool,
 }
 
 impl Pacer {
     /// A pacer at `rate_bps` with `window` bytes (or none).
     pub fn new(rate_bps: f64, window: Option<u64>) -> Self {
-        let mut p = Self { ps_per_byte: 0.0, window, next_ps: 0, inflight: 0, last_len: 0, whole: false };
+        let mut p = Self {
+            ps_per_byte: 0.0,
+            window,
+            next_ps: 0,
+            inflight: 0,
+            last_len: 0,
+            whole: false,
+            catch_up: false,
+        };
         p.set_rate(rate_bps);
         p
     }
@@ -61,6 +71,16 @@ impl Pacer {
     /// take more than their share; rounded down (the packet whole inside), less.
     pub fn set_whole_packets(&mut self, whole: bool) {
         self.whole = whole;
+    }
+
+    /// With `true`, a packet that goes later than the rate allowed (the link was busy with
+    /// another flow's) does not push the schedule back: the next is due one gap after the time
+    /// this one was due, with at most one gap of credit (a token bucket one packet deep). The
+    /// default times the next from when this one went, as the HPCC reference does, so every
+    /// wait for a shared NIC is lost — a larger share of a fast flow's gap than of a slow
+    /// one's.
+    pub fn set_catch_up(&mut self, catch_up: bool) {
+        self.catch_up = catch_up;
     }
 
     /// The rate, bits per second.
@@ -112,8 +132,16 @@ impl Pacer {
 
     /// A packet of `len` wire bytes carrying `bytes` of data started at `now`.
     pub fn on_sent(&mut self, now: u64, len: u64, bytes: u64) {
-        let start = (now * 1000).max(self.next_ps);
-        self.next_ps = start + (len as f64 * self.ps_per_byte) as u64;
+        let now_ps = now * 1000;
+        let gap = (len as f64 * self.ps_per_byte) as u64;
+        let start = if self.catch_up && now_ps > self.next_ps {
+            // Late (the NIC was sending another flow's packet): the next keeps the schedule,
+            // as a token bucket one packet deep would, not the delay.
+            self.next_ps.max(now_ps - gap)
+        } else {
+            now_ps.max(self.next_ps)
+        };
+        self.next_ps = start + gap;
         self.last_len = len;
         self.inflight += bytes;
     }
@@ -171,6 +199,30 @@ mod tests {
         assert_eq!(tiny.check(0), Ok(()));
         tiny.on_sent(0, 1100, 1000);
         assert_eq!(tiny.check(100), Err(Hold::Window));
+    }
+
+    /// Catching up (µFAB-E): a packet sent 300 ns late keeps the schedule (the next is due a
+    /// gap after this one was due, not after it went); one sent after a long idle gets one
+    /// gap of credit, no more. The default loses every delay.
+    #[test]
+    fn catching_up_keeps_the_schedule_one_gap_deep() {
+        // 1 byte per ns: a 1000-byte packet's gap is 1000 ns.
+        let mut p = Pacer::new(8e9, None);
+        p.set_catch_up(true);
+        p.on_sent(0, 1000, 1000);
+        assert_eq!(p.check(1000), Ok(()));
+        p.on_sent(1300, 1000, 1000);
+        assert_eq!(p.check(1999), Err(Hold::Until(2000)), "due at 2000, not 2300");
+        // Idle for 10 µs: one gap of credit, so one more may follow at once (a burst of two),
+        // then the rate again.
+        p.on_sent(12_000, 1000, 1000);
+        assert_eq!(p.check(12_000), Ok(()));
+        p.on_sent(12_000, 1000, 1000);
+        assert_eq!(p.check(12_999), Err(Hold::Until(13_000)));
+        let mut d = Pacer::new(8e9, None);
+        d.on_sent(0, 1000, 1000);
+        d.on_sent(1300, 1000, 1000);
+        assert_eq!(d.check(2000), Err(Hold::Until(2300)), "the default loses the 300 ns");
     }
 
     /// Whole packets (µFAB-E): the window rounded to the nearest packet. 2000 of 2400 in

@@ -259,9 +259,11 @@ impl RcSender {
     /// The window is rounded to the nearest whole packet ([`Pacer::set_whole_packets`]): a
     /// packet that may cross it by its length gives pairs of small windows more than their
     /// share of a link (a 5 KB window is 20 % more with a 1 KB packet over it, a 13.5 KB one
-    /// 7 %).
+    /// 7 %). The rate keeps its schedule when a packet goes late ([`Pacer::set_catch_up`]): a
+    /// wait for a NIC shared with other pairs is not lost.
     pub fn set_pacing(&mut self, rate_bps: f64, window: Option<u64>) {
         self.pacer.set_whole_packets(true);
+        self.pacer.set_catch_up(true);
         self.pacer.set_rate(rate_bps);
         self.pacer.set_window(window);
     }

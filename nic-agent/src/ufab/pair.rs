@@ -61,6 +61,12 @@
 //!   switches, grew every pair's Eqn (3) window with no traffic behind them (tx_l stays low)
 //!   until the ramps caught up together: a 14 → 1 incast peaked at 3.56 C·T, 1.56 with w'.
 //!   Past the ramp each link's own w^l is reported, as §3.3 has it.
+//! * **Pacing that keeps its schedule**: a pair is paced at w/T by a token bucket one packet
+//!   deep ([`crate::pacer::Pacer::set_catch_up`]): a packet that waited for the NIC (busy with
+//!   another pair's) does not push the next one back. Timed from when each packet went, as
+//!   HPCC's pacer is, every wait was lost, and a wait is a larger share of a fast pair's gap
+//!   than of a slow one's: in §5.2 a 5 Gb/s pair paced at 6.3–7.0 Gb/s, its window not full,
+//!   sent 4.3–4.9 on a NIC 87 % busy.
 //! * **The window in whole packets**: the runtime's pacer rounds the window to the nearest
 //!   packet (a packet goes if at least half of it fits; [`crate::pacer::Pacer::set_whole_packets`]),
 //!   not up as HPCC's `IsWinBound` does: rounded up, a 2 Gb/s pair's 5 KB window carried 20 %
