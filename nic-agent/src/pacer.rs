@@ -132,16 +132,16 @@ impl Pacer {
 
     /// A packet of `len` wire bytes carrying `bytes` of data started at `now`.
     pub fn on_sent(&mut self, now: u64, len: u64, bytes: u64) {
-        let now_ps = now * 1000;
+        let now_ps = now.saturating_mul(1000);
         let gap = (len as f64 * self.ps_per_byte) as u64;
         let start = if self.catch_up && now_ps > self.next_ps {
             // Late (the NIC was sending another flow's packet): the next keeps the schedule,
             // as a token bucket one packet deep would, not the delay.
-            self.next_ps.max(now_ps - gap)
+            self.next_ps.max(now_ps.saturating_sub(gap))
         } else {
             now_ps.max(self.next_ps)
         };
-        self.next_ps = start + gap;
+        self.next_ps = start.saturating_add(gap);
         self.last_len = len;
         self.inflight += bytes;
     }
@@ -219,6 +219,11 @@ mod tests {
         assert_eq!(p.check(12_000), Ok(()));
         p.on_sent(12_000, 1000, 1000);
         assert_eq!(p.check(12_999), Err(Hold::Until(13_000)));
+        // Late by more than the time since 0: the credit stops at 0.
+        let mut e = Pacer::new(8e9, None);
+        e.set_catch_up(true);
+        e.on_sent(500, 1000, 1000);
+        assert_eq!(e.check(999), Err(Hold::Until(1000)));
         let mut d = Pacer::new(8e9, None);
         d.on_sent(0, 1000, 1000);
         d.on_sent(1300, 1000, 1000);
