@@ -256,6 +256,7 @@ impl RcSender {
     /// Set the pacer's rate and window from outside the flow's own CC (µFAB-E, whose window
     /// comes from probes, not from this flow's ACKs): for a flow whose CC is
     /// [`FlowCc::Fixed`].
+    ///
     /// The window is rounded to the nearest whole packet ([`Pacer::set_whole_packets`]): a
     /// packet that may cross it by its length gives pairs of small windows more than their
     /// share of a link (a 5 KB window is 20 % more with a 1 KB packet over it, a 13.5 KB one

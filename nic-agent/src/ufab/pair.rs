@@ -68,10 +68,11 @@
 //!   than of a slow one's: in §5.2 a 5 Gb/s pair paced at 6.3–7.0 Gb/s, its window not full,
 //!   sent 4.3–4.9 on a NIC 87 % busy.
 //! * **The window in whole packets**: the runtime's pacer rounds the window to the nearest
-//!   packet (a packet goes if at least half of it fits; [`crate::pacer::Pacer::set_whole_packets`]),
-//!   not up as HPCC's `IsWinBound` does: rounded up, a 2 Gb/s pair's 5 KB window carried 20 %
-//!   more and a 5 Gb/s pair's 13.5 KB one 7 %, so on a shared link the small pairs took part of
-//!   the large ones' share (§5.2: 5 Gb/s pairs held under their guarantee).
+//!   packet (a packet goes if at least half of it fits;
+//!   [`crate::pacer::Pacer::set_whole_packets`]), not up as HPCC's `IsWinBound` does: rounded
+//!   up, a 2 Gb/s pair's 5 KB window carried 20 % more and a 5 Gb/s pair's 13.5 KB one 7 %, so
+//!   on a shared link the small pairs took part of the large ones' share (§5.2: 5 Gb/s pairs
+//!   held under their guarantee).
 //! * **Finish** (§3.6): leaving a path, or idle for `idle_finish_ns` (no data to send: the
 //!   runtime says so with [`VmPair::keep_alive`] while it has some), the pair sends finish
 //!   probes on it until a response shows every slot filled (every switch removed it), at most

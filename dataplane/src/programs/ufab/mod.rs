@@ -16,15 +16,16 @@
 //!   finish probe removes the pair and writes its slot likewise: a switch's slot filled is its
 //!   acknowledgement, so a sender whose response shows every slot filled knows every switch
 //!   removed it. A look (type 5, [`UfabKind::Look`]: not in the paper) is stamped with Φ_l and
-//!   W_l less the pair's own record and changes nothing. Responses and failure notifications are forwarded untouched. A probe with no
-//!   free slot (`ufab_no_slot`), one too short for its header or `n_hop` slots
-//!   (`ufab_malformed`), or of an unknown type (`ufab_unknown_type`) is dropped.
+//!   W_l less the pair's own record and changes nothing. Responses and failure notifications
+//!   are forwarded untouched. A probe with no free slot (`ufab_no_slot`), one too short for its
+//!   header or `n_hop` slots (`ufab_malformed`), or of an unknown type (`ufab_unknown_type`)
+//!   is dropped.
 //! * **Link failure**: a port set failed (`[ufab] failed_ports`, or `ufab fail PORT` at run
-//!   time) drops source-routed data to it (`ufab_link_failed`) and turns a probe, finish or look bound
-//!   for it into a failure notification (type 4): the labels left are stripped, the addresses
-//!   swapped, and `l2l3` routes it back to the sender, whose `n_hop` then names the hop whose
-//!   link failed. `l2l3`'s ECMP leaves the port out too (`port down`), so routed traffic —
-//!   acknowledgements, responses — goes around it.
+//!   time) drops source-routed data to it (`ufab_link_failed`) and turns a probe, finish or
+//!   look bound for it into a failure notification (type 4): the labels left are stripped, the
+//!   addresses swapped, and `l2l3` routes it back to the sender, whose `n_hop` then names the
+//!   hop whose link failed. `l2l3`'s ECMP leaves the port out too (`port down`), so routed
+//!   traffic — acknowledgements, responses — goes around it.
 //! * **Data packets** take `l2l3`'s path (or the source route) and skip egress (Tofino's
 //!   `bypass_egress`): tx_l is the egress port's transmitted bytes — the TM counts them for
 //!   every packet — differenced at the probes over windows of at least `tx_window_ns`, so
