@@ -4,10 +4,11 @@
 //! What is generated and what is written by hand:
 //! - **generated from the declarations** ([`crate::model::Resources`]): header types from
 //!   `wire`'s field specifications (the same [`wire::spec::Header`] constants the Rust views
-//!   read through), the parser from the program's [`ParserDecl`](crate::model::ParserDecl), the metadata struct, every
-//!   declared table (keys, match kinds, actions, default action, size), action selectors with
-//!   their hash units, registers, counters, meters and digests, the IPv4 checksum, the
-//!   deparser, the table entries and multicast groups, and the resource summary;
+//!   read through), the parser from the program's [`ParserDecl`](crate::model::ParserDecl),
+//!   the metadata struct, every declared table (keys, match kinds, actions, default action,
+//!   size), action selectors with their hash units, registers, counters, meters and digests,
+//!   the IPv4 checksum, the deparser, the table entries and multicast groups, and the resource
+//!   summary;
 //! - **written by hand, beside each program** (`programs/<name>/p4.rs`): the bodies of the
 //!   declared actions and the `apply` blocks — the P4 rendering of the Rust program's steps,
 //!   written once against a few target macros (`SF_DROP()`, `SF_SET_EGRESS(p)`, …) that the
