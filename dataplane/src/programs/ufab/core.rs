@@ -327,17 +327,23 @@ impl Core {
         if usize::from(port) >= self.ports {
             return Outcome::Untracked;
         }
-        let (h0, h1) = (self.h0.hash(key), self.h1.hash(&pair_key_1(key)));
+        let (h0, h1, own) = self.own_record(key, port);
         let period = (now / self.period_ns) as u32;
+        let mut link = self.links.read(usize::from(port));
+        let out = self.apply(&mut link, own, h0, h1, port, phi, w, period, finish);
+        self.links.write(usize::from(port), link);
+        out
+    }
+
+    /// The key's two hashes and its own record on link `port` (live or a tombstone), if any.
+    fn own_record(&self, key: &[u8; KEY_LEN], port: u16) -> (u32, u32, Option<usize>) {
+        let (h0, h1) = (self.h0.hash(key), self.h1.hash(&pair_key_1(key)));
         let set = self.set_of(h0);
         let own = (set..set + WAYS).find(|&i| {
             let r = self.records.read(i);
             r.state != EMPTY && r.h0 == h0 && r.h1 == h1 && r.port == port
         });
-        let mut link = self.links.read(usize::from(port));
-        let out = self.apply(&mut link, own, h0, h1, port, phi, w, period, finish);
-        self.links.write(usize::from(port), link);
-        out
+        (h0, h1, own)
     }
 
     /// A look ([`wire::ufab::UfabKind::Look`]) of the pair `key` at link `port`: Φ_l and W_l
@@ -347,11 +353,8 @@ impl Core {
         if usize::from(port) >= self.ports {
             return None;
         }
-        let (h0, h1) = (self.h0.hash(key), self.h1.hash(&pair_key_1(key)));
-        let set = self.set_of(h0);
-        let own = (set..set + WAYS)
-            .map(|i| self.records.read(i))
-            .find(|r| r.state == LIVE && r.h0 == h0 && r.h1 == h1 && r.port == port);
+        let (_, _, own) = self.own_record(key, port);
+        let own = own.map(|i| self.records.read(i)).filter(|r| r.state == LIVE);
         let link = self.links.read(usize::from(port));
         self.stats.looks += 1;
         Some(match own {
