@@ -36,7 +36,10 @@
 //!   `prefer_within` (default 0.1) of the smallest. Migrating for trigger (i), the pair keeps
 //!   its path while it looks and moves only to a qualified one: with none it stays (§3.3: "it
 //!   will not continue this migration"; counted in `migrations_aborted`). Joining, or leaving a
-//!   failed path, with none qualified it takes the least subscribed.
+//!   failed path, with none qualified it takes the least subscribed. Measured on §5.2 and not
+//!   kept (BENCHMARKS.md): ties broken by the links' sum, a draw weighted by 1 − subscription,
+//!   and the most subscribed when none qualifies; each left more runs with a placement no
+//!   single qualified move undoes.
 //! * **Trigger (i)**: a response per RTT at most is judged; the path is violating when it is not
 //!   qualified (C_l < Φ_l·B_u on a link, Φ_l counting the pair); `violate_rtts` (5) in a row
 //!   trigger a migration. **Backoff** (not in the paper): each migration given up in a row (no
