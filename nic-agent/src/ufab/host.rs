@@ -343,7 +343,8 @@ impl UfabHost {
         }
     }
 
-    /// Answer a probe or finish from `src` (pair `sport`): the telemetry back, our admission.
+    /// Answer a probe, finish or look from `src` (pair `sport`): the telemetry back, our
+    /// admission (counted from probes only).
     fn respond(&mut self, now: u64, src: Ipv4Addr, sport: u16, ident: u16, mut r: UfabRepr) {
         let key = (src, sport);
         let mut phi_d = UNBOUND;

@@ -47,7 +47,8 @@
 //!   2^[`ABORT_BACKOFF_MAX`] (16 × 5 RTTs); a move resets it. A pair that fits nowhere (a 5 Gb/s
 //!   pair on a fabric whose links all carry 9 Gb/s of guarantees) otherwise looked every few
 //!   RTTs for good: each look used its host's freeze window, so the host's pair that could make
-//!   room waited, and each look's probes zeroed the pair's own records for a moment.
+//!   room waited (and, while looks were probes of φ = 0, each zeroed the pair's own records for
+//!   a moment).
 //!   **Trigger (ii)**: every `look_every_ns` the pair looks at one other candidate; one
 //!   qualified with a larger rate (Eqn 3's window over T, by `better_margin`, 10 %) for
 //!   `better_for_ns` (30 s) in a row triggers a migration to it.
