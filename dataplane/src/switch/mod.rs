@@ -17,7 +17,7 @@ use wire::pfc::{self, MacControlRepr};
 
 use crate::buf::{Frame, Pool};
 use crate::model::{DropReason, DropReasons, Resources, builtin};
-use crate::tm::{DeqMeta, EnqMeta, TmDrop, TrafficManager};
+use crate::tm::{CutRun, DeqMeta, EnqMeta, TmDrop, TrafficManager};
 
 mod dynamic;
 mod emit;
@@ -84,6 +84,22 @@ impl IngressMd {
             qid: 0,
             exclude_ingress: false,
             mirror: None,
+        }
+    }
+}
+
+impl EnqMeta {
+    /// What the TM keeps of a packet ingress sent to `egress_port`.
+    #[inline(always)]
+    fn from_ingress(md: &IngressMd, egress_port: PortId) -> Self {
+        EnqMeta {
+            ingress_port: md.ingress_port,
+            egress_port,
+            qid: md.qid,
+            rid: 0,
+            ingress_ts: md.ingress_ts,
+            recirc_pass: md.recirc_pass,
+            bypass_egress: md.bypass_egress,
         }
     }
 }
@@ -182,6 +198,12 @@ pub trait Program: Send + 'static {
     /// reports when no analyzer address is configured), appended to `out` and forgotten: a
     /// runtime that collects them (the lab) calls this after each tick.
     fn take_records(&mut self, _out: &mut Vec<Vec<u8>>) {}
+}
+
+/// Whether `pkt` is a MAC Control frame (802.3 Annex 31B, 802.1Qbb: never VLAN-tagged).
+#[inline(always)]
+fn is_mac_control<F: Frame>(pkt: &F) -> bool {
+    pkt.data().get(12..14) == Some(&EtherType::MAC_CONTROL.0.to_be_bytes()[..])
 }
 
 /// Multicast groups: group ID → (port, replication ID) members.
@@ -414,42 +436,163 @@ impl<P: Program, F: Frame> Switch<P, F> {
     }
 
     /// A burst of frames received on `port` at `now`, in order; `pkts` is left empty. What a
-    /// poll loop calls: the per-frame work is inlined into one loop.
+    /// poll loop calls.
+    ///
+    /// The burst is handled as a vector where that changes nothing a packet sees: the port's
+    /// receive counters once per burst, and consecutive packets that ingress sends to one port
+    /// and queue, with nothing else to do (no mirror, nothing emitted), cut through the TM as a
+    /// run ([`TrafficManager::cut_run_open`]) — one check of the port for the run, one update of
+    /// its counters when the run ends. Any other packet ends the run first, so the order of
+    /// everything through the TM is the order of the burst. The result is the same as
+    /// [`receive`](Self::receive) on each frame in turn (a property test checks it).
     #[inline]
     pub fn receive_burst(&mut self, now: u64, port: PortId, pkts: &mut Vec<F>, pool: &mut dyn Pool<F>) {
-        for pkt in pkts.drain(..) {
-            self.receive_one(now, port, pkt, pool);
+        if usize::from(port) >= self.counters.ports.len() {
+            for pkt in pkts.drain(..) {
+                self.drop_packet(pkt, builtin::BAD_DESTINATION, pool);
+            }
+            return;
         }
+        let pc = &mut self.counters.ports[usize::from(port)];
+        pc.rx_packets += pkts.len() as u64;
+        pc.rx_bytes += pkts.iter().map(|p| p.len() as u64).sum::<u64>();
+        let mut run: Option<CutRun> = None;
+        for mut pkt in pkts.drain(..) {
+            if is_mac_control(&pkt) {
+                self.close_run(&mut run);
+                let Some(p) = self.mac_control(now, port, pkt, pool) else { continue };
+                pkt = p;
+            }
+            let mut md = IngressMd::arriving(port, now, 0, false);
+            let mut emitter =
+                Emitter::new(pool, &mut self.spare, &mut self.emitted, &mut self.counters.drops);
+            self.program.ingress(&mut pkt, &mut md, &mut emitter);
+            let failed = emitter.failed;
+            let simple = failed == 0 && md.mirror.is_none() && self.emitted.is_empty();
+            match md.dest {
+                Dest::Port(p) if simple => {
+                    self.enqueue_in_run(now, &mut run, pkt, EnqMeta::from_ingress(&md, p), pool);
+                }
+                // A group with one eligible member (a flood between two ports) is one copy.
+                Dest::Multicast(g) if simple && let Some((p, rid)) = self.only_member(g, &md) => {
+                    let meta = EnqMeta { rid, ..EnqMeta::from_ingress(&md, p) };
+                    self.enqueue_in_run(now, &mut run, pkt, meta, pool);
+                }
+                _ => {
+                    self.close_run(&mut run);
+                    self.after_ingress(now, pkt, md, failed, pool);
+                }
+            }
+        }
+        self.close_run(&mut run);
     }
 
     /// A frame received on `port` at `now`.
     #[inline]
     pub fn receive(&mut self, now: u64, port: PortId, pkt: F, pool: &mut dyn Pool<F>) {
-        self.receive_one(now, port, pkt, pool);
-    }
-
-    #[inline(always)]
-    fn receive_one(&mut self, now: u64, port: PortId, pkt: F, pool: &mut dyn Pool<F>) {
         let Some(pc) = self.counters.ports.get_mut(usize::from(port)) else {
             return self.drop_packet(pkt, builtin::BAD_DESTINATION, pool);
         };
         pc.rx_packets += 1;
         pc.rx_bytes += pkt.len() as u64;
-        // MAC Control frames (802.3 Annex 31B, 802.1Qbb) are never VLAN-tagged.
-        let is_mac_control = pkt.data().get(12..14) == Some(&EtherType::MAC_CONTROL.0.to_be_bytes()[..]);
-        if is_mac_control {
-            match MacControlRepr::parse(&pkt.data()[wire::ethernet::HEADER_LEN..]) {
-                Ok(repr) => {
-                    pc.pfc_rx += 1;
-                    self.tm.receive_mac_control(port, now, &repr);
-                }
-                Err(_) => return self.drop_packet(pkt, builtin::MAC_CONTROL, pool),
+        let pkt = if is_mac_control(&pkt) {
+            match self.mac_control(now, port, pkt, pool) {
+                Some(p) => p,
+                None => return,
             }
-            if !self.opts.pfc_to_program {
-                return self.drop_packet(pkt, builtin::MAC_CONTROL, pool);
+        } else {
+            pkt
+        };
+        self.run_ingress(now, pkt, IngressMd::arriving(port, now, 0, false), pool);
+    }
+
+    /// A MAC Control frame received on `port`: the TM acts on it; it goes on to ingress only if
+    /// the program watches them ([`SwitchOptions::pfc_to_program`]).
+    #[cold]
+    fn mac_control(&mut self, now: u64, port: PortId, pkt: F, pool: &mut dyn Pool<F>) -> Option<F> {
+        match MacControlRepr::parse(&pkt.data()[wire::ethernet::HEADER_LEN..]) {
+            Ok(repr) => {
+                if let Some(pc) = self.counters.ports.get_mut(usize::from(port)) {
+                    pc.pfc_rx += 1;
+                }
+                self.tm.receive_mac_control(port, now, &repr);
+            }
+            Err(_) => {
+                self.drop_packet(pkt, builtin::MAC_CONTROL, pool);
+                return None;
             }
         }
-        self.run_ingress(now, pkt, IngressMd::arriving(port, now, 0, false), pool);
+        if !self.opts.pfc_to_program {
+            self.drop_packet(pkt, builtin::MAC_CONTROL, pool);
+            return None;
+        }
+        Some(pkt)
+    }
+
+    /// A packet of a run (see [`receive_burst`](Self::receive_burst)): into `run` if it continues
+    /// it, or into a new run for its port and queue if the TM opens one and the stage has room;
+    /// otherwise the run ends and the packet takes [`enqueue`](Self::enqueue).
+    #[inline(always)]
+    fn enqueue_in_run(
+        &mut self,
+        now: u64,
+        run: &mut Option<CutRun>,
+        pkt: F,
+        meta: EnqMeta,
+        pool: &mut dyn Pool<F>,
+    ) {
+        let port = meta.egress_port;
+        if !run.is_some_and(|r| r.port == port && r.qid == meta.qid) {
+            self.close_run(run);
+            if self.opts.cut_through {
+                *run = self.tm.cut_run_open(now, port, meta.qid);
+            }
+        }
+        let pi = usize::from(port);
+        if let Some(r) = run.as_mut()
+            && self.staged.get(pi).is_some_and(|s| s.len() < self.opts.staged_max)
+        {
+            let tx_bytes = r.push(pkt.len() as u64);
+            if !self.program.has_egress() || meta.bypass_egress {
+                self.staged[pi].push(pkt);
+                return;
+            }
+            // What `cut_through_port` would have written for this packet.
+            let mut md = EgressMd {
+                egress_port: port,
+                deq: DeqMeta {
+                    enq: meta,
+                    enq_ts: now,
+                    enq_qdepth: 0,
+                    deq_qdepth: 0,
+                    waited_on_pfc: false,
+                    paused_mask: r.paused_mask,
+                    ecn_marked: false,
+                },
+                deq_ts: now,
+                port_qdepth: 0,
+                tx_bytes,
+                speed_bps: r.speed_bps,
+                drop: None,
+                mirror: None,
+                recirculate: false,
+            };
+            // Egress may drop, mirror or recirculate: none of it touches the TM.
+            if let Some(pkt) = self.run_egress(now, pkt, &mut md, pool) {
+                self.staged[pi].push(pkt);
+            }
+            return;
+        }
+        self.close_run(run);
+        self.enqueue(now, pkt, meta, pool);
+    }
+
+    /// End a run: the TM accounts for its packets.
+    #[inline(always)]
+    fn close_run(&mut self, run: &mut Option<CutRun>) {
+        if let Some(r) = run.take() {
+            self.tm.cut_run_close(&r);
+        }
     }
 
     /// A packet the CPU sends into the pipeline (it enters ingress on the CPU port).
@@ -480,6 +623,13 @@ impl<P: Program, F: Frame> Switch<P, F> {
         let mut emitter = Emitter::new(pool, &mut self.spare, &mut self.emitted, &mut self.counters.drops);
         self.program.ingress(&mut pkt, &mut md, &mut emitter);
         let failed = emitter.failed;
+        self.after_ingress(now, pkt, md, failed, pool);
+    }
+
+    /// What follows the ingress control: its failed emits counted, the mirror, the packet to
+    /// its destination, then what it emitted.
+    #[inline(always)]
+    fn after_ingress(&mut self, now: u64, pkt: F, md: IngressMd, failed: u64, pool: &mut dyn Pool<F>) {
         if failed != 0 {
             self.count_drop(builtin::NO_BUFFER, failed);
         }
@@ -488,16 +638,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
         }
         // Unicast is the hot path: keep it apart from multicast replication.
         if let Dest::Port(p) = md.dest {
-            let meta = EnqMeta {
-                ingress_port: md.ingress_port,
-                egress_port: p,
-                qid: md.qid,
-                rid: 0,
-                ingress_ts: md.ingress_ts,
-                recirc_pass: md.recirc_pass,
-                bypass_egress: md.bypass_egress,
-            };
-            self.enqueue(now, pkt, meta, pool);
+            self.enqueue(now, pkt, EnqMeta::from_ingress(&md, p), pool);
         } else {
             self.dispatch(now, pkt, md.dest, md.qid, md, pool);
         }
@@ -555,6 +696,17 @@ impl<P: Program, F: Frame> Switch<P, F> {
         } else {
             self.drop_packet(copy, builtin::NO_BUFFER, pool);
             None
+        }
+    }
+
+    /// The one member of group `g` a packet with `md` is copied to, if it is one.
+    #[inline(always)]
+    fn only_member(&self, g: u16, md: &IngressMd) -> Option<(PortId, u16)> {
+        let skip = md.exclude_ingress.then_some(md.ingress_port);
+        let mut eligible = self.mcast.get(g).iter().filter(|m| Some(m.0) != skip);
+        match (eligible.next().copied(), eligible.next()) {
+            (Some(m), None) => Some(m),
+            _ => None,
         }
     }
 

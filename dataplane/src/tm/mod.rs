@@ -73,6 +73,37 @@ pub struct PortAtCut {
     pub speed_bps: u64,
 }
 
+/// A run of packets of one queue that cut through one port with nothing decided per packet,
+/// opened by [`TrafficManager::cut_run_open`] and accounted by [`TrafficManager::cut_run_close`]:
+/// what a burst of a few flows to an idle port is, VPP-style, one check for the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CutRun {
+    /// The egress port.
+    pub port: u16,
+    /// The queue (priority).
+    pub qid: u8,
+    /// Packets in the run so far.
+    pub pkts: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Bytes the port had transmitted when the run opened.
+    pub tx_base: u64,
+    /// The port's speed, bits per second.
+    pub speed_bps: u64,
+    /// Priorities of the port paused when the run opened (never `qid`'s).
+    pub paused_mask: u8,
+}
+
+impl CutRun {
+    /// Add a packet of `len` bytes; what [`PortAtCut::tx_bytes`] would say for it.
+    #[inline(always)]
+    pub fn push(&mut self, len: u64) -> u64 {
+        self.pkts += 1;
+        self.bytes += len;
+        self.tx_base + self.bytes
+    }
+}
+
 /// What the TM adds at dequeue, for the egress program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct DeqMeta {
@@ -602,6 +633,52 @@ impl<F: Frame> TrafficManager<F> {
             ecn_marked,
         };
         Some(at)
+    }
+
+    /// Open a run of packets of queue `qid` cutting through `port` at `now`, if
+    /// [`cut_through`](Self::cut_through) would let every one of them through with nothing
+    /// decided per packet: the port holds nothing, `qid` is not paused, the port has no shaper
+    /// and `qid` no RED/ECN (each of those decides per packet, and declines the run).
+    ///
+    /// Until [`cut_run_close`](Self::cut_run_close), the caller makes no other call on the TM:
+    /// nothing the decision read can then change, so each packet of the run gets what
+    /// `cut_through` would have given it, and the counters the same totals.
+    #[inline(always)]
+    pub fn cut_run_open(&self, now: u64, port: u16, qid: u8) -> Option<CutRun> {
+        let p = self.ports.get(usize::from(port))?;
+        let q = usize::from(qid) % QUEUES;
+        if p.nonempty != 0 || p.ps_per_byte_q16 != 0 || p.ecn[q].is_some() {
+            return None;
+        }
+        let paused_mask = Self::paused_mask_of(p, now);
+        if paused_mask & (1 << q) != 0 {
+            return None;
+        }
+        Some(CutRun {
+            port,
+            qid,
+            pkts: 0,
+            bytes: 0,
+            tx_base: p.tx_bytes,
+            speed_bps: p.cfg.speed_bps,
+            paused_mask,
+        })
+    }
+
+    /// Account a run opened by [`cut_run_open`](Self::cut_run_open) as `cut_through` would have,
+    /// packet by packet: transmitted packets and bytes, enqueued and dequeued, the port touched.
+    #[inline]
+    pub fn cut_run_close(&mut self, run: &CutRun) {
+        if run.pkts == 0 {
+            return;
+        }
+        if let Some(p) = self.ports.get_mut(usize::from(run.port)) {
+            p.tx_bytes += run.bytes;
+            p.tx_packets += run.pkts;
+            self.touch(run.port);
+            self.stats.enqueued += run.pkts;
+            self.stats.dequeued += run.pkts;
+        }
     }
 
     /// The next packet `port` may send at `now`: the shaper must allow it and the scheduler

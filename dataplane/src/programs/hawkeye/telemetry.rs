@@ -299,7 +299,7 @@ impl Telemetry {
     /// The declared hash of the key in the frame's headers `h`, by the byte tables: key byte
     /// `i` is frame byte [`KEY_AT`]`[i]`; the ports (key bytes 9..13) are zero for other
     /// protocols, and those tables' zero entries are 0.
-    #[inline]
+    #[inline(always)]
     fn tuple_hash_by_tables(&self, h: &[u8; 38], l4: bool) -> u32 {
         let t = &self.byte_tables;
         let v = |i: usize| t[i][usize::from(h[KEY_AT[i]])];
