@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Instructions per packet on the real DPDK port path, counted (not timed): each contender runs
+# under valgrind's callgrind on two net_null vdevs (copy=1), the same EAL arguments as
+# scripts/bench-dpdk.sh null; after a warm-up the counts are zeroed, then dumped after a
+# measuring interval. Per packet, of the forwarding lcore's thread:
+#
+#   total    every instruction the thread ran
+#   drivers  those in DPDK's libraries and the loader's TLS lookup (librte_*, ld-linux): the
+#            vdevs' copy receive, mbuf alloc and free, rte_eth_{rx,tx}_burst
+#   own      the rest: the forwarding program itself
+#
+# Packets are counted as calls of net_null's per-packet function (the librte_net_null function
+# called most; 32 per receive burst, which net_null always fills). Counts do not drift with the
+# VM's speed, which moves timed runs by ±30 % on this machine: this is how to A/B a change to
+# the per-packet path, and how far our own work is from testpmd's.
+#
+#   scripts/dpdk-instructions.sh [--measure S] [--warmup S] [CONTENDER...]
+#       CONTENDER: testpmd-macswap, macswap, l2l3 (default: all three). With BASELINE=PATH (the
+#       `dataplane` of another build), baseline-macswap and baseline-l2l3 run too.
+#
+# Needs DPDK (scripts/setup-dpdk.sh), valgrind, root or permission for the EAL. About a minute
+# per contender.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+warmup=20
+measure=15
+contenders=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --warmup) warmup="${2:?}"; shift 2 ;;
+        --measure) measure="${2:?}"; shift 2 ;;
+        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        -*) echo "dpdk-instructions: unknown argument $1 (see --help)" >&2; exit 2 ;;
+        *) contenders+=("$1"); shift ;;
+    esac
+done
+[ ${#contenders[@]} -gt 0 ] || contenders=(testpmd-macswap macswap l2l3)
+if [ -n "${BASELINE:-}" ]; then
+    [ -x "$BASELINE" ] || { echo "dpdk-instructions: BASELINE=$BASELINE is not an executable" >&2; exit 2; }
+    contenders+=(baseline-macswap baseline-l2l3)
+fi
+for t in valgrind callgrind_control callgrind_annotate; do
+    command -v "$t" >/dev/null || { echo "dpdk-instructions: $t not found (apt-get install valgrind)" >&2; exit 2; }
+done
+
+echo "==> building dataplane (release)"
+cargo build --release -q -p dataplane
+bin="$PWD/target/release/dataplane"
+work=$(mktemp -d /tmp/softfabric-instr.XXXXXX)
+[ -n "${KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
+vdevs=(--vdev=net_null0,copy=1 --vdev=net_null1,copy=1)
+
+config() { # program, file prefix
+    cat <<EOF
+program = "$1"
+[dpdk]
+eal_args = ["-l", "0,1", "--no-huge", "-m", "1024", "--no-pci", "--file-prefix=$2", "${vdevs[0]}", "${vdevs[1]}"]
+mbufs = 16383
+[[port]]
+name = "p0"
+backend = "dpdk"
+device = "net_null0"
+mac = "02:00:00:00:00:01"
+speed = "100G"
+ipv4 = ["10.0.1.1/24"]
+[[port]]
+name = "p1"
+backend = "dpdk"
+device = "net_null1"
+mac = "02:00:00:00:00:02"
+speed = "100G"
+ipv4 = ["10.0.2.1/24"]
+EOF
+}
+
+# Run a command under callgrind (threads apart), zero after the warm-up, dump after the
+# measure, kill; leaves the dumps in $work/$name/.
+count() { # name, command...
+    local name=$1; shift
+    mkdir -p "$work/$name"
+    (cd "$work/$name" && exec valgrind --tool=callgrind --separate-threads=yes --dump-instr=no \
+        --callgrind-out-file="$work/$name/cg.%p" "$@" </dev/null >"$work/$name/log" 2>&1) &
+    local pid=$!
+    sleep "$warmup"
+    callgrind_control -z "$pid" >/dev/null 2>&1
+    sleep "$measure"
+    callgrind_control -d "$pid" >/dev/null 2>&1
+    sleep 2
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+
+analyse() { # name -> "total drivers own packets"
+    python3 - "$work/$1" <<'EOF'
+import glob, re, sys
+# The forwarding lcore's thread: the dump with the most instructions.
+best = None
+for f in glob.glob(sys.argv[1] + "/cg.*"):
+    text = open(f, errors="replace").read()
+    m = re.search(r"^summary: (\d+)", text, re.M)
+    if m and (best is None or int(m.group(1)) > best[0]):
+        best = (int(m.group(1)), text)
+if best is None or best[0] == 0:
+    print("FAILED"); sys.exit()
+total, text = best
+objs = {}
+ob = cob = None
+after_calls = False
+self_by_ob, calls = {}, {}
+lines = text.split("\n")
+for i, line in enumerate(lines):
+    m = re.match(r"(c?)ob=\((\d+)\)(?: (.*))?", line)
+    if m:
+        if m.group(3): objs[m.group(2)] = m.group(3)
+        if m.group(1): cob = objs.get(m.group(2))
+        else: ob = objs.get(m.group(2))
+        continue
+    m = re.match(r"cfn=\((\d+)\)", line)
+    if m:
+        if i + 1 < len(lines) and lines[i + 1].startswith("calls="):
+            key = (cob or ob, m.group(1))
+            calls[key] = calls.get(key, 0) + int(lines[i + 1].split()[0][6:])
+        continue
+    if line.startswith("calls="):
+        after_calls = True  # the next cost line is the call's inclusive cost
+        cob = None
+        continue
+    m = re.match(r"^(?:[+-]?\d+|\*)\s+(\d+)$", line)
+    if m:
+        if after_calls: after_calls = False
+        else: self_by_ob[ob] = self_by_ob.get(ob, 0) + int(m.group(1))
+# Packets: calls of librte_net_null's most-called function, its per-packet one.
+pkts = max((n for (o, _), n in calls.items() if o and "net_null" in o), default=0)
+drivers = sum(v for o, v in self_by_ob.items() if o and ("librte_" in o or "ld-linux" in o))
+if pkts == 0:
+    print("FAILED"); sys.exit()
+print(f"{total / pkts:.1f} {drivers / pkts:.1f} {(total - drivers) / pkts:.1f} {pkts}")
+EOF
+}
+
+printf '%-18s %10s %10s %10s %12s\n' contender total drivers own packets
+for c in "${contenders[@]}"; do
+    case "$c" in
+        testpmd-macswap)
+            # testpmd without -i forwards until a line arrives on stdin: /dev/null ends it at
+            # once, so a pipe that stays open.
+            mkdir -p "$work/$c"
+            (cd "$work/$c" && sleep 100000 2>/dev/null | exec valgrind --tool=callgrind --separate-threads=yes \
+                --dump-instr=no --callgrind-out-file="$work/$c/cg.%p" dpdk-testpmd -l 0,1 --no-huge \
+                -m 1024 --no-pci --file-prefix=sfinstr-testpmd "${vdevs[@]}" -- --forward-mode=macswap \
+                --no-mlockall --total-num-mbufs=16384 >"$work/$c/log" 2>&1) &
+            sleep "$warmup"
+            pid=$(pgrep -f "file-prefix=sfinstr-testpmd" | head -1)
+            callgrind_control -z "$pid" >/dev/null 2>&1
+            sleep "$measure"
+            callgrind_control -d "$pid" >/dev/null 2>&1
+            sleep 2
+            pkill -9 -f "file-prefix=sfinstr-testpmd" || true
+            pkill -f "sleep 100000" || true
+            wait 2>/dev/null || true
+            sleep 1
+            rm -rf /var/run/dpdk/sfinstr-testpmd
+            ;;
+        macswap|l2l3|baseline-macswap|baseline-l2l3)
+            prog=${c#baseline-}
+            exe=$bin
+            [ "$prog" = "$c" ] || exe=$BASELINE
+            config "$prog" "sfinstr-$c" >"$work/$c.toml"
+            count "$c" "$exe" run --config "$work/$c.toml"
+            rm -rf "/var/run/dpdk/sfinstr-$c"
+            ;;
+        *) echo "dpdk-instructions: unknown contender $c" >&2; exit 2 ;;
+    esac
+    read -r total drivers own pkts <<<"$(analyse "$c")"
+    printf '%-18s %10s %10s %10s %12s\n' "$c" "$total" "${drivers:-}" "${own:-}" "${pkts:-}"
+done
