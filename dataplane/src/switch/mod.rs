@@ -480,7 +480,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
                 }
                 _ => {
                     self.close_run(&mut run);
-                    self.after_ingress(now, pkt, md, failed, pool);
+                    self.after_ingress_outlined(now, pkt, md, failed, pool);
                 }
             }
         }
@@ -584,6 +584,26 @@ impl<P: Program, F: Frame> Switch<P, F> {
             return;
         }
         self.close_run(run);
+        self.enqueue_outlined(now, pkt, meta, pool);
+    }
+
+    /// [`after_ingress`](Self::after_ingress) out of line: a burst's packets that leave the
+    /// run path, kept out of its loop.
+    #[inline(never)]
+    fn after_ingress_outlined(
+        &mut self,
+        now: u64,
+        pkt: F,
+        md: IngressMd,
+        failed: u64,
+        pool: &mut dyn Pool<F>,
+    ) {
+        self.after_ingress(now, pkt, md, failed, pool);
+    }
+
+    /// [`enqueue`](Self::enqueue) out of line, for the same reason.
+    #[inline(never)]
+    fn enqueue_outlined(&mut self, now: u64, pkt: F, meta: EnqMeta, pool: &mut dyn Pool<F>) {
         self.enqueue(now, pkt, meta, pool);
     }
 
