@@ -11,7 +11,6 @@
 //! [`Switch`] is sans-IO: it holds no clock, socket or thread. The poll-mode runtime hands it
 //! bursts from real ports with the time; the lab hands it packets on a virtual clock.
 
-use arrayvec::ArrayVec;
 use wire::ethernet::EtherType;
 use wire::pfc::{self, MacControlRepr};
 
@@ -307,7 +306,8 @@ pub struct SwitchOptions {
     pub staged_max: usize,
 }
 
-/// The cut-through stage's fixed capacity per port: [`SwitchOptions::staged_max`]'s ceiling.
+/// The cut-through stage's capacity per port, allocated up front and never exceeded (so the
+/// stage never allocates): [`SwitchOptions::staged_max`]'s ceiling.
 pub const STAGED_CAP: usize = 256;
 
 impl Default for SwitchOptions {
@@ -336,8 +336,9 @@ pub struct Switch<P: Program, F> {
     /// Empty buffers for what the program emits ([`SPARE_BUFFERS`] at most).
     spare: Vec<F>,
     /// Per port: packets that cut through the TM, past egress, waiting for `transmit` (at most
-    /// [`SwitchOptions::staged_max`], itself at most [`STAGED_CAP`]).
-    staged: Vec<ArrayVec<F, STAGED_CAP>>,
+    /// [`SwitchOptions::staged_max`], itself at most [`STAGED_CAP`], the capacity reserved).
+    /// A `Vec`, so `transmit` hands a whole stage to the port's burst in one copy.
+    staged: Vec<Vec<F>>,
 }
 
 impl<P: Program, F: Frame> Switch<P, F> {
@@ -365,7 +366,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
             cpu: Vec::with_capacity(opts.cpu_queue),
             emitted: Vec::with_capacity(64),
             spare: Vec::with_capacity(SPARE_BUFFERS),
-            staged: (0..ports).map(|_| ArrayVec::new()).collect(),
+            staged: (0..ports).map(|_| Vec::with_capacity(STAGED_CAP)).collect(),
             tm,
         }
     }
@@ -930,8 +931,13 @@ impl<P: Program, F: Frame> Switch<P, F> {
         }
         let staged = &mut self.staged[pi];
         if !staged.is_empty() {
-            let n = staged.len().min(max.saturating_sub(out.len()));
-            out.extend(staged.drain(..n));
+            let room = max.saturating_sub(out.len());
+            if staged.len() <= room {
+                // The whole stage in one copy of the handles, not a move per frame.
+                out.append(staged);
+            } else {
+                out.extend(staged.drain(..room));
+            }
         }
         if out.len() < max && self.tm.port_has_packets(port) {
             let mut md = self.egress_md(port, now);
