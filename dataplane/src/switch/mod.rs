@@ -479,6 +479,12 @@ impl<P: Program, F: Frame> Switch<P, F> {
                     let meta = EnqMeta { rid, ..EnqMeta::from_ingress(&md, p) };
                     self.enqueue_in_run(now, &mut run, pkt, meta, pool);
                 }
+                // Neither reaches the TM: the run goes on.
+                Dest::Consume if simple => {
+                    self.counters.consumed += 1;
+                    pool.free(pkt);
+                }
+                Dest::Drop(r) if simple => self.drop_packet(pkt, r, pool),
                 _ => {
                     self.close_run(&mut run);
                     self.after_ingress_outlined(now, pkt, md, failed, pool);
