@@ -126,6 +126,25 @@ pub struct EgressMd {
     pub recirculate: bool,
 }
 
+impl EgressMd {
+    /// The metadata of a packet that cut through the TM at `now` (its queue was empty): `deq` as
+    /// the TM recorded it, the port's transmitted bytes with it and the port's speed.
+    #[inline(always)]
+    const fn cut_through(deq: DeqMeta, now: u64, tx_bytes: u64, speed_bps: u64) -> Self {
+        EgressMd {
+            egress_port: deq.enq.egress_port,
+            deq,
+            deq_ts: now,
+            port_qdepth: 0,
+            tx_bytes,
+            speed_bps,
+            drop: None,
+            mirror: None,
+            recirculate: false,
+        }
+    }
+}
+
 /// A packet on its way to the switch CPU.
 #[derive(Debug)]
 pub struct CpuPacket<F> {
@@ -565,25 +584,16 @@ impl<P: Program, F: Frame> Switch<P, F> {
                 return;
             }
             // What `cut_through_port` would have written for this packet.
-            let mut md = EgressMd {
-                egress_port: port,
-                deq: DeqMeta {
-                    enq: meta,
-                    enq_ts: now,
-                    enq_qdepth: 0,
-                    deq_qdepth: 0,
-                    waited_on_pfc: false,
-                    paused_mask: r.paused_mask,
-                    ecn_marked: false,
-                },
-                deq_ts: now,
-                port_qdepth: 0,
-                tx_bytes,
-                speed_bps: r.speed_bps,
-                drop: None,
-                mirror: None,
-                recirculate: false,
+            let deq = DeqMeta {
+                enq: meta,
+                enq_ts: now,
+                enq_qdepth: 0,
+                deq_qdepth: 0,
+                waited_on_pfc: false,
+                paused_mask: r.paused_mask,
+                ecn_marked: false,
             };
+            let mut md = EgressMd::cut_through(deq, now, tx_bytes, r.speed_bps);
             // Egress may drop, mirror or recirculate: none of it touches the TM.
             if let Some(pkt) = self.run_egress(now, pkt, &mut md, pool) {
                 self.staged[pi].push(pkt);
@@ -826,17 +836,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
                 let mut deq = DeqMeta::default();
                 if let Some(at) = self.tm.cut_through_port(now, &mut pkt, meta, &mut deq) {
                     // Built once, whole, after the TM let it through (its queue is empty).
-                    let mut md = EgressMd {
-                        egress_port: meta.egress_port,
-                        deq,
-                        deq_ts: now,
-                        port_qdepth: 0,
-                        tx_bytes: at.tx_bytes,
-                        speed_bps: at.speed_bps,
-                        drop: None,
-                        mirror: None,
-                        recirculate: false,
-                    };
+                    let mut md = EgressMd::cut_through(deq, now, at.tx_bytes, at.speed_bps);
                     if let Some(pkt) = self.run_egress(now, pkt, &mut md, pool) {
                         self.staged[port].push(pkt);
                     }
