@@ -499,10 +499,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
                     self.enqueue_in_run(now, &mut run, pkt, meta, pool);
                 }
                 // Neither reaches the TM: the run goes on.
-                Dest::Consume if simple => {
-                    self.counters.consumed += 1;
-                    pool.free(pkt);
-                }
+                Dest::Consume if simple => self.consume(pkt, pool),
                 Dest::Drop(r) if simple => self.drop_packet(pkt, r, pool),
                 _ => {
                     self.close_run(&mut run);
@@ -583,16 +580,8 @@ impl<P: Program, F: Frame> Switch<P, F> {
                 self.staged[pi].push(pkt);
                 return;
             }
-            // What `cut_through_port` would have written for this packet.
-            let deq = DeqMeta {
-                enq: meta,
-                enq_ts: now,
-                enq_qdepth: 0,
-                deq_qdepth: 0,
-                waited_on_pfc: false,
-                paused_mask: r.paused_mask,
-                ecn_marked: false,
-            };
+            // What `cut_through_port` would have written for this packet (a run has no RED).
+            let deq = DeqMeta::cut_through(meta, now, r.paused_mask, false);
             let mut md = EgressMd::cut_through(deq, now, tx_bytes, r.speed_bps);
             // Egress may drop, mirror or recirculate: none of it touches the TM.
             if let Some(pkt) = self.run_egress(now, pkt, &mut md, pool) {
@@ -736,15 +725,29 @@ impl<P: Program, F: Frame> Switch<P, F> {
         }
     }
 
+    /// Of group `g`'s members a packet with `md` is copied to (all but the ingress port when it
+    /// is excluded): the first, and whether there are more.
+    #[inline(always)]
+    fn first_member(&self, g: u16, md: &IngressMd) -> (Option<(PortId, u16)>, bool) {
+        let skip = md.exclude_ingress.then_some(md.ingress_port);
+        let mut eligible = self.mcast.get(g).iter().filter(|m| Some(m.0) != skip);
+        (eligible.next().copied(), eligible.next().is_some())
+    }
+
     /// The one member of group `g` a packet with `md` is copied to, if it is one.
     #[inline(always)]
     fn only_member(&self, g: u16, md: &IngressMd) -> Option<(PortId, u16)> {
-        let skip = md.exclude_ingress.then_some(md.ingress_port);
-        let mut eligible = self.mcast.get(g).iter().filter(|m| Some(m.0) != skip);
-        match (eligible.next().copied(), eligible.next()) {
-            (Some(m), None) => Some(m),
+        match self.first_member(g, md) {
+            (Some(m), false) => Some(m),
             _ => None,
         }
+    }
+
+    /// A packet the program consumed: counted, its buffer released.
+    #[inline(always)]
+    fn consume(&mut self, pkt: F, pool: &mut dyn Pool<F>) {
+        self.counters.consumed += 1;
+        pool.free(pkt);
     }
 
     #[inline(always)]
@@ -760,16 +763,12 @@ impl<P: Program, F: Frame> Switch<P, F> {
         };
         match dest {
             Dest::Drop(r) => self.drop_packet(pkt, r, pool),
-            Dest::Consume => {
-                self.counters.consumed += 1;
-                pool.free(pkt);
-            }
+            Dest::Consume => self.consume(pkt, pool),
             Dest::Port(p) => self.enqueue(now, pkt, enq(p, 0), pool),
             Dest::Cpu => self.punt(pkt, md.ingress_port, pool),
             Dest::Multicast(g) => {
                 let skip = md.exclude_ingress.then_some(md.ingress_port);
-                let mut eligible = self.mcast.get(g).iter().filter(|m| Some(m.0) != skip);
-                match (eligible.next().copied(), eligible.next().is_some()) {
+                match self.first_member(g, &md) {
                     (None, _) => self.drop_packet(pkt, builtin::BAD_DESTINATION, pool),
                     // One copy (a group of one, a flood between two ports): no replication.
                     (Some((port, rid)), false) => self.enqueue(now, pkt, enq(port, rid), pool),

@@ -73,6 +73,23 @@ pub struct PortAtCut {
     pub speed_bps: u64,
 }
 
+impl DeqMeta {
+    /// The metadata of a packet that cut through at `now`: enqueued and dequeued at once, from
+    /// and leaving an empty queue, never paused while it waited.
+    #[inline(always)]
+    pub const fn cut_through(enq: EnqMeta, now: u64, paused_mask: u8, ecn_marked: bool) -> Self {
+        DeqMeta {
+            enq,
+            enq_ts: now,
+            enq_qdepth: 0,
+            deq_qdepth: 0,
+            waited_on_pfc: false,
+            paused_mask,
+            ecn_marked,
+        }
+    }
+}
+
 /// A run of packets of one queue that cut through one port with nothing decided per packet,
 /// opened by [`TrafficManager::cut_run_open`] and accounted by [`TrafficManager::cut_run_close`]:
 /// what a burst of a few flows to an idle port is, VPP-style, one check for the run.
@@ -623,15 +640,7 @@ impl<F: Frame> TrafficManager<F> {
         self.stats.enqueued += 1;
         self.stats.dequeued += 1;
         self.stats.ecn_marked += u64::from(ecn_marked);
-        *meta_out = DeqMeta {
-            enq: meta,
-            enq_ts: now,
-            enq_qdepth: 0,
-            deq_qdepth: 0,
-            waited_on_pfc: false,
-            paused_mask,
-            ecn_marked,
-        };
+        *meta_out = DeqMeta::cut_through(meta, now, paused_mask, ecn_marked);
         Some(at)
     }
 
