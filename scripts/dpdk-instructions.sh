@@ -75,20 +75,30 @@ EOF
 }
 
 # Run a command under callgrind (threads apart), zero after the warm-up, dump after the
-# measure, kill; leaves the dumps in $work/$name/.
-count() { # name, command...
-    local name=$1; shift
+# measure, kill; leaves the dumps in $work/$name/. With stdin "open" the command's stdin is a
+# pipe that stays open (testpmd without -i forwards until a line arrives on it), else /dev/null.
+count() { # name, stdin (open | null), command...
+    local name=$1 stdin=$2; shift 2
+    local out="$work/$name/cg"
     mkdir -p "$work/$name"
-    (cd "$work/$name" && exec valgrind --tool=callgrind --separate-threads=yes --dump-instr=no \
-        --callgrind-out-file="$work/$name/cg.%p" "$@" </dev/null >"$work/$name/log" 2>&1) &
-    local pid=$!
+    if [ "$stdin" = open ]; then
+        (cd "$work/$name" && sleep 100000 2>/dev/null | exec valgrind --tool=callgrind \
+            --separate-threads=yes --dump-instr=no --callgrind-out-file="$out.%p" "$@" >log 2>&1) 2>/dev/null &
+    else
+        (cd "$work/$name" && exec valgrind --tool=callgrind --separate-threads=yes --dump-instr=no \
+            --callgrind-out-file="$out.%p" "$@" </dev/null >log 2>&1) 2>/dev/null &
+    fi
+    local job=$!
     sleep "$warmup"
+    local pid
+    pid=$(pgrep -f -- "--callgrind-out-file=$out" | head -1)
     callgrind_control -z "$pid" >/dev/null 2>&1
     sleep "$measure"
     callgrind_control -d "$pid" >/dev/null 2>&1
     sleep 2
     kill -9 "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
+    pkill -9 -P "$job" 2>/dev/null || true
+    { wait "$job"; } 2>/dev/null || true
 }
 
 analyse() { # name -> "total drivers own packets"
@@ -143,23 +153,8 @@ printf '%-18s %10s %10s %10s %12s\n' contender total drivers own packets
 for c in "${contenders[@]}"; do
     case "$c" in
         testpmd-macswap)
-            # testpmd without -i forwards until a line arrives on stdin: /dev/null ends it at
-            # once, so a pipe that stays open.
-            mkdir -p "$work/$c"
-            (cd "$work/$c" && sleep 100000 2>/dev/null | exec valgrind --tool=callgrind --separate-threads=yes \
-                --dump-instr=no --callgrind-out-file="$work/$c/cg.%p" dpdk-testpmd -l 0,1 --no-huge \
-                -m 1024 --no-pci --file-prefix=sfinstr-testpmd "${vdevs[@]}" -- --forward-mode=macswap \
-                --no-mlockall --total-num-mbufs=16384 >"$work/$c/log" 2>&1) &
-            sleep "$warmup"
-            pid=$(pgrep -f "file-prefix=sfinstr-testpmd" | head -1)
-            callgrind_control -z "$pid" >/dev/null 2>&1
-            sleep "$measure"
-            callgrind_control -d "$pid" >/dev/null 2>&1
-            sleep 2
-            pkill -9 -f "file-prefix=sfinstr-testpmd" || true
-            pkill -f "sleep 100000" || true
-            wait 2>/dev/null || true
-            sleep 1
+            count "$c" open dpdk-testpmd -l 0,1 --no-huge -m 1024 --no-pci --file-prefix=sfinstr-testpmd \
+                "${vdevs[@]}" -- --forward-mode=macswap --no-mlockall --total-num-mbufs=16384
             rm -rf /var/run/dpdk/sfinstr-testpmd
             ;;
         macswap|l2l3|baseline-macswap|baseline-l2l3)
@@ -167,7 +162,7 @@ for c in "${contenders[@]}"; do
             exe=$bin
             [ "$prog" = "$c" ] || exe=$BASELINE
             config "$prog" "sfinstr-$c" >"$work/$c.toml"
-            count "$c" "$exe" run --config "$work/$c.toml"
+            count "$c" null "$exe" run --config "$work/$c.toml"
             rm -rf "/var/run/dpdk/sfinstr-$c"
             ;;
         *) echo "dpdk-instructions: unknown contender $c" >&2; exit 2 ;;
