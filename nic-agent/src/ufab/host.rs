@@ -23,7 +23,7 @@ use wire::stack::UdpFlow;
 use wire::ufab::{UfabKind, UfabRepr};
 
 use super::pair::{MigrationGate, MoveReason, PairConfig, Phase, VmPair};
-use super::rate::LinkInfo;
+use super::rate::{self, LinkInfo};
 use super::sched::{CLASSES, Scheduler};
 use super::tokens::{self, SenderPair, UNBOUND};
 use crate::host::{RcHost, SendFlow};
@@ -95,6 +95,8 @@ pub struct UfabHostStats {
     pub malformed: u64,
     /// Responses not queued: the queue was full.
     pub responses_dropped: u64,
+    /// Swaps: a pair stuck on a violated path traded paths with another of ours (two moves).
+    pub swaps: u64,
 }
 
 struct Pair {
@@ -307,6 +309,58 @@ impl UfabHost {
         self.sync_pacing(i, now);
     }
 
+    /// If pair `i` just gave up a migration (its path violated, no other candidate qualified),
+    /// trade paths with another of this host's pairs to the same peer when that leaves both
+    /// paths qualified — not in the paper, see the module docs. Pair `i` is P on path X, the
+    /// partner Q on path Y; P's looks of the candidates have just come back.
+    ///
+    /// The test is [`rate::swap_subscription`] on P's last probe of X, P's look of Y and Q's
+    /// last probe of Y; of the partners that pass, the one leaving the least subscription. P's
+    /// freeze window (§3.5) was used by the migration that got stuck: the swap is that one
+    /// migration.
+    fn try_swap(&mut self, now: u64, i: usize) {
+        if !self.pairs[i].pair.take_stuck() {
+            return;
+        }
+        let p = &self.pairs[i];
+        let Some(x) = p.pair.current_path() else { return };
+        let Some((links_x, false)) = p.pair.reported(x) else { return };
+        let phi_p = p.pair.phi().round();
+        let b_u = self.cfg.pair.b_u_bps;
+        let mut best: Option<(f64, usize, usize, usize)> = None;
+        for (qi, q) in self.pairs.iter().enumerate() {
+            if qi == i || q.done || q.peer != p.peer || !q.pair.settled() {
+                continue;
+            }
+            let Some(y_q) = q.pair.current_path() else { continue };
+            let route_y = &q.paths[y_q];
+            // Y among P's candidates, X among Q's, both as long as each other.
+            let Some(y) = p.paths.iter().position(|r| r == route_y) else { continue };
+            let Some(x_q) = q.paths.iter().position(|r| *r == p.paths[x]) else { continue };
+            if y == x || route_y.len() != p.paths[x].len() {
+                continue;
+            }
+            let (Some((look_y, true)), Some((probe_y, false))) = (p.pair.reported(y), q.pair.reported(y_q))
+            else {
+                continue;
+            };
+            let Some(worst) =
+                rate::swap_subscription(phi_p, q.pair.phi().round(), b_u, &links_x, &look_y, &probe_y)
+            else {
+                continue;
+            };
+            if best.is_none_or(|b| worst < b.0) {
+                best = Some((worst, qi, y, x_q));
+            }
+        }
+        let Some((_, qi, y, x_q)) = best else { return };
+        self.pairs[i].pair.swap_to(now, y);
+        self.pairs[qi].pair.swap_to(now, x_q);
+        self.stats.swaps += 1;
+        self.sync_pacing(i, now);
+        self.sync_pacing(qi, now);
+    }
+
     /// A µFAB packet (UDP to port 40050) at `now`, its IPv4 header at `l3`.
     fn on_ufab(&mut self, now: u64, frame: &[u8], l3: usize) {
         let Ok(ip) = wire::Ipv4Packet::new_checked(&frame[l3..]) else {
@@ -339,6 +393,7 @@ impl UfabHost {
                 let moves = self.pairs[i].pair.moves().len();
                 self.pairs[i].pair.handle_response(now, &r, ident, &mut self.gate);
                 self.after_event(i, moves, now);
+                self.try_swap(now, i);
             }
         }
     }
@@ -466,6 +521,7 @@ impl Agent for UfabHost {
                 let moves = self.pairs[i].pair.moves().len();
                 self.pairs[i].pair.handle_timeout(now, &mut self.gate);
                 self.after_event(i, moves, now);
+                self.try_swap(now, i);
             } else {
                 self.sync_pacing(i, now);
             }

@@ -49,6 +49,17 @@
 //!   RTTs for good: each look used its host's freeze window, so the host's pair that could make
 //!   room waited (and, while looks were probes of φ = 0, each zeroed the pair's own records for
 //!   a moment).
+//!   **Swaps** (not in the paper): a migration given up tells the host
+//!   ([`VmPair::take_stuck`]), which trades the pair's path with one of its pairs to the same
+//!   peer if both paths are then qualified (`UfabHost::try_swap`,
+//!   [`rate::swap_subscription`]; both move at once, [`MoveReason::Swap`], the freeze window
+//!   the stuck migration used being that one migration). §3.5 moves pairs one by one, each only
+//!   to a path qualified for it: in §5.2 a quarter of the seeds ended with two 5 Gb/s pairs on
+//!   one 9.5 Gb/s link and the room they need split among other paths, which only a move onto
+//!   a path over-subscribed *until the other pair leaves it* can undo. A swap needs nothing
+//!   from the switches a look does not give: P's look of Q's path, Q's probe of it (their
+//!   difference is P's record, which marks the links the two paths share) and P's probe of
+//!   its own. Swaps between hosts would need coordination µFAB-E does not have.
 //!   **Trigger (ii)**: every `look_every_ns` the pair looks at one other candidate; one
 //!   qualified with a larger rate (Eqn 3's window over T, by `better_margin`, 10 %) for
 //!   `better_for_ns` (30 s) in a row triggers a migration to it.
@@ -268,6 +279,9 @@ pub enum MoveReason {
     Better,
     /// A failure notification or lost probes.
     Failed,
+    /// One side of a swap between two pairs of a host (see the host's `try_swap`): a pair
+    /// stuck on a violated path and one of its host's pairs to the same peer trade paths.
+    Swap,
 }
 
 impl MoveReason {
@@ -278,6 +292,7 @@ impl MoveReason {
             Self::Violated => "violated",
             Self::Better => "better",
             Self::Failed => "failed",
+            Self::Swap => "swap",
         }
     }
 }
@@ -392,6 +407,9 @@ pub struct VmPair {
     pending_reason: Option<MoveReason>,
     /// Looking for a better path while on one (trigger i), and why.
     migrating: Option<MoveReason>,
+    /// A trigger-(i) migration was just given up (no other candidate qualified): the host may
+    /// try a swap ([`take_stuck`](Self::take_stuck)).
+    stuck: bool,
     /// The sender's own NIC link, as its host reports it ([`set_nic`](Self::set_nic)).
     nic: Option<LinkInfo>,
     /// The pair's w^l on it.
@@ -448,6 +466,7 @@ impl VmPair {
             moves: Vec::new(),
             pending_reason: None,
             migrating: None,
+            stuck: false,
             nic: None,
             nic_w: 0.0,
             stats: PairStats::default(),
@@ -532,6 +551,34 @@ impl VmPair {
     /// Whether the pair is in the first stage of admission (w' below Eqn 3).
     pub fn ramping(&self) -> bool {
         self.ramp.is_some()
+    }
+
+    /// Whether a trigger-(i) migration was given up since the last call (every other candidate
+    /// looked at, none qualified): the host's cue to look for a swap.
+    pub fn take_stuck(&mut self) -> bool {
+        std::mem::take(&mut self.stuck)
+    }
+
+    /// On a path and not looking for another: a pair a swap may move.
+    pub fn settled(&self) -> bool {
+        self.phase == Phase::Active && self.current.is_some() && self.migrating.is_none()
+    }
+
+    /// Candidate `i`'s links as last reported, every hop, and whether by a look (Φ_l and W_l
+    /// without the pair's own record) rather than a probe (with it).
+    pub fn reported(&self, i: usize) -> Option<(Vec<LinkInfo>, bool)> {
+        let p = self.paths.get(i)?;
+        Some((self.path_links(i)?, p.looked)).filter(|_| !p.failed)
+    }
+
+    /// Move to candidate `i` now as one side of a swap the host decided (its freeze window
+    /// already used by the migration that got stuck).
+    pub fn swap_to(&mut self, now: u64, i: usize) {
+        if i < self.paths.len() && Some(i) != self.current {
+            self.migrating = None;
+            self.leave_current();
+            self.move_to_inner(now, i, MoveReason::Swap);
+        }
     }
 
     fn rtt(&self) -> u64 {
@@ -979,6 +1026,7 @@ impl VmPair {
         let Some(i) = self.pick_qualified(&cands) else {
             self.stats.migrations_aborted += 1;
             self.aborted_in_row += 1;
+            self.stuck = true;
             return;
         };
         self.leave_current();

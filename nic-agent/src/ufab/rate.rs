@@ -93,6 +93,43 @@ pub fn inflight_bound_bytes(c_bps: f64, t_max_ns: u64) -> f64 {
     3.0 * c_bps * t_max_ns as f64 * 1e-9 / 8.0
 }
 
+/// A swap of two pairs' paths, tested before it is made: pair P (φ_P tokens) on path X,
+/// pair Q (φ_Q) on path Y, both to the same peer over paths of the same length. `x` is P's
+/// last probe of X (Φ_l with P), `look_y` P's look of Y (Φ_l without P), `probe_y` Q's last
+/// probe of Y (Φ_l with Q, and with P where P holds the link too). The subscription the swap
+/// leaves (the largest Φ_l·B_u / C_l over both paths) if every link is then qualified
+/// (C_l ≥ Φ_l·B_u), else `None`.
+///
+/// Hop k of X and of Y are the same link when they are shared (both are shortest paths between
+/// the same hosts, so a shared link is the same number of hops from the source on both): it is
+/// shared when Q's probe exceeds P's look there by about φ_P (P's record on it), and keeps both
+/// pairs and its Φ_l. On an unshared hop, Y's link gains φ_P − φ_Q and X's φ_Q − φ_P.
+pub fn swap_subscription(
+    phi_p: f64,
+    phi_q: f64,
+    b_u_bps: f64,
+    x: &[LinkInfo],
+    look_y: &[LinkInfo],
+    probe_y: &[LinkInfo],
+) -> Option<f64> {
+    if x.len() != look_y.len() || x.len() != probe_y.len() {
+        return None;
+    }
+    let mut worst: f64 = 0.0;
+    for ((lx, ly), py) in x.iter().zip(look_y).zip(probe_y) {
+        let shared = py.phi_l - ly.phi_l >= phi_p / 2.0;
+        let (after_x, after_y) =
+            if shared { (lx.phi_l, py.phi_l) } else { (lx.phi_l - phi_p + phi_q, ly.phi_l + phi_p - phi_q) };
+        for (phi_l, c) in [(after_x, lx.c_bps), (after_y, ly.c_bps)] {
+            if c < phi_l * b_u_bps {
+                return None;
+            }
+            worst = worst.max(phi_l * b_u_bps / c.max(1.0));
+        }
+    }
+    Some(worst)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +183,32 @@ mod tests {
         assert!(qualified(3.0, 1e9, &[link(0.0, 9.0, 0.0, 0.0)], false));
         assert!((subscription(2.0, 1e9, &p, true) - 9.0 / 9.5).abs() < 1e-12);
         assert!((inflight_bound_bytes(9.5e9, 24_000) - 85_500.0).abs() < 1e-6);
+    }
+
+    /// §5.2 seed 3 in miniature (tokens of 100 Mb/s, links of 9.5 Gb/s = 95 tokens): two
+    /// 5 Gb/s pairs on a ToR uplink (100), the host's 2 Gb/s pair on the other uplink (60);
+    /// the last hop, to the peer, is shared. P (50) and Q (20) trading paths leaves 70 and 90.
+    #[test]
+    fn a_swap_is_tested_link_by_link() {
+        let l = |phi: f64| link(0.0, phi, 0.0, 0.0);
+        let bu = 1e8;
+        let x = [l(100.0), l(60.0), l(80.0)];
+        let look_y = [l(60.0), l(40.0), l(30.0)];
+        let probe_y = [l(60.0), l(40.0), l(80.0)];
+        let s = swap_subscription(50.0, 20.0, bu, &x, &look_y, &probe_y).unwrap();
+        // X: 70, 30 (its middle link loses 30), 80 shared; Y: 90, 70, 80 shared.
+        assert!((s - 90.0 / 95.0).abs() < 1e-12, "{s}");
+        // The same with a 1 Gb/s partner: Y's uplink would carry 60 + 40 = 100.
+        assert_eq!(swap_subscription(50.0, 10.0, bu, &x, &look_y, &probe_y), None);
+        // A shared link over capacity stays so: no swap helps.
+        let probe_y = [l(60.0), l(40.0), l(100.0)];
+        let look_y2 = [l(60.0), l(40.0), l(50.0)];
+        assert_eq!(
+            swap_subscription(50.0, 20.0, bu, &[l(100.0), l(60.0), l(100.0)], &look_y2, &probe_y),
+            None
+        );
+        // Paths of different lengths are not compared.
+        assert_eq!(swap_subscription(50.0, 20.0, bu, &x[..2], &look_y, &probe_y), None);
     }
 
     #[test]

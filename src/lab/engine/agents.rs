@@ -79,6 +79,7 @@ impl LabAgent for nic_agent::ufab::host::UfabHost {
                 ("ufab_response_bytes_tx", s.response_bytes_tx),
                 ("ufab_malformed", s.malformed),
                 ("ufab_responses_dropped", s.responses_dropped),
+                ("ufab_swaps", s.swaps),
             ]
             .map(named),
         );
