@@ -12,6 +12,11 @@ fn bundled(name: &str) -> LabConfig {
     LabConfig::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("config/labs/ufab").join(name)).unwrap()
 }
 
+/// Counter `name` summed over the hosts' agents.
+fn agents_counter(r: &lab::LabResult, name: &str) -> u64 {
+    r.agents.iter().flat_map(|a| a.counters.iter()).filter(|(k, _)| k == name).map(|(_, v)| v).sum()
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -60,13 +65,7 @@ fn a_stuck_pair_swaps_paths_with_its_hosts_pair() {
     cfg.seed = 24;
     let r = lab::run(&cfg, |_| {}).unwrap();
     let rep = ufab_report::report(&cfg, &r, 200_000);
-    let swaps: u64 = r
-        .agents
-        .iter()
-        .flat_map(|a| a.counters.iter())
-        .filter(|(k, _)| k == "ufab_swaps")
-        .map(|(_, v)| v)
-        .sum();
+    let swaps: u64 = agents_counter(&r, "ufab_swaps");
     assert!(swaps >= 1, "no swap: {:?}", r.ufab_moves);
     // Each swap is two moves at the same instant.
     let moved: Vec<_> = r.ufab_moves.iter().filter(|m| m.3 == "swap").collect();
@@ -125,13 +124,7 @@ fn a_core_failure_moves_its_pairs_back_to_their_guarantee_within_5_ms() {
         .sum();
     assert_eq!(failed, r.switch_drops, "every drop is the failure's");
     // The moved pairs' failure notifications reached their hosts.
-    let notes: u64 = r
-        .agents
-        .iter()
-        .flat_map(|a| a.counters.iter())
-        .filter(|(k, _)| k == "ufab_failures_rx")
-        .map(|(_, v)| v)
-        .sum();
+    let notes: u64 = agents_counter(&r, "ufab_failures_rx");
     assert!(notes > 0);
     assert!(rep.dissatisfaction < 0.02, "dissatisfaction {:.4}", rep.dissatisfaction);
     assert!(rep.max_inflight_bdp <= 3.0);

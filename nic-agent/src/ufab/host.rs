@@ -8,7 +8,8 @@
 //! Algorithm 1 per VF over its active pairs (their measured rates and their receivers' last
 //! admissions); as a receiver it answers each probe with a response carrying the telemetry back
 //! and its own admission φ_D (Algorithm 1's receiver half over the pairs of the same VF that
-//! probed it lately).
+//! probed it lately). A pair whose migration finds no qualified path may trade paths with
+//! another of the host's pairs to the same peer (`try_swap`, not in the paper).
 //!
 //! What the NIC sends next: responses (the control priority, as ACKs), the RC receivers' ACKs,
 //! then — the data priority not paused — probes, then data, chosen by the weighted VF scheduler
