@@ -83,26 +83,7 @@ case "$mode" in
         vdev_args=(--vdev=net_null0,copy=1 --vdev=net_null1,copy=1)
         ;;
     routed)
-        # 1 024 flows of 64-byte frames to 10.0.2.2 via the switch's p0 MAC.
-        python3 - "$flows_pcap" <<'EOF'
-import struct, sys
-def csum(b):
-    s = sum(struct.unpack("!10H", b))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return (~s) & 0xFFFF
-out = open(sys.argv[1], "wb")
-out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
-for i in range(1024):
-    eth = bytes.fromhex("020000000001") + bytes.fromhex("020000000102") + b"\x08\x00"
-    ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 46, 0, 0x4000, 64, 17, 0,
-                               bytes([10, 0, 1, 2]), bytes([10, 0, 2, 2])))
-    ip[10:12] = struct.pack("!H", csum(bytes(ip)))
-    udp = struct.pack("!HHHH", 1024 + i, 4791, 26, 0) + bytes(18)
-    f = eth + bytes(ip) + udp
-    out.write(struct.pack("<IIII", 0, i, len(f), len(f)) + f)
-out.close()
-EOF
+        python3 scripts/flows-pcap.py "$flows_pcap"
         vdev_args=(--vdev=net_pcap0,rx_pcap="$flows_pcap",infinite_rx=1 --vdev=net_null1,no-rx=1)
         ;;
     pcap) ;;

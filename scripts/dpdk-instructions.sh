@@ -1,22 +1,31 @@
 #!/usr/bin/env bash
 # Instructions per packet on the real DPDK port path, counted (not timed): each contender runs
-# under valgrind's callgrind on two net_null vdevs (copy=1), the same EAL arguments as
-# scripts/bench-dpdk.sh null; after a warm-up the counts are zeroed, then dumped after a
-# measuring interval. Per packet, of the forwarding lcore's thread:
+# under valgrind's callgrind on the vdevs of scripts/bench-dpdk.sh's mode, with the same EAL
+# arguments; after a warm-up the counts are zeroed, then dumped after a measuring interval.
+# Per packet, of the forwarding lcore's thread:
 #
 #   total    every instruction the thread ran
 #   drivers  those in DPDK's libraries and the loader's TLS lookup (librte_*, ld-linux): the
 #            vdevs' copy receive, mbuf alloc and free, rte_eth_{rx,tx}_burst
 #   own      the rest: the forwarding program itself
 #
-# Packets are counted as calls of net_null's per-packet function (the librte_net_null function
-# called most; 32 per receive burst, which net_null always fills). Counts do not drift with the
+#   null     two net_null vdevs (copy=1), 64-byte zero frames (l2l3 floods them). Packets are
+#            counted as calls of net_null's per-packet function (the librte_net_null function
+#            called most; 32 per receive burst, which net_null always fills).
+#   routed   net_pcap replaying scripts/flows-pcap.py's 1 024 flows for ever (infinite_rx=1)
+#            into port 0, port 1 a net_null that receives nothing: l2l3 routes every frame
+#            (LPM, TTL, checksum, MAC rewrite). Packets are 32 per call of net_pcap's receive
+#            burst (its most-called function; an infinite replay fills every burst).
+#
+# Counts do not drift with the
 # VM's speed, which moves timed runs by ±30 % on this machine: this is how to A/B a change to
 # the per-packet path, and how far our own work is from testpmd's.
 #
-#   scripts/dpdk-instructions.sh [--measure S] [--warmup S] [CONTENDER...]
-#       CONTENDER: testpmd-macswap, macswap, l2l3 (default: all three). With BASELINE=PATH (the
-#       `dataplane` of another build), baseline-macswap and baseline-l2l3 run too.
+#   scripts/dpdk-instructions.sh [null|routed] [--measure S] [--warmup S] [CONTENDER...]
+#       CONTENDER: testpmd-macswap, testpmd-mac, macswap, l2l3 (default: null: testpmd-macswap,
+#       macswap, l2l3; routed: testpmd-macswap, testpmd-mac, l2l3). With BASELINE=PATH (the
+#       `dataplane` of another build), baseline-l2l3 runs too (and in null mode
+#       baseline-macswap).
 #
 # Needs DPDK (scripts/setup-dpdk.sh), valgrind, root or permission for the EAL. About a minute
 # per contender.
@@ -25,20 +34,25 @@ cd "$(dirname "$0")/.."
 
 warmup=20
 measure=15
+mode=null
 contenders=()
 while [ $# -gt 0 ]; do
     case "$1" in
+        null|routed) mode="$1"; shift ;;
         --warmup) warmup="${2:?}"; shift 2 ;;
         --measure) measure="${2:?}"; shift 2 ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
         -*) echo "dpdk-instructions: unknown argument $1 (see --help)" >&2; exit 2 ;;
         *) contenders+=("$1"); shift ;;
     esac
 done
-[ ${#contenders[@]} -gt 0 ] || contenders=(testpmd-macswap macswap l2l3)
+if [ ${#contenders[@]} -eq 0 ]; then
+    if [ "$mode" = routed ]; then contenders=(testpmd-macswap testpmd-mac l2l3); else contenders=(testpmd-macswap macswap l2l3); fi
+fi
 if [ -n "${BASELINE:-}" ]; then
     [ -x "$BASELINE" ] || { echo "dpdk-instructions: BASELINE=$BASELINE is not an executable" >&2; exit 2; }
-    contenders+=(baseline-macswap baseline-l2l3)
+    [ "$mode" = routed ] || contenders+=(baseline-macswap)
+    contenders+=(baseline-l2l3)
 fi
 for t in valgrind callgrind_control callgrind_annotate; do
     command -v "$t" >/dev/null || { echo "dpdk-instructions: $t not found (apt-get install valgrind)" >&2; exit 2; }
@@ -49,9 +63,24 @@ cargo build --release -q -p dataplane
 bin="$PWD/target/release/dataplane"
 work=$(mktemp -d /tmp/softfabric-instr.XXXXXX)
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
-vdevs=(--vdev=net_null0,copy=1 --vdev=net_null1,copy=1)
+extra=""
+if [ "$mode" = routed ]; then
+    python3 scripts/flows-pcap.py "$work/flows.pcap"
+    vdevs=(--vdev=net_pcap0,rx_pcap="$work/flows.pcap",infinite_rx=1 --vdev=net_null1,no-rx=1)
+    devices=(net_pcap0 net_null1)
+    # The neighbour behind p1: every frame routed to 10.0.2.2 (as scripts/bench-dpdk.sh routed).
+    extra='[l2l3]
+neighbor = [{ ip = "10.0.2.2", mac = "02:00:00:00:02:02", port = "p1" }]'
+    count_in=net_pcap
+else
+    vdevs=(--vdev=net_null0,copy=1 --vdev=net_null1,copy=1)
+    devices=(net_null0 net_null1)
+    count_in=net_null
+fi
 
 config() { # program, file prefix
+    local more=""
+    [ "$1" != l2l3 ] || more=$extra
     cat <<EOF
 program = "$1"
 [dpdk]
@@ -60,17 +89,18 @@ mbufs = 16383
 [[port]]
 name = "p0"
 backend = "dpdk"
-device = "net_null0"
+device = "${devices[0]}"
 mac = "02:00:00:00:00:01"
 speed = "100G"
 ipv4 = ["10.0.1.1/24"]
 [[port]]
 name = "p1"
 backend = "dpdk"
-device = "net_null1"
+device = "${devices[1]}"
 mac = "02:00:00:00:00:02"
 speed = "100G"
 ipv4 = ["10.0.2.1/24"]
+$more
 EOF
 }
 
@@ -102,7 +132,7 @@ count() { # name, stdin (open | null), command...
 }
 
 analyse() { # name -> "total drivers own packets"
-    python3 - "$work/$1" <<'EOF'
+    python3 - "$work/$1" "$count_in" <<'EOF'
 import glob, re, sys
 # The forwarding lcore's thread: the dump with the most instructions.
 best = None
@@ -140,8 +170,12 @@ for i, line in enumerate(lines):
     if m:
         if after_calls: after_calls = False
         else: self_by_ob[ob] = self_by_ob.get(ob, 0) + int(m.group(1))
-# Packets: calls of librte_net_null's most-called function, its per-packet one.
-pkts = max((n for (o, _), n in calls.items() if o and "net_null" in o), default=0)
+# Packets: null: calls of librte_net_null's most-called function, its per-packet one; routed:
+# 32 per call of librte_net_pcap's most-called function, its receive burst.
+lib = sys.argv[2]
+pkts = max((n for (o, _), n in calls.items() if o and lib in o), default=0)
+if lib == "net_pcap":
+    pkts *= 32
 drivers = sum(v for o, v in self_by_ob.items() if o and ("librte_" in o or "ld-linux" in o))
 if pkts == 0:
     print("FAILED"); sys.exit()
@@ -152,9 +186,9 @@ EOF
 printf '%-18s %10s %10s %10s %12s\n' contender total drivers own packets
 for c in "${contenders[@]}"; do
     case "$c" in
-        testpmd-macswap)
+        testpmd-macswap|testpmd-mac)
             count "$c" open dpdk-testpmd -l 0,1 --no-huge -m 1024 --no-pci --file-prefix=sfinstr-testpmd \
-                "${vdevs[@]}" -- --forward-mode=macswap --no-mlockall --total-num-mbufs=16384
+                "${vdevs[@]}" -- --forward-mode="${c#testpmd-}" --no-mlockall --total-num-mbufs=16384
             rm -rf /var/run/dpdk/sfinstr-testpmd
             ;;
         macswap|l2l3|baseline-macswap|baseline-l2l3)
