@@ -38,6 +38,7 @@
 # hugepages: the EAL runs with --no-huge.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/two-ports.sh
 
 mode="null"
 rounds=5
@@ -112,30 +113,10 @@ run_dataplane() { # program, extra config[, binary]
     local prog=$1 extra=$2 cfg="$work/$1.toml" log="$work/$1.log" exe=${3:-$bin}
     local vd
     vd=$(printf '"%s", ' "${vdev_args[@]}")
-    cat >"$cfg" <<EOF
-program = "$prog"
-[runtime]
+    two_port_config "$prog" "$(eal_common "sfbench-$prog"), ${vd%, }" "${vdev_args[0]}" "${vdev_args[1]}" \
+        "[runtime]
 stats_interval_s = 1
-[dpdk]
-eal_args = [$(eal_common "sfbench-$prog"), ${vd%, }]
-mbufs = 16383
-[[port]]
-name = "p0"
-backend = "dpdk"
-device = "${vdev_args[0]#--vdev=}"
-mac = "02:00:00:00:00:01"
-speed = "100G"
-ipv4 = ["10.0.1.1/24"]
-[[port]]
-name = "p1"
-backend = "dpdk"
-device = "${vdev_args[1]#--vdev=}"
-mac = "02:00:00:00:00:02"
-speed = "100G"
-ipv4 = ["10.0.2.1/24"]
-$extra
-EOF
-    sed -i -e 's/device = "\([a-z_0-9]*\),[^"]*"/device = "\1"/' "$cfg"
+$extra" >"$cfg"
     # The EAL takes a second or so to start: the run lasts until the window's samples are in.
     RUST_LOG=info NO_COLOR=1 timeout -s INT "$((duration + 2))" "$exe" run --config "$cfg" >"$log" 2>&1 || true
     cp "$log" "/tmp/sfbench-last-$prog.log" 2>/dev/null || true

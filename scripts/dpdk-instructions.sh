@@ -31,6 +31,7 @@
 # per contender.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/two-ports.sh
 
 warmup=20
 measure=15
@@ -67,41 +68,20 @@ extra=""
 if [ "$mode" = routed ]; then
     python3 scripts/flows-pcap.py "$work/flows.pcap"
     vdevs=(--vdev=net_pcap0,rx_pcap="$work/flows.pcap",infinite_rx=1 --vdev=net_null1,no-rx=1)
-    devices=(net_pcap0 net_null1)
     # The neighbour behind p1: every frame routed to 10.0.2.2 (as scripts/bench-dpdk.sh routed).
     extra='[l2l3]
 neighbor = [{ ip = "10.0.2.2", mac = "02:00:00:00:02:02", port = "p1" }]'
     count_in=net_pcap
 else
     vdevs=(--vdev=net_null0,copy=1 --vdev=net_null1,copy=1)
-    devices=(net_null0 net_null1)
     count_in=net_null
 fi
 
 config() { # program, file prefix
-    local more=""
+    local more="" eal
     [ "$1" != l2l3 ] || more=$extra
-    cat <<EOF
-program = "$1"
-[dpdk]
-eal_args = ["-l", "0,1", "--no-huge", "-m", "1024", "--no-pci", "--file-prefix=$2", "${vdevs[0]}", "${vdevs[1]}"]
-mbufs = 16383
-[[port]]
-name = "p0"
-backend = "dpdk"
-device = "${devices[0]}"
-mac = "02:00:00:00:00:01"
-speed = "100G"
-ipv4 = ["10.0.1.1/24"]
-[[port]]
-name = "p1"
-backend = "dpdk"
-device = "${devices[1]}"
-mac = "02:00:00:00:00:02"
-speed = "100G"
-ipv4 = ["10.0.2.1/24"]
-$more
-EOF
+    eal=$(printf '"%s", ' -l 0,1 --no-huge -m 1024 --no-pci "--file-prefix=$2" "${vdevs[@]}")
+    two_port_config "$1" "${eal%, }" "${vdevs[0]}" "${vdevs[1]}" "$more"
 }
 
 # Run a command under callgrind (threads apart), zero after the warm-up, dump after the
