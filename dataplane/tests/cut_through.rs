@@ -6,6 +6,10 @@
 //! * a packet that cut through saw an empty queue (`enq_qdepth` 0), as on an idle port;
 //! * a shaped port still sends at its rate, and a paused priority never cuts through.
 
+#[macro_use]
+#[path = "support/program.rs"]
+mod program;
+
 use dataplane::buf::{Frame, HeapPool, PktBuf, Pool};
 use dataplane::model::{DropReasons, Resources};
 use dataplane::switch::{Dest, EgressMd, Emitter, IngressMd, McastGroups, Program, Switch, SwitchOptions};
@@ -40,17 +44,7 @@ impl Program for Stamp {
         self.egress
     }
 
-    fn control(&mut self, _: (), _: u64) -> Result<String, String> {
-        Ok(String::new())
-    }
-
-    fn parse_command(_: &str, _: &[String]) -> Result<(), String> {
-        Err("none".into())
-    }
-
-    fn resources(&self) -> &Resources {
-        &self.resources
-    }
+    no_commands!();
 }
 
 fn switch(cut_through: bool, shape_bps: u64) -> (Switch<Stamp, PktBuf>, HeapPool) {

@@ -2,6 +2,10 @@
 //! were emitted; their buffers come from the pool through the switch's small cache, which
 //! never takes the buffers receiving needs and gives everything back at shutdown.
 
+#[macro_use]
+#[path = "support/program.rs"]
+mod program;
+
 use dataplane::buf::{Frame, HeapPool, PktBuf, Pool};
 use dataplane::model::{DropReasons, Resources};
 use dataplane::switch::{Dest, Emitter, IngressMd, McastGroups, Program, Switch, SwitchOptions};
@@ -31,17 +35,7 @@ impl Program for Echo {
         md.dest = Dest::Port(1);
     }
 
-    fn control(&mut self, _: (), _: u64) -> Result<String, String> {
-        Ok(String::new())
-    }
-
-    fn parse_command(_: &str, _: &[String]) -> Result<(), String> {
-        Err("none".into())
-    }
-
-    fn resources(&self) -> &Resources {
-        &self.resources
-    }
+    no_commands!();
 }
 
 fn switch() -> Switch<Echo, PktBuf> {

@@ -4,6 +4,10 @@
 //! lossless. A bridge program sends everything from one port out of the other on the queue its
 //! 802.1Q PCP names.
 
+#[macro_use]
+#[path = "support/program.rs"]
+mod program;
+
 use dataplane::buf::{Frame, HeapPool, PktBuf, Pool};
 use dataplane::model::{DropReasons, Resources};
 use dataplane::switch::{Dest, Emitter, IngressMd, McastGroups, Program, Switch, SwitchOptions};
@@ -24,17 +28,7 @@ impl Program for Bridge {
         md.dest = Dest::Port(1 - md.ingress_port);
     }
 
-    fn control(&mut self, _: (), _: u64) -> Result<String, String> {
-        Ok(String::new())
-    }
-
-    fn parse_command(_: &str, _: &[String]) -> Result<(), String> {
-        Err("the bridge takes no commands".into())
-    }
-
-    fn resources(&self) -> &Resources {
-        &self.resources
-    }
+    no_commands!();
 }
 
 const MAC0: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 0x10]);

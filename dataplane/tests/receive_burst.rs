@@ -6,6 +6,10 @@
 //! emitted packets, egress drops and recirculation), with PFC frames inside bursts, shaped
 //! ports, RED/ECN queues and a small cut-through stage.
 
+#[macro_use]
+#[path = "support/program.rs"]
+mod program;
+
 use dataplane::buf::{Frame, HeapPool, PktBuf, Pool};
 use dataplane::model::{DropReasons, Resources};
 use dataplane::switch::{Dest, EgressMd, Emitter, IngressMd, McastGroups, Program, Switch, SwitchOptions};
@@ -94,17 +98,7 @@ impl Program for Steer {
         self.egress
     }
 
-    fn control(&mut self, _: (), _: u64) -> Result<String, String> {
-        Ok(String::new())
-    }
-
-    fn parse_command(_: &str, _: &[String]) -> Result<(), String> {
-        Err("none".into())
-    }
-
-    fn resources(&self) -> &Resources {
-        &self.resources
-    }
+    no_commands!();
 }
 
 #[derive(Debug, Clone, Copy)]
