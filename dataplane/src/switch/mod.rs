@@ -666,7 +666,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
         if let Dest::Port(p) = md.dest {
             self.enqueue(now, pkt, EnqMeta::from_ingress(&md, p), pool);
         } else {
-            self.dispatch(now, pkt, md.dest, md.qid, md, pool);
+            self.dispatch(now, pkt, md, pool);
         }
         // What the program emitted follows the packet itself, in the order it was emitted (a
         // translator's packets carry consecutive PSNs).
@@ -695,7 +695,7 @@ impl<P: Program, F: Frame> Switch<P, F> {
                 continue;
             }
             let md = IngressMd { dest, qid, ..IngressMd::arriving(cpu_port, now, 0, true) };
-            self.dispatch(now, pkt, dest, qid, md, pool);
+            self.dispatch(now, pkt, md, pool);
         }
         // Keep the allocation (nothing dispatched emits).
         self.emitted = emitted;
@@ -751,17 +751,9 @@ impl<P: Program, F: Frame> Switch<P, F> {
     }
 
     #[inline(always)]
-    fn dispatch(&mut self, now: u64, pkt: F, dest: Dest, qid: u8, md: IngressMd, pool: &mut dyn Pool<F>) {
-        let enq = |egress_port, rid| EnqMeta {
-            ingress_port: md.ingress_port,
-            egress_port,
-            qid,
-            rid,
-            ingress_ts: md.ingress_ts,
-            recirc_pass: md.recirc_pass,
-            bypass_egress: md.bypass_egress,
-        };
-        match dest {
+    fn dispatch(&mut self, now: u64, pkt: F, md: IngressMd, pool: &mut dyn Pool<F>) {
+        let enq = |egress_port, rid| EnqMeta { rid, ..EnqMeta::from_ingress(&md, egress_port) };
+        match md.dest {
             Dest::Drop(r) => self.drop_packet(pkt, r, pool),
             Dest::Consume => self.consume(pkt, pool),
             Dest::Port(p) => self.enqueue(now, pkt, enq(p, 0), pool),
