@@ -115,19 +115,17 @@ pub fn swap_subscription(
     if x.len() != look_y.len() || x.len() != probe_y.len() {
         return None;
     }
-    let mut worst: f64 = 0.0;
+    // Both paths' links as the swap leaves them, judged as one path by `qualified` and
+    // `subscription` (Φ_l already final: no pair added).
+    let mut after = Vec::with_capacity(2 * x.len());
     for ((lx, ly), py) in x.iter().zip(look_y).zip(probe_y) {
         let shared = py.phi_l - ly.phi_l >= phi_p / 2.0;
-        let (after_x, after_y) =
+        let (phi_x, phi_y) =
             if shared { (lx.phi_l, py.phi_l) } else { (lx.phi_l - phi_p + phi_q, ly.phi_l + phi_p - phi_q) };
-        for (phi_l, c) in [(after_x, lx.c_bps), (after_y, ly.c_bps)] {
-            if c < phi_l * b_u_bps {
-                return None;
-            }
-            worst = worst.max(phi_l * b_u_bps / c.max(1.0));
-        }
+        after.push(LinkInfo { phi_l: phi_x, ..*lx });
+        after.push(LinkInfo { phi_l: phi_y, ..*ly });
     }
-    Some(worst)
+    qualified(0.0, b_u_bps, &after, false).then(|| subscription(0.0, b_u_bps, &after, false))
 }
 
 #[cfg(test)]
