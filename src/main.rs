@@ -210,6 +210,10 @@ enum LabCmd {
         /// Override the file's congestion control: "hpcc", "dcqcn" or "ufab".
         #[arg(long)]
         cc: Option<String>,
+        /// µFAB: every VM-pair of one path uses this many underlay paths (Appendix F), one
+        /// connection each, its bytes spread evenly (with --cc hpcc/dcqcn: as many ECMP flows).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=8))]
+        paths: Option<u32>,
         /// No progress bar.
         #[arg(long)]
         quiet: bool,
@@ -339,6 +343,7 @@ fn lab_run(
     ns3: Option<&Path>,
     out: &Path,
     cc: Option<&str>,
+    paths: Option<u32>,
     quiet: bool,
 ) -> Result<(), LabFail> {
     let mut cfg = match (file, ns3) {
@@ -361,6 +366,9 @@ fn lab_run(
     writable_out(out)?;
     if let Some(cc) = cc {
         cfg.set_cc(parse_cc(cc)?);
+    }
+    if let Some(k) = paths {
+        cfg.set_pair_paths(k).map_err(|e| LabFail::BadLab(format!("--paths {k}: {e}")))?;
     }
     lab_run_one(&cfg, out, quiet).map(drop)
 }
@@ -411,8 +419,8 @@ fn main() -> ExitCode {
         },
         Cmd::Lab { cmd } => {
             let r = match cmd {
-                LabCmd::Run { file, ns3, out, cc, quiet } => {
-                    lab_run(file.as_deref(), ns3.as_deref(), &out, cc.as_deref(), quiet)
+                LabCmd::Run { file, ns3, out, cc, paths, quiet } => {
+                    lab_run(file.as_deref(), ns3.as_deref(), &out, cc.as_deref(), paths, quiet)
                 }
                 LabCmd::Compare { file, out, quiet } => lab_compare(&file, &out, quiet),
             };

@@ -4,6 +4,9 @@
 //! every link against the §3.4 bound of 3 C_l·T_max, the probes' share of the bandwidth (§5.4),
 //! and after a switch failure how long each moved pair took to be back at its guarantee.
 //!
+//! A VM-pair is a flow, or with `[[flow]] paths` > 1 the flows of its underlay paths (Appendix
+//! F), whose bytes are summed: its guarantee is the VM-pair's, not a path's.
+//!
 //! Bandwidth is the pair's frames on the wire — delivered payload × data frame / payload, the
 //! headers and labels counted — as a link guarantee is (C_l and tx_l are wire rates; B_u is
 //! what a token gives on a link). A pair counts from its start until its last byte is
@@ -15,8 +18,10 @@ use super::engine::LabResult;
 /// One VM-pair's goals.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PairGoal {
-    /// Flow.
+    /// Flow (the first of the VM-pair's flows).
     pub flow: usize,
+    /// Its underlay paths: flows (Appendix F).
+    pub paths: usize,
     /// Source host.
     pub src: usize,
     /// Destination host.
@@ -40,7 +45,7 @@ pub struct PairGoal {
 /// A pair moved off a failed switch, and how long it took to be back at its guarantee.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Recovery {
-    /// Flow.
+    /// Flow (the first of its VM-pair's flows).
     pub flow: usize,
     /// The failure, ns.
     pub failed_at: u64,
@@ -79,13 +84,36 @@ pub fn report(cfg: &LabConfig, r: &LabResult, window_ns: u64) -> UfabReport {
             v.push((s.time_ns, s.rx_bytes));
         }
     }
+    // The VM-pairs: each its flows, the first one first.
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut group_of = vec![0; cfg.flows.len()];
+    for (i, f) in cfg.flows.iter().enumerate() {
+        let g = f.vm_pair.and_then(|v| groups.iter().position(|m| cfg.flows[m[0]].vm_pair == Some(v)));
+        match g {
+            Some(g) => {
+                groups[g].push(i);
+                group_of[i] = g;
+            }
+            None => {
+                group_of[i] = groups.len();
+                groups.push(vec![i]);
+            }
+        }
+    }
+    let series: Vec<Vec<(u64, u64)>> = groups.iter().map(|m| summed(m, &by_flow)).collect();
     let mut pairs = Vec::new();
     let (mut short, mut total) = (0.0, 0.0);
-    for (i, f) in cfg.flows.iter().enumerate() {
+    for (gi, m) in groups.iter().enumerate() {
+        let (i, f) = (m[0], &cfg.flows[m[0]]);
         let g = f.guarantee_bps.unwrap_or(cfg.ufab.guarantee_bps);
-        let until = r.flows.get(i).and_then(|x| x.fct_ns).map_or(end, |fct| f.start_ns + fct);
+        // Until its last path's last byte is acknowledged.
+        let until = m
+            .iter()
+            .map(|&j| r.flows.get(j).and_then(|x| x.fct_ns).map_or(end, |fct| cfg.flows[j].start_ns + fct))
+            .max()
+            .unwrap_or(end);
         let s: Vec<(u64, u64)> =
-            by_flow[i].iter().copied().filter(|&(t, _)| t >= f.start_ns && t <= until).collect();
+            series[gi].iter().copied().filter(|&(t, _)| t >= f.start_ns && t <= until).collect();
         // Time to the guarantee, at the sample period's resolution.
         let reached = s.windows(2).find(|w| rate(w[0], w[1], wire) >= g as f64).map(|w| w[1].0 - f.start_ns);
         let mut pts = Vec::new();
@@ -109,6 +137,7 @@ pub fn report(cfg: &LabConfig, r: &LabResult, window_ns: u64) -> UfabReport {
         total += b;
         pairs.push(PairGoal {
             flow: i,
+            paths: m.len(),
             src: f.src,
             dst: f.dst,
             guarantee_bps: g,
@@ -142,10 +171,11 @@ pub fn report(cfg: &LabConfig, r: &LabResult, window_ns: u64) -> UfabReport {
     let mut recoveries = Vec::new();
     for &(_, at) in &cfg.failures {
         for &(t, flow, _, why) in &r.ufab_moves {
-            if why == "failed" && t >= at && !recoveries.iter().any(|x: &Recovery| x.flow == flow as usize) {
-                let i = flow as usize;
-                let g = pairs.get(i).map_or(0, |p| p.guarantee_bps) as f64;
-                let back = by_flow[i]
+            let Some(&gi) = group_of.get(flow as usize) else { continue };
+            let i = groups[gi][0];
+            if why == "failed" && t >= at && !recoveries.iter().any(|x: &Recovery| x.flow == i) {
+                let g = pairs.get(gi).map_or(0, |p| p.guarantee_bps) as f64;
+                let back = series[gi]
                     .windows(2)
                     .filter(|x| x[0].0 >= t)
                     .find(|x| rate(x[0], x[1], wire) >= g)
@@ -178,6 +208,32 @@ pub fn report(cfg: &LabConfig, r: &LabResult, window_ns: u64) -> UfabReport {
     }
 }
 
+/// The delivered bytes of `flows` summed, at every time any of them was sampled: each flow's
+/// last sample at or before that time (a finished path keeps its total).
+fn summed(flows: &[usize], by_flow: &[Vec<(u64, u64)>]) -> Vec<(u64, u64)> {
+    if let [one] = flows {
+        return by_flow[*one].clone();
+    }
+    let mut times: Vec<u64> = flows.iter().flat_map(|&f| by_flow[f].iter().map(|s| s.0)).collect();
+    times.sort_unstable();
+    times.dedup();
+    let mut at = vec![0usize; flows.len()];
+    times
+        .into_iter()
+        .map(|t| {
+            let mut sum = 0;
+            for (k, &f) in flows.iter().enumerate() {
+                let v = &by_flow[f];
+                while at[k] < v.len() && v[at[k]].0 <= t {
+                    at[k] += 1;
+                }
+                sum += at[k].checked_sub(1).map_or(0, |j| v[j].1);
+            }
+            (t, sum)
+        })
+        .collect()
+}
+
 /// The wire rate between two samples of delivered payload, b/s.
 fn rate(a: (u64, u64), b: (u64, u64), wire: f64) -> f64 {
     let dt = b.0.saturating_sub(a.0).max(1) as f64 * 1e-9;
@@ -188,12 +244,13 @@ impl UfabReport {
     /// `ufab.csv`: one row per pair.
     pub fn csv(&self) -> String {
         let mut s = String::from(
-            "flow,src,dst,guarantee_bps,start_ns,reached_ns,mean_bps,min_after_bps,bytes,short_bytes\n",
+            "flow,paths,src,dst,guarantee_bps,start_ns,reached_ns,mean_bps,min_after_bps,bytes,short_bytes\n",
         );
         for p in &self.pairs {
             s.push_str(&format!(
-                "{},{},{},{},{},{},{:.0},{:.0},{:.0},{:.0}\n",
+                "{},{},{},{},{},{},{},{:.0},{:.0},{:.0},{:.0}\n",
                 p.flow,
+                p.paths,
                 p.src,
                 p.dst,
                 p.guarantee_bps,

@@ -140,7 +140,15 @@ pub fn poisson(
             }
             let size = cdf.size_at(unit());
             let dst = others[((unit() * others.len() as f64) as usize).min(others.len() - 1)];
-            flows.push(FlowSpec { src, dst, size, start_ns: t as u64, guarantee_bps: None, class: 0 });
+            flows.push(FlowSpec {
+                src,
+                dst,
+                size,
+                start_ns: t as u64,
+                guarantee_bps: None,
+                class: 0,
+                vm_pair: None,
+            });
         }
     }
     flows

@@ -378,7 +378,13 @@ fn send(
             seed: u64::from(ufab.pair_id),
         };
         wrapped = UfabHost::new(agent, cfg, vec![VfSpec { tokens: g * 1e9 / b_u, class: 0 }]);
-        let uf = UfabFlow { vf: 0, pair_id: ufab.pair_id, paths: ufab.routes.clone(), base_rtt_ns: t };
+        let uf = UfabFlow {
+            vf: 0,
+            pair_id: ufab.pair_id,
+            paths: ufab.routes.clone(),
+            base_rtt_ns: t,
+            vm_pair: u32::from(ufab.pair_id),
+        };
         wrapped.start_send(host.now(), flow, uf);
         host.run(&mut wrapped, |a, now| {
             let done = a.rc_ref().senders_done() || now > deadline;

@@ -1,14 +1,18 @@
 //! [`UfabHost`]: a host's NIC running µFAB-E over RC flows, as a frame-level [`Agent`] — the
 //! lab's `ufab` hosts and the `nic-agent` binary on a real port run it unchanged.
 //!
-//! Each RC flow sent from here is a VM-pair ([`VmPair`]) of a VF: it joins a path by looking at
-//! its candidates, its data goes out behind the path's MPLS labels (`wire::mpls`), and its
-//! window and pacing rate come from its probes' responses, not from its ACKs (the flow's own CC
-//! is a fixed rate, its pacer set from outside). Every `token_period_ns` the host runs
-//! Algorithm 1 per VF over its active pairs (their measured rates and their receivers' last
-//! admissions); as a receiver it answers each probe with a response carrying the telemetry back
-//! and its own admission φ_D (Algorithm 1's receiver half over the pairs of the same VF that
-//! probed it lately). A pair whose migration finds no qualified path may trade paths with
+//! Each RC flow sent from here is one underlay path of a VM-pair of a VF ([`VmPair`] is that
+//! path's state machine): it joins a path by looking at its candidates, its data goes out behind
+//! the path's MPLS labels (`wire::mpls`), and its window and pacing rate come from its probes'
+//! responses, not from its ACKs (the flow's own CC is a fixed rate, its pacer set from outside).
+//! A VM-pair is one flow (one path, as in most of the paper) or several flows with the same
+//! [`UfabFlow::vm_pair`] (Appendix F: "multiple underlay paths for each VM-pair", the tenant
+//! spreading its traffic over them — here, its connections). Every `token_period_ns` the host
+//! runs Algorithm 1 per VF over its active VM-pairs (their measured rates, summed over their
+//! paths, and their receivers' last admissions), then Algorithm 2 per VM-pair over its paths
+//! (each path's measured rate); as a receiver it answers each probe with a response carrying the
+//! telemetry back and its own admission φ_D (Algorithm 1's receiver half over the VM-pairs of
+//! the same VF that probed it lately, a VM-pair's demand the sum of its paths' φ). A pair whose migration finds no qualified path may trade paths with
 //! another of the host's pairs to the same peer (`try_swap`, not in the paper).
 //!
 //! What the NIC sends next: responses (the control priority, as ACKs), the RC receivers' ACKs,
@@ -69,6 +73,10 @@ pub struct UfabFlow {
     pub paths: Vec<Vec<u16>>,
     /// Its base RTT T, ns (0: the host's `pair.base_rtt_ns`).
     pub base_rtt_ns: u64,
+    /// The VM-pair it is a path of: flows of one VF to one peer with the same `vm_pair` are one
+    /// VM-pair's paths (Appendix F; Algorithm 2 splits its tokens). A flow of its own, one path,
+    /// takes its `pair_id`.
+    pub vm_pair: u32,
 }
 
 /// What the host counted.
@@ -104,6 +112,10 @@ struct Pair {
     flow_id: u64,
     peer: Ipv4Addr,
     vf: usize,
+    /// The VM-pair this path belongs to ([`UfabFlow::vm_pair`]).
+    vm_pair: u32,
+    /// Its other paths (indices into the host's pairs).
+    siblings: Vec<usize>,
     paths: Vec<Vec<u16>>,
     pair: VmPair,
     done: bool,
@@ -114,6 +126,8 @@ struct Pair {
 
 struct Incoming {
     vf: Option<usize>,
+    /// The VM-pair the probing path belongs to (its admission is the VM-pair's).
+    vm_pair: u32,
     phi_s: f64,
     phi_d: f64,
     seen: u64,
@@ -135,7 +149,7 @@ pub struct UfabHost {
     by_pair_id: HashMap<u16, usize>,
     gate: MigrationGate,
     incoming: HashMap<(Ipv4Addr, u16), Incoming>,
-    expected: HashMap<(Ipv4Addr, u16), usize>,
+    expected: HashMap<(Ipv4Addr, u16), (usize, u32)>,
     responses: VecDeque<([u8; MAX_UFAB_FRAME], usize)>,
     next_tokens: u64,
     last_now: u64,
@@ -208,7 +222,13 @@ impl UfabHost {
     /// As a receiver: pair `pair_id` from `src` belongs to VF `vf` (its admission is among that
     /// VF's pairs); an unknown pair is admitted unbound.
     pub fn expect_pair(&mut self, src: Ipv4Addr, pair_id: u16, vf: usize) {
-        self.expected.insert((src, pair_id), vf);
+        self.expect_path(src, pair_id, vf, u32::from(pair_id));
+    }
+
+    /// As a receiver: pair `pair_id` from `src` is a path of VM-pair `vm_pair` of VF `vf`
+    /// ([`UfabFlow::vm_pair`]): admission is per VM-pair, its demand its paths' φ summed.
+    pub fn expect_path(&mut self, src: Ipv4Addr, pair_id: u16, vf: usize, vm_pair: u32) {
+        self.expected.insert((src, pair_id), (vf, vm_pair));
     }
 
     /// Start sending `flow` at `now` as a VM-pair of `u`: the RC flow is held (window 0) until
@@ -224,9 +244,18 @@ impl UfabHost {
         let base_rtt_ns = if u.base_rtt_ns > 0 { u.base_rtt_ns } else { self.cfg.pair.base_rtt_ns };
         let cfg = PairConfig { pair_id: u.pair_id, base_rtt_ns, ..self.cfg.pair.clone() };
         let seed = self.cfg.seed ^ (u64::from(u.pair_id) << 32) ^ id;
-        let pair = VmPair::new(cfg, &hops, tokens, now, seed);
+        let mut pair = VmPair::new(cfg, &hops, tokens, now, seed);
         let i = self.pairs.len();
         self.by_pair_id.insert(u.pair_id, i);
+        let siblings: Vec<usize> =
+            (0..i).filter(|&j| self.pairs[j].peer == peer && self.pairs[j].vm_pair == u.vm_pair).collect();
+        // §4.1's L_w is the VM-pair's: each of its K paths probes per K·L_w of its own bytes.
+        let l_w = self.cfg.pair.probe_every_bytes * (siblings.len() as u64 + 1);
+        pair.set_probe_every_bytes(l_w);
+        for &j in &siblings {
+            self.pairs[j].siblings.push(i);
+            self.pairs[j].pair.set_probe_every_bytes(l_w);
+        }
         if let Some(&svf) = self.sched_vf.get(vf) {
             self.sched.add_pair(svf, i as u32);
         }
@@ -234,6 +263,8 @@ impl UfabHost {
             flow_id: id,
             peer,
             vf,
+            vm_pair: u.vm_pair,
+            siblings,
             paths: u.paths,
             pair,
             done: false,
@@ -244,28 +275,44 @@ impl UfabHost {
         self.assign_tokens(now);
     }
 
-    /// Algorithm 1 per VF over its running pairs.
+    /// Algorithm 1 per VF over its running VM-pairs, then Algorithm 2 per VM-pair over its
+    /// paths.
     fn assign_tokens(&mut self, now: u64) {
         let period = self.cfg.token_period_ns.max(1) as f64 * 1e-9;
+        // A path without a path yet has no rate: its demand is unknown, so it counts as
+        // unbounded (it joins to send).
+        let tx = |p: &Pair| if p.pair.phase() == Phase::Active { p.tx_bps } else { f64::INFINITY };
         for (v, spec) in self.vfs.iter().enumerate() {
-            let members: Vec<usize> =
-                (0..self.pairs.len()).filter(|&i| self.pairs[i].vf == v && !self.pairs[i].done).collect();
-            if members.is_empty() {
+            // The VF's VM-pairs, each the indices of its running paths.
+            let mut groups: Vec<(Ipv4Addr, u32, Vec<usize>)> = Vec::new();
+            for (i, p) in self.pairs.iter().enumerate() {
+                if p.vf != v || p.done {
+                    continue;
+                }
+                match groups.iter_mut().find(|g| g.0 == p.peer && g.1 == p.vm_pair) {
+                    Some(g) => g.2.push(i),
+                    None => groups.push((p.peer, p.vm_pair, vec![i])),
+                }
+            }
+            if groups.is_empty() {
                 continue;
             }
-            let mut sp: Vec<SenderPair> = members
+            let mut sp: Vec<SenderPair> = groups
                 .iter()
-                .map(|&i| {
-                    let p = &self.pairs[i];
-                    // A pair without a path yet has no rate: its demand is unknown, so it
-                    // counts as unbounded (it joins to send).
-                    let tx = if p.pair.phase() == Phase::Active { p.tx_bps } else { f64::INFINITY };
-                    SenderPair::new(tx, p.pair.phi_d())
+                .map(|(_, _, m)| {
+                    // The receiver answers every path with the VM-pair's admission: the
+                    // tightest any path last heard.
+                    let phi_d = m.iter().map(|&i| self.pairs[i].pair.phi_d()).fold(UNBOUND, f64::min);
+                    SenderPair::new(m.iter().map(|&i| tx(&self.pairs[i])).sum(), phi_d)
                 })
                 .collect();
             tokens::assign(spec.tokens, self.cfg.pair.b_u_bps, &mut sp);
-            for (k, &i) in members.iter().enumerate() {
-                self.pairs[i].pair.set_phi(sp[k].phi_s);
+            for (g, s) in groups.iter().zip(&sp) {
+                let rates: Vec<f64> = g.2.iter().map(|&i| tx(&self.pairs[i])).collect();
+                let per_path = tokens::assign_paths(s.phi_s, self.cfg.pair.b_u_bps, &rates);
+                for (&i, phi) in g.2.iter().zip(per_path) {
+                    self.pairs[i].pair.set_phi(phi);
+                }
             }
         }
         for p in &mut self.pairs {
@@ -285,6 +332,47 @@ impl UfabHost {
             p.pair.set_nic(Some(nic));
         }
         self.next_tokens = now + self.cfg.token_period_ns.max(1);
+    }
+
+    /// Pair `i`'s flow is done: it finishes its path, and its VM-pair has a path fewer, whose
+    /// others probe per L_w × those left.
+    fn finish_path(&mut self, i: usize) {
+        self.pairs[i].done = true;
+        self.pairs[i].pair.finish();
+        let live: Vec<usize> =
+            self.pairs[i].siblings.iter().copied().filter(|&j| !self.pairs[j].done).collect();
+        let l_w = self.cfg.pair.probe_every_bytes * live.len() as u64;
+        for j in live {
+            self.pairs[j].pair.set_probe_every_bytes(l_w);
+        }
+    }
+
+    /// Before pair `i` decides anything: the candidates its VM-pair's other paths are on (the
+    /// same candidate list: one VM-pair, one peer), for it to avoid.
+    fn sync_avoid(&mut self, i: usize) {
+        let p = &self.pairs[i];
+        if p.siblings.is_empty() {
+            return;
+        }
+        let mut mask = 0u64;
+        for &j in &p.siblings {
+            let q = &self.pairs[j];
+            if let Some(c) = q.pair.current_path().filter(|_| !q.done)
+                && let Some(k) = p.paths.iter().position(|r| *r == q.paths[c])
+                && k < 64
+            {
+                mask |= 1 << k;
+            }
+        }
+        self.pairs[i].pair.set_avoid(mask);
+    }
+
+    /// Whether one of `pairs` (running) is on `route`.
+    fn on_route(&self, pairs: &[usize], route: &[u16]) -> bool {
+        pairs.iter().any(|&j| {
+            let q = &self.pairs[j];
+            !q.done && q.pair.current_path().is_some_and(|c| q.paths[c] == route)
+        })
     }
 
     /// The pacer of pair `i`'s flow, from its window (0 while it may not send).
@@ -335,6 +423,14 @@ impl UfabHost {
             }
             let Some(y_q) = q.pair.current_path() else { continue };
             let route_y = &q.paths[y_q];
+            // Never onto a route another path of the same VM-pair is on (Appendix F: distinct
+            // underlay paths), nor between two paths of one VM-pair.
+            if p.siblings.contains(&qi)
+                || self.on_route(&p.siblings, route_y)
+                || self.on_route(&q.siblings, &p.paths[x])
+            {
+                continue;
+            }
             // Y among P's candidates, X among Q's, both as long as each other.
             let Some(y) = p.paths.iter().position(|r| r == route_y) else { continue };
             let Some(x_q) = q.paths.iter().position(|r| *r == p.paths[x]) else { continue };
@@ -392,6 +488,7 @@ impl UfabHost {
                     return;
                 }
                 let moves = self.pairs[i].pair.moves().len();
+                self.sync_avoid(i);
                 self.pairs[i].pair.handle_response(now, &r, ident, &mut self.gate);
                 self.after_event(i, moves, now);
                 self.try_swap(now, i);
@@ -406,27 +503,43 @@ impl UfabHost {
         let mut phi_d = UNBOUND;
         // A look carries no φ: admission counts the pair's probes only.
         if r.kind == UfabKind::Probe {
-            let vf = self.expected.get(&key).copied();
-            let e =
-                self.incoming.entry(key).or_insert(Incoming { vf, phi_s: 0.0, phi_d: UNBOUND, seen: now });
+            let (vf, vm_pair) = match self.expected.get(&key) {
+                Some(&(vf, g)) => (Some(vf), g),
+                None => (None, u32::from(sport)),
+            };
+            let e = self.incoming.entry(key).or_insert(Incoming {
+                vf,
+                vm_pair,
+                phi_s: 0.0,
+                phi_d: UNBOUND,
+                seen: now,
+            });
             e.phi_s = f64::from(r.phi_pair);
             e.seen = now;
             if let Some(vf) = vf
                 && let Some(spec) = self.vfs.get(vf)
             {
-                // Receiver admission among the VF's pairs that probed within 10 token periods.
+                // Receiver admission among the VF's VM-pairs that probed within 10 token
+                // periods, a VM-pair's demand the sum over its paths.
                 let horizon = 10 * self.cfg.token_period_ns.max(1);
-                let keys: Vec<(Ipv4Addr, u16)> = self
-                    .incoming
-                    .iter()
-                    .filter(|(_, x)| x.vf == Some(vf) && now.saturating_sub(x.seen) <= horizon)
-                    .map(|(k, _)| *k)
-                    .collect();
-                let demands: Vec<f64> = keys.iter().map(|k| self.incoming[k].phi_s).collect();
+                let mut groups: Vec<((Ipv4Addr, u32), f64)> = Vec::new();
+                for (k, x) in &self.incoming {
+                    if x.vf != Some(vf) || now.saturating_sub(x.seen) > horizon {
+                        continue;
+                    }
+                    match groups.iter_mut().find(|g| g.0 == (k.0, x.vm_pair)) {
+                        Some(g) => g.1 += x.phi_s,
+                        None => groups.push(((k.0, x.vm_pair), x.phi_s)),
+                    }
+                }
+                let demands: Vec<f64> = groups.iter().map(|g| g.1).collect();
                 let admitted = tokens::admit(spec.tokens, &demands);
-                for (k, d) in keys.iter().zip(admitted) {
-                    if let Some(x) = self.incoming.get_mut(k) {
-                        x.phi_d = d;
+                for (k, x) in self.incoming.iter_mut() {
+                    if x.vf != Some(vf) || now.saturating_sub(x.seen) > horizon {
+                        continue;
+                    }
+                    if let Some(j) = groups.iter().position(|g| g.0 == (k.0, x.vm_pair)) {
+                        x.phi_d = admitted[j];
                     }
                 }
                 phi_d = self.incoming[&key].phi_d;
@@ -506,8 +619,7 @@ impl Agent for UfabHost {
         self.rc.handle_timeout(now);
         for i in 0..self.pairs.len() {
             if !self.pairs[i].done && self.rc.acked_at(self.pairs[i].flow_id).is_some() {
-                self.pairs[i].done = true;
-                self.pairs[i].pair.finish();
+                self.finish_path(i);
             }
             // A flow with bytes left is never idle, however long its window holds it.
             if !self.pairs[i].done {
@@ -520,6 +632,7 @@ impl Agent for UfabHost {
             }
             if self.pairs[i].pair.poll_timeout().is_some_and(|t| t <= now) {
                 let moves = self.pairs[i].pair.moves().len();
+                self.sync_avoid(i);
                 self.pairs[i].pair.handle_timeout(now, &mut self.gate);
                 self.after_event(i, moves, now);
                 self.try_swap(now, i);
@@ -600,5 +713,134 @@ impl Agent for UfabHost {
         });
         let tokens = (!self.pairs.iter().all(|p| p.done)).then_some(self.next_tokens);
         self.rc.poll_timeout().into_iter().chain(pairs).chain(tokens).chain(self.until).min()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::HostConfig;
+    use crate::rc::{FlowCc, SenderConfig};
+    use wire::EthernetAddress;
+
+    const B_U: f64 = 100e6;
+    const SENDER: Ipv4Addr = Ipv4Addr::new(10, 0, 1, 2);
+    const RECEIVER: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 2);
+
+    fn host(ip: Ipv4Addr, vfs: Vec<VfSpec>) -> UfabHost {
+        let rc = RcHost::new(HostConfig {
+            ip,
+            mac: EthernetAddress([2, 0, 0, 0, 0, ip.octets()[2]]),
+            gateway_mac: EthernetAddress([2, 0, 0, 0, 1, 1]),
+            data_dscp: 0,
+            ctrl_dscp: 0,
+            data_ecn: 0,
+            data_priority: 0,
+            ctrl_priority: 0,
+            int_hops: None,
+            int_compact: false,
+            icrc: false,
+            write_payload: false,
+            cnp_interval_ns: 0,
+        });
+        let cfg = UfabHostConfig {
+            pair: PairConfig::new(0, B_U, 20_000),
+            freeze_rtts: 10,
+            weights: [1, 2, 5, 10, 20, 50, 100, 200],
+            token_period_ns: 32_000,
+            tc: 0,
+            line_rate_bps: 10e9,
+            seed: 1,
+        };
+        UfabHost::new(rc, cfg, vfs)
+    }
+
+    fn flow(id: u64) -> SendFlow {
+        SendFlow {
+            id,
+            peer: RECEIVER,
+            local_qp: id as u32 + 1,
+            cfg: SenderConfig {
+                size: 1 << 20,
+                mtu: 1000,
+                dest_qp: id as u32 + 1,
+                start_psn: 0,
+                overhead: 78,
+                window_packets: 1024,
+                ack_every: 1,
+                timeout_ns: 1 << 24,
+                retry_limit: 7,
+            },
+            cc: FlowCc::Fixed(10e9),
+            payload: None,
+        }
+    }
+
+    /// Appendix F at the sender: Algorithm 1 splits the VF's tokens over its VM-pairs (one of
+    /// two paths, one of one), then Algorithm 2 splits the two-path VM-pair's share over its
+    /// paths; each of its paths probes per 2·L_w, so the VM-pair probes once per L_w.
+    #[test]
+    fn a_vm_pairs_tokens_split_over_its_paths() {
+        let mut h = host(SENDER, vec![VfSpec { tokens: 60.0, class: 0 }]);
+        let paths = vec![vec![1, 0], vec![2, 0]];
+        for (id, vm_pair) in [(0, 1), (1, 1), (2, 3)] {
+            let pair_id = id as u16 + 1;
+            h.start_send(
+                0,
+                flow(id),
+                UfabFlow { vf: 0, pair_id, paths: paths.clone(), base_rtt_ns: 0, vm_pair },
+            );
+        }
+        // Nothing measured yet (no path): every VM-pair unbounded, the fair share each.
+        let phi = |h: &UfabHost, id| h.pair(id).unwrap().phi();
+        assert_eq!((phi(&h, 0), phi(&h, 1), phi(&h, 2)), (15.0, 15.0, 30.0));
+        let l_w = |h: &UfabHost, id| h.pair(id).unwrap().probe_every_bytes();
+        assert_eq!((l_w(&h, 0), l_w(&h, 1), l_w(&h, 2)), (8192, 8192, 4096));
+        // One path finished: the other probes per L_w again, and takes the VM-pair's share.
+        h.finish_path(1);
+        assert_eq!(l_w(&h, 0), 4096);
+        h.assign_tokens(1);
+        assert_eq!((phi(&h, 0), phi(&h, 2)), (30.0, 30.0));
+    }
+
+    /// Appendix F at the receiver: admission (Algorithm 1's receiver half) is per VM-pair, its
+    /// demand the sum of its paths' φ, and every path's response carries the VM-pair's φ_D.
+    /// Per path, the demands 15, 15 and 10 of 40 tokens would be admitted at 15 each; per
+    /// VM-pair (30 and 10) the two-path one is admitted 30.
+    #[test]
+    fn admission_is_per_vm_pair() {
+        let mut h = host(RECEIVER, vec![VfSpec { tokens: 40.0, class: 0 }]);
+        h.expect_path(SENDER, 1, 0, 1);
+        h.expect_path(SENDER, 2, 0, 1);
+        h.expect_path(SENDER, 3, 0, 3);
+        let mut phi_d = Vec::new();
+        for (pair_id, phi) in [(3u16, 10u32), (1, 15), (2, 15)] {
+            let r = UfabRepr {
+                kind: UfabKind::Probe,
+                n_hop: 0,
+                phi_pair: phi,
+                slots: 2,
+                hops: [wire::ufab::UfabHopRepr::default(); wire::ufab::MAX_HOPS],
+            };
+            let f = UdpFlow::host_udp(
+                EthernetAddress([2, 0, 0, 0, 0, 1]),
+                EthernetAddress([2, 0, 0, 0, 0, 2]),
+                SocketAddrV4::new(SENDER, pair_id),
+                SocketAddrV4::new(RECEIVER, wire::udp::port::UFAB),
+            );
+            let mut b = [0u8; 256];
+            let n = f.emit_with(r.buffer_len(), false, &mut b, |p| r.emit(p)).unwrap();
+            h.handle_packet(10, &b[..n]);
+            let mut out = [0u8; 256];
+            let n = h.poll_transmit(10, 0, &mut out).expect("a response");
+            let resp = UfabRepr::parse(&out[14 + 20 + 8..n]).unwrap();
+            assert_eq!(resp.kind, UfabKind::Response);
+            phi_d.push(resp.phi_pair);
+        }
+        // The last probe (path 2) saw both VM-pairs' demands: 30 for VM-pair 1.
+        assert_eq!(phi_d[2], 30, "{phi_d:?}");
+        assert_eq!(h.incoming[&(SENDER, 1)].phi_d, 30.0);
+        // VM-pair 3's 10 is under the share: unbound.
+        assert_eq!(h.incoming[&(SENDER, 3)].phi_d, UNBOUND);
     }
 }

@@ -92,6 +92,16 @@
 //!   runtime says so with [`VmPair::keep_alive`] while it has some), the pair sends finish
 //!   probes on it until a response shows every slot filled (every switch removed it), at most
 //!   `finish_tries` (5) times; then it gives up (counted; the switches' cleaning removes it).
+//! * **Several underlay paths per VM-pair** (Appendix F): a `VmPair` is one path's state; a
+//!   VM-pair of K paths is K of them, one connection each (the tenant spreads its traffic), its
+//!   tokens split by Algorithm 2 (the host's `assign_tokens`). What the paper leaves open:
+//!   **L_w is the VM-pair's** — each path probes per K·L_w of its own bytes, so the VM-pair
+//!   sends one probe per L_w as a one-path pair does (per path, §5.2 with two paths probed
+//!   1.7–1.9 % of the bytes instead of 1.2 %); **distinct routes** — a path chooses among the
+//!   qualified candidates its siblings are not on while there is one ([`VmPair::set_avoid`]),
+//!   and one that had to share leaves at its first look that finds a free qualified route
+//!   ([`MoveReason::Apart`], through the freeze window); a swap never lands a path on a
+//!   sibling's route.
 //! * **Reordering** (§3.5): with `no_reordering`, the first RTT on a new path carries probes only.
 //! * **Which response is which**: the runtime puts [`ProbeTx::ident`] (path index << 12 |
 //!   sequence) in the probe's IPv4 identification and the receiver echoes it.
@@ -282,6 +292,9 @@ pub enum MoveReason {
     /// One side of a swap between two pairs of a host (see the host's `try_swap`): a pair
     /// stuck on a violated path and one of its host's pairs to the same peer trade paths.
     Swap,
+    /// A path of a multi-path VM-pair on a route another of its paths is on, to a qualified
+    /// route none is on (Appendix F; [`VmPair::set_avoid`]).
+    Apart,
 }
 
 impl MoveReason {
@@ -293,6 +306,7 @@ impl MoveReason {
             Self::Better => "better",
             Self::Failed => "failed",
             Self::Swap => "swap",
+            Self::Apart => "apart",
         }
     }
 }
@@ -410,6 +424,9 @@ pub struct VmPair {
     /// A trigger-(i) migration was just given up (no other candidate qualified): the host may
     /// try a swap ([`take_stuck`](Self::take_stuck)).
     stuck: bool,
+    /// Candidates the VM-pair's other paths are on (bit i: path i), avoided while another is
+    /// qualified.
+    avoid: u64,
     /// The sender's own NIC link, as its host reports it ([`set_nic`](Self::set_nic)).
     nic: Option<LinkInfo>,
     /// The pair's w^l on it.
@@ -467,6 +484,7 @@ impl VmPair {
             pending_reason: None,
             migrating: None,
             stuck: false,
+            avoid: 0,
             nic: None,
             nic_w: 0.0,
             stats: PairStats::default(),
@@ -551,6 +569,26 @@ impl VmPair {
     /// Whether the pair is in the first stage of admission (w' below Eqn 3).
     pub fn ramping(&self) -> bool {
         self.ramp.is_some()
+    }
+
+    /// L_w of this path: data bytes between two probes. A VM-pair of K underlay paths probes
+    /// each per K·L_w of its bytes, so the VM-pair as a whole sends one probe per L_w (§4.1).
+    pub fn set_probe_every_bytes(&mut self, bytes: u64) {
+        self.cfg.probe_every_bytes = bytes.max(1);
+    }
+
+    /// L_w of this path ([`Self::set_probe_every_bytes`]).
+    pub fn probe_every_bytes(&self) -> u64 {
+        self.cfg.probe_every_bytes
+    }
+
+    /// The candidates (bit i: path i) the VM-pair's other underlay paths are on (Appendix F):
+    /// this path chooses among the qualified candidates not in `mask` while there is one, so a
+    /// VM-pair's paths are distinct underlay paths where the fabric has room for that; one that
+    /// had to share a route leaves it for the first qualified free one its periodic looks find
+    /// ([`MoveReason::Apart`]).
+    pub fn set_avoid(&mut self, mask: u64) {
+        self.avoid = mask;
     }
 
     /// Whether a trigger-(i) migration was given up since the last call (every other candidate
@@ -958,11 +996,18 @@ impl VmPair {
         }
     }
 
-    /// A look at candidate `i` while on a path: trigger (ii).
+    /// A look at candidate `i` while on a path: trigger (ii); and for a path of a multi-path
+    /// VM-pair that shares its route with another of its paths, a qualified route none of them
+    /// is on ([`MoveReason::Apart`], through the host's freeze window).
     fn judge_better(&mut self, now: u64, i: usize, gate: &mut MigrationGate) {
         let (Some(c), Some(links)) = (self.current, self.path_links(i)) else { return };
         let phi = self.phi.max(1e-9);
         if !rate::qualified(phi, self.cfg.b_u_bps, &links, true) {
+            self.better = None;
+            return;
+        }
+        let avoided = |k: usize| k < 64 && self.avoid & (1 << k) != 0;
+        if avoided(c) && !avoided(i) && self.move_to(now, i, MoveReason::Apart, gate) {
             self.better = None;
             return;
         }
@@ -1054,11 +1099,15 @@ impl VmPair {
         cands
     }
 
-    /// A qualified candidate, drawn among those within `prefer_within` of the least subscribed.
+    /// A qualified candidate, drawn among those within `prefer_within` of the least subscribed;
+    /// of those the VM-pair's other paths are not on ([`Self::set_avoid`]) if any is qualified.
     fn pick_qualified(&mut self, cands: &[(usize, f64, bool)]) -> Option<usize> {
-        let min = cands.iter().filter(|c| c.2).map(|c| c.1).reduce(f64::min)?;
+        let avoided = |i: usize| i < 64 && self.avoid & (1 << i) != 0;
+        let free = cands.iter().any(|c| c.2 && !avoided(c.0));
+        let ok = |c: &&(usize, f64, bool)| c.2 && !(free && avoided(c.0));
+        let min = cands.iter().filter(ok).map(|c| c.1).reduce(f64::min)?;
         let near: Vec<usize> =
-            cands.iter().filter(|c| c.2 && c.1 <= min + self.cfg.prefer_within).map(|c| c.0).collect();
+            cands.iter().filter(ok).filter(|c| c.1 <= min + self.cfg.prefer_within).map(|c| c.0).collect();
         Some(near[(self.draw() % near.len() as u64) as usize])
     }
 
@@ -1203,6 +1252,21 @@ mod tests {
         assert_eq!(pr.len(), 1);
         assert_eq!((pr[0].path, pr[0].pair_id, pr[0].phi, pr[0].kind), (1, 7, 2, UfabKind::Probe));
         assert_eq!(pr[0].windows[0], UfabHopRepr::encode_window(6000));
+    }
+
+    /// A path of a multi-path VM-pair (Appendix F) avoids the candidates its siblings are on
+    /// while another is qualified: path 0 (Φ_l 2) is the least subscribed but a sibling's, so
+    /// it takes path 1 (Φ_l 4); with path 1 not qualified either (Φ_l 8), it shares path 0.
+    #[test]
+    fn a_path_avoids_its_siblings_candidates_while_another_qualifies() {
+        for (phi_1, want) in [(4, 1), (8, 0)] {
+            let (mut p, mut g) = pair(2);
+            p.set_avoid(0b01);
+            let looks = all(&mut p, 0);
+            respond(&mut p, 1000, &looks[0], &[L(2, 0, 0.0, 0); 2], &mut g);
+            respond(&mut p, 1000, &looks[1], &[L(phi_1, 0, 0.0, 0); 2], &mut g);
+            assert_eq!(p.current_path(), Some(want), "path 1 at Φ_l {phi_1}");
+        }
     }
 
     fn joined() -> (VmPair, MigrationGate, u64) {
@@ -1499,5 +1563,39 @@ mod tests {
         assert_eq!(p.current_path(), Some(1), "moved at {now}");
         assert_eq!(p.moves().last().unwrap().2, MoveReason::Better);
         assert!(now >= 1_000_000, "not before better_for_ns: {now}");
+    }
+
+    /// A path of a multi-path VM-pair that had to share its route with another of its paths
+    /// leaves it at its first look that finds a qualified route none of them is on, at once
+    /// (not after `better_for_ns`), and only then: no better Eqn (3) window is needed.
+    #[test]
+    fn a_path_sharing_its_siblings_route_moves_apart_when_it_can() {
+        let mut cfg = PairConfig::new(7, BU, T);
+        cfg.look_every_ns = 100_000;
+        let mut p = VmPair::new(cfg, &[2, 2], 2.0, 0, 1);
+        let mut g = MigrationGate::new(1, 3);
+        let looks = all(&mut p, 0);
+        respond(&mut p, 1000, &looks[0], &[L(2, 0, 0.0, 0); 2], &mut g);
+        respond(&mut p, 1000, &looks[1], &[L(6, 0, 0.0, 0); 2], &mut g);
+        assert_eq!(p.current_path(), Some(0));
+        // A sibling is on path 0 too; path 1 is not qualified (Φ_l 8 + 2 > 9.5), then it is.
+        p.set_avoid(0b01);
+        let mut now = 1000;
+        let mut phi_1 = 8;
+        while now < 2_000_000 && p.current_path() == Some(0) {
+            if now >= 500_000 {
+                phi_1 = 4;
+            }
+            for t in all(&mut p, now) {
+                let links = if t.path == 0 { [L(4, 8000, 4.0, 0); 2] } else { [L(phi_1, 8000, 4.0, 0); 2] };
+                respond(&mut p, now + T, &t, &links, &mut g);
+            }
+            p.on_sent(now, 4096);
+            now += 50_000;
+            p.handle_timeout(now, &mut g);
+        }
+        assert_eq!(p.current_path(), Some(1), "moved at {now}");
+        assert_eq!(p.moves().last().unwrap().2, MoveReason::Apart);
+        assert!((500_000..=700_000).contains(&now), "at the first look after path 1 qualified: {now}");
     }
 }

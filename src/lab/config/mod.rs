@@ -69,6 +69,8 @@
 //! start_ns = 0
 //! # guarantee = "2G"         # µFAB: the flow is a VF of one VM-pair with this guarantee
 //! # class = 0                #   (default [ufab] guarantee), in weighted queue `class` (0..8)
+//! # paths = 1                # µFAB: the VM-pair's underlay paths (Appendix F): the tenant
+//!                            #   spreads it over this many connections, size/paths each
 //!
 //! [ufab]                     # optional, cc = "ufab": µFAB-E's settings
 //! b_u = "100M"               # B_u, bandwidth per token
@@ -82,6 +84,7 @@
 //! token_period_ns = 32000    # Algorithm 1's period
 //! idle_finish_us = 10000     # an idle pair finishes its path
 //! weights = [1, 2, 5, 10, 20, 50, 100, 200]  # the 8 weighted VF queues (a flow's class)
+//! paths = 1                  # underlay paths per VM-pair for flows that name none (App. F)
 //!
 //! [[failure]]                # optional: switch 8 fails at 90 ms (drops every frame, counted;
 //! switch = 8                 #   its neighbours' ports to it go down: `port down PORT`, and
@@ -208,6 +211,9 @@ pub struct FlowSpec {
     pub guarantee_bps: Option<u64>,
     /// µFAB: its VF's weighted queue (0..8).
     pub class: u8,
+    /// µFAB: the VM-pair this flow is one path of (Appendix F), the `[[flow]]` it came from
+    /// (`paths` > 1 splits one into that many flows); `None`: a VM-pair of its own, one path.
+    pub vm_pair: Option<u32>,
 }
 
 /// µFAB's settings of a run (`[ufab]`; used when `cc = "ufab"`).
@@ -480,6 +486,7 @@ struct RawUfab {
     token_period_ns: Option<u64>,
     idle_finish_us: Option<u64>,
     weights: Option<Vec<u64>>,
+    paths: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -632,6 +639,7 @@ struct RawFlow {
     start_ns: u64,
     guarantee: Option<String>,
     class: Option<u8>,
+    paths: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -642,6 +650,27 @@ struct RawPoisson {
     hosts: Option<Vec<usize>>,
     start_ns: Option<u64>,
     stop_ns: Option<u64>,
+}
+
+/// Most underlay paths of one µFAB VM-pair (`[[flow]] paths`).
+pub const MAX_PAIR_PATHS: u32 = 8;
+
+/// `f` as the flows of a VM-pair of `paths` underlay paths (Appendix F), VM-pair `id`, into
+/// `out`: the tenant spreads its bytes over one connection per path evenly (the first ones take
+/// the remainder). One path: `f` itself.
+fn split_paths(f: FlowSpec, paths: u32, id: u32, out: &mut Vec<FlowSpec>) -> Result<(), String> {
+    if paths == 0 || paths > MAX_PAIR_PATHS || u64::from(paths) > f.size {
+        return Err(format!("1 to {MAX_PAIR_PATHS} underlay paths, at most one per byte"));
+    }
+    let n = u64::from(paths);
+    for k in 0..n {
+        out.push(FlowSpec {
+            size: f.size / n + u64::from(k < f.size % n),
+            vm_pair: (paths > 1).then_some(id),
+            ..f
+        });
+    }
+    Ok(())
 }
 
 /// Largest flow (2^50 bytes, 1 PiB): the ideal FCT and the byte counters stay far from
@@ -1040,7 +1069,15 @@ impl LabConfig {
                             format!("host {s} is also the destination"),
                         ));
                     }
-                    flows.push(FlowSpec { src, dst, size: f.size, start_ns, guarantee_bps: None, class: 0 });
+                    flows.push(FlowSpec {
+                        src,
+                        dst,
+                        size: f.size,
+                        start_ns,
+                        guarantee_bps: None,
+                        class: 0,
+                        vm_pair: None,
+                    });
                 }
             }
         }
@@ -1063,7 +1100,18 @@ impl LabConfig {
                     format!("{class}: one of the 8 weighted queues, 0..=7"),
                 ));
             }
-            flows.push(FlowSpec { src, dst, size: f.size, start_ns: f.start_ns, guarantee_bps, class });
+            let paths = f.paths.or(raw.ufab.as_ref().and_then(|u| u.paths)).unwrap_or(1);
+            let spec = FlowSpec {
+                src,
+                dst,
+                size: f.size,
+                start_ns: f.start_ns,
+                guarantee_bps,
+                class,
+                vm_pair: None,
+            };
+            split_paths(spec, paths, i as u32, &mut flows)
+                .map_err(|why| err("flow", Some(i), "paths", format!("{paths}: {why}")))?;
         }
         for (i, w) in raw.poisson.iter().enumerate() {
             let cdf = match w.cdf.as_str() {
@@ -1349,6 +1397,27 @@ impl LabConfig {
     /// µFAB's responses and ACKs do not either).
     pub fn ack_high_priority(&self) -> bool {
         self.ack_high_priority.unwrap_or(self.cc != Cc::Hpcc)
+    }
+
+    /// µFAB (`--paths`): every flow that is a VM-pair of one path becomes a VM-pair of `paths`
+    /// underlay paths (Appendix F), one connection per path, the bytes spread evenly. Flows the
+    /// file already split keep theirs.
+    pub fn set_pair_paths(&mut self, paths: u32) -> Result<(), String> {
+        if paths == 0 || paths > MAX_PAIR_PATHS {
+            return Err(format!("{paths}: 1 to {MAX_PAIR_PATHS} underlay paths"));
+        }
+        let mut next = self.flows.iter().filter_map(|f| f.vm_pair).max().map_or(0, |m| m + 1);
+        let mut out = Vec::with_capacity(self.flows.len() * paths as usize);
+        for (i, &f) in self.flows.iter().enumerate() {
+            if f.vm_pair.is_some() {
+                out.push(f);
+                continue;
+            }
+            split_paths(f, paths, next, &mut out).map_err(|why| format!("flow {i}: {paths} paths: {why}"))?;
+            next += 1;
+        }
+        self.flows = out;
+        Ok(())
     }
 
     /// Run under `cc` instead (`--cc`, `lab compare`): switches whose program the file left to

@@ -128,3 +128,30 @@ fn incast_bursts_repeat_every_period() {
         LabConfig::parse(std::path::Path::new("burst.toml"), &text("repeat = 2\n")).unwrap_err().to_string();
     assert!(e.contains("incast[0].period_ns"), "{e}");
 }
+
+/// µFAB's multi-path VM-pairs (Appendix F): `paths` splits a flow into one connection per path,
+/// its bytes spread evenly, all of one VM-pair; `[ufab] paths` is the default of flows that
+/// name none; `set_pair_paths` (`--paths`) splits the one-path ones; out of range is refused
+/// naming the key.
+#[test]
+fn paths_split_a_vm_pair_into_connections() {
+    let p = Path::new("m.toml");
+    let flow = |extra: &str| format!("[[flow]]\nsrc = 0\ndst = 1\nsize = 1001\nstart_ns = 5\n{extra}");
+    let c = LabConfig::parse(p, &format!("{OK}{}{}", flow("paths = 3\n"), flow(""))).unwrap();
+    let sizes: Vec<(u64, Option<u32>)> = c.flows.iter().map(|f| (f.size, f.vm_pair)).collect();
+    assert_eq!(sizes, [(334, Some(0)), (334, Some(0)), (333, Some(0)), (1001, None)]);
+    let c =
+        LabConfig::parse(p, &format!("{OK}[ufab]\npaths = 2\n{}{}", flow("paths = 1\n"), flow(""))).unwrap();
+    let sizes: Vec<(u64, Option<u32>)> = c.flows.iter().map(|f| (f.size, f.vm_pair)).collect();
+    assert_eq!(sizes, [(1001, None), (501, Some(1)), (500, Some(1))]);
+    let mut c = LabConfig::parse(p, &format!("{OK}{}{}", flow("paths = 2\n"), flow(""))).unwrap();
+    c.set_pair_paths(2).unwrap();
+    let sizes: Vec<(u64, Option<u32>)> = c.flows.iter().map(|f| (f.size, f.vm_pair)).collect();
+    assert_eq!(sizes, [(501, Some(0)), (500, Some(0)), (501, Some(1)), (500, Some(1))]);
+    assert!(c.clone().set_pair_paths(9).is_err());
+    for bad in ["paths = 0\n", "paths = 9\n"] {
+        let e = LabConfig::parse(p, &format!("{OK}{}", flow(bad))).unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (14, "flow[0].paths"), "{e}");
+        assert!(e.reason.contains("1 to 8 underlay paths"), "{e}");
+    }
+}

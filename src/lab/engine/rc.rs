@@ -59,6 +59,9 @@ pub(super) struct Workload {
     /// µFAB runs: per flow, its candidate source routes, its pair ID and its base RTT (with the
     /// frames as µFAB sends them, as `base_rtt_ns`, the reference RTT, is).
     ufab_routes: Vec<(Vec<Vec<u16>>, u16, u64)>,
+    /// µFAB runs: per flow, the first flow of its VM-pair (itself unless `[[flow]] paths` split
+    /// one VM-pair into several flows, one per underlay path): a VM-pair is one VF.
+    ufab_leader: Vec<usize>,
 }
 
 impl Workload {
@@ -127,7 +130,11 @@ impl Workload {
                 ufab_routes.push((routes.clone(), id, rtt));
             }
         }
-        Ok(Self { int_hops, data_frame_len, n_flows, base_rtt_ns, pair_rtt_ns, ufab_routes })
+        let mut first: std::collections::HashMap<u32, usize> = Default::default();
+        let ufab_leader = (0..cfg.flows.len())
+            .map(|i| cfg.flows[i].vm_pair.map_or(i, |g| *first.entry(g).or_insert(i)))
+            .collect();
+        Ok(Self { int_hops, data_frame_len, n_flows, base_rtt_ns, pair_rtt_ns, ufab_routes, ufab_leader })
     }
 
     /// The largest frame a host sends.
@@ -253,20 +260,29 @@ impl Workload {
             line_rate_bps: rate as f64,
             seed: cfg.seed ^ (h as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
         };
+        // One VF per VM-pair it sends or receives (its first flow's guarantee and class); the
+        // VM-pair's other flows are more paths of it.
         let mut vfs = Vec::new();
+        let mut vf_of = vec![usize::MAX; cfg.flows.len()];
         let mut expect = Vec::new();
         for (fi, f) in cfg.flows.iter().enumerate() {
-            if f.src == h || f.dst == h {
+            if f.src != h && f.dst != h {
+                continue;
+            }
+            let lead = self.ufab_leader[fi];
+            if lead == fi {
                 let g = f.guarantee_bps.unwrap_or(u.guarantee_bps) as f64;
                 vfs.push(VfSpec { tokens: g / u.b_u_bps, class: usize::from(f.class) });
-                if f.dst == h {
-                    expect.push((host_ip(f.src), self.ufab_routes[fi].1, vfs.len() - 1));
-                }
+                vf_of[fi] = vfs.len() - 1;
+            }
+            if f.dst == h {
+                let vm_pair = u32::from(self.ufab_routes[lead].1);
+                expect.push((host_ip(f.src), self.ufab_routes[fi].1, vf_of[lead], vm_pair));
             }
         }
         let mut host = UfabHost::new(rc, host_cfg, vfs);
-        for (src, id, vf) in expect {
-            host.expect_pair(src, id, vf);
+        for (src, id, vf, vm_pair) in expect {
+            host.expect_path(src, id, vf, vm_pair);
         }
         host
     }
@@ -274,9 +290,13 @@ impl Workload {
     /// Flow `fi`'s µFAB side at its sending host.
     pub(super) fn ufab_flow(&self, cfg: &LabConfig, fi: usize) -> UfabFlow {
         let f = &cfg.flows[fi];
-        // The VF index at the sender: flows it sends or receives, in flow order.
-        let vf = cfg.flows[..fi].iter().filter(|g| g.src == f.src || g.dst == f.src).count();
+        // The VF index at the sender: the VM-pairs it sends or receives, in flow order (as
+        // `ufab_host` numbers them).
+        let lead = self.ufab_leader[fi];
+        let vf = (0..lead)
+            .filter(|&j| self.ufab_leader[j] == j && (cfg.flows[j].src == f.src || cfg.flows[j].dst == f.src))
+            .count();
         let (paths, pair_id, base_rtt_ns) = self.ufab_routes[fi].clone();
-        UfabFlow { vf, pair_id, paths, base_rtt_ns }
+        UfabFlow { vf, pair_id, paths, base_rtt_ns, vm_pair: u32::from(self.ufab_routes[lead].1) }
     }
 }
