@@ -1531,35 +1531,45 @@ mod tests {
         assert!(all(&mut p, t + 1).iter().any(is_look));
     }
 
-    /// Trigger (ii): a qualified candidate whose Eqn (3) window beats the current one by more
-    /// than 10 % for `better_for_ns` draws the pair over.
-    #[test]
-    fn a_persistently_better_path_draws_the_pair() {
+    /// A pair on path 0 of two (joined at Φ_l 2 against 6), looking at the other every 100 µs,
+    /// with trigger (ii) after `better_for_ns`.
+    fn exploring(better_for_ns: u64) -> (VmPair, MigrationGate) {
         let mut cfg = PairConfig::new(7, BU, T);
         cfg.look_every_ns = 100_000;
-        cfg.better_for_ns = 1_000_000;
+        cfg.better_for_ns = better_for_ns;
         let mut p = VmPair::new(cfg, &[2, 2], 2.0, 0, 1);
         let mut g = MigrationGate::new(1, 3);
         let looks = all(&mut p, 0);
         respond(&mut p, 1000, &looks[0], &[L(2, 0, 0.0, 0); 2], &mut g);
         respond(&mut p, 1000, &looks[1], &[L(6, 0, 0.0, 0); 2], &mut g);
         assert_eq!(p.current_path(), Some(0));
-        // Path 0 gets busy (a queue), path 1 stays idle.
-        let busy = [L(8, 60_000, 9.5, 20_000); 2];
-        let idle = [L(1, 1000, 0.5, 0); 2];
+        (p, g)
+    }
+
+    /// Send and answer every probe and look with `links(now, path)` every 50 µs until the pair
+    /// leaves path 0 (or 2 ms pass); when it did.
+    fn until_it_moves(p: &mut VmPair, g: &mut MigrationGate, links: impl Fn(u64, usize) -> [L; 2]) -> u64 {
         let mut now = 1000;
         while now < 2_000_000 && p.current_path() == Some(0) {
-            for t in all(&mut p, now) {
-                if t.path == 0 {
-                    respond(&mut p, now + T, &t, &busy, &mut g)
-                } else {
-                    respond(&mut p, now + T, &t, &idle, &mut g)
-                }
+            for t in all(p, now) {
+                respond(p, now + T, &t, &links(now, t.path), g);
             }
             p.on_sent(now, 4096);
             now += 50_000;
-            p.handle_timeout(now, &mut g);
+            p.handle_timeout(now, g);
         }
+        now
+    }
+
+    /// Trigger (ii): a qualified candidate whose Eqn (3) window beats the current one by more
+    /// than 10 % for `better_for_ns` draws the pair over.
+    #[test]
+    fn a_persistently_better_path_draws_the_pair() {
+        let (mut p, mut g) = exploring(1_000_000);
+        // Path 0 gets busy (a queue), path 1 stays idle.
+        let busy = [L(8, 60_000, 9.5, 20_000); 2];
+        let idle = [L(1, 1000, 0.5, 0); 2];
+        let now = until_it_moves(&mut p, &mut g, |_, path| if path == 0 { busy } else { idle });
         assert_eq!(p.current_path(), Some(1), "moved at {now}");
         assert_eq!(p.moves().last().unwrap().2, MoveReason::Better);
         assert!(now >= 1_000_000, "not before better_for_ns: {now}");
@@ -1570,30 +1580,13 @@ mod tests {
     /// (not after `better_for_ns`), and only then: no better Eqn (3) window is needed.
     #[test]
     fn a_path_sharing_its_siblings_route_moves_apart_when_it_can() {
-        let mut cfg = PairConfig::new(7, BU, T);
-        cfg.look_every_ns = 100_000;
-        let mut p = VmPair::new(cfg, &[2, 2], 2.0, 0, 1);
-        let mut g = MigrationGate::new(1, 3);
-        let looks = all(&mut p, 0);
-        respond(&mut p, 1000, &looks[0], &[L(2, 0, 0.0, 0); 2], &mut g);
-        respond(&mut p, 1000, &looks[1], &[L(6, 0, 0.0, 0); 2], &mut g);
-        assert_eq!(p.current_path(), Some(0));
+        let (mut p, mut g) = exploring(30_000_000_000);
         // A sibling is on path 0 too; path 1 is not qualified (Φ_l 8 + 2 > 9.5), then it is.
         p.set_avoid(0b01);
-        let mut now = 1000;
-        let mut phi_1 = 8;
-        while now < 2_000_000 && p.current_path() == Some(0) {
-            if now >= 500_000 {
-                phi_1 = 4;
-            }
-            for t in all(&mut p, now) {
-                let links = if t.path == 0 { [L(4, 8000, 4.0, 0); 2] } else { [L(phi_1, 8000, 4.0, 0); 2] };
-                respond(&mut p, now + T, &t, &links, &mut g);
-            }
-            p.on_sent(now, 4096);
-            now += 50_000;
-            p.handle_timeout(now, &mut g);
-        }
+        let now = until_it_moves(&mut p, &mut g, |now, path| {
+            let phi_l = if path == 0 || now >= 500_000 { 4 } else { 8 };
+            [L(phi_l, 8000, 4.0, 0); 2]
+        });
         assert_eq!(p.current_path(), Some(1), "moved at {now}");
         assert_eq!(p.moves().last().unwrap().2, MoveReason::Apart);
         assert!((500_000..=700_000).contains(&now), "at the first look after path 1 qualified: {now}");
