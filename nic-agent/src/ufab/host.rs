@@ -285,14 +285,16 @@ impl UfabHost {
         for (v, spec) in self.vfs.iter().enumerate() {
             // The VF's VM-pairs, each the indices of its running paths.
             let mut groups: Vec<(Ipv4Addr, u32, Vec<usize>)> = Vec::new();
+            let mut index: HashMap<(Ipv4Addr, u32), usize> = HashMap::new();
             for (i, p) in self.pairs.iter().enumerate() {
                 if p.vf != v || p.done {
                     continue;
                 }
-                match groups.iter_mut().find(|g| g.0 == p.peer && g.1 == p.vm_pair) {
-                    Some(g) => g.2.push(i),
-                    None => groups.push((p.peer, p.vm_pair, vec![i])),
-                }
+                let g = *index.entry((p.peer, p.vm_pair)).or_insert_with(|| {
+                    groups.push((p.peer, p.vm_pair, Vec::new()));
+                    groups.len() - 1
+                });
+                groups[g].2.push(i);
             }
             if groups.is_empty() {
                 continue;
@@ -522,24 +524,25 @@ impl UfabHost {
                 // Receiver admission among the VF's VM-pairs that probed within 10 token
                 // periods, a VM-pair's demand the sum over its paths.
                 let horizon = 10 * self.cfg.token_period_ns.max(1);
-                let mut groups: Vec<((Ipv4Addr, u32), f64)> = Vec::new();
+                let mut demands: Vec<f64> = Vec::new();
+                let mut index: HashMap<(Ipv4Addr, u32), usize> = HashMap::new();
                 for (k, x) in &self.incoming {
                     if x.vf != Some(vf) || now.saturating_sub(x.seen) > horizon {
                         continue;
                     }
-                    match groups.iter_mut().find(|g| g.0 == (k.0, x.vm_pair)) {
-                        Some(g) => g.1 += x.phi_s,
-                        None => groups.push(((k.0, x.vm_pair), x.phi_s)),
-                    }
+                    let g = *index.entry((k.0, x.vm_pair)).or_insert_with(|| {
+                        demands.push(0.0);
+                        demands.len() - 1
+                    });
+                    demands[g] += x.phi_s;
                 }
-                let demands: Vec<f64> = groups.iter().map(|g| g.1).collect();
                 let admitted = tokens::admit(spec.tokens, &demands);
                 for (k, x) in self.incoming.iter_mut() {
-                    if x.vf != Some(vf) || now.saturating_sub(x.seen) > horizon {
-                        continue;
-                    }
-                    if let Some(j) = groups.iter().position(|g| g.0 == (k.0, x.vm_pair)) {
-                        x.phi_d = admitted[j];
+                    if let Some(&g) = index.get(&(k.0, x.vm_pair))
+                        && x.vf == Some(vf)
+                        && now.saturating_sub(x.seen) <= horizon
+                    {
+                        x.phi_d = admitted[g];
                     }
                 }
                 phi_d = self.incoming[&key].phi_d;

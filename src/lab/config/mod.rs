@@ -84,7 +84,9 @@
 //! token_period_ns = 32000    # Algorithm 1's period
 //! idle_finish_us = 10000     # an idle pair finishes its path
 //! weights = [1, 2, 5, 10, 20, 50, 100, 200]  # the 8 weighted VF queues (a flow's class)
-//! paths = 1                  # underlay paths per VM-pair for flows that name none (App. F)
+//! paths = 1                  # underlay paths per VM-pair of the [[flow]]s that name none (App. F;
+//!                            #   `lab run --paths K` splits every one-path flow, incasts and
+//!                            #   Poisson arrivals too)
 //!
 //! [[failure]]                # optional: switch 8 fails at 90 ms (drops every frame, counted;
 //! switch = 8                 #   its neighbours' ports to it go down: `port down PORT`, and
