@@ -31,6 +31,8 @@ fn bad_arguments_exit_2_before_any_io() {
         (&["--timeout-ms", "0"], "--timeout-ms"),
         (&["--base-rtt-us", "0"], "--base-rtt-us"),
         (&["--rate-gbps", "inf"], "--rate-gbps"),
+        (&["--cc", "ufab", "--guarantee-gbps", "1", "--route", "1", "--paths", "9"], "--paths"),
+        (&["--paths", "2"], "--paths"),
     ] {
         let (code, err, took) = send(extra);
         assert_eq!(code, 2, "{extra:?}: {err}");
@@ -49,6 +51,12 @@ fn bad_arguments_exit_2_before_any_io() {
         assert!(err.contains("--size"), "{err}");
         assert!(took < Duration::from_secs(2));
     }
+    // recv: one VM-pair's paths are one set of flows, not more flows besides.
+    let mut a = v.clone();
+    a.extend_from_slice(&["100", "--paths", "2", "--flows", "2"]);
+    let (code, err, _) = run(&a);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--paths") || err.contains("--flows"), "{err}");
     // A good command line on an interface that does not exist fails at run time: exit 1.
     let (code, err, _) = send(&["--deadline-s", "1"]);
     assert_eq!(code, 1, "{err}");

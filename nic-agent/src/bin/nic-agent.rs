@@ -11,7 +11,8 @@
 //! of the BTH). HPCC++ paces it from the INT the receiver reflects in its ACKs; DCQCN from
 //! CNPs; `fixed` at the line rate; `ufab` as a µFAB-E VM-pair (`--guarantee-gbps`, one
 //! `--route` per candidate path through `ufab` switches: its window from probe responses; the
-//! receiver answers probes with `recv --ufab`, and takes several flows with `--flows`). There
+//! receiver answers probes with `recv --ufab`, and takes several flows with `--flows`; a
+//! VM-pair over several paths, Appendix F, is `send --paths K` and `recv --paths K`). There
 //! is no CM exchange: both sides are given the QP
 //! numbers and the first PSN (defaults match), as two RNICs a test has connected by hand. The
 //! next hop's MAC is found by ARP. Each side prints one summary line and exits 0 when the
@@ -135,6 +136,13 @@ enum Cmd {
         /// µFAB: the pair ID its probes carry (their UDP source port), 1..=32767.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=32767))]
         pair_id: u16,
+        /// µFAB: the VM-pair's underlay paths (Appendix F): the file goes as this many
+        /// connections, its bytes split evenly (path k: QPs `--sender-qp` plus k to
+        /// `--receiver-qp` plus k, pair ID `--pair-id` plus k), each choosing among the
+        /// `--route`s; Algorithm 2 splits the guarantee's tokens over them. The receiver takes
+        /// them with `recv --paths`.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8))]
+        paths: u32,
         /// Print `progress UNIX_US ACKED_BYTES ACKED_FRAME_BYTES` this often, milliseconds, and
         /// once at the end: wall-clock time (so that the progress of senders in different
         /// processes lines up), the data acknowledged, and the bytes of the frames that carried
@@ -159,6 +167,10 @@ enum Cmd {
         /// `--receiver-qp` + k, written to `--out` (k = 0) or `--out`.k (1..=64).
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
         flows: u32,
+        /// One µFAB VM-pair over this many paths (`send --paths`): `--size` bytes split over as
+        /// many flows as the sender splits them, written to `--out` in order (1..=8).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8), conflicts_with = "flows")]
+        paths: u32,
     },
 }
 
@@ -211,6 +223,15 @@ struct UfabOpts {
     routes: Vec<Vec<u16>>,
     b_u_mbps: f64,
     pair_id: u16,
+    paths: u32,
+}
+
+/// The bytes of path `k` of `paths` when `size` bytes are split evenly, the first paths taking
+/// the remainder (as the lab splits a flow): its offset and length.
+fn path_share(size: u64, paths: u32, k: u32) -> (u64, u64) {
+    let (n, k) = (u64::from(paths.max(1)), u64::from(k));
+    let len = size / n + u64::from(k < size % n);
+    (k * (size / n) + k.min(size % n), len)
 }
 
 fn rtt_factor(s: &str) -> Result<f64, String> {
@@ -340,24 +361,40 @@ fn send(
             min_interval_ns: (hawkeye.interval_ms * 1e6) as u64,
         });
     }
-    let flow = SendFlow {
-        id: 0,
-        peer: c.peer,
-        local_qp: c.sender_qp,
-        cfg: SenderConfig {
-            size,
-            mtu: usize::from(c.mtu),
-            dest_qp: c.receiver_qp,
-            start_psn: c.start_psn,
-            overhead,
-            window_packets: 4096,
-            ack_every: 1,
-            timeout_ns: (timeout_ms * 1e6) as u64,
-            retry_limit: 7,
-        },
-        cc: flow_cc,
-        payload: Some(data.into()),
-    };
+    let paths = if cc == CcName::Ufab { ufab.paths.max(1) } else { 1 };
+    if u32::from(ufab.pair_id) + paths - 1 > 32767
+        || c.sender_qp + paths - 1 > 0xff_ffff
+        || c.receiver_qp + paths - 1 > 0xff_ffff
+    {
+        bail!("--paths {paths}: --pair-id, --sender-qp and --receiver-qp + {} must stay in range", paths - 1);
+    }
+    if size < u64::from(paths) {
+        bail!("--paths {paths}: the file has {size} bytes, fewer than one per path");
+    }
+    // One connection per path, the file split evenly (path k from QP sender_qp + k).
+    let flows: Vec<SendFlow> = (0..paths)
+        .map(|k| {
+            let (at, len) = path_share(size, paths, k);
+            SendFlow {
+                id: u64::from(k),
+                peer: c.peer,
+                local_qp: c.sender_qp + k,
+                cfg: SenderConfig {
+                    size: len,
+                    mtu: usize::from(c.mtu),
+                    dest_qp: c.receiver_qp + k,
+                    start_psn: c.start_psn,
+                    overhead,
+                    window_packets: 4096,
+                    ack_every: 1,
+                    timeout_ns: (timeout_ms * 1e6) as u64,
+                    retry_limit: 7,
+                },
+                cc: flow_cc.clone(),
+                payload: Some(data[at as usize..(at + len) as usize].into()),
+            }
+        })
+        .collect();
     let deadline = (c.deadline_s * 1e9) as u64;
     let mut wrapped;
     let agent: &RcHost = if cc == CcName::Ufab {
@@ -378,34 +415,40 @@ fn send(
             seed: u64::from(ufab.pair_id),
         };
         wrapped = UfabHost::new(agent, cfg, vec![VfSpec { tokens: g * 1e9 / b_u, class: 0 }]);
-        let uf = UfabFlow {
-            vf: 0,
-            pair_id: ufab.pair_id,
-            paths: ufab.routes.clone(),
-            base_rtt_ns: t,
-            vm_pair: u32::from(ufab.pair_id),
-        };
-        wrapped.start_send(host.now(), flow, uf);
+        for (k, flow) in (0u16..).zip(flows) {
+            let uf = UfabFlow {
+                vf: 0,
+                pair_id: ufab.pair_id + k,
+                paths: ufab.routes.clone(),
+                base_rtt_ns: t,
+                vm_pair: u32::from(ufab.pair_id),
+            };
+            wrapped.start_send(host.now(), flow, uf);
+        }
         host.run(&mut wrapped, |a, now| {
             let done = a.rc_ref().senders_done() || now > deadline;
-            progress.tick(now, a.rc_ref().sender(0).map_or(0, |s| s.acked()), done);
+            let acked = (0..u64::from(paths)).filter_map(|k| a.rc_ref().sender(k)).map(|s| s.acked()).sum();
+            progress.tick(now, acked, done);
             done
         });
-        let p = wrapped.pair(0).expect("the pair started");
         let s = wrapped.stats();
-        println!(
-            "ufab: path {:?}, phi {:.1}, window {:.0} B, share {:.3} Gb/s, moves {}, probes {}, responses {}, failures {}",
-            p.current_path(),
-            p.phi(),
-            p.window_bytes(),
-            p.share_bps() / 1e9,
-            p.stats().moves,
-            s.probes_tx,
-            s.responses_rx,
-            s.failures_rx
-        );
+        for k in 0..u64::from(paths) {
+            let p = wrapped.pair(k).expect("the pair started");
+            println!(
+                "ufab: path {:?}, phi {:.1}, window {:.0} B, share {:.3} Gb/s, moves {}, probes {}, responses {}, failures {}",
+                p.current_path(),
+                p.phi(),
+                p.window_bytes(),
+                p.share_bps() / 1e9,
+                p.stats().moves,
+                s.probes_tx,
+                s.responses_rx,
+                s.failures_rx
+            );
+        }
         wrapped.rc_ref()
     } else {
+        let Some(flow) = flows.into_iter().next() else { bail!("no flow to send") };
         agent.start_send(host.now(), flow);
         host.run(&mut agent, |a, now| {
             let done = a.senders_done() || now > deadline;
@@ -414,30 +457,36 @@ fn send(
         });
         &agent
     };
-    let tx = agent.sender(0).expect("the flow started");
-    let outcome = match (tx.is_done(), tx.error()) {
-        (true, _) => Ok(()),
-        (false, Some(e)) => Err(format!("queue pair failed: {e}")),
-        (false, None) => Err(format!("deadline of {:?} passed", Duration::from_secs_f64(c.deadline_s))),
-    };
-    let secs = agent.first_send(0).map_or(0.0, |t| (host.now() - t) as f64 / 1e9);
-    let (st, hs) = (tx.stats(), agent.stats());
-    let (rate, window) = (tx.pacer().rate_bps(), tx.pacer().window());
-    println!(
-        "sent {} bytes in {secs:.3} s ({:.3} Gb/s); acks {}, acks with INT {}, cnps {}, bad icrc {}; \
-         nak rounds {}, timeouts {}, resent {}; final rate {:.3} Gb/s, window {}",
-        tx.acked(),
-        tx.acked() as f64 * 8.0 / secs.max(1e-9) / 1e9,
-        hs.acks_rx,
-        hs.int_acks_rx,
-        hs.cnps_rx,
-        hs.bad_icrc,
-        st.nak_rounds,
-        st.timeouts,
-        st.resent,
-        rate / 1e9,
-        window.map_or("none".to_string(), |w| w.to_string()),
-    );
+    // One line per connection (one unless a µFAB VM-pair has several paths).
+    let mut outcome = Ok(());
+    let hs = agent.stats();
+    for k in 0..u64::from(paths) {
+        let tx = agent.sender(k).expect("the flow started");
+        let this = match (tx.is_done(), tx.error()) {
+            (true, _) => Ok(()),
+            (false, Some(e)) => Err(format!("queue pair failed: {e}")),
+            (false, None) => Err(format!("deadline of {:?} passed", Duration::from_secs_f64(c.deadline_s))),
+        };
+        outcome = outcome.and(this);
+        let secs = agent.first_send(k).map_or(0.0, |t| (host.now() - t) as f64 / 1e9);
+        let st = tx.stats();
+        let (rate, window) = (tx.pacer().rate_bps(), tx.pacer().window());
+        println!(
+            "sent {} bytes in {secs:.3} s ({:.3} Gb/s); acks {}, acks with INT {}, cnps {}, bad icrc {}; \
+             nak rounds {}, timeouts {}, resent {}; final rate {:.3} Gb/s, window {}",
+            tx.acked(),
+            tx.acked() as f64 * 8.0 / secs.max(1e-9) / 1e9,
+            hs.acks_rx,
+            hs.int_acks_rx,
+            hs.cnps_rx,
+            hs.bad_icrc,
+            st.nak_rounds,
+            st.timeouts,
+            st.resent,
+            rate / 1e9,
+            window.map_or("none".to_string(), |w| w.to_string()),
+        );
+    }
     if let Some(d) = agent.detector() {
         let ds = d.stats();
         println!(
@@ -454,7 +503,23 @@ fn send(
     }
 }
 
-fn recv(c: &Common, size: u64, out: &std::path::Path, ufab: bool, flows: u32) -> anyhow::Result<bool> {
+/// What `recv` takes: `flows` flows of `size` bytes each, or (`paths` > 1) one VM-pair's `size`
+/// bytes split over `paths` flows, written to `out` in order.
+struct RecvOpts<'a> {
+    size: u64,
+    out: &'a std::path::Path,
+    ufab: bool,
+    flows: u32,
+    paths: u32,
+}
+
+fn recv(c: &Common, o: &RecvOpts<'_>) -> anyhow::Result<bool> {
+    let RecvOpts { size, out, ufab, paths, .. } = *o;
+    let flows = if paths > 1 { paths } else { o.flows };
+    if paths > 1 && size < u64::from(paths) {
+        bail!("--paths {paths}: --size {size} has fewer bytes than paths");
+    }
+    let flow_size = |k: u32| if paths > 1 { path_share(size, paths, k).1 } else { size };
     let (mut host, next_hop) = open(c)?;
     let mut agent = RcHost::new(host_config(&host, next_hop, None));
     for k in 0..flows {
@@ -463,7 +528,7 @@ fn recv(c: &Common, size: u64, out: &std::path::Path, ufab: bool, flows: u32) ->
             peer: c.peer,
             local_qp: c.receiver_qp + k,
             peer_qp: c.sender_qp + k,
-            size,
+            size: flow_size(k),
             start_psn: c.start_psn,
             keep: true,
         });
@@ -496,22 +561,31 @@ fn recv(c: &Common, size: u64, out: &std::path::Path, ufab: bool, flows: u32) ->
     };
     let hs = agent.stats();
     let mut all = true;
-    for k in 0..u64::from(flows) {
-        // Flow k's bytes to `out` (k = 0) or `out.k`.
-        let path = if k == 0 { out.to_path_buf() } else { PathBuf::from(format!("{}.{k}", out.display())) };
-        let data = agent.take_delivered(k);
-        std::fs::write(&path, &data).with_context(|| format!("writing {}", path.display()))?;
-        let secs = match (agent.first_data_at(k), agent.completed_at(k)) {
+    let mut joined = Vec::new();
+    for k in 0..flows {
+        // Flow k's bytes to `out` (k = 0) or `out.k`; a VM-pair's paths, in order, to `out`.
+        let id = u64::from(k);
+        let data = agent.take_delivered(id);
+        let secs = match (agent.first_data_at(id), agent.completed_at(id)) {
             (Some(a), Some(b)) => (b - a) as f64 / 1e9,
             _ => 0.0,
         };
-        let got = agent.received(k).unwrap_or(0);
+        let (got, want) = (agent.received(id).unwrap_or(0), flow_size(k));
         println!(
-            "received {got} of {size} bytes in {secs:.3} s; data packets with INT {}; acks {}, naks {}, \
+            "received {got} of {want} bytes in {secs:.3} s; data packets with INT {}; acks {}, naks {}, \
              cnps {}; bad icrc {}, malformed {}",
             hs.int_data_rx, hs.acks_tx, hs.naks_tx, hs.cnps_tx, hs.bad_icrc, hs.malformed
         );
-        all &= got == size;
+        all &= got == want;
+        if paths > 1 {
+            joined.extend_from_slice(&data);
+            continue;
+        }
+        let path = if k == 0 { out.to_path_buf() } else { PathBuf::from(format!("{}.{k}", out.display())) };
+        std::fs::write(&path, &data).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if paths > 1 {
+        std::fs::write(out, &joined).with_context(|| format!("writing {}", out.display()))?;
     }
     Ok(all && hs.bad_icrc == 0)
 }
@@ -520,12 +594,20 @@ fn main() -> anyhow::Result<()> {
     ports::host::init_tracing("warn");
     let cli = Cli::parse();
     // Bad input exits 2 (as clap's own errors do) before any I/O; runtime failures exit 1.
-    if let Cmd::Recv { size, flows, .. } = &cli.cmd
+    if let Cmd::Send { paths, cc, .. } = &cli.cmd
+        && *paths > 1
+        && *cc != CcName::Ufab
+    {
+        eprintln!("error: --paths {paths}: only a µFAB VM-pair (--cc ufab) has several paths");
+        std::process::exit(2);
+    }
+    // (A VM-pair's paths are joined into one more copy of its --size bytes.)
+    if let Cmd::Recv { size, flows, paths, .. } = &cli.cmd
         && let Some(avail) = ports::host::mem_available()
-        && size.saturating_mul(u64::from(*flows)) > avail
+        && size.saturating_mul(if *paths > 1 { 2 } else { u64::from(*flows) }) > avail
     {
         eprintln!(
-            "error: --size {size} × --flows {flows}: more bytes than the {avail} of memory available to hold them"
+            "error: --size {size} × --flows {flows} (--paths {paths}): more bytes than the {avail} of memory available to hold them"
         );
         std::process::exit(2);
     }
@@ -545,6 +627,7 @@ fn main() -> anyhow::Result<()> {
             route,
             b_u_mbps,
             pair_id,
+            paths,
             progress_ms,
         } => {
             let hawkeye = HawkeyeOpts {
@@ -564,10 +647,13 @@ fn main() -> anyhow::Result<()> {
                 routes: route.clone(),
                 b_u_mbps: *b_u_mbps,
                 pair_id: *pair_id,
+                paths: *paths,
             };
             send(c, file, *cc, &t, &hawkeye, &ufab)?
         }
-        Cmd::Recv { c, size, out, ufab, flows } => recv(c, *size, out, *ufab, *flows)?,
+        Cmd::Recv { c, size, out, ufab, flows, paths } => {
+            recv(c, &RecvOpts { size: *size, out, ufab: *ufab, flows: *flows, paths: *paths })?
+        }
     };
     std::process::exit(if ok { 0 } else { 1 })
 }
