@@ -73,6 +73,11 @@ impl Program for Steer {
                 Dest::Port(2)
             }
             17 => Dest::Consume,
+            18 => Dest::Multicast(3), // {2}: one copy
+            19 => {
+                md.exclude_ingress = true;
+                Dest::Multicast(4) // {0, 0, 2} less the ingress port: one copy from port 0
+            }
             _ => return, // dropped under the default reason
         };
     }
@@ -129,6 +134,8 @@ fn switch(s: Setup) -> (Switch<Steer, PktBuf>, HeapPool) {
     let mut mcast = McastGroups::default();
     mcast.set(1, vec![(0, 10), (1, 11)]);
     mcast.set(2, vec![(1, 21), (2, 22)]);
+    mcast.set(3, vec![(2, 31)]);
+    mcast.set(4, vec![(0, 40), (0, 41), (2, 42)]);
     let opts = SwitchOptions {
         cut_through: s.cut_through,
         staged_max: s.staged_max,
@@ -263,7 +270,7 @@ fn run(s: Setup, steps: &[Step], as_burst: bool) -> Trace {
 fn data() -> impl Strategy<Value = In> {
     (
         prop_oneof![10 => 0u16..3, 1 => Just(3u16)], // port 3 does not exist
-        prop_oneof![6 => 0u8..4, 4 => 10u8..18, 1 => Just(99u8)],
+        prop_oneof![6 => 0u8..4, 4 => 10u8..20, 1 => Just(99u8)],
         prop_oneof![3 => Just(0u8), 1 => 0u8..8],
         prop_oneof![6 => Just(0u8), 1 => 1u8..4],
         MIN_LEN..300,

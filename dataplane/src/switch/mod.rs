@@ -734,11 +734,20 @@ impl<P: Program, F: Frame> Switch<P, F> {
         (eligible.next().copied(), eligible.next().is_some())
     }
 
-    /// The one member of group `g` a packet with `md` is copied to, if it is one.
+    /// The one member of group `g` a packet with `md` is copied to, if it is one — read from a
+    /// group of one or two members (a flood between two ports), without iterating. A larger
+    /// group gives `None` even if only one member is eligible; the caller's general path
+    /// ([`first_member`](Self::first_member)) then sends the one copy the same way.
     #[inline(always)]
     fn only_member(&self, g: u16, md: &IngressMd) -> Option<(PortId, u16)> {
-        match self.first_member(g, md) {
-            (Some(m), false) => Some(m),
+        let skip = md.exclude_ingress.then_some(md.ingress_port);
+        match self.mcast.get(g) {
+            [m] => (Some(m.0) != skip).then_some(*m),
+            [a, b] => match (Some(a.0) != skip, Some(b.0) != skip) {
+                (true, false) => Some(*a),
+                (false, true) => Some(*b),
+                _ => None,
+            },
             _ => None,
         }
     }
