@@ -1272,6 +1272,16 @@ impl LabConfig {
                     Some(x) if x <= max_us => Ok(x * 1000),
                     Some(x) => Err(err("ufab", None, key, format!("{x}: at most {max_us} µs"))),
                 };
+                if let Some(paths) = u.paths
+                    && !(1..=MAX_PAIR_PATHS).contains(&paths)
+                {
+                    return Err(err(
+                        "ufab",
+                        None,
+                        "paths",
+                        format!("{paths}: 1 to {MAX_PAIR_PATHS} underlay paths"),
+                    ));
+                }
                 let candidates = u.candidates.unwrap_or(d.candidates);
                 if !(1..=16).contains(&candidates) {
                     return Err(err("ufab", None, "candidates", format!("{candidates}: 1 to 16 paths")));

@@ -149,6 +149,9 @@ fn paths_split_a_vm_pair_into_connections() {
     let sizes: Vec<(u64, Option<u32>)> = c.flows.iter().map(|f| (f.size, f.vm_pair)).collect();
     assert_eq!(sizes, [(501, Some(0)), (500, Some(0)), (501, Some(1)), (500, Some(1))]);
     assert!(c.clone().set_pair_paths(9).is_err());
+    // `[ufab] paths` is checked itself, with no flow to split.
+    let e = LabConfig::parse(p, &format!("{OK}[ufab]\npaths = 0\n")).unwrap_err();
+    assert_eq!((e.line, e.key.as_str()), (10, "ufab.paths"), "{e}");
     for bad in ["paths = 0\n", "paths = 9\n"] {
         let e = LabConfig::parse(p, &format!("{OK}{}", flow(bad))).unwrap_err();
         assert_eq!((e.line, e.key.as_str()), (14, "flow[0].paths"), "{e}");
