@@ -12,8 +12,9 @@
 //! paths, and their receivers' last admissions), then Algorithm 2 per VM-pair over its paths
 //! (each path's measured rate); as a receiver it answers each probe with a response carrying the
 //! telemetry back and its own admission φ_D (Algorithm 1's receiver half over the VM-pairs of
-//! the same VF that probed it lately, a VM-pair's demand the sum of its paths' φ). A pair whose migration finds no qualified path may trade paths with
-//! another of the host's pairs to the same peer (`try_swap`, not in the paper).
+//! the same VF that probed it lately, a VM-pair's demand the sum of its paths' φ). A pair whose
+//! migration finds no qualified path may trade paths with another of the host's pairs to the
+//! same peer (`try_swap`, not in the paper).
 //!
 //! What the NIC sends next: responses (the control priority, as ACKs), the RC receivers' ACKs,
 //! then — the data priority not paused — probes, then data, chosen by the weighted VF scheduler
@@ -219,14 +220,10 @@ impl UfabHost {
         self.pairs.iter().map(|p| (p.flow_id, &p.pair))
     }
 
-    /// As a receiver: pair `pair_id` from `src` belongs to VF `vf` (its admission is among that
-    /// VF's pairs); an unknown pair is admitted unbound.
-    pub fn expect_pair(&mut self, src: Ipv4Addr, pair_id: u16, vf: usize) {
-        self.expect_path(src, pair_id, vf, u32::from(pair_id));
-    }
-
     /// As a receiver: pair `pair_id` from `src` is a path of VM-pair `vm_pair` of VF `vf`
-    /// ([`UfabFlow::vm_pair`]): admission is per VM-pair, its demand its paths' φ summed.
+    /// ([`UfabFlow::vm_pair`]; a one-path pair's is its `pair_id`): admission is among that
+    /// VF's VM-pairs, a VM-pair's demand its paths' φ summed. An unknown pair is admitted
+    /// unbound.
     pub fn expect_path(&mut self, src: Ipv4Addr, pair_id: u16, vf: usize, vm_pair: u32) {
         self.expected.insert((src, pair_id), (vf, vm_pair));
     }
