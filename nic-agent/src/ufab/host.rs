@@ -241,17 +241,13 @@ impl UfabHost {
         let base_rtt_ns = if u.base_rtt_ns > 0 { u.base_rtt_ns } else { self.cfg.pair.base_rtt_ns };
         let cfg = PairConfig { pair_id: u.pair_id, base_rtt_ns, ..self.cfg.pair.clone() };
         let seed = self.cfg.seed ^ (u64::from(u.pair_id) << 32) ^ id;
-        let mut pair = VmPair::new(cfg, &hops, tokens, now, seed);
+        let pair = VmPair::new(cfg, &hops, tokens, now, seed);
         let i = self.pairs.len();
         self.by_pair_id.insert(u.pair_id, i);
         let siblings: Vec<usize> =
             (0..i).filter(|&j| self.pairs[j].peer == peer && self.pairs[j].vm_pair == u.vm_pair).collect();
-        // §4.1's L_w is the VM-pair's: each of its K paths probes per K·L_w of its own bytes.
-        let l_w = self.cfg.pair.probe_every_bytes * (siblings.len() as u64 + 1);
-        pair.set_probe_every_bytes(l_w);
         for &j in &siblings {
             self.pairs[j].siblings.push(i);
-            self.pairs[j].pair.set_probe_every_bytes(l_w);
         }
         if let Some(&svf) = self.sched_vf.get(vf) {
             self.sched.add_pair(svf, i as u32);
@@ -268,6 +264,7 @@ impl UfabHost {
             period_bytes: 0,
             tx_bps: 0.0,
         });
+        self.sync_l_w(i);
         // Tokens split among the VF's pairs from the start.
         self.assign_tokens(now);
     }
@@ -276,7 +273,7 @@ impl UfabHost {
     /// paths.
     fn assign_tokens(&mut self, now: u64) {
         let period = self.cfg.token_period_ns.max(1) as f64 * 1e-9;
-        // A path without a path yet has no rate: its demand is unknown, so it counts as
+        // A path not on a route yet has no rate: its demand is unknown, so it counts as
         // unbounded (it joins to send).
         let tx = |p: &Pair| if p.pair.phase() == Phase::Active { p.tx_bps } else { f64::INFINITY };
         for (v, spec) in self.vfs.iter().enumerate() {
@@ -333,36 +330,35 @@ impl UfabHost {
         self.next_tokens = now + self.cfg.token_period_ns.max(1);
     }
 
-    /// Pair `i`'s flow is done: it finishes its path, and its VM-pair has a path fewer, whose
-    /// others probe per L_w × those left.
+    /// Pair `i`'s flow is done: it finishes its path, and its VM-pair has a path fewer.
     fn finish_path(&mut self, i: usize) {
         self.pairs[i].done = true;
         self.pairs[i].pair.finish();
+        self.sync_l_w(i);
+    }
+
+    /// §4.1's L_w is the VM-pair's: each of the running paths of pair `i`'s VM-pair probes per
+    /// K·L_w of its own bytes, K those paths.
+    fn sync_l_w(&mut self, i: usize) {
+        let p = &self.pairs[i];
         let live: Vec<usize> =
-            self.pairs[i].siblings.iter().copied().filter(|&j| !self.pairs[j].done).collect();
+            std::iter::once(i).chain(p.siblings.iter().copied()).filter(|&j| !self.pairs[j].done).collect();
         let l_w = self.cfg.pair.probe_every_bytes * live.len() as u64;
         for j in live {
             self.pairs[j].pair.set_probe_every_bytes(l_w);
         }
     }
 
-    /// Before pair `i` decides anything: the candidates its VM-pair's other paths are on (the
-    /// same candidate list: one VM-pair, one peer), for it to avoid.
+    /// Before pair `i` decides anything: the candidates its VM-pair's other paths are on, for
+    /// it to avoid.
     fn sync_avoid(&mut self, i: usize) {
         let p = &self.pairs[i];
         if p.siblings.is_empty() {
             return;
         }
-        let mut mask = 0u64;
-        for &j in &p.siblings {
-            let q = &self.pairs[j];
-            if let Some(c) = q.pair.current_path().filter(|_| !q.done)
-                && let Some(k) = p.paths.iter().position(|r| *r == q.paths[c])
-                && k < 64
-            {
-                mask |= 1 << k;
-            }
-        }
+        let mask = (0..p.paths.len().min(64))
+            .filter(|&k| self.on_route(&p.siblings, &p.paths[k]))
+            .fold(0u64, |m, k| m | 1 << k);
         self.pairs[i].pair.set_avoid(mask);
     }
 
