@@ -29,7 +29,7 @@ use nic_agent::hawkeye::DetectorConfig;
 use nic_agent::host::{HostConfig, RcHost, RecvFlow, SendFlow};
 use nic_agent::hpcc::{Hpcc, HpccConfig};
 use nic_agent::rc::{FlowCc, SenderConfig, rc_frame_len, udp_src_port};
-use nic_agent::ufab::host::{UfabFlow, UfabHost, UfabHostConfig, VfSpec};
+use nic_agent::ufab::host::{UfabFlow, UfabHost, UfabHostConfig, VfSpec, path_share};
 use nic_agent::ufab::pair::PairConfig;
 use ports::buf::{HeapPool, PktBuf};
 use ports::host::{BURST, HostPort, Idle};
@@ -224,14 +224,6 @@ struct UfabOpts {
     b_u_mbps: f64,
     pair_id: u16,
     paths: u32,
-}
-
-/// The bytes of path `k` of `paths` when `size` bytes are split evenly, the first paths taking
-/// the remainder (as the lab splits a flow): its offset and length.
-fn path_share(size: u64, paths: u32, k: u32) -> (u64, u64) {
-    let (n, k) = (u64::from(paths.max(1)), u64::from(k));
-    let len = size / n + u64::from(k < size % n);
-    (k * (size / n) + k.min(size % n), len)
 }
 
 fn rtt_factor(s: &str) -> Result<f64, String> {

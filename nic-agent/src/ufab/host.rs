@@ -134,6 +134,15 @@ struct Incoming {
     seen: u64,
 }
 
+/// The bytes of path `k` of a VM-pair of `paths` paths whose tenant spreads `size` bytes over
+/// one connection per path evenly, the first paths taking the remainder (Appendix F; the lab's
+/// `[[flow]] paths` and `nic-agent send --paths`): the path's offset and length.
+pub fn path_share(size: u64, paths: u32, k: u32) -> (u64, u64) {
+    let (n, k) = (u64::from(paths.max(1)), u64::from(k));
+    let len = size / n + u64::from(k < size % n);
+    (k * (size / n) + k.min(size % n), len)
+}
+
 /// Responses kept waiting at most.
 const RESPONSES_MAX: usize = 1024;
 /// Largest µFAB frame: Ethernet, IPv4, UDP, header and 15 slots.

@@ -661,18 +661,24 @@ pub const MAX_PAIR_PATHS: u32 = 8;
 /// `out`: the tenant spreads its bytes over one connection per path evenly (the first ones take
 /// the remainder). One path: `f` itself.
 fn split_paths(f: FlowSpec, paths: u32, id: u32, out: &mut Vec<FlowSpec>) -> Result<(), String> {
-    if paths == 0 || paths > MAX_PAIR_PATHS || u64::from(paths) > f.size {
-        return Err(format!("1 to {MAX_PAIR_PATHS} underlay paths, at most one per byte"));
+    check_pair_paths(paths)?;
+    if u64::from(paths) > f.size {
+        return Err(format!("{paths} underlay paths: at most one per byte"));
     }
-    let n = u64::from(paths);
-    for k in 0..n {
-        out.push(FlowSpec {
-            size: f.size / n + u64::from(k < f.size % n),
-            vm_pair: (paths > 1).then_some(id),
-            ..f
-        });
+    for k in 0..paths {
+        let size = nic_agent::ufab::host::path_share(f.size, paths, k).1;
+        out.push(FlowSpec { size, vm_pair: (paths > 1).then_some(id), ..f });
     }
     Ok(())
+}
+
+/// `paths` underlay paths per VM-pair are 1 to [`MAX_PAIR_PATHS`].
+fn check_pair_paths(paths: u32) -> Result<(), String> {
+    if (1..=MAX_PAIR_PATHS).contains(&paths) {
+        Ok(())
+    } else {
+        Err(format!("1 to {MAX_PAIR_PATHS} underlay paths"))
+    }
 }
 
 /// Largest flow (2^50 bytes, 1 PiB): the ideal FCT and the byte counters stay far from
@@ -1272,15 +1278,9 @@ impl LabConfig {
                     Some(x) if x <= max_us => Ok(x * 1000),
                     Some(x) => Err(err("ufab", None, key, format!("{x}: at most {max_us} µs"))),
                 };
-                if let Some(paths) = u.paths
-                    && !(1..=MAX_PAIR_PATHS).contains(&paths)
-                {
-                    return Err(err(
-                        "ufab",
-                        None,
-                        "paths",
-                        format!("{paths}: 1 to {MAX_PAIR_PATHS} underlay paths"),
-                    ));
+                if let Some(paths) = u.paths {
+                    check_pair_paths(paths)
+                        .map_err(|why| err("ufab", None, "paths", format!("{paths}: {why}")))?;
                 }
                 let candidates = u.candidates.unwrap_or(d.candidates);
                 if !(1..=16).contains(&candidates) {
@@ -1415,9 +1415,7 @@ impl LabConfig {
     /// underlay paths (Appendix F), one connection per path, the bytes spread evenly. Flows the
     /// file already split keep theirs.
     pub fn set_pair_paths(&mut self, paths: u32) -> Result<(), String> {
-        if paths == 0 || paths > MAX_PAIR_PATHS {
-            return Err(format!("{paths}: 1 to {MAX_PAIR_PATHS} underlay paths"));
-        }
+        check_pair_paths(paths).map_err(|why| format!("{paths}: {why}"))?;
         let mut next = self.flows.iter().filter_map(|f| f.vm_pair).max().map_or(0, |m| m + 1);
         let mut out = Vec::with_capacity(self.flows.len() * paths as usize);
         for (i, &f) in self.flows.iter().enumerate() {
