@@ -87,23 +87,13 @@ pub fn report(cfg: &LabConfig, r: &LabResult, window_ns: u64) -> UfabReport {
     // The VM-pairs: each its flows, the first one first.
     let mut groups: Vec<Vec<usize>> = Vec::new();
     let mut group_of = vec![0; cfg.flows.len()];
-    let mut by_vm_pair: std::collections::HashMap<u32, usize> = Default::default();
-    for (i, f) in cfg.flows.iter().enumerate() {
-        let g = f.vm_pair.and_then(|v| by_vm_pair.get(&v).copied());
-        if let Some(v) = f.vm_pair
-            && g.is_none()
-        {
-            by_vm_pair.insert(v, groups.len());
-        }
-        match g {
-            Some(g) => {
-                groups[g].push(i);
-                group_of[i] = g;
-            }
-            None => {
-                group_of[i] = groups.len();
-                groups.push(vec![i]);
-            }
+    for (i, lead) in cfg.vm_pair_leaders().into_iter().enumerate() {
+        if lead == i {
+            group_of[i] = groups.len();
+            groups.push(vec![i]);
+        } else {
+            group_of[i] = group_of[lead];
+            groups[group_of[lead]].push(i);
         }
     }
     let series: Vec<Vec<(u64, u64)>> = groups.iter().map(|m| summed(m, &by_flow)).collect();

@@ -1411,6 +1411,15 @@ impl LabConfig {
         self.ack_high_priority.unwrap_or(self.cc != Cc::Hpcc)
     }
 
+    /// Per flow, the first flow of its µFAB VM-pair: itself unless `paths` split one VM-pair
+    /// into several flows, one per underlay path (those are adjacent, the first one first).
+    pub fn vm_pair_leaders(&self) -> Vec<usize> {
+        let mut first: std::collections::HashMap<u32, usize> = Default::default();
+        (0..self.flows.len())
+            .map(|i| self.flows[i].vm_pair.map_or(i, |g| *first.entry(g).or_insert(i)))
+            .collect()
+    }
+
     /// µFAB (`--paths`): every flow that is a VM-pair of one path becomes a VM-pair of `paths`
     /// underlay paths (Appendix F), one connection per path, the bytes spread evenly. Flows the
     /// file already split keep theirs.

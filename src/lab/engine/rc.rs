@@ -130,10 +130,7 @@ impl Workload {
                 ufab_routes.push((routes.clone(), id, rtt));
             }
         }
-        let mut first: std::collections::HashMap<u32, usize> = Default::default();
-        let ufab_leader = (0..cfg.flows.len())
-            .map(|i| cfg.flows[i].vm_pair.map_or(i, |g| *first.entry(g).or_insert(i)))
-            .collect();
+        let ufab_leader = cfg.vm_pair_leaders();
         Ok(Self { int_hops, data_frame_len, n_flows, base_rtt_ns, pair_rtt_ns, ufab_routes, ufab_leader })
     }
 
