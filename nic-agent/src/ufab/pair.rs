@@ -17,7 +17,11 @@
 //!   would otherwise never learn why.
 //! * **Probes** carry, per hop, the pair's window on that link w^l (Eqn 3, last computed; the
 //!   bootstrap window before any), and φ; one probe is outstanding per path at a time, and the
-//!   next goes after L_w bytes of data (§4.1, default 4 KB) once the response came back. A probe
+//!   next goes after L_w bytes of data (§4.1, default 4 KB) counted from the response's arrival
+//!   ("after receiving the previous response … only after transmitting L_w"): a pair sending
+//!   r per RTT probes once per L_w + r·RTT bytes, at most L_p / (L_p + L_w) of them. (Counted
+//!   from the probe's departure instead, as this code did until 2026-11-27, a pair sending more
+//!   than L_w per RTT probed every RTT: §5.2's probes were 1.1–1.2 % of the bytes, 0.8 % now.) A probe
 //!   with no response after 8 base RTTs (§4.1) is lost and sent again; `losses_to_migrate`
 //!   (default 3) losses in a row count as a failed path.
 //! * **Look probes**: joining and migrating probe the candidates "in parallel" and test
@@ -920,6 +924,13 @@ impl VmPair {
         // A probe of the current path.
         self.phi_d = if resp.phi_pair >= 0xff_ffff { f64::INFINITY } else { f64::from(resp.phi_pair) };
         if self.current == Some(i) {
+            // §4.1: "after receiving the previous response, the VM-pair sends the next probe
+            // only after transmitting L_w": what went out while this probe was outstanding
+            // does not count towards the next one.
+            self.bytes_since_probe = 0;
+            if self.paths[i].want == Want::Probe {
+                self.paths[i].want = Want::Nothing;
+            }
             self.update_window(now, i, gate);
         }
     }
@@ -1370,6 +1381,35 @@ mod tests {
         assert!(p.poll_transmit(due - 1).is_none());
         p.handle_timeout(due, &mut g);
         assert_eq!(all(&mut p, due).len(), 1);
+    }
+
+    /// §4.1: L_w is counted from the response, so bytes sent while a probe is out do not bring
+    /// the next one forward: a pair sending 3 000 B per RTT probes once per 4 096 B after each
+    /// response, not once per RTT.
+    #[test]
+    fn l_w_is_counted_from_the_response() {
+        let (mut p, mut g, mut now) = joined();
+        let links = [L(4, 40_000, 4.75, 0), L(4, 40_000, 4.75, 0)];
+        let pr = all(&mut p, now);
+        now += T / 2;
+        respond(&mut p, now, &pr[0], &links, &mut g);
+        // 5 000 B go out; a probe.
+        now += T / 2;
+        p.on_sent(now, 5_000);
+        let pr = all(&mut p, now);
+        assert_eq!(pr.len(), 1);
+        // 3 000 B more while it is out: over L_w since the probe left, not since it came back.
+        now += T / 2;
+        p.on_sent(now, 3_000);
+        now += T / 2;
+        respond(&mut p, now, &pr[0], &links, &mut g);
+        assert!(all(&mut p, now).is_empty(), "nothing counted since the response");
+        now += T / 2;
+        p.on_sent(now, 3_000);
+        assert!(all(&mut p, now).is_empty(), "3 000 B < L_w");
+        now += T / 2;
+        p.on_sent(now, 1_100);
+        assert_eq!(all(&mut p, now).len(), 1, "4 100 B since the response");
     }
 
     /// RTTs of a violated path 0 (path 1 idle) until the joined pair sends a look probe: the
