@@ -21,9 +21,9 @@
 //!   ("after receiving the previous response … only after transmitting L_w"): a pair sending
 //!   r per RTT probes once per L_w + r·RTT bytes, at most L_p / (L_p + L_w) of them. (Counted
 //!   from the probe's departure instead, as this code did until 2026-11-27, a pair sending more
-//!   than L_w per RTT probed every RTT: §5.2's probes were 1.1–1.2 % of the bytes, 0.8 % now.) A probe
-//!   with no response after 8 base RTTs (§4.1) is lost and sent again; `losses_to_migrate`
-//!   (default 3) losses in a row count as a failed path.
+//!   than L_w per RTT probed every RTT: §5.2's probes were 1.1–1.2 % of the bytes, 0.8 % now.)
+//!   A probe with no response after 8 base RTTs (§4.1) is lost and sent again;
+//!   `losses_to_migrate` (default 3) losses in a row count as a failed path.
 //! * **Look probes**: joining and migrating probe the candidates "in parallel" and test
 //!   C_l ≥ (Φ_l + φ)·B_u (§3.5) — a test on Φ_l *without* the pair. They are looks
 //!   ([`UfabKind::Look`], a probe type the paper does not have): each switch answers with Φ_l
