@@ -6,8 +6,6 @@
 //!
 //! Run: `cargo bench -p dataplane --bench daiet`. Figures are kept in BENCHMARKS.md.
 
-use std::hint::black_box;
-
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use dataplane::buf::{Frame, HeapPool, PktBuf, Pool};
 use dataplane::config::Config;
@@ -21,26 +19,15 @@ use wire::daiet::DaietEntry;
 use wire::ethernet::EthernetAddress;
 use wire::stack::UdpFlow;
 
-const BURST: usize = 32;
+#[path = "support/mod.rs"]
+mod support;
+use support::BURST;
+
 const PAIRS: usize = 10;
 const WORDS: usize = 8192;
 
-const CFG: &str = r#"
-program = "daiet"
-[[port]]
-name = "p0"
-backend = "ring"
-mac = "02:00:00:00:00:10"
-speed = "100G"
-ipv4 = ["10.0.1.1/24"]
-[[port]]
-name = "p1"
-backend = "ring"
-mac = "02:00:00:00:00:11"
-speed = "100G"
-ipv4 = ["10.0.2.1/24"]
-[l2l3]
-neighbor = [{ ip = "10.0.2.2", mac = "02:00:00:00:02:02", port = "p1" }]
+/// One tree of 16 K cells whose reducer is behind p1.
+const TREE: &str = r#"
 [[daiet.tree]]
 id = 1
 reducer = "10.0.2.2"
@@ -73,7 +60,7 @@ fn packet(i: usize) -> Vec<u8> {
 }
 
 fn bench(c: &mut Criterion) {
-    let cfg = Config::parse(std::path::Path::new("bench.toml"), CFG).unwrap();
+    let cfg = Config::parse(std::path::Path::new("bench.toml"), &support::two_ports("daiet", TREE)).unwrap();
     let mut sw: Switch<Daiet, PktBuf> = build_switch(&cfg).unwrap();
     let mut ports: Vec<Option<Box<MemPort<PktBuf>>>> =
         vec![Some(Box::new(MemPort::new(4 * BURST))), Some(Box::new(MemPort::new(4 * BURST)))];
@@ -85,29 +72,32 @@ fn bench(c: &mut Criterion) {
     let mut fill = Vec::with_capacity(BURST);
     let mut now = 0u64;
     let mut k = 0usize;
+    let mut step = || {
+        // A NIC writing 32 received frames, then one receive step of the runtime.
+        for _ in 0..BURST {
+            let mut p = pool.alloc().unwrap();
+            p.set(&templates[k]);
+            k = (k + 1) % templates.len();
+            fill.push(p);
+        }
+        ports[0].as_mut().unwrap().push_rx_burst(&mut fill);
+        now += 1000;
+        receive_all(&mut sw, &mut ports, &mut pool, &mut rx, now, BURST);
+        // Spillover packets leave towards the reducer; their buffers come back.
+        transmit_all(&mut sw, &mut ports, &mut pool, &mut tx, now, BURST);
+        ports[1].as_mut().unwrap().take_tx(&mut sent);
+        for f in sent.drain(..) {
+            pool.free(f);
+        }
+    };
+    // Twice through the vocabulary first: the cells hold their keys (the steady state timed),
+    // also when the bench runs once (`cargo bench -- --test`).
+    for _ in 0..2 * templates.len().div_ceil(BURST) {
+        step();
+    }
     let mut g = c.benchmark_group("daiet");
     g.throughput(Throughput::Elements((BURST * PAIRS) as u64));
-    g.bench_function("aggregate_10_pairs_burst32", |x| {
-        x.iter(|| {
-            // A NIC writing 32 received frames, then one receive step of the runtime.
-            for _ in 0..BURST {
-                let mut p = pool.alloc().unwrap();
-                p.set(&templates[k]);
-                k = (k + 1) % templates.len();
-                fill.push(p);
-            }
-            ports[0].as_mut().unwrap().push_rx_burst(&mut fill);
-            now += 1000;
-            receive_all(&mut sw, &mut ports, &mut pool, &mut rx, now, BURST);
-            // Spillover packets leave towards the reducer; their buffers come back.
-            transmit_all(&mut sw, &mut ports, &mut pool, &mut tx, now, BURST);
-            ports[1].as_mut().unwrap().take_tx(&mut sent);
-            for f in sent.drain(..) {
-                pool.free(f);
-            }
-            black_box(&sw);
-        })
-    });
+    g.bench_function("aggregate_10_pairs_burst32", |x| x.iter(&mut step));
     g.finish();
     let s = sw.program().stats();
     assert!(s.pairs > 0 && s.aggregated > s.spilled, "{s:?}");

@@ -30,26 +30,7 @@ fn cfg(program: &str) -> String {
     } else {
         String::new()
     };
-    format!(
-        r#"
-program = "{program}"
-[[port]]
-name = "p0"
-backend = "ring"
-mac = "02:00:00:00:00:10"
-speed = "100G"
-ipv4 = ["10.0.1.1/24"]
-[[port]]
-name = "p1"
-backend = "ring"
-mac = "02:00:00:00:00:11"
-speed = "100G"
-ipv4 = ["10.0.2.1/24"]
-[l2l3]
-neighbor = [{{ ip = "10.0.2.2", mac = "02:00:00:00:02:02", port = "p1" }}]
-{extra}
-"#
-    )
+    support::two_ports(program, &extra)
 }
 
 /// A 64-byte frame of flow `sport`, routed to 10.0.2.2.

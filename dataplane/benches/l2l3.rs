@@ -19,24 +19,9 @@ use support::BURST;
 
 type Bench = support::Bench<L2l3>;
 
-const CFG: &str = r#"
-program = "l2l3"
-[[port]]
-name = "p0"
-backend = "ring"
-mac = "02:00:00:00:00:10"
-speed = "100G"
-ipv4 = ["10.0.1.1/24"]
-[[port]]
-name = "p1"
-backend = "ring"
-mac = "02:00:00:00:00:11"
-speed = "100G"
-ipv4 = ["10.0.2.1/24"]
-[l2l3]
-neighbor = [{ ip = "10.0.2.2", mac = "02:00:00:00:02:02", port = "p1" }]
-static_mac = [{ mac = "02:00:00:00:0b:0b", port = "p1" }]
-"#;
+fn cfg() -> String {
+    support::two_ports("l2l3", r#"static_mac = [{ mac = "02:00:00:00:0b:0b", port = "p1" }]"#)
+}
 
 fn frame(dst_mac: EthernetAddress, dst: [u8; 4], sport: u16) -> Vec<u8> {
     support::frame(dst_mac, dst, sport, 9)
@@ -48,22 +33,22 @@ fn bench(c: &mut Criterion) {
     let routed: Vec<Vec<u8>> = (0..BURST as u16)
         .map(|i| frame(EthernetAddress([2, 0, 0, 0, 0, 0x10]), [10, 0, 2, 2], 1000 + i))
         .collect();
-    let mut b = Bench::new(CFG, routed);
+    let mut b = Bench::new(&cfg(), routed);
     assert_eq!(b.burst(), BURST);
     assert_eq!(b.switch.counters().drops.iter().sum::<u64>(), 0);
     g.bench_function("route_64B_burst32", |x| x.iter(|| black_box(b.burst())));
     let bridged: Vec<Vec<u8>> =
         (0..BURST as u16).map(|i| frame(EthernetAddress([2, 0, 0, 0, 0xb, 0xb]), [10, 9, 9, 9], i)).collect();
-    let mut b = Bench::new(CFG, bridged);
+    let mut b = Bench::new(&cfg(), bridged);
     assert_eq!(b.burst(), BURST);
     g.bench_function("bridge_64B_burst32", |x| x.iter(|| black_box(b.burst())));
     // What DPDK's net_null vdevs deliver (scripts/bench-dpdk.sh): all-zero frames, whose
     // source is never learned and whose destination is unknown, so they are flooded.
     let zero = vec![vec![0u8; 60]; BURST];
-    let mut z = Bench::new(CFG, zero);
+    let mut z = Bench::new(&cfg(), zero);
     assert_eq!(z.burst(), BURST);
     g.bench_function("flood_zero_64B_burst32", |x| x.iter(|| black_box(z.burst())));
-    let macswap_cfg = CFG.split("[l2l3]").next().unwrap_or_default().replace("\"l2l3\"", "\"macswap\"");
+    let macswap_cfg = support::ports("macswap");
     // The whole switch around the least a program can do: testpmd's macswap, as
     // `scripts/bench-dpdk.sh null` runs it against testpmd. What it costs over `ports_only` is
     // the switch's own per-packet work (counters, metadata, TM cut-through, stage, transmit).

@@ -19,6 +19,37 @@ use wire::udp::UdpRepr;
 /// Frames per burst.
 pub const BURST: usize = 32;
 
+/// `program` on two 100G memory ports: p0 (10.0.1.1/24, MAC 02:00:00:00:00:10, where bursts
+/// come in) and p1 (10.0.2.1/24), and no other section.
+pub fn ports(program: &str) -> String {
+    format!(
+        r#"
+program = "{program}"
+[[port]]
+name = "p0"
+backend = "ring"
+mac = "02:00:00:00:00:10"
+speed = "100G"
+ipv4 = ["10.0.1.1/24"]
+[[port]]
+name = "p1"
+backend = "ring"
+mac = "02:00:00:00:00:11"
+speed = "100G"
+ipv4 = ["10.0.2.1/24"]
+"#
+    )
+}
+
+/// The benches' routing switch: [`ports`] with neighbour 10.0.2.2 behind p1 (`[l2l3]`), then
+/// `extra` (more keys of `[l2l3]`, or the program's own sections).
+pub fn two_ports(program: &str, extra: &str) -> String {
+    format!(
+        "{}[l2l3]\nneighbor = [{{ ip = \"10.0.2.2\", mac = \"02:00:00:00:02:02\", port = \"p1\" }}]\n{extra}\n",
+        ports(program)
+    )
+}
+
 /// A 64-byte frame (60 without FCS): UDP from 10.0.1.2:`sport` to `dst`:`dport`.
 pub fn frame(dst_mac: EthernetAddress, dst: [u8; 4], sport: u16, dport: u16) -> Vec<u8> {
     let mut f = vec![0u8; 60];
