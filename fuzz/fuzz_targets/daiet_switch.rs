@@ -4,15 +4,14 @@
 //! bytes as they are. Ticks drive the flushes. Nothing may panic.
 #![no_main]
 
-use std::path::Path;
 use std::sync::Mutex;
 
-use dataplane::buf::{Frame, HeapPool, PktBuf, Pool};
-use dataplane::config::Config;
-use dataplane::programs::build_switch;
 use dataplane::programs::daiet::Daiet;
-use dataplane::switch::Switch;
 use libfuzzer_sys::fuzz_target;
+
+#[path = "support/mod.rs"]
+mod support;
+use support::Harness;
 
 const CFG: &str = r#"
 program = "daiet"
@@ -43,20 +42,11 @@ cells = 4
 function = "max"
 "#;
 
-struct State {
-    sw: Switch<Daiet, PktBuf>,
-    pool: HeapPool,
-    now: u64,
-}
-
-static STATE: Mutex<Option<State>> = Mutex::new(None);
+static STATE: Mutex<Option<Harness<Daiet>>> = Mutex::new(None);
 
 fuzz_target!(|data: &[u8]| {
     let mut guard = STATE.lock().unwrap();
-    let st = guard.get_or_insert_with(|| {
-        let cfg = Config::parse(Path::new("fuzz.toml"), CFG).unwrap();
-        State { sw: build_switch(&cfg).unwrap(), pool: HeapPool::new(512, 2048), now: 0 }
-    });
+    let st = guard.get_or_insert_with(|| Harness::new(CFG, 2));
     let (Some(&port), Some(&shape)) = (data.first(), data.get(1)) else { return };
     let rest = &data[2..];
     let bytes = if shape & 1 == 0 {
@@ -75,19 +65,5 @@ fuzz_target!(|data: &[u8]| {
     } else {
         rest.to_vec()
     };
-    let Some(mut f) = st.pool.alloc() else { return };
-    if let Some(b) = f.append(bytes.len().min(2000)) {
-        b.copy_from_slice(&bytes[..b.len()]);
-    }
-    st.now += 7_919;
-    let now = st.now;
-    st.sw.receive(now, u16::from(port % 2), f, &mut st.pool);
-    st.sw.tick(now, &mut st.pool);
-    let mut out = Vec::new();
-    for p in 0..2 {
-        while st.sw.transmit(now, p, &mut out, 32, &mut st.pool) > 0 {}
-    }
-    for f in out.drain(..) {
-        st.pool.free(f);
-    }
+    st.step(port, &bytes, 7_919);
 });

@@ -4,15 +4,14 @@
 //! packet (EtherType 0x6888). Nothing may panic, and the switch takes in every frame.
 #![no_main]
 
-use std::path::Path;
 use std::sync::Mutex;
 
-use dataplane::buf::{Frame, HeapPool, PktBuf, Pool};
-use dataplane::config::Config;
-use dataplane::programs::build_switch;
 use dataplane::programs::hawkeye::Hawkeye;
-use dataplane::switch::Switch;
 use libfuzzer_sys::fuzz_target;
+
+#[path = "support/mod.rs"]
+mod support;
+use support::Harness;
 
 const CFG: &str = r#"
 program = "hawkeye"
@@ -43,39 +42,16 @@ flow_slots = 1024
 analyzer = "10.0.2.100:9999"
 "#;
 
-struct State {
-    sw: Switch<Hawkeye, PktBuf>,
-    pool: HeapPool,
-    now: u64,
-}
-
-static STATE: Mutex<Option<State>> = Mutex::new(None);
+static STATE: Mutex<Option<Harness<Hawkeye>>> = Mutex::new(None);
 
 fuzz_target!(|data: &[u8]| {
     let mut guard = STATE.lock().unwrap();
-    let st = guard.get_or_insert_with(|| {
-        let cfg = Config::parse(Path::new("fuzz.toml"), CFG).unwrap();
-        State { sw: build_switch(&cfg).unwrap(), pool: HeapPool::new(512, 2048), now: 0 }
-    });
+    let st = guard.get_or_insert_with(|| Harness::new(CFG, 3));
     let (Some(&port), Some(&polling)) = (data.first(), data.get(1)) else { return };
     let mut bytes = data[2..].to_vec();
     if polling & 1 == 1 && bytes.len() >= 14 {
         bytes[12] = 0x68;
         bytes[13] = 0x88;
     }
-    let Some(mut f) = st.pool.alloc() else { return };
-    if let Some(b) = f.append(bytes.len().min(2000)) {
-        b.copy_from_slice(&bytes[..b.len()]);
-    }
-    st.now += 1_000;
-    let now = st.now;
-    st.sw.receive(now, u16::from(port % 3), f, &mut st.pool);
-    let mut out = Vec::new();
-    for p in 0..3 {
-        while st.sw.transmit(now, p, &mut out, 32, &mut st.pool) > 0 {}
-    }
-    for f in out.drain(..) {
-        st.pool.free(f);
-    }
-    st.sw.tick(now, &mut st.pool);
+    st.step(port, &bytes, 1_000);
 });

@@ -5,15 +5,14 @@
 //! the third, odd, flips port h2's failure. Nothing may panic.
 #![no_main]
 
-use std::path::Path;
 use std::sync::Mutex;
 
-use dataplane::buf::{Frame, HeapPool, PktBuf, Pool};
-use dataplane::config::Config;
-use dataplane::programs::build_switch;
 use dataplane::programs::ufab::{Command, Ufab};
-use dataplane::switch::Switch;
 use libfuzzer_sys::fuzz_target;
+
+#[path = "support/mod.rs"]
+mod support;
+use support::Harness;
 
 const CFG: &str = r#"
 program = "ufab"
@@ -46,9 +45,7 @@ clean_period_ns = 1000000
 "#;
 
 struct State {
-    sw: Switch<Ufab, PktBuf>,
-    pool: HeapPool,
-    now: u64,
+    h: Harness<Ufab>,
     failed: bool,
 }
 
@@ -56,16 +53,13 @@ static STATE: Mutex<Option<State>> = Mutex::new(None);
 
 fuzz_target!(|data: &[u8]| {
     let mut guard = STATE.lock().unwrap();
-    let st = guard.get_or_insert_with(|| {
-        let cfg = Config::parse(Path::new("fuzz.toml"), CFG).unwrap();
-        State { sw: build_switch(&cfg).unwrap(), pool: HeapPool::new(512, 2048), now: 0, failed: false }
-    });
+    let st = guard.get_or_insert_with(|| State { h: Harness::new(CFG, 3), failed: false });
     let (Some(&port), Some(&shape), Some(&flip)) = (data.first(), data.get(1), data.get(2)) else { return };
     if flip & 1 == 1 {
         st.failed = !st.failed;
         let names = ["h0".to_string(), "h1".to_string(), "h2".to_string()];
         let line = if st.failed { "ufab fail h2" } else { "ufab restore h2" };
-        let _ = st.sw.control(Command::parse(line, &names).unwrap(), st.now);
+        let _ = st.h.sw.control(Command::parse(line, &names).unwrap(), st.h.now);
     }
     let mut bytes = data[3..].to_vec();
     match shape % 3 {
@@ -80,19 +74,5 @@ fuzz_target!(|data: &[u8]| {
         }
         _ => {}
     }
-    let Some(mut f) = st.pool.alloc() else { return };
-    if let Some(b) = f.append(bytes.len().min(2000)) {
-        b.copy_from_slice(&bytes[..b.len()]);
-    }
-    st.now += 7_919;
-    let now = st.now;
-    st.sw.receive(now, u16::from(port % 3), f, &mut st.pool);
-    let mut out = Vec::new();
-    for p in 0..3 {
-        while st.sw.transmit(now, p, &mut out, 32, &mut st.pool) > 0 {}
-    }
-    for f in out.drain(..) {
-        st.pool.free(f);
-    }
-    st.sw.tick(now, &mut st.pool);
+    st.h.step(port, &bytes, 7_919);
 });
