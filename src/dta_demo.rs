@@ -252,6 +252,7 @@ pub fn send(
         epoch: report::fresh_epoch(),
         sink: Sink::Udp { bind: SocketAddrV4::new(from, 40041) },
         linger: Duration::from_millis(100),
+        stop: None,
     })?)
 }
 

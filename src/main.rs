@@ -47,20 +47,20 @@ enum DaietCmd {
     },
     /// Write a seeded corpus: Zipf-distributed words of 3 to 16 letters.
     Corpus {
-        /// Bytes of text.
+        /// Bytes of text (1 to 1 GiB: it is made in memory).
         #[arg(long, default_value_t = 1_000_000)]
         bytes: usize,
-        /// Distinct words.
+        /// Distinct words (1 to 1 000 000).
         #[arg(long, default_value_t = 10_000)]
         vocabulary: usize,
-        /// Zipf exponent (0: uniform).
-        #[arg(long, default_value_t = 1.0)]
+        /// Zipf exponent (0: uniform; at most 10).
+        #[arg(long, default_value_t = 1.0, value_parser = zipf)]
         zipf: f64,
         /// Seed.
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Only words whose register index (CRC-32 mod CELLS) is distinct: the paper's
-        /// collision-free corpus.
+        /// collision-free corpus (CELLS from the vocabulary to 2^24).
         #[arg(long)]
         collision_free_cells: Option<usize>,
         /// The file written.
@@ -83,10 +83,11 @@ enum DaietCmd {
         /// `I/N`: this mapper's split.
         #[arg(long)]
         split: String,
-        /// The reducers' `address:port`, comma-separated, in tree order.
+        /// The reducers' `address:port` (IPv4), comma-separated, in tree order, each once (at
+        /// most 1024).
         #[arg(long, value_delimiter = ',')]
         reducers: Vec<std::net::SocketAddr>,
-        /// Their tree IDs (default 1, 2, …).
+        /// Their tree IDs (default 1, 2, …), each once.
         #[arg(long, value_delimiter = ',')]
         trees: Vec<u32>,
         /// Count each word once per mapper (the combiner).
@@ -95,8 +96,8 @@ enum DaietCmd {
         /// `udp` (DAIET packets) or `tcp` (the baseline).
         #[arg(long, default_value = "udp")]
         transport: String,
-        /// Most datagrams a second (0: as fast as the socket takes them).
-        #[arg(long, default_value_t = 20_000)]
+        /// Most datagrams a second (0: as fast as the socket takes them; at most 10^8).
+        #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(0..=100_000_000))]
         pps: u64,
         /// Pairs per packet.
         #[arg(long, default_value_t = 10)]
@@ -112,14 +113,14 @@ enum DaietCmd {
         #[arg(long)]
         tree: u32,
         /// END packets (UDP: 1 through a DAIET switch, the mappers without one) or streams
-        /// (TCP) to wait for.
-        #[arg(long)]
+        /// (TCP) to wait for (1 to 100 000).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000))]
         ends: u64,
         /// `udp` or `tcp`.
         #[arg(long, default_value = "udp")]
         transport: String,
-        /// Give up after this long without traffic, seconds.
-        #[arg(long, default_value_t = 10.0)]
+        /// Give up after this long without traffic, seconds (0.001 to 3600).
+        #[arg(long, default_value_t = 10.0, value_parser = idle_s)]
         idle_s: f64,
         /// The result.
         #[arg(long)]
@@ -135,11 +136,11 @@ enum HawkeyeCmd {
     Eval {
         /// The scenario directory.
         dir: PathBuf,
-        /// Traces per scenario.
-        #[arg(long, default_value_t = 100)]
+        /// Traces per scenario (1 to 100 000).
+        #[arg(long, default_value_t = 100, value_parser = traces)]
         traces: u64,
-        /// Worker threads (default: the machine's cores).
-        #[arg(long)]
+        /// Worker threads (default: the machine's cores; at most 256).
+        #[arg(long, value_parser = threads)]
         threads: Option<usize>,
         /// Where results.csv and results.md go.
         #[arg(long)]
@@ -147,15 +148,16 @@ enum HawkeyeCmd {
         /// Print every trace's injection and diagnoses (stderr).
         #[arg(long)]
         verbose: bool,
-        /// Every switch's epoch, ns (a power of two; default: each scenario's).
-        #[arg(long)]
+        /// Every switch's epoch, ns (a power of two from 1024 to 2^32; default: each scenario's).
+        #[arg(long, value_parser = epoch_ns)]
         epoch_ns: Option<u64>,
-        /// The detection threshold, × the base RTT (default: each scenario's).
-        #[arg(long)]
+        /// The detection threshold, × the base RTT (above 1, at most 1000; default: each
+        /// scenario's).
+        #[arg(long, value_parser = rtt_factor)]
         rtt_factor: Option<f64>,
         /// The first trace's number (traces N.. of each scenario: fresh seeds and placements
-        /// for a hold-out check).
-        #[arg(long, default_value_t = 0)]
+        /// for a hold-out check; below 2^63).
+        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..1 << 63))]
         first_trace: u64,
         /// The analyzer's ReplayQueue: `queue-order` (default; a FIFO's order kept) or `even`
         /// (the paper's even spread), for comparison.
@@ -167,17 +169,19 @@ enum HawkeyeCmd {
     Sweep {
         /// The scenario directory.
         dir: PathBuf,
-        /// Traces per scenario and setting.
-        #[arg(long, default_value_t = 20)]
+        /// Traces per scenario and setting (1 to 100 000).
+        #[arg(long, default_value_t = 20, value_parser = traces)]
         traces: u64,
-        /// Epochs, ns (powers of two; the paper's 100 µs to 2 ms).
-        #[arg(long, value_delimiter = ',', default_value = "131072,262144,524288,1048576,2097152")]
+        /// Epochs, ns (powers of two from 1024 to 2^32, each once, at most 16; the paper's
+        /// 100 µs to 2 ms).
+        #[arg(long, value_delimiter = ',', value_parser = epoch_ns, default_value = "131072,262144,524288,1048576,2097152")]
         epochs: Vec<u64>,
-        /// Detection thresholds, × the base RTT (the paper's 200 % to 500 %).
-        #[arg(long, value_delimiter = ',', default_value = "2,3,4,5")]
+        /// Detection thresholds, × the base RTT (above 1, at most 1000, each once, at most 16;
+        /// the paper's 200 % to 500 %).
+        #[arg(long, value_delimiter = ',', value_parser = rtt_factor, default_value = "2,3,4,5")]
         factors: Vec<f64>,
-        /// Worker threads (default: the machine's cores).
-        #[arg(long)]
+        /// Worker threads (default: the machine's cores; at most 256).
+        #[arg(long, value_parser = threads)]
         threads: Option<usize>,
         /// Where sweep.csv, sweep.md and the figures go.
         #[arg(long)]
@@ -187,7 +191,8 @@ enum HawkeyeCmd {
     Trace {
         /// The scenario file.
         scenario: PathBuf,
-        /// The trace number.
+        /// The trace number (below 2^63).
+        #[arg(value_parser = clap::value_parser!(u64).range(0..1 << 63))]
         n: u64,
     },
 }
@@ -218,6 +223,16 @@ enum LabCmd {
         #[arg(long)]
         quiet: bool,
     },
+    /// Check a lab file (or the HPCC simulator's inputs) as `lab run` loads it, and print what
+    /// it would run; exit 2 naming the file, line and key of what cannot run.
+    Check {
+        /// The lab.
+        #[arg(required_unless_present = "ns3")]
+        file: Option<PathBuf>,
+        /// Instead of a lab file: the HPCC simulator's inputs (as `lab run --ns3`).
+        #[arg(long, conflicts_with = "file")]
+        ns3: Option<PathBuf>,
+    },
     /// Run a lab with HPCC++, DCQCN and µFAB: each run's results into DIR/hpcc, DIR/dcqcn and
     /// DIR/ufab, the slowdown curves into DIR/slowdown.svg, and a slowdown table on stdout.
     Compare {
@@ -230,6 +245,49 @@ enum LabCmd {
         #[arg(long)]
         quiet: bool,
     },
+}
+
+/// `--traces`: 1 to [`softfabric::hawkeye_eval::MAX_TRACES`].
+fn traces(s: &str) -> Result<u64, String> {
+    let max = softfabric::hawkeye_eval::MAX_TRACES;
+    s.trim()
+        .parse()
+        .ok()
+        .filter(|n| (1..=max).contains(n))
+        .ok_or_else(|| format!("{s:?}: expected 1 to {max} traces"))
+}
+
+/// `--threads`: 1 to 256.
+fn threads(s: &str) -> Result<usize, String> {
+    s.trim()
+        .parse()
+        .ok()
+        .filter(|n| (1..=256).contains(n))
+        .ok_or_else(|| format!("{s:?}: expected 1 to 256 threads"))
+}
+
+/// `--epoch-ns`: what a `hawkeye` switch takes, a power of two from 1024 to 2^32.
+fn epoch_ns(s: &str) -> Result<u64, String> {
+    s.trim()
+        .parse()
+        .ok()
+        .filter(|n: &u64| n.is_power_of_two() && (1024..=1 << 32).contains(n))
+        .ok_or_else(|| format!("{s:?}: expected a power of two from 1024 to 4294967296 ns"))
+}
+
+/// `--rtt-factor`: above 1, at most 1000 (as a lab file's `[hawkeye] rtt_factor`).
+fn rtt_factor(s: &str) -> Result<f64, String> {
+    ports::input::ranged(s, 1.0, 1000.0, true, "× the base RTT")
+}
+
+/// `--zipf`: a Zipf exponent, 0 to 10.
+fn zipf(s: &str) -> Result<f64, String> {
+    ports::input::ranged(s, 0.0, roce::daiet::MAX_ZIPF, false, "")
+}
+
+/// `--idle-s`: 0.001 to 3600 s.
+fn idle_s(s: &str) -> Result<f64, String> {
+    ports::input::ranged(s, 0.001, 3600.0, false, "s")
 }
 
 /// Why a lab command failed: a lab that cannot run (exit 2) or anything else (exit 1).
@@ -327,15 +385,48 @@ fn lab_run_one(
     Ok(r)
 }
 
-/// `lab run`: exit 2 for a lab file that cannot run.
 /// The output directory, made and checked writable before a simulation runs (an unwritable
 /// one failed only after the whole run): bad input, exit 2.
 fn writable_out(out: &Path) -> Result<(), LabFail> {
-    let probe = out.join(".softfabric-write-test");
-    std::fs::create_dir_all(out)
-        .and_then(|()| std::fs::write(&probe, b""))
-        .and_then(|()| std::fs::remove_file(&probe))
-        .map_err(|e| LabFail::BadLab(format!("--out {}: cannot write there: {e}", out.display())))
+    ports::input::writable_dir("--out", out).map_err(LabFail::BadLab)
+}
+
+/// The lab a file or an NS-3 directory describes, checked whole, and the `config.txt` keys
+/// the import did not take.
+fn lab_load(
+    file: Option<&Path>,
+    ns3: Option<&Path>,
+) -> Result<(softfabric::lab::LabConfig, Option<String>), LabFail> {
+    match (file, ns3) {
+        (_, Some(dir)) => {
+            let i = softfabric::lab::ns3::import(dir).map_err(|e| LabFail::BadLab(e.to_string()))?;
+            for (k, v) in &i.ignored {
+                eprintln!("note: {}: {k} {v}: not imported", dir.join("config.txt").display());
+            }
+            Ok((i.lab, Some(i.text)))
+        }
+        (Some(file), None) => softfabric::lab::LabConfig::load(file)
+            .map(|c| (c, None))
+            .map_err(|e| LabFail::BadLab(e.to_string())),
+        (None, None) => Err(LabFail::BadLab("a lab file or --ns3 DIR".into())),
+    }
+}
+
+/// `lab check`: what `lab run` would run, or why it cannot.
+fn lab_check(file: Option<&Path>, ns3: Option<&Path>) -> Result<(), LabFail> {
+    let (cfg, _) = lab_load(file, ns3)?;
+    println!(
+        "{}: ok: {:?}, {} hosts, {} switches, {} links, {} flows, {} µs (+ up to {} µs to completion)",
+        cfg.file.display(),
+        cfg.cc,
+        cfg.hosts(),
+        cfg.topology.switches,
+        cfg.topology.links.len(),
+        cfg.flows.len(),
+        cfg.duration_ns / 1000,
+        cfg.completion_ns / 1000
+    );
+    Ok(())
 }
 
 fn lab_run(
@@ -346,24 +437,12 @@ fn lab_run(
     paths: Option<u32>,
     quiet: bool,
 ) -> Result<(), LabFail> {
-    let mut cfg = match (file, ns3) {
-        (_, Some(dir)) => {
-            let i = softfabric::lab::ns3::import(dir).map_err(|e| LabFail::BadLab(e.to_string()))?;
-            writable_out(out)?;
-            std::fs::write(out.join("lab.toml"), &i.text).map_err(|e| {
-                LabFail::Other(format!("cannot write {}: {e}", out.join("lab.toml").display()))
-            })?;
-            for (k, v) in &i.ignored {
-                eprintln!("note: {}: {k} {v}: not imported", dir.join("config.txt").display());
-            }
-            i.lab
-        }
-        (Some(file), None) => {
-            softfabric::lab::LabConfig::load(file).map_err(|e| LabFail::BadLab(e.to_string()))?
-        }
-        (None, None) => return Err(LabFail::BadLab("a lab file or --ns3 DIR".into())),
-    };
+    let (mut cfg, imported) = lab_load(file, ns3)?;
     writable_out(out)?;
+    if let Some(text) = imported {
+        std::fs::write(out.join("lab.toml"), text)
+            .map_err(|e| LabFail::Other(format!("cannot write {}: {e}", out.join("lab.toml").display())))?;
+    }
     if let Some(cc) = cc {
         cfg.set_cc(parse_cc(cc)?);
     }
@@ -408,7 +487,7 @@ fn lab_compare(file: &Path, out: &Path, quiet: bool) -> Result<(), LabFail> {
 
 fn main() -> ExitCode {
     ports::host::init_tracing("warn");
-    let cli = Cli::parse();
+    let cli: Cli = ports::input::parse_args();
     match cli.cmd.unwrap_or(Cmd::Demo) {
         Cmd::Demo => match softfabric::dta_demo::run(&mut std::io::stdout()) {
             Ok(()) => ExitCode::SUCCESS,
@@ -423,6 +502,7 @@ fn main() -> ExitCode {
                     lab_run(file.as_deref(), ns3.as_deref(), &out, cc.as_deref(), paths, quiet)
                 }
                 LabCmd::Compare { file, out, quiet } => lab_compare(&file, &out, quiet),
+                LabCmd::Check { file, ns3 } => lab_check(file.as_deref(), ns3.as_deref()),
             };
             r.map_or_else(LabFail::exit, |()| ExitCode::SUCCESS)
         }
@@ -448,6 +528,24 @@ fn main() -> ExitCode {
         }
         Cmd::Hawkeye { cmd: HawkeyeCmd::Sweep { dir, traces, epochs, factors, threads, out } } => {
             let t0 = std::time::Instant::now();
+            let twice = |v: &[String]| v.iter().enumerate().any(|(i, x)| v[..i].contains(x));
+            let bad = if epochs.is_empty()
+                || epochs.len() > 16
+                || twice(&epochs.iter().map(u64::to_string).collect::<Vec<_>>())
+            {
+                Some("--epochs: expected 1 to 16 epochs, each once".to_string())
+            } else if factors.is_empty()
+                || factors.len() > 16
+                || twice(&factors.iter().map(f64::to_string).collect::<Vec<_>>())
+            {
+                Some("--factors: expected 1 to 16 thresholds, each once".to_string())
+            } else {
+                out.as_ref().and_then(|o| ports::input::writable_dir("--out", o).err())
+            };
+            if let Some(e) = bad {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
             let r = softfabric::hawkeye_eval::sweep(
                 &dir,
                 traces,
@@ -472,8 +570,8 @@ fn main() -> ExitCode {
                 HawkeyeCmd::Eval { dir, traces, threads, out, verbose, epoch_ns, rtt_factor, first_trace, replay },
         } => {
             let t0 = std::time::Instant::now();
-            if epoch_ns.is_some_and(|e| !e.is_power_of_two()) {
-                eprintln!("error: --epoch-ns: expected a power of two");
+            if let Some(e) = out.as_ref().and_then(|o| ports::input::writable_dir("--out", o).err()) {
+                eprintln!("error: {e}");
                 return ExitCode::from(2);
             }
             let sweep = softfabric::hawkeye_eval::Sweep { epoch_ns, rtt_factor, first_trace, replay };
@@ -510,56 +608,108 @@ fn daiet(cmd: DaietCmd) -> ExitCode {
         eprintln!("error: {e}");
         ExitCode::from(2)
     };
+    let failed = |e: String| {
+        eprintln!("error: {e}");
+        ExitCode::FAILURE
+    };
     let transport =
         |t: &str| Transport::parse(t).ok_or_else(|| format!("--transport {t:?}: expected udp or tcp"));
-    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+    // A corpus is read whole: at most what `corpus` makes, and what memory holds.
+    let read = |flag: &str, p: &Path| {
+        let text = ports::input::read_flag(flag, p, roce::daiet::MAX_CORPUS_BYTES as u64)?;
+        ports::input::fits_in_memory(4 * text.len() as u128)
+            .map_err(|e| format!("{flag} {}: {e}", p.display()))?;
+        Ok::<_, String>(text)
+    };
+    let stop = match ports::input::stop_on_signals() {
+        Ok(s) => s,
+        Err(e) => return failed(format!("installing a signal handler: {e}")),
+    };
     match cmd {
-        DaietCmd::Lab { file, out } => match softfabric::daiet::lab_report(&file, out.as_deref()) {
-            Ok(s) => {
-                print!("{s}");
-                ExitCode::SUCCESS
+        DaietCmd::Lab { file, out } => {
+            if let Some(o) = &out
+                && let Err(e) = ports::input::writable_dir("--out", o)
+            {
+                return fail(e);
             }
-            Err(e) => fail(e),
-        },
+            match softfabric::daiet::lab_report(&file, out.as_deref()) {
+                Ok(s) => {
+                    print!("{s}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(e),
+            }
+        }
         DaietCmd::Corpus { bytes, vocabulary, zipf, seed, collision_free_cells, out } => {
             let spec =
                 roce::daiet::CorpusSpec { bytes, vocabulary, zipf_s: zipf, seed, collision_free_cells };
+            if let Err((k, why)) = spec.check() {
+                let flag = match k {
+                    "zipf_s" => "--zipf",
+                    "collision_free_cells" => "--collision-free-cells",
+                    "vocabulary" => "--vocabulary",
+                    _ => "--bytes",
+                };
+                return fail(format!("{flag} {why}"));
+            }
+            if let Err(e) = ports::input::fits_in_memory(2 * bytes as u128)
+                .map_err(|e| format!("--bytes {bytes}: {e}"))
+                .and_then(|()| ports::input::writable_file("--out", &out))
+            {
+                return fail(e);
+            }
             let text = roce::daiet::corpus(&spec, softfabric::daiet::lab::register_index);
             match std::fs::write(&out, &text) {
                 Ok(()) => {
                     println!("{}: {} bytes", out.display(), text.len());
                     ExitCode::SUCCESS
                 }
-                Err(e) => fail(format!("{}: {e}", out.display())),
+                Err(e) => failed(format!("--out {}: {e}", out.display())),
             }
         }
         DaietCmd::Count { input, out } => {
-            let r = read(&input).and_then(|text| {
-                let c = roce::daiet::word_count(&text);
-                let mut s = String::new();
-                for (w, n) in &c {
-                    s.push_str(&format!("{w} {n}\n"));
-                }
-                std::fs::write(&out, s).map_err(|e| format!("{}: {e}", out.display())).map(|()| c.len())
-            });
-            match r {
-                Ok(n) => {
-                    println!("{}: {n} words", out.display());
+            let text = match read("INPUT", &input)
+                .and_then(|t| ports::input::writable_file("--out", &out).map(|()| t))
+            {
+                Ok(t) => t,
+                Err(e) => return fail(e),
+            };
+            let c = roce::daiet::word_count(&text);
+            let mut s = String::new();
+            for (w, n) in &c {
+                s.push_str(&format!("{w} {n}\n"));
+            }
+            match std::fs::write(&out, s) {
+                Ok(()) => {
+                    println!("{}: {} words", out.display(), c.len());
                     ExitCode::SUCCESS
                 }
-                Err(e) => fail(e),
+                Err(e) => failed(format!("--out {}: {e}", out.display())),
             }
         }
         DaietCmd::Map { input, split, reducers, trees, combine, transport: t, pps, max_entries } => {
             let parsed = split
                 .split_once('/')
                 .and_then(|(i, n)| Some((i.parse::<usize>().ok()?, n.parse::<usize>().ok()?)))
-                .filter(|(i, n)| i < n);
+                .filter(|(i, n)| i < n && *n <= 65_536);
             let Some((i, n)) = parsed else {
-                return fail(format!("--split {split:?}: expected I/N with I < N"));
+                return fail(format!("--split {split:?}: expected I/N with I < N ≤ 65536"));
             };
-            if reducers.is_empty() {
-                return fail("--reducers: expected at least one address:port".into());
+            if reducers.is_empty() || reducers.len() > 1024 {
+                return fail("--reducers: expected 1 to 1024 address:port".into());
+            }
+            if let Some(r) = reducers.iter().find(|r| match r {
+                std::net::SocketAddr::V4(a) => {
+                    a.port() == 0 || a.ip().is_unspecified() || a.ip().is_broadcast() || a.ip().is_multicast()
+                }
+                std::net::SocketAddr::V6(_) => true,
+            }) {
+                return fail(format!("--reducers: {r} is not an IPv4 unicast address and port of a reducer"));
+            }
+            if let Some(r) =
+                reducers.iter().enumerate().find_map(|(k, r)| reducers[..k].contains(r).then_some(r))
+            {
+                return fail(format!("--reducers: {r} is given twice (one tree per reducer)"));
             }
             if !(1..=64).contains(&max_entries) {
                 return fail(format!(
@@ -570,11 +720,18 @@ fn daiet(cmd: DaietCmd) -> ExitCode {
             if trees.len() != reducers.len() {
                 return fail("--trees: expected one tree ID per reducer".into());
             }
-            let r = transport(&t).and_then(|tr| {
-                let text = read(&input)?;
-                net::map(&text, i, n, &reducers, &trees, combine, tr, pps, max_entries)
-            });
-            match r {
+            if let Some(t) = trees.iter().enumerate().find_map(|(k, t)| trees[..k].contains(t).then_some(t)) {
+                return fail(format!("--trees: tree {t} is given twice"));
+            }
+            let tr = match transport(&t) {
+                Ok(tr) => tr,
+                Err(e) => return fail(e),
+            };
+            let text = match read("INPUT", &input) {
+                Ok(t) => t,
+                Err(e) => return fail(e),
+            };
+            match net::map(&text, i, n, &reducers, &trees, combine, tr, pps, max_entries, &stop) {
                 Ok(rep) => {
                     println!(
                         "mapper {i}/{n}: {} pairs, {} datagrams, {} bytes, {} words too long",
@@ -582,14 +739,24 @@ fn daiet(cmd: DaietCmd) -> ExitCode {
                     );
                     ExitCode::SUCCESS
                 }
-                Err(e) => fail(e),
+                Err(e) => failed(e),
             }
         }
         DaietCmd::Reduce { bind, tree, ends, transport: t, idle_s, out } => {
-            let r = transport(&t).and_then(|tr| {
-                net::reduce(bind, tree, ends, tr, std::time::Duration::from_secs_f64(idle_s.max(0.01)), &out)
-            });
-            match r {
+            let tr =
+                match transport(&t).and_then(|tr| ports::input::writable_file("--out", &out).map(|()| tr)) {
+                    Ok(tr) => tr,
+                    Err(e) => return fail(e),
+                };
+            if bind.is_ipv6()
+                || bind.ip().is_multicast()
+                || matches!(bind, std::net::SocketAddr::V4(a) if a.ip().is_broadcast())
+            {
+                return fail(format!(
+                    "--bind {bind}: expected an IPv4 address of this host (or 0.0.0.0) and a port"
+                ));
+            }
+            match net::reduce(bind, tree, ends, tr, std::time::Duration::from_secs_f64(idle_s), &out, &stop) {
                 Ok(rep) => {
                     println!(
                         "reducer tree {tree}: {} packets, {} bytes, {} pairs, {} ENDs, {} words, {} refused, {} saturated, busy {:.3} ms{}",
@@ -609,7 +776,8 @@ fn daiet(cmd: DaietCmd) -> ExitCode {
                     );
                     if rep.complete { ExitCode::SUCCESS } else { ExitCode::FAILURE }
                 }
-                Err(e) => fail(e),
+                Err(e) if e.starts_with("bind") => fail(format!("--bind {e}")),
+                Err(e) => failed(e),
             }
         }
     }

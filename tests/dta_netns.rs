@@ -207,6 +207,7 @@ fn run(ns: &str, spec: LoadSpec, count: u64, rate: u64, epoch: u8, linger_ms: u6
         epoch,
         sink: Sink::Udp { bind: SocketAddrV4::new(REPORTER, 40041) },
         linger: Duration::from_millis(linger_ms),
+        stop: None,
     };
     in_netns(ns, move || report::run(&run).expect("the reporter runs"))
 }

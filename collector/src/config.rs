@@ -257,10 +257,10 @@ const MAX_STORE_BYTES: u64 = u32::MAX as u64;
 impl CollectorConfig {
     /// Read and check `path`.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        let text = ports::input::read_text(path, ports::input::MAX_TEXT_BYTES).map_err(|e| ConfigError {
             file: path.to_path_buf(),
             key: "-".into(),
-            reason: format!("cannot read: {e}"),
+            reason: e.to_string(),
         })?;
         Self::parse(path, &text)
     }
@@ -270,10 +270,10 @@ impl CollectorConfig {
         let err =
             |key: &str, reason: String| ConfigError { file: path.to_path_buf(), key: key.into(), reason };
         let raw: Raw = toml::from_str(text).map_err(|e| {
-            let key = e.span().map_or_else(|| "-".to_string(), |s| key_at(text, s.start));
-            let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
-            let at = line.map_or_else(String::new, |l| format!(" (line {l})"));
-            err(&key, format!("{}{at}", e.message()))
+            let (line, key) = ports::input::toml_location(text, e.span());
+            let key = if key.is_empty() { "-".to_string() } else { key };
+            let at = if line == 0 { String::new() } else { format!(" (line {line})") };
+            err(&key, format!("{}{at}", e.message().trim_end()))
         })?;
         let c = &raw.collector;
         let ip: Ipv4Addr =
@@ -482,29 +482,6 @@ impl CollectorConfig {
             seed: c.seed,
             stores: stores.into_iter().map(|(_, s)| s).collect(),
         })
-    }
-}
-
-/// The dotted key around byte `at` of a TOML text: the table header above it and the key on
-/// its line (good enough for error messages).
-fn key_at(text: &str, at: usize) -> String {
-    let before = &text[..at.min(text.len())];
-    let table = before
-        .lines()
-        .rev()
-        .find_map(|l| {
-            let l = l.trim();
-            l.starts_with('[').then(|| l.trim_matches(|c| c == '[' || c == ']').to_string())
-        })
-        .unwrap_or_default();
-    let start = before.rfind('\n').map_or(0, |i| i + 1);
-    let line = text[start..].split('\n').next().unwrap_or("");
-    let key = line.split('=').next().unwrap_or("").trim();
-    match (table.is_empty(), key.is_empty() || line.trim_start().starts_with('[')) {
-        (true, true) => "-".into(),
-        (true, false) => key.into(),
-        (false, true) => table,
-        (false, false) => format!("{table}.{key}"),
     }
 }
 

@@ -13,7 +13,10 @@
 //! * [`host`] — the host runtime: a clock, the idle policy, one ARP resolver/responder, and
 //!   [`HostPort`](host::HostPort), which drives any `roce::agent::Agent` (the nic-agent's
 //!   `RcHost`, the collector's soft-RNIC, the DTA reporter) on a port; and the tracing setup
-//!   every binary shares.
+//!   every binary shares;
+//! * [`input`] — what every binary's input handling shares: bounded file reads, the memory
+//!   budget allocations sized by input are checked against, the key a TOML error is about,
+//!   and the stop flag of SIGINT/SIGTERM.
 //!
 //! What it is not: no packet is parsed here beyond what a backend or the host runtime needs to
 //! move it (Ethernet/IPv4/UDP framing for the UDP backend, ARP); formats live in `wire`,
@@ -26,4 +29,5 @@
 
 pub mod buf;
 pub mod host;
+pub mod input;
 pub mod port;

@@ -415,6 +415,46 @@ pub struct CorpusSpec {
     pub collision_free_cells: Option<usize>,
 }
 
+/// The largest corpus [`corpus`] makes (1 GiB): it is built in memory.
+pub const MAX_CORPUS_BYTES: usize = 1 << 30;
+/// The most distinct words a corpus draws from.
+pub const MAX_VOCABULARY: usize = 1_000_000;
+/// The largest register a collision-free corpus is drawn for (cells per tree).
+pub const MAX_CELLS: usize = 1 << 24;
+/// The largest Zipf exponent (beyond it every draw is the first word).
+pub const MAX_ZIPF: f64 = 10.0;
+
+impl CorpusSpec {
+    /// `Ok` if a corpus can be made of this, in bounded time and memory; otherwise the field
+    /// at fault (`bytes`, `vocabulary`, `zipf_s`, `collision_free_cells`) and why.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        if !(1..=MAX_CORPUS_BYTES).contains(&self.bytes) {
+            return Err((
+                "bytes",
+                format!("{}: expected 1 to {MAX_CORPUS_BYTES} (it is made in memory)", self.bytes),
+            ));
+        }
+        if !(1..=MAX_VOCABULARY).contains(&self.vocabulary) {
+            return Err((
+                "vocabulary",
+                format!("{}: expected 1 to {MAX_VOCABULARY} distinct words", self.vocabulary),
+            ));
+        }
+        if !(self.zipf_s.is_finite() && (0.0..=MAX_ZIPF).contains(&self.zipf_s)) {
+            return Err(("zipf_s", format!("{}: expected an exponent from 0 to {MAX_ZIPF}", self.zipf_s)));
+        }
+        if let Some(c) = self.collision_free_cells
+            && !(self.vocabulary..=MAX_CELLS).contains(&c)
+        {
+            return Err((
+                "collision_free_cells",
+                format!("{c}: expected {} (the vocabulary: a cell per word) to {MAX_CELLS}", self.vocabulary),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// splitmix64: the generator's randomness (seeded, no crate needed for a corpus).
 pub fn splitmix(s: &mut u64) -> u64 {
     *s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);

@@ -167,8 +167,11 @@ impl LabFile {
 impl LabFile {
     /// Read and check a lab file.
     pub fn load(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let f: Self = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = ports::input::read_text(path, ports::input::MAX_TEXT_BYTES)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let f: Self = toml::from_str(&text).map_err(|e| {
+            format!("{}: {}", path.display(), ports::input::toml_message(&text, e.span(), e.message()))
+        })?;
         let bad = |k: &str, why: &str| Err(format!("{}: {k}: {why}", path.display()));
         if f.mappers == 0 || f.mappers > 200 {
             return bad("mappers", "expected 1 to 200");
@@ -181,6 +184,20 @@ impl LabFile {
         }
         if f.cells.is_empty() || f.cells.iter().any(|c| !c.is_power_of_two() || *c > 1 << 20) {
             return bad("cells", "expected powers of two up to 1 048 576");
+        }
+        // Each register size is a whole experiment.
+        if f.cells.len() > 16 || f.cells.iter().enumerate().any(|(i, c)| f.cells[..i].contains(c)) {
+            return bad("cells", "expected at most 16 register sizes, each once");
+        }
+        if let Err((k, why)) = f.corpus_spec().check() {
+            let k = if k == "zipf_s" {
+                "zipf"
+            } else if k == "collision_free_cells" {
+                "collision_free"
+            } else {
+                k
+            };
+            return bad(&format!("corpus.{k}"), &why);
         }
         if !(0.0..1.0).contains(&f.loss) {
             return bad("loss", "expected a fraction in [0, 1)");

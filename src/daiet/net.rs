@@ -5,6 +5,7 @@
 use std::io::{BufWriter, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use roce::daiet::{AggFn, Mapper, Reducer, word_of};
@@ -44,7 +45,8 @@ pub struct MapReport {
 }
 
 /// Map split `i` of `n` of `text` to `reducers` (tree `trees[r]` each), at most `pps` datagrams
-/// a second (UDP: DAIET has no recovery, so a mapper must not overrun the path).
+/// a second (UDP: DAIET has no recovery, so a mapper must not overrun the path). Stops when
+/// `stop` is set (SIGTERM), with an error saying how far it got.
 #[allow(clippy::too_many_arguments)]
 pub fn map(
     text: &str,
@@ -56,6 +58,7 @@ pub fn map(
     transport: Transport,
     pps: u64,
     max_entries: usize,
+    stop: &AtomicBool,
 ) -> Result<MapReport, String> {
     let mut m = Mapper::new(trees.to_vec(), if transport == Transport::Tcp { 1000 } else { max_entries });
     roce::daiet::map_words(roce::daiet::split(text, i, n), combine, &mut m);
@@ -66,12 +69,18 @@ pub fn map(
             let sock = UdpSocket::bind("0.0.0.0:0").map_err(|e| format!("bind: {e}"))?;
             let start = Instant::now();
             while let Some((r, len)) = m.poll_transmit(&mut buf) {
-                if let Some(ns) = (rep.packets * 1_000_000_000).checked_div(pps) {
+                if let Some(ns) = rep.packets.saturating_mul(1_000_000_000).checked_div(pps) {
                     let due = Duration::from_nanos(ns);
-                    let el = start.elapsed();
-                    if due > el {
-                        std::thread::sleep(due - el);
+                    // Paced, in slices short enough to notice a stop.
+                    while due > start.elapsed() && !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep((due - start.elapsed()).min(Duration::from_millis(50)));
                     }
+                }
+                if stop.load(Ordering::Relaxed) {
+                    return Err(format!(
+                        "interrupted after {} datagrams: the reducers' result is incomplete",
+                        rep.packets
+                    ));
                 }
                 sock.send_to(&buf[..len], reducers[r])
                     .map_err(|e| format!("send to {}: {e}", reducers[r]))?;
@@ -85,6 +94,9 @@ pub fn map(
                 streams.push(BufWriter::new(s));
             }
             while let Some((r, len)) = m.poll_transmit(&mut buf) {
+                if stop.load(Ordering::Relaxed) {
+                    return Err("interrupted: the reducers' result is incomplete".into());
+                }
                 if let Ok(wire::daiet::DaietRepr::Data { entries, .. }) =
                     wire::daiet::DaietRepr::parse(&buf[..len])
                 {
@@ -102,6 +114,9 @@ pub fn map(
     Ok(rep)
 }
 
+/// The most a reducer holds of one mapper's TCP stream (1 GiB).
+pub const MAX_STREAM_BYTES: u64 = 1 << 30;
+
 /// What a reducer received.
 #[derive(Debug, Clone)]
 pub struct ReduceReport {
@@ -116,7 +131,8 @@ pub struct ReduceReport {
 }
 
 /// Reduce tree `tree` on `bind` until `ends` END packets (UDP) or `ends` closed streams (TCP),
-/// or `idle` without traffic; write `word count` lines sorted by word to `out`.
+/// or `idle` without traffic, or `stop` (SIGTERM); write `word count` lines sorted by word to
+/// `out`. A TCP stream is held in memory: one past [`MAX_STREAM_BYTES`] is refused.
 pub fn reduce(
     bind: SocketAddr,
     tree: u32,
@@ -124,17 +140,22 @@ pub fn reduce(
     transport: Transport,
     idle: Duration,
     out: &Path,
+    stop: &AtomicBool,
 ) -> Result<ReduceReport, String> {
     let mut red = Reducer::new(tree, AggFn::Sum, ends);
     let mut busy = Duration::ZERO;
+    // Waits in slices short enough to notice a stop; `idle` counts from the last arrival.
+    let slice = idle.min(Duration::from_millis(50));
     match transport {
         Transport::Udp => {
             let sock = UdpSocket::bind(bind).map_err(|e| format!("bind {bind}: {e}"))?;
-            sock.set_read_timeout(Some(idle)).map_err(|e| e.to_string())?;
+            sock.set_read_timeout(Some(slice)).map_err(|e| e.to_string())?;
             let mut buf = [0u8; 65536];
-            while !red.is_done() {
+            let mut last = Instant::now();
+            while !red.is_done() && !stop.load(Ordering::Relaxed) && last.elapsed() < idle {
                 match sock.recv_from(&mut buf) {
                     Ok((n, _)) => {
+                        last = Instant::now();
                         let t = Instant::now();
                         let _ = red.handle(&buf[..n]);
                         busy += t.elapsed();
@@ -143,21 +164,37 @@ pub fn reduce(
                         if matches!(
                             e.kind(),
                             std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                        ) =>
-                    {
-                        break;
-                    }
+                        ) => {}
                     Err(e) => return Err(format!("recv: {e}")),
                 }
             }
         }
         Transport::Tcp => {
             let l = TcpListener::bind(bind).map_err(|e| format!("bind {bind}: {e}"))?;
-            for _ in 0..ends {
-                let (mut s, _) = l.accept().map_err(|e| format!("accept: {e}"))?;
+            l.set_nonblocking(true).map_err(|e| e.to_string())?;
+            let mut last = Instant::now();
+            let mut accepted = 0;
+            while accepted < ends && !stop.load(Ordering::Relaxed) && last.elapsed() < idle {
+                let mut s = match l.accept() {
+                    Ok((s, _)) => s,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        std::thread::sleep(slice.min(Duration::from_millis(5)));
+                        continue;
+                    }
+                    Err(e) => return Err(format!("accept: {e}")),
+                };
+                accepted += 1;
+                s.set_nonblocking(false).ok();
                 s.set_read_timeout(Some(idle)).ok();
                 let mut data = Vec::new();
-                s.read_to_end(&mut data).map_err(|e| format!("read: {e}"))?;
+                (&mut s)
+                    .take(MAX_STREAM_BYTES + 1)
+                    .read_to_end(&mut data)
+                    .map_err(|e| format!("read: {e}"))?;
+                if data.len() as u64 > MAX_STREAM_BYTES {
+                    return Err(format!("a mapper's stream is longer than {} MiB", MAX_STREAM_BYTES >> 20));
+                }
+                last = Instant::now();
                 let t = Instant::now();
                 for rec in data.chunks_exact(ENTRY_LEN) {
                     let e = DaietEntry::read(rec);

@@ -351,8 +351,10 @@ impl Scenario {
     /// Read and check a scenario file (errors name the file and the key).
     pub fn load(path: &Path) -> Result<Self, String> {
         let p = path.display();
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{p}: {e}"))?;
-        let raw: RawScenario = toml::from_str(&text).map_err(|e| format!("{p}: {e}"))?;
+        let text =
+            ports::input::read_text(path, ports::input::MAX_TEXT_BYTES).map_err(|e| format!("{p}: {e}"))?;
+        let raw: RawScenario = toml::from_str(&text)
+            .map_err(|e| format!("{p}: {}", ports::input::toml_message(&text, e.span(), e.message())))?;
         let class = Anomaly::from_name(&raw.scenario.class).ok_or_else(|| {
             format!("{p}: scenario.class: {:?} is not one of Table 2's anomalies", raw.scenario.class)
         })?;
@@ -360,7 +362,7 @@ impl Scenario {
             return Err(format!("{p}: scenario.loads: expected loads in [0, 1)"));
         }
         let base_path = path.parent().unwrap_or(Path::new(".")).join(&raw.scenario.base);
-        let base_text = std::fs::read_to_string(&base_path)
+        let base_text = ports::input::read_text(&base_path, ports::input::MAX_TEXT_BYTES)
             .map_err(|e| format!("{p}: scenario.base: {}: {e}", base_path.display()))?;
         match raw.anomaly.kind.as_str() {
             "incast" | "pfc_storm" => {}
@@ -952,6 +954,9 @@ fn right(d: &hawkeye::Diagnosis, class: Anomaly, injected: &Injected) -> bool {
     }
 }
 
+/// The most traces of a scenario one evaluation runs.
+pub const MAX_TRACES: u64 = 100_000;
+
 /// Score `traces` traces of every scenario in `dir` on `threads` threads: per scenario, the
 /// summed score of each variant.
 pub fn eval(
@@ -983,6 +988,15 @@ pub fn eval_with(
         })
         .collect();
     files.sort();
+    if files.is_empty() {
+        return Err(format!(
+            "{}: no scenario files (*.toml not starting with `_`) to evaluate",
+            dir.display()
+        ));
+    }
+    if !(1..=MAX_TRACES).contains(&traces) {
+        return Err(format!("--traces {traces}: expected 1 to {MAX_TRACES}"));
+    }
     let scenarios: Vec<Scenario> =
         files.iter().map(|f| Scenario::load(f).map(|s| s.with(sweep))).collect::<Result<_, _>>()?;
     let mut out = Vec::new();

@@ -348,23 +348,12 @@ fn query(addr: SocketAddr, q: Query) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A finite number of seconds in `(lo, hi]` (or `[lo, hi]` when `closed`), for a value parser.
-fn seconds(s: &str, lo: f64, hi: f64, closed: bool) -> Result<f64, String> {
-    let v: f64 = s.trim().parse().map_err(|_| format!("{s:?} is not a number of seconds"))?;
-    let above = if closed { v >= lo } else { v > lo };
-    if v.is_finite() && above && v <= hi {
-        Ok(v)
-    } else {
-        Err(format!("{s} out of range: {}{lo}..={hi} s", if closed { "" } else { "above " }))
-    }
-}
-
 fn duration_s(s: &str) -> Result<f64, String> {
-    seconds(s, 0.0, 365.0 * 86_400.0, false)
+    ports::input::ranged(s, 0.0, 365.0 * 86_400.0, true, "s")
 }
 
 fn interval_s(s: &str) -> Result<f64, String> {
-    seconds(s, 0.0, 86_400.0, true)
+    ports::input::ranged(s, 0.0, 86_400.0, false, "s")
 }
 
 /// `collector hawkeye listen`: reports from UDP into the assembler; every 100 ms, the incidents
@@ -572,7 +561,7 @@ fn diagnose_all(
 
 fn main() -> ExitCode {
     ports::host::init_tracing("warn");
-    let cli = Cli::parse();
+    let cli: Cli = ports::input::parse_args();
     let r = match cli.cmd {
         Cmd::Serve { config, http, no_icrc, duration, stats_interval } => {
             serve(config, http, no_icrc, duration, stats_interval)

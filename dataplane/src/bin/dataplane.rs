@@ -79,17 +79,18 @@ struct ReportArgs {
     /// keywrite, keyincrement, append or postcarder.
     #[arg(long, default_value = "keywrite")]
     primitive: String,
-    /// Reports per second (0: as fast as possible).
-    #[arg(long, default_value_t = 100_000)]
+    /// Reports per second (0: as fast as possible; at most 10^9).
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(0..=1_000_000_000))]
     rate: u64,
-    /// Reports to send.
-    #[arg(long, default_value_t = 1_000_000)]
+    /// Reports to send (1 to 2^40; at the given rate, at most a day of them; SIGINT/SIGTERM
+    /// stop a run early, its summary printed).
+    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..=1 << 40))]
     count: u64,
     /// Key-Write / Key-Increment redundancy N.
     #[arg(long, default_value_t = 2)]
     redundancy: u8,
-    /// Distinct keys, cycled.
-    #[arg(long, default_value_t = 100_000)]
+    /// Distinct keys, cycled (at least 1).
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..))]
     keys: u32,
     /// First key.
     #[arg(long, default_value_t = 0)]
@@ -98,8 +99,8 @@ struct ReportArgs {
     /// slots as random keys do, instead of consecutive numbers.
     #[arg(long)]
     scramble_keys: bool,
-    /// Append: lists used (report i to list i mod LISTS).
-    #[arg(long, default_value_t = 1)]
+    /// Append: lists used (report i to list i mod LISTS; at least 1).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     lists: u32,
     /// Key-Increment: the increment.
     #[arg(long, default_value_t = 1)]
@@ -140,8 +141,8 @@ struct ReportArgs {
     /// pcap: destination MAC (the translator's port).
     #[arg(long, default_value = "02:00:00:00:00:01")]
     dst_mac: String,
-    /// After the last report, answer NACKs this many milliseconds.
-    #[arg(long, default_value_t = 200)]
+    /// After the last report, answer NACKs this many milliseconds (at most a minute).
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     linger_ms: u64,
 }
 
@@ -167,19 +168,51 @@ fn report(a: ReportArgs) -> anyhow::Result<runtime::report::ReportSummary> {
     if a.keep == 0 || a.keep > MAX_KEEP {
         bail!("--keep {}: expected 1..={MAX_KEEP} (half the 8-bit sequence space)", a.keep);
     }
+    if !(1..=5).contains(&a.hops) {
+        bail!("--hops {}: expected 1..=5", a.hops);
+    }
+    if a.rate > 0 && a.count / a.rate > 86_400 {
+        bail!(
+            "--count {} at --rate {}: more than a day of reports (at most {} at this rate)",
+            a.count,
+            a.rate,
+            a.rate * 86_400
+        );
+    }
+    if a.port == 0 {
+        bail!("--port 0: expected the translator's DTA UDP port (40040)");
+    }
+    if let Some(c) = a.to.iter().find(|c| c.is_unspecified() || c.is_broadcast() || c.is_multicast()) {
+        bail!("--to {c}: expected unicast collector addresses");
+    }
+    if let Some(c) = a.to.iter().enumerate().find_map(|(i, c)| a.to[..i].contains(c).then_some(c)) {
+        bail!("--to {c}: listed twice (keys are spread over distinct collectors)");
+    }
+    if a.to.len() > 256 {
+        bail!("--to: at most 256 collectors");
+    }
     let mac = |s: &str, what: &str| {
         wire::ethernet::EthernetAddress::parse(s)
             .with_context(|| format!("{what} {s:?} is not a MAC address"))
     };
     let sink = match a.pcap {
-        Some(path) => runtime::report::Sink::Pcap {
-            path,
-            src_mac: mac(&a.src_mac, "--src-mac")?,
-            dst_mac: mac(&a.dst_mac, "--dst-mac")?,
-            src_ip: a.src_ip,
-        },
-        None => runtime::report::Sink::Udp { bind: a.bind },
+        Some(path) => {
+            ports::input::writable_file("--pcap", &path).map_err(anyhow::Error::msg)?;
+            runtime::report::Sink::Pcap {
+                path,
+                src_mac: mac(&a.src_mac, "--src-mac")?,
+                dst_mac: mac(&a.dst_mac, "--dst-mac")?,
+                src_ip: a.src_ip,
+            }
+        }
+        None => {
+            if a.bind.ip().is_broadcast() || a.bind.ip().is_multicast() {
+                bail!("--bind {}: expected an address of this host (or 0.0.0.0)", a.bind);
+            }
+            runtime::report::Sink::Udp { bind: a.bind }
+        }
     };
+    let stop = ports::input::stop_on_signals().context("installing a signal handler")?;
     let run = runtime::report::ReportRun {
         spec: LoadSpec {
             kind,
@@ -199,12 +232,21 @@ fn report(a: ReportArgs) -> anyhow::Result<runtime::report::ReportSummary> {
         epoch: runtime::report::fresh_epoch(),
         sink,
         linger: std::time::Duration::from_millis(a.linger_ms),
+        stop: Some(stop),
     };
     Ok(runtime::report::run(&run)?)
 }
 
 fn load(path: &std::path::Path) -> Result<Config, ExitCode> {
-    Config::load(path).map_err(config_error)
+    Config::load(path).map_err(|e| {
+        // A file that cannot be read at all: the flag that named it is what to fix.
+        if e.key.is_empty() && e.reason.starts_with("cannot read") {
+            eprintln!("error: --config {e}");
+            ExitCode::from(2)
+        } else {
+            config_error(e)
+        }
+    })
 }
 
 fn config_error(e: ConfigError) -> ExitCode {
@@ -213,7 +255,7 @@ fn config_error(e: ConfigError) -> ExitCode {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli: Cli = ports::input::parse_args();
     ports::host::init_tracing("info");
     match cli.command {
         Cmd::Report(a) => match report(*a) {
@@ -250,6 +292,10 @@ fn main() -> ExitCode {
                 Ok(c) => c,
                 Err(code) => return code,
             };
+            if let Err(e) = ports::input::writable_dir("--out", &out) {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
             match programs::p4_export(&cfg, target) {
                 Ok(export) => {
                     if let Err(e) = std::fs::create_dir_all(&out) {

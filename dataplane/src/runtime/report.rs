@@ -20,10 +20,10 @@ use ports::host::{BURST, HostPort, Idle};
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
     /// No collector address was given.
-    #[error("no collector address given")]
+    #[error("--to: no collector address given")]
     NoCollector,
     /// The UDP port (and its NACK socket) could not be bound.
-    #[error("binding the NACK socket to {ip}:{NACK_PORT}: {error}")]
+    #[error("--bind {ip}: binding the NACK socket to {ip}:{NACK_PORT}: {error}")]
     Bind {
         /// The address.
         ip: Ipv4Addr,
@@ -88,6 +88,8 @@ pub struct ReportRun {
     pub sink: Sink,
     /// After the last report, keep answering NACKs this long.
     pub linger: Duration,
+    /// Set (by SIGINT/SIGTERM) to stop before `count` reports, the summary still given.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// What a run did.
@@ -110,6 +112,8 @@ pub struct ReportSummary {
     /// Tail probes: the newest report sent once more at the end (so a lost last report is
     /// found missing); duplicates, not reports.
     pub tail_probes: u64,
+    /// Stopped by a signal before the last report.
+    pub interrupted: bool,
 }
 
 impl std::fmt::Display for ReportSummary {
@@ -120,7 +124,11 @@ impl std::fmt::Display for ReportSummary {
         writeln!(f, "resent        {}", self.resent)?;
         writeln!(f, "unrecoverable {}", self.unrecoverable)?;
         writeln!(f, "tail probes   {}", self.tail_probes)?;
-        writeln!(f, "send errors   {}", self.send_errors)
+        writeln!(f, "send errors   {}", self.send_errors)?;
+        if self.interrupted {
+            writeln!(f, "interrupted   by a signal before the last report")?;
+        }
+        Ok(())
     }
 }
 
@@ -161,7 +169,11 @@ pub fn run(r: &ReportRun) -> Result<ReportSummary, ReportError> {
     });
     let pool = HeapPool::new(4 * BURST, 512);
     let linger_ns = linger.as_nanos() as u64;
-    let done = move |a: &ReporterAgent, now: u64| a.is_done() && now >= a.stats().last_ns + linger_ns;
+    let stop = r.stop.clone();
+    let stopped = move || stop.as_ref().is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed));
+    let done = |a: &ReporterAgent, now: u64| {
+        stopped() || a.is_done() && now >= a.stats().last_ns.saturating_add(linger_ns)
+    };
     let (port_errors, dropped) = match &r.sink {
         Sink::Udp { bind } => {
             // Frames leave in the order they are sent only from one CPU (a veth or loopback
@@ -204,5 +216,6 @@ pub fn run(r: &ReportRun) -> Result<ReportSummary, ReportError> {
         slow_downs: st.slow_downs,
         send_errors: port_errors + dropped,
         tail_probes: st.tail_probes,
+        interrupted: stopped() && !agent.is_done(),
     })
 }

@@ -33,6 +33,7 @@ use nic_agent::ufab::host::{UfabFlow, UfabHost, UfabHostConfig, VfSpec, path_sha
 use nic_agent::ufab::pair::PairConfig;
 use ports::buf::{HeapPool, PktBuf};
 use ports::host::{BURST, HostPort, Idle};
+use ports::input::ranged;
 use ports::port::{AfPacketPort, interface_mac};
 use wire::ethernet::EthernetAddress;
 use wire::hpcc_int::IntRepr;
@@ -172,17 +173,6 @@ enum Cmd {
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8), conflicts_with = "flows")]
         paths: u32,
     },
-}
-
-/// A finite number in `[lo, hi]` (`lo` excluded when `open`), for a value parser.
-fn ranged(s: &str, lo: f64, hi: f64, open: bool, unit: &str) -> Result<f64, String> {
-    let v: f64 = s.trim().parse().map_err(|_| format!("{s:?} is not a number"))?;
-    let above = if open { v > lo } else { v >= lo };
-    if v.is_finite() && above && v <= hi {
-        Ok(v)
-    } else {
-        Err(format!("{s} out of range: {}{lo}..={hi} {unit}", if open { "above " } else { "" }))
-    }
 }
 
 fn seconds(s: &str) -> Result<f64, String> {
@@ -584,7 +574,7 @@ fn recv(c: &Common, o: &RecvOpts<'_>) -> anyhow::Result<bool> {
 
 fn main() -> anyhow::Result<()> {
     ports::host::init_tracing("warn");
-    let cli = Cli::parse();
+    let cli: Cli = ports::input::parse_args();
     // Bad input exits 2 (as clap's own errors do) before any I/O; runtime failures exit 1.
     if let Cmd::Send { paths, cc, .. } = &cli.cmd
         && *paths > 1

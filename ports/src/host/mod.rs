@@ -319,15 +319,7 @@ pub fn init_tracing(default_filter: &str) {
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
 }
 
-/// The memory available for new allocations (`MemAvailable` in `/proc/meminfo`), bytes; `None`
-/// where there is no such file. Configurations and arguments that size buffers up front are
-/// checked against it before anything is allocated.
-pub fn mem_available() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kib: u64 =
-        s.lines().find(|l| l.starts_with("MemAvailable:"))?.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib.saturating_mul(1024))
-}
+pub use crate::input::mem_available;
 
 /// The calling thread kept on the CPU it runs on until this is dropped, when its former
 /// affinity comes back ([`pin_to_current_cpu`]).

@@ -693,11 +693,11 @@ pub const MAX_SWITCH_PORTS: usize = 255;
 impl LabConfig {
     /// Read and check a lab file.
     pub fn load(path: &Path) -> Result<Self, LabError> {
-        let text = std::fs::read_to_string(path).map_err(|e| LabError {
+        let text = ports::input::read_text(path, ports::input::MAX_TEXT_BYTES).map_err(|e| LabError {
             file: path.to_path_buf(),
             line: 0,
             key: "-".into(),
-            reason: format!("cannot read: {e}"),
+            reason: e.to_string(),
         })?;
         Self::parse(path, &text)
     }
@@ -734,8 +734,9 @@ impl LabConfig {
             reason,
         };
         let raw: Raw = toml::from_str(text).map_err(|e| {
-            let line = e.span().map_or(0, |s| text[..s.start.min(text.len())].matches('\n').count() + 1);
-            LabError { file: path.to_path_buf(), line, key: "-".into(), reason: e.message().to_string() }
+            let (line, key) = ports::input::toml_location(text, e.span());
+            let key = if key.is_empty() { "-".into() } else { key };
+            LabError { file: path.to_path_buf(), line, key, reason: e.message().trim_end().to_string() }
         })?;
         let cc = Cc::parse(&raw.lab.cc).ok_or_else(|| {
             err("lab", None, "cc", format!("unknown CC {:?}; {}", raw.lab.cc, Cc::EXPECTED))
