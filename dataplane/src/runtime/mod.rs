@@ -23,13 +23,12 @@
 //! their timestamps — is the same on every run. The pipeline stops by itself when everything is
 //! sent.
 
+pub mod control;
 mod pipeline;
 pub mod report;
 mod stats;
 mod summary;
 
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixListener;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -481,17 +480,12 @@ impl Runtime {
 
     /// Parse a control line and apply it in every pipeline; the first pipeline's answer.
     pub fn command(&self, line: &str) -> Result<String, String> {
-        let mut answer = Err("no pipeline".to_string());
-        for (i, c) in self.ctl.iter().enumerate() {
-            let (tx, rx) = bounded(1);
-            c.send(Ctl::Command(line.to_string(), tx)).map_err(|_| "pipeline stopped".to_string())?;
-            let r =
-                rx.recv_timeout(Duration::from_secs(5)).map_err(|_| "pipeline did not answer".to_string())?;
-            if i == 0 {
-                answer = r;
-            }
-        }
-        answer
+        self.commands().run(line)
+    }
+
+    /// The pipelines' command queues, for a thread of its own (the control socket's).
+    pub fn commands(&self) -> control::Commands {
+        control::Commands::new(self.ctl.clone())
     }
 
     /// The counters the pipelines last published, summed.
@@ -512,22 +506,11 @@ impl Runtime {
     /// Serve the control thread's duties until the stop flag is set or every pipeline has ended
     /// (a finished replay): stats every interval, CPU packets, the control socket.
     pub fn serve(&self) -> Result<(), RuntimeError> {
-        let listener = match &self.control_socket {
-            Some(path) => {
-                // A socket another running dataplane answers on is not taken over.
-                if std::os::unix::net::UnixStream::connect(path).is_ok() {
-                    return Err(setup_msg(format!(
-                        "control socket {}: another running dataplane is listening on it (runtime.control_socket)",
-                        path.display()
-                    )));
-                }
-                let _ = std::fs::remove_file(path);
-                let what = || format!("control socket {}", path.display());
-                let l = UnixListener::bind(path).map_err(io(what()))?;
-                l.set_nonblocking(true).map_err(io(what()))?;
-                tracing::info!("control socket {}", path.display());
-                Some(l)
-            }
+        // The socket is served on threads of its own: no client can hold this loop (or SIGTERM).
+        let _control = match &self.control_socket {
+            Some(path) => Some(
+                control::ControlSocket::open(path, self.commands()).map_err(|e| setup_msg(e.to_string()))?,
+            ),
             None => None,
         };
         let mut last = Instant::now();
@@ -537,25 +520,6 @@ impl Runtime {
             while let Ok(f) = self.cpu.try_recv() {
                 tracing::debug!(pipeline = f.pipeline, port = f.ingress_port, code = ?f.code, len = f.data.len(), "frame for the CPU");
             }
-            if let Some(l) = &listener
-                && let Ok((stream, _)) = l.accept()
-            {
-                let _ = stream.set_nonblocking(false);
-                let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-                let mut w = stream.try_clone().map_err(io("control connection"))?;
-                for line in BufReader::new(stream).lines().map_while(|l| l.ok()) {
-                    if line.trim().is_empty() {
-                        continue;
-                    }
-                    let answer = match self.command(line.trim()) {
-                        Ok(s) => format!("ok {}\n", s.trim_end()),
-                        Err(e) => format!("error {e}\n"),
-                    };
-                    if w.write_all(answer.as_bytes()).is_err() {
-                        break;
-                    }
-                }
-            }
             if last.elapsed() >= self.stats_interval {
                 let dt = last.elapsed().as_secs_f64();
                 last = Instant::now();
@@ -564,9 +528,6 @@ impl Runtime {
                 self.log_devices();
                 prev = cur;
             }
-        }
-        if let Some(path) = &self.control_socket {
-            let _ = std::fs::remove_file(path);
         }
         Ok(())
     }
@@ -624,9 +585,14 @@ impl Drop for Runtime {
 /// Run a switch until SIGINT/SIGTERM (or, on a replay clock, until the replay is done) and return
 /// its final counters.
 pub fn run(cfg: &Config) -> Result<Summary, RuntimeError> {
+    // Caught from the start: a signal while the pipelines start stops them once they run.
+    let early = ports::input::stop_on_signals().map_err(io("installing a signal handler"))?;
     let rt = Runtime::start(cfg)?;
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, rt.stop_flag()).map_err(io("installing a signal handler"))?;
+    }
+    if early.load(Ordering::Relaxed) {
+        rt.stop_flag().store(true, Ordering::Relaxed);
     }
     rt.serve()?;
     Ok(rt.stop())
