@@ -685,7 +685,7 @@ fn bad_configs_are_refused_by_key() {
     assert!(e.contains("port[0].udp_ports") && e.contains("twice"), "{e}");
     let e = Config::parse(
         std::path::Path::new("bad.toml"),
-        &port("pool_buffers = 4000000000").replace("40040, 40040", "40040"),
+        &port("pool_buffers = 16000000").replace("40040, 40040", "40040"),
     )
     .unwrap_err()
     .to_string();

@@ -175,15 +175,15 @@ impl Config {
     /// Read and validate a file.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let ctx = Ctx { file: path };
-        let text = std::fs::read_to_string(path).map_err(|e| ctx.err("", format!("cannot read: {e}")))?;
+        let text = ports::input::read_text(path, ports::input::MAX_TEXT_BYTES)
+            .map_err(|e| ctx.err("", e.to_string()))?;
         Self::parse(path, &text)
     }
 
     /// Validate the text of a file named `path`.
     pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
         let ctx = Ctx { file: path };
-        let raw: RawConfig =
-            toml::from_str(text).map_err(|e| ctx.err("", e.to_string().trim_end().to_string()))?;
+        let raw: RawConfig = toml::from_str(text).map_err(|e| toml_err(&ctx, text, "", &e))?;
         let program = programs::find(&raw.program).ok_or_else(|| {
             let names: Vec<String> = programs::PROGRAMS.iter().map(|p| format!("{:?}", p.name)).collect();
             ctx.err(
@@ -230,8 +230,25 @@ impl Config {
         if ports.len() >= usize::from(u16::MAX) - 2 {
             return Err(ctx.err("port", "too many ports"));
         }
+        check_capture_files(&ctx, &ports)?;
+        check_subnets(&ctx, &ports)?;
         let tm = tm(&ctx, raw.tm)?;
         tm.shared_bytes(ports.len()).map_err(|e| ctx.err("tm", format!("buffer split cannot hold: {e}")))?;
+        // What every pipeline allocates up front — its buffer pool and the TM's descriptors —
+        // times the pipelines, against the memory there is.
+        let pipelines = runtime.lcores.len().max(1) as u128;
+        let pool = runtime.pool_buffers as u128 * (runtime.dataroom as u128 + 256);
+        let descriptors = if tm.preallocate { tm.max_packets as u128 * 64 } else { 0 };
+        if let Err(why) = ports::input::fits_in_memory(pipelines * (pool + descriptors)) {
+            let key = if pool >= descriptors { "runtime.pool_buffers" } else { "tm.max_packets" };
+            return Err(ctx.err(
+                key,
+                format!(
+                    "{} pipeline(s) of {} buffers of {} bytes and {} queue descriptors: {why}",
+                    pipelines, runtime.pool_buffers, runtime.dataroom, tm.max_packets
+                ),
+            ));
+        }
         if runtime.clock == ClockSource::Pcap
             && !ports.iter().any(|p| matches!(p.backend, Backend::Pcap { rx: Some(_), .. }))
         {
@@ -283,9 +300,9 @@ impl Config {
     /// written, so an error names the line and the key; `None` when the file has none.
     pub fn section<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>, ConfigError> {
         let ctx = self.ctx();
-        let de = toml::Deserializer::parse(&self.text).map_err(|e| ctx.err("", toml_error(&e)))?;
+        let de = toml::Deserializer::parse(&self.text).map_err(|e| toml_err(&ctx, &self.text, "", &e))?;
         serde::Deserializer::deserialize_map(de, raw::Pick::<T>::new(name))
-            .map_err(|e| ctx.err(name, toml_error(&e)))
+            .map_err(|e| toml_err(&ctx, &self.text, name, &e))
     }
 
     /// What the registry knows of this file's program.
@@ -304,9 +321,105 @@ impl Config {
     }
 }
 
-/// A TOML error's message, as one trimmed string.
-fn toml_error(e: &toml::de::Error) -> String {
-    e.to_string().trim_end().to_string()
+/// A TOML error as a [`ConfigError`]: the key it is about (found from its position in `text`;
+/// `section` when nothing more precise is known), its message, and its line and column.
+fn toml_err(ctx: &Ctx<'_>, text: &str, section: &str, e: &toml::de::Error) -> ConfigError {
+    let (line, key) = ports::input::toml_location(text, e.span());
+    let key = if key.is_empty() { section.to_string() } else { key };
+    let at = match e.span() {
+        Some(s) => {
+            let col = s.start.min(text.len())
+                - text[..s.start.min(text.len())].rfind('\n').map_or(0, |i| i + 1)
+                + 1;
+            format!(" (line {line}, column {col})")
+        }
+        None => String::new(),
+    };
+    ctx.err(key, format!("{}{at}", e.message().trim_end()))
+}
+
+/// No two port addresses in one subnet: a subnet is reached through one port, and two ports
+/// claiming it leave the switch to guess (the same address twice is the same mistake).
+fn check_subnets(ctx: &Ctx<'_>, ports: &[PortConfig]) -> Result<(), ConfigError> {
+    let mask = |l: u8| if l == 0 { 0 } else { u32::MAX << (32 - u32::from(l)) };
+    let mut seen: Vec<(usize, usize, Ipv4Addr, u8)> = Vec::new();
+    for (i, p) in ports.iter().enumerate() {
+        for (j, &(a, l)) in p.ipv4.iter().enumerate() {
+            if let Some(&(pi, pj, b, m)) = seen.iter().find(|&&(_, _, b, m)| {
+                let k = mask(l.min(m));
+                a.to_bits() & k == b.to_bits() & k
+            }) {
+                return Err(ctx.err(
+                    format!("port[{i}].ipv4[{j}]"),
+                    format!("{a}/{l} overlaps port[{pi}].ipv4[{pj}] ({b}/{m}): one subnet, one port"),
+                ));
+            }
+            seen.push((i, j, a, l));
+        }
+    }
+    Ok(())
+}
+
+/// The pcap ports' files: every `rx` a capture that can be read, every `tx` somewhere a capture
+/// can be written, and no file both read and written, or written by two ports (the input would
+/// be destroyed as the replay starts, or two outputs interleaved).
+fn check_capture_files(ctx: &Ctx<'_>, ports: &[PortConfig]) -> Result<(), ConfigError> {
+    // Two names of one file are one file: compare what they resolve to where they exist.
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    };
+    let mut seen: Vec<(usize, &str, &Path)> = Vec::new();
+    for (i, p) in ports.iter().enumerate() {
+        let Backend::Pcap { rx, tx } = &p.backend else { continue };
+        if let Some(rx) = rx {
+            match std::fs::metadata(rx) {
+                Ok(m) if m.is_file() => {}
+                Ok(_) => {
+                    return Err(
+                        ctx.err(format!("port[{i}].rx"), format!("{}: not a regular file", rx.display()))
+                    );
+                }
+                Err(e) => {
+                    return Err(
+                        ctx.err(format!("port[{i}].rx"), format!("{}: cannot read: {e}", rx.display()))
+                    );
+                }
+            }
+            if let Some((j, _, _)) = seen.iter().find(|(_, w, q)| *w == "tx" && same(q, rx)) {
+                return Err(ctx.err(
+                    format!("port[{i}].rx"),
+                    format!(
+                        "{} is also port[{j}].tx: a capture cannot be both read and written",
+                        rx.display()
+                    ),
+                ));
+            }
+            seen.push((i, "rx", rx));
+        }
+        if let Some(tx) = tx {
+            if tx.is_dir() {
+                return Err(
+                    ctx.err(format!("port[{i}].tx"), format!("{}: a directory, not a file", tx.display()))
+                );
+            }
+            let dir = tx.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            if !dir.is_dir() {
+                return Err(ctx.err(
+                    format!("port[{i}].tx"),
+                    format!("{}: its directory does not exist", tx.display()),
+                ));
+            }
+            if let Some((j, what, _)) = seen.iter().find(|(_, _, q)| same(q, tx)) {
+                return Err(ctx.err(
+                    format!("port[{i}].tx"),
+                    format!("{} is also port[{j}].{what}: a capture cannot be both read and written, or written twice", tx.display()),
+                ));
+            }
+            seen.push((i, "tx", tx));
+        }
+    }
+    Ok(())
 }
 
 /// Every top-level section that is not the generic part must be one `program` owns.
@@ -436,7 +549,9 @@ shape = "1G"
         assert_eq!(e, Ok(()), "any table deserializes");
         let e = crate::programs::build::<crate::buf::PktBuf>(&c).err().unwrap().to_string();
         assert!(
-            e.contains("switch.toml: l2l3:") && e.contains("unknown field `routes`") && e.contains("line 17"),
+            e.contains("switch.toml: l2l3.routes:")
+                && e.contains("unknown field `routes`")
+                && e.contains("line 17"),
             "{e}"
         );
         // The program's own section, resolved by the program.

@@ -14,6 +14,9 @@ use crate::tm::{DEFAULT_SCHED, PfcThreshold, PortTmConfig, QUEUES, QueueSched, R
 
 /// Most packets a TM may hold (`[tm] max_packets`): 2^24 descriptors are about 1 GiB.
 const MAX_TM_PACKETS: usize = 1 << 24;
+/// Most buffers in a pipeline's pool (`[runtime] pool_buffers`); the memory there is bounds
+/// the product of pools and pipelines further ([`super::Config::parse`]).
+const MAX_POOL_BUFFERS: usize = 1 << 24;
 
 /// The generic part of a configuration file; every other top-level key lands in `sections` (the
 /// program's, checked against the registry).
@@ -152,18 +155,10 @@ pub(super) fn runtime(ctx: &Ctx<'_>, r: RawRuntime) -> Result<RuntimeConfig, Con
     if !(128..=65536).contains(&dataroom) {
         return Err(ctx.err("runtime.dataroom", format!("{dataroom} out of range 128..=65536")));
     }
-    // The pool is allocated up front: it must fit in the memory there is (per pipeline).
-    let pool_bytes = (pool_buffers as u128) * (dataroom as u128 + 256);
-    if let Some(avail) = ports::host::mem_available()
-        && pool_bytes > u128::from(avail)
-    {
+    if pool_buffers > MAX_POOL_BUFFERS {
         return Err(ctx.err(
             "runtime.pool_buffers",
-            format!(
-                "{pool_buffers} buffers of {dataroom} bytes need {} MiB per pipeline; {} MiB of memory are available",
-                pool_bytes >> 20,
-                avail >> 20
-            ),
+            format!("{pool_buffers} out of range {}..={MAX_POOL_BUFFERS}", 2 * burst),
         ));
     }
     let stats_interval_s = r.stats_interval_s.unwrap_or(1.0);
@@ -195,6 +190,30 @@ pub(super) fn runtime(ctx: &Ctx<'_>, r: RawRuntime) -> Result<RuntimeConfig, Con
                 format!("runtime.lcores[{i}]"),
                 format!("core {c} does not exist (this machine has {cores})"),
             ));
+        }
+        if lcores[..i].contains(&c) {
+            return Err(ctx.err(
+                format!("runtime.lcores[{i}]"),
+                format!("core {c} is listed twice (each entry is a pipeline pinned to its own core)"),
+            ));
+        }
+    }
+    if let Some(p) = &r.control_socket {
+        // What the runtime would refuse: a path that cannot be a socket (a file there is never
+        // removed), one whose directory is missing, one past the 107 bytes of a socket address.
+        // One another dataplane answers on is for `run` to refuse, not `check`.
+        let bad = if p.as_os_str().is_empty() {
+            Some("empty".to_string())
+        } else if p.as_os_str().len() > 107 {
+            Some(format!("{} bytes; a Unix socket path has at most 107", p.as_os_str().len()))
+        } else {
+            match crate::runtime::control::usable(p) {
+                Ok(()) | Err(crate::runtime::control::ControlError::InUse(_)) => None,
+                Err(e) => Some(e.to_string()),
+            }
+        };
+        if let Some(why) = bad {
+            return Err(ctx.err("runtime.control_socket", why));
         }
     }
     Ok(RuntimeConfig {
@@ -349,6 +368,11 @@ pub(super) fn port(ctx: &Ctx<'_>, i: usize, p: RawPort) -> Result<PortConfig, Co
     let mac = EthernetAddress::parse(&p.mac).ok_or_else(|| {
         ctx.err(key("mac"), format!("{:?} is not a MAC address (aa:bb:cc:dd:ee:ff)", p.mac))
     })?;
+    if mac.0[0] & 1 != 0 || mac.0 == [0; 6] {
+        return Err(
+            ctx.err(key("mac"), format!("{mac} cannot be a port's MAC (multicast, broadcast or zero)"))
+        );
+    }
     let speed_bps = parse_rate(&p.speed).ok_or_else(|| {
         ctx.err(key("speed"), format!("{:?} is not a rate (e.g. \"10G\", \"400M\", \"100000000\")", p.speed))
     })?;
@@ -376,6 +400,7 @@ pub(super) fn port(ctx: &Ctx<'_>, i: usize, p: RawPort) -> Result<PortConfig, Co
         let cidr = parse_cidr(c).map_err(|why| {
             ctx.err(format!("port[{i}].ipv4[{j}]"), format!("{c:?} is not an IPv4 CIDR: {why}"))
         })?;
+        port_address(cidr).map_err(|why| ctx.err(format!("port[{i}].ipv4[{j}]"), format!("{c:?} {why}")))?;
         ipv4.push(cidr);
     }
     let mut tm = PortTmConfig::new(speed_bps, mac);
@@ -398,6 +423,27 @@ pub(super) fn port(ctx: &Ctx<'_>, i: usize, p: RawPort) -> Result<PortConfig, Co
         return Err(ctx.err(key("inject_loss"), "fault injection is not available on backend \"dpdk\""));
     }
     Ok(PortConfig { name: p.name, backend, mac, ipv4, tm, inject_loss })
+}
+
+/// Why `(addr, len)` cannot be a port's address: a prefix of 0 (the whole Internet), an address
+/// that is no host's (0.0.0.0, broadcast, multicast), or its subnet's network or broadcast
+/// address.
+fn port_address((a, len): (Ipv4Addr, u8)) -> Result<(), String> {
+    if len == 0 {
+        return Err("cannot be a port's address: a /0 subnet is every address".into());
+    }
+    if a.is_unspecified() || a.is_broadcast() || a.is_multicast() {
+        return Err("cannot be a port's address: not a unicast address".into());
+    }
+    if len <= 30 {
+        let host = a.to_bits() & (u32::MAX >> len);
+        if host == 0 || host == u32::MAX >> len {
+            return Err(format!(
+                "cannot be a port's address: the network or broadcast address of its /{len}"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Parse a rate: `10G`, `25g`, `400M`, `1.5G`, `100K` or plain bits per second.

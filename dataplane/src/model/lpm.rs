@@ -105,6 +105,12 @@ impl<V> LpmTable<V> {
         self.get_lpm(a)
     }
 
+    /// [`Self::lookup`] for the control plane: the same answer, not recorded as a match-action
+    /// lookup.
+    pub fn peek(&self, addr: Ipv4Addr) -> Option<&V> {
+        self.get_lpm(addr.to_bits())
+    }
+
     #[inline(always)]
     fn get_lpm(&self, a: u32) -> Option<&V> {
         let mut e = self.l1[(a >> 16) as usize];

@@ -39,9 +39,15 @@ impl DtaTranslator {
             None => None,
             Some(s) => Some(
                 s.parse::<Ipv4Addr>()
-                    .map_err(|_| c.err("dta.source_ip", format!("{s:?} is not an IPv4 address")))?,
+                    .ok()
+                    .filter(|a| !(a.is_unspecified() || a.is_broadcast() || a.is_multicast()))
+                    .ok_or_else(|| c.err("dta.source_ip", format!("{s:?} is not a unicast IPv4 address")))?,
             ),
         };
+        let dscp = d.dscp.unwrap_or(26);
+        if dscp > 63 {
+            return Err(c.err("dta.dscp", format!("{dscp} out of range 0..=63 (6 bits)")));
+        }
         let queue = d.queue.unwrap_or(3);
         if queue > 7 {
             return Err(c.err("dta.queue", format!("{queue} out of range 0..=7")));
@@ -57,6 +63,21 @@ impl DtaTranslator {
         let min_window = d.min_window.unwrap_or(16);
         if !(1..=window).contains(&min_window) {
             return Err(c.err("dta.min_window", format!("{min_window} out of range 1..=window ({window})")));
+        }
+        let ack_every = d.ack_every.unwrap_or(32);
+        if !(1..=window).contains(&ack_every) {
+            return Err(c.err("dta.ack_every", format!("{ack_every} out of range 1..=window ({window})")));
+        }
+        // Zero is no time at all for these: a typo, not a setting.
+        for (k, v) in [
+            ("dta.timeout_us", d.timeout_us),
+            ("dta.region_timeout_ms", d.region_timeout_ms),
+            ("dta.cm_timeout_ms", d.cm_timeout_ms),
+            ("dta.cm_backoff_ms", d.cm_backoff_ms),
+        ] {
+            if v == Some(0) {
+                return Err(c.err(k, "0: expected a time above 0"));
+            }
         }
         let us = |v: Option<u64>, default: u64| v.unwrap_or(default).saturating_mul(1000);
         // Times: microseconds up to a minute, milliseconds up to an hour (beyond, a typo).
@@ -84,12 +105,12 @@ impl DtaTranslator {
             udp_port: d.udp_port.unwrap_or(wire::udp::port::DTA),
             source_ip,
             queue,
-            dscp: d.dscp.unwrap_or(26) & 0x3f,
+            dscp,
             ecn,
             requester: RequesterConfig {
                 transport: Transport::Rc,
                 window,
-                ack_req_every: d.ack_every.unwrap_or(32).clamp(1, window),
+                ack_req_every: ack_every,
                 // A write after a spell as long as the probe delay asks for its ACK itself.
                 ack_req_after_ns: us(d.ack_probe_us, 50),
                 timeout_ns: us(d.timeout_us, 1000).max(1000),
@@ -103,13 +124,13 @@ impl DtaTranslator {
             ack_probe_ns: us(d.ack_probe_us, 50),
             append_flush_ns: us(d.append_flush_us, 100),
             nack_interval_ns: us(d.nack_interval_us, 20),
-            region_timeout_ns: d.region_timeout_ms.unwrap_or(2000).max(1) * 1_000_000,
+            region_timeout_ns: d.region_timeout_ms.unwrap_or(2000) * 1_000_000,
             join_ns: d.join_ms.unwrap_or(100).saturating_mul(1_000_000),
             seed: d.seed.unwrap_or_else(fresh_seed),
             cm: CmConfig {
-                response_timeout_ns: d.cm_timeout_ms.unwrap_or(200).max(1) * 1_000_000,
+                response_timeout_ns: d.cm_timeout_ms.unwrap_or(200) * 1_000_000,
                 max_req_tries: 4,
-                backoff_initial_ns: d.cm_backoff_ms.unwrap_or(100).max(1) * 1_000_000,
+                backoff_initial_ns: d.cm_backoff_ms.unwrap_or(100) * 1_000_000,
                 backoff_max_ns: 10_000_000_000,
             },
         };
@@ -178,11 +199,29 @@ impl DtaTranslator {
             let ip: Ipv4Addr = col
                 .ip
                 .parse()
-                .map_err(|_| c.err(format!("{key}.ip"), format!("{:?} is not an IPv4 address", col.ip)))?;
+                .ok()
+                .filter(|a: &Ipv4Addr| !(a.is_unspecified() || a.is_broadcast() || a.is_multicast()))
+                .ok_or_else(|| {
+                    c.err(format!("{key}.ip"), format!("{:?} is not a unicast IPv4 address", col.ip))
+                })?;
             if collectors.iter().any(|x: &CollectorState| x.ip == ip) {
                 return Err(c.err(format!("{key}.ip"), format!("{ip} is listed twice")));
             }
+            if cfg.ports.iter().any(|p| p.ipv4.iter().any(|&(a, _)| a == ip)) {
+                return Err(c.err(format!("{key}.ip"), format!("{ip} is one of the switch's own addresses")));
+            }
             let name = if col.name.is_empty() { format!("c{i}") } else { col.name.clone() };
+            if name.len() > 64 || name.chars().any(|ch| ch.is_whitespace() || ch.is_control()) {
+                return Err(c.err(
+                    format!("{key}.name"),
+                    format!("{name:?}: expected at most 64 characters, no spaces"),
+                ));
+            }
+            if collectors.iter().any(|x: &CollectorState| x.name == name) {
+                return Err(
+                    c.err(format!("{key}.name"), format!("{name:?} is the name of another collector"))
+                );
+            }
             let mut configured = MeterConfig::default();
             let metered = match col.rate {
                 None | Some(0) => false,
@@ -191,7 +230,10 @@ impl DtaTranslator {
                     if peak < rate {
                         return Err(c.err(format!("{key}.peak"), format!("{peak} below the rate {rate}")));
                     }
-                    let burst = col.burst.unwrap_or(256).max(1);
+                    let burst = col.burst.unwrap_or(256);
+                    if burst == 0 {
+                        return Err(c.err(format!("{key}.burst"), "0: a meter needs a burst of at least 1"));
+                    }
                     let u = u64::from(UNITS);
                     let cfg = MeterConfig { cir: rate * u, cbs: burst * u, pir: peak * u, pbs: burst * u };
                     meters.configure(i, cfg, 0);

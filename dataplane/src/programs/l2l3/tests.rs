@@ -112,7 +112,7 @@ fn drops(sw: &Sw, name: &str) -> u64 {
     sw.counters().drops[i]
 }
 
-/// Neighbour 10.0.2.2, the next hop of `f` (sent in on p0), moves to p2 with a new MAC; is
+/// Neighbour 10.0.2.2, the next hop of `f` (sent in on p0), gets a new MAC; is
 /// removed, so that `f`'s next packet asks for it by ARP on the connected port and is dropped;
 /// and is learned again from its ARP reply, `f` routed to the MAC it announced. Each step is
 /// checked on `f`'s next packet (times 0–2), from a switch with no `no_neighbor` drop yet.
@@ -120,8 +120,8 @@ fn drops(sw: &Sw, name: &str) -> u64 {
 fn neighbour_moves_goes_and_is_learned_again(sw: &mut Sw, pool: &mut HeapPool, f: &[u8]) -> EthernetAddress {
     let dst = |out: &[(u16, Vec<u8>)]| (out[0].0, EthernetRepr::parse(&out[0].1).unwrap().dst_addr);
     let moved = EthernetAddress([2, 0, 0, 0, 9, 9]);
-    sw.control(Command::NeighborAdd(Ipv4Addr::new(10, 0, 2, 2), moved, 2), 0).unwrap();
-    assert_eq!(dst(&run(sw, pool, 0, f, 0)), (2, moved));
+    sw.control(Command::NeighborAdd(Ipv4Addr::new(10, 0, 2, 2), moved, 1), 0).unwrap();
+    assert_eq!(dst(&run(sw, pool, 0, f, 0)), (1, moved));
     sw.control(Command::NeighborDel(Ipv4Addr::new(10, 0, 2, 2)), 0).unwrap();
     let out = run(sw, pool, 0, f, 0);
     assert_eq!(drops(sw, "no_neighbor"), 1);
@@ -335,7 +335,7 @@ fn a_group_route_follows_its_neighbour_as_it_changes() {
 }
 
 /// A connected host's next hop is cached after its first packet (skipping the LPM and the
-/// neighbour table), and the cache follows every change: a new MAC or port, the neighbour
+/// neighbour table), and the cache follows every change: a new MAC, the neighbour
 /// removed (ARP, dropped), learned again from its reply, a longer route taking the host
 /// elsewhere, and the connected route removed. Two hosts sharing a cache slot (10.0.2.2 and
 /// 10.0.3.2: the same low byte) each get their own next hop. Each cached packet still shows
