@@ -437,10 +437,16 @@ impl CollectorConfig {
                 return Err(err(&format!("{key}.port"), format!("port {} is also {other}'s", s.port)));
             }
             if s.kind.bytes() > MAX_STORE_BYTES {
+                // The size comes from these keys: name them.
+                let of = match s.kind {
+                    StoreKind::Sketch { .. } => "rows × columns",
+                    StoreKind::Append { .. } => "entries",
+                    _ => "slots",
+                };
                 return Err(err(
-                    key,
+                    &format!("{key}.{}", of.split(' ').next().unwrap_or(of)),
                     format!(
-                        "{} bytes: more than the 4 GiB - 1 a 32-bit metadata length can announce",
+                        "{of} make {} bytes: more than the 4 GiB - 1 a 32-bit metadata length can announce",
                         s.kind.bytes()
                     ),
                 ));
@@ -472,9 +478,25 @@ impl CollectorConfig {
                 }
             }
         }
+        // The stores are registered memory, allocated at start: together they must fit in the
+        // memory there is (`check` refuses what `serve` could not allocate).
+        let total: u128 = stores.iter().map(|(_, s)| u128::from(s.kind.bytes())).sum();
+        if let Err(why) = ports::input::fits_in_memory(total)
+            && let Some((key, _)) = stores.iter().max_by_key(|(_, s)| s.kind.bytes())
+        {
+            return Err(err(key, format!("the {} stores together: {why}", stores.len())));
+        }
         Ok(Self {
             ip,
-            udp_port: c.udp_port.unwrap_or(wire::udp::port::ROCE_V2),
+            udp_port: match c.udp_port.unwrap_or(wire::udp::port::ROCE_V2) {
+                0 => {
+                    return Err(err(
+                        "collector.udp_port",
+                        "0: expected the UDP port RoCEv2 arrives on (4791)".into(),
+                    ));
+                }
+                p => p,
+            },
             icrc: c.icrc.unwrap_or(true),
             memory,
             backend,

@@ -34,6 +34,9 @@ pub enum QueryError {
     /// No such sketch.
     #[error("no sketch {0}")]
     NoSketch(u16),
+    /// A consumer name that is empty, too long or not `[A-Za-z0-9_.-]`.
+    #[error("consumer {0:?}: expected 1 to 64 characters of A-Z, a-z, 0-9, '_', '.' and '-'")]
+    BadConsumer(String),
 }
 
 /// A Key-Write lookup's answer.
@@ -168,6 +171,25 @@ pub struct AppendPoll {
     pub next: u64,
     /// Entries overwritten before they were read (the consumer was more than a lap behind).
     pub lost: u64,
+    /// The consumer had no tail pointer (a new name, or one forgotten as the least recently
+    /// used of more than [`MAX_CONSUMERS`]): read from the oldest entry kept.
+    pub new_consumer: bool,
+}
+
+/// The most consumers whose tail pointers are kept: past it, the least recently used is
+/// forgotten (counted in [`Stores::consumers_forgotten`]) — a client naming consumers at will
+/// cannot grow the collector's memory.
+pub const MAX_CONSUMERS: usize = 1024;
+
+/// The longest consumer name.
+pub const MAX_CONSUMER_NAME: usize = 64;
+
+/// Consumers' tail pointers: per (list, name), the tail and when it was last used.
+#[derive(Debug, Default)]
+struct Tails {
+    map: HashMap<(u32, String), (u64, u64)>,
+    clock: u64,
+    forgotten: u64,
 }
 
 /// The stores over registered memory, and the consumers' tail pointers. Cheap to clone and
@@ -176,7 +198,7 @@ pub struct AppendPoll {
 pub struct Stores {
     stores: Arc<[Store]>,
     mem: Registered,
-    tails: Arc<Mutex<HashMap<(u32, String), u64>>>,
+    tails: Arc<Mutex<Tails>>,
 }
 
 impl Stores {
@@ -434,17 +456,47 @@ impl Stores {
         let lapped = self.mem.ring_head(s.region).saturating_sub(entries).saturating_sub(start).min(n);
         out.drain(..lapped as usize);
         lost += lapped;
-        Ok(AppendPoll { list, entries: out, from: start + lapped, next: start + n, lost })
+        Ok(AppendPoll {
+            list,
+            entries: out,
+            from: start + lapped,
+            next: start + n,
+            lost,
+            new_consumer: false,
+        })
     }
 
     /// Poll `list` for `consumer`: the entries after its tail pointer (up to `max`), moving it.
     pub fn append_poll(&self, list: u32, consumer: &str, max: usize) -> Result<AppendPoll, QueryError> {
         self.list(list)?;
-        let mut tails = self.tails.lock().unwrap_or_else(|e| e.into_inner());
-        let tail = tails.entry((list, consumer.to_string())).or_insert(0);
-        let p = self.append_read(list, *tail, max)?;
-        *tail = p.next;
+        if consumer.is_empty()
+            || consumer.len() > MAX_CONSUMER_NAME
+            || !consumer.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+        {
+            return Err(QueryError::BadConsumer(consumer.chars().take(MAX_CONSUMER_NAME).collect()));
+        }
+        let mut t = self.tails.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (list, consumer.to_string());
+        let new_consumer = !t.map.contains_key(&key);
+        if new_consumer
+            && t.map.len() >= MAX_CONSUMERS
+            && let Some(lru) = t.map.iter().min_by_key(|(_, (_, used))| *used).map(|(k, _)| k.clone())
+        {
+            t.map.remove(&lru);
+            t.forgotten += 1;
+        }
+        t.clock += 1;
+        let now = t.clock;
+        let tail = t.map.get(&key).map_or(0, |&(tail, _)| tail);
+        let mut p = self.append_read(list, tail, max)?;
+        p.new_consumer = new_consumer;
+        t.map.insert(key, (p.next, now));
         Ok(p)
+    }
+
+    /// Consumers whose tail pointers were forgotten to keep at most [`MAX_CONSUMERS`].
+    pub fn consumers_forgotten(&self) -> u64 {
+        self.tails.lock().unwrap_or_else(|e| e.into_inner()).forgotten
     }
 
     fn sketch(&self, id: u16) -> Result<(&Store, u16, u32), QueryError> {

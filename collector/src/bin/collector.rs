@@ -77,8 +77,8 @@ enum HawkeyeCmd {
         /// Write each incident's graph into this directory as incident-<n>.dot and .svg.
         #[arg(long)]
         svg: Option<PathBuf>,
-        /// Reports of one event ID within this many µs form one incident.
-        #[arg(long, default_value_t = 2000)]
+        /// Reports of one event ID within this many µs form one incident (1 to 60 000 000).
+        #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=60_000_000))]
         window_us: u64,
     },
     /// Read the reports switches sent as DTA Append words (`[hawkeye] dta_collector`) back from
@@ -88,14 +88,15 @@ enum HawkeyeCmd {
         /// The collector's HTTP address.
         #[arg(long, default_value = "127.0.0.1:8484")]
         http: SocketAddr,
-        /// The Append lists to read (the switches' `dta_list`), e.g. --list 1 --list 2.
+        /// The Append lists to read (the switches' `dta_list`), e.g. --list 1 --list 2 (each
+        /// once, at most 1024).
         #[arg(long = "list", required = true)]
         lists: Vec<u32>,
         /// The topology (`hawkeye_topology.json`'s format).
         #[arg(long)]
         topology: PathBuf,
-        /// Consumer name at the collector (its own tail per list).
-        #[arg(long, default_value = "hawkeye")]
+        /// Consumer name at the collector (its own tail per list; 1 to 64 of A-Z a-z 0-9 _ . -).
+        #[arg(long, default_value = "hawkeye", value_parser = consumer)]
         consumer: String,
         /// Write the incidents as JSON lines here.
         #[arg(long)]
@@ -113,8 +114,8 @@ enum HawkeyeCmd {
         /// The topology (`hawkeye_topology.json`'s format).
         #[arg(long)]
         topology: PathBuf,
-        /// Reports of one event ID within this many µs form one incident.
-        #[arg(long, default_value_t = 2000)]
+        /// Reports of one event ID within this many µs form one incident (1 to 60 000 000).
+        #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=60_000_000))]
         window_us: u64,
         /// Append each diagnosis as a JSON line here.
         #[arg(long)]
@@ -129,8 +130,8 @@ enum HawkeyeCmd {
 enum Query {
     /// Key-Write lookup: the value whose checksum matches in the key's N slots.
     Keywrite {
-        /// Keys (decimal or 0x hex); several make a batch query.
-        #[arg(required = true)]
+        /// Keys (decimal or 0x hex, 32 bits); several make a batch query (at most 1000).
+        #[arg(required = true, value_parser = key)]
         keys: Vec<String>,
         /// Answer only if at least this many copies agree.
         #[arg(long)]
@@ -138,34 +139,36 @@ enum Query {
     },
     /// Key-Increment: the minimum of the key's N counters.
     Keyincrement {
-        /// The key.
+        /// The key (decimal or 0x hex, 32 bits).
+        #[arg(value_parser = key)]
         key: String,
     },
     /// Append: the entries after this consumer's tail pointer.
     Append {
         /// List ID.
         list: u32,
-        /// Consumer name (each has its own tail).
-        #[arg(long, default_value = "cli")]
+        /// Consumer name (each has its own tail; 1 to 64 of A-Z a-z 0-9 _ . -).
+        #[arg(long, default_value = "cli", value_parser = consumer)]
         consumer: String,
-        /// At most this many entries per poll.
-        #[arg(long, default_value_t = 65536)]
-        max: usize,
+        /// At most this many entries per poll (1 to 2^20).
+        #[arg(long, default_value_t = 65536, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+        max: u64,
         /// Keep polling, printing new entries as they land.
         #[arg(long)]
         follow: bool,
     },
     /// Postcarder: the key's path.
     Postcarder {
-        /// The key.
+        /// The key (decimal or 0x hex, 32 bits).
+        #[arg(value_parser = key)]
         key: String,
     },
     /// Sketch: its counters, or a point estimate.
     Sketch {
         /// Sketch ID.
         id: u16,
-        /// Estimate this key's count instead.
-        #[arg(long)]
+        /// Estimate this key's count instead (decimal or 0x hex, 32 bits).
+        #[arg(long, value_parser = key)]
         estimate: Option<String>,
     },
     /// Immediate notifications (WRITE with Immediate).
@@ -182,7 +185,12 @@ enum Query {
 
 fn load(path: &std::path::Path) -> Result<CollectorConfig, ExitCode> {
     let cfg = CollectorConfig::load(path).map_err(|e| {
-        eprintln!("error: {e}");
+        // A file that cannot be read at all: the flag that named it is what to fix.
+        if e.reason.starts_with("cannot read") {
+            eprintln!("error: --config {}: {}", path.display(), e.reason);
+        } else {
+            eprintln!("error: {e}");
+        }
         ExitCode::from(2)
     })?;
     // What `serve` needs of the host, checked by `check` too: on the host's UDP stack the
@@ -304,6 +312,9 @@ fn query(addr: SocketAddr, q: Query) -> anyhow::Result<ExitCode> {
         Query::Keywrite { keys, consensus } if keys.len() == 1 => {
             println!("{}", get(&format!("/keywrite/{}?{}", keys[0], c(consensus)))?)
         }
+        Query::Keywrite { keys, .. } if keys.len() > 1000 => {
+            return bad(format!("KEYS: {} keys; at most 1000 in one batch", keys.len()));
+        }
         Query::Keywrite { keys, consensus } => {
             let v = get(&format!("/keywrite?keys={}&{}", keys.join(","), c(consensus)))?;
             for a in v.as_array().into_iter().flatten() {
@@ -348,6 +359,57 @@ fn query(addr: SocketAddr, q: Query) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A key as the queries take it: decimal or `0x` hex, 32 bits (checked here, so a key cannot
+/// change the query's URL).
+fn key(s: &str) -> Result<String, String> {
+    let t = s.trim();
+    let v = match t.strip_prefix("0x") {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => t.parse::<u64>().ok(),
+    };
+    v.filter(|&v| v <= u64::from(u32::MAX))
+        .map(|v| v.to_string())
+        .ok_or_else(|| format!("{s:?}: expected a 32-bit key, decimal or 0x hex"))
+}
+
+/// A consumer name: what the collector keeps a tail for.
+fn consumer(s: &str) -> Result<String, String> {
+    let ok = !s.is_empty()
+        && s.len() <= collector::store::MAX_CONSUMER_NAME
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!("{s:?}: expected 1 to 64 characters of A-Z a-z 0-9 _ . -"))
+    }
+}
+
+/// An error in what the command was given (exit 2), not in its run (exit 1).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct BadInput(String);
+
+/// `Err(BadInput(msg))`.
+fn bad<T>(msg: String) -> anyhow::Result<T> {
+    Err(BadInput(msg).into())
+}
+
+/// A text file named by `flag`, read whole with a bound.
+fn read_input(flag: &str, path: &std::path::Path, max: u64) -> anyhow::Result<String> {
+    ports::input::read_flag(flag, path, max).or_else(bad)
+}
+
+/// The outputs `--json` and `--svg` name, made before any work.
+fn outputs(json: Option<&std::path::Path>, svg: Option<&std::path::Path>) -> anyhow::Result<()> {
+    if let Some(j) = json {
+        ports::input::writable_file("--json", j).or_else(bad)?;
+    }
+    if let Some(d) = svg {
+        ports::input::writable_dir("--svg", d).or_else(bad)?;
+    }
+    Ok(())
+}
+
 fn duration_s(s: &str) -> Result<f64, String> {
     ports::input::ranged(s, 0.0, 365.0 * 86_400.0, true, "s")
 }
@@ -366,23 +428,25 @@ fn hawkeye_listen(
     json: Option<&std::path::Path>,
     duration: Option<f64>,
 ) -> anyhow::Result<()> {
-    use anyhow::Context;
     use collector::hawkeye::{self, Assembler, Params, Received, Topology, render};
     use std::io::Write as _;
-    let text = std::fs::read_to_string(topology).with_context(|| format!("{}", topology.display()))?;
-    let topo = Topology::from_json(&text).with_context(|| format!("{}", topology.display()))?;
-    let sock = std::net::UdpSocket::bind(bind).with_context(|| format!("bind {bind}"))?;
-    sock.set_read_timeout(Some(std::time::Duration::from_millis(100)))?;
+    let text = read_input("--topology", topology, ports::input::MAX_TEXT_BYTES)?;
+    let topo = match Topology::from_json(&text) {
+        Ok(t) => t,
+        Err(e) => return bad(format!("--topology {}: {e}", topology.display())),
+    };
     let mut out = match json {
-        Some(p) => Some(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-                .with_context(|| format!("{}", p.display()))?,
-        ),
+        Some(p) => match std::fs::OpenOptions::new().create(true).append(true).open(p) {
+            Ok(f) => Some(f),
+            Err(e) => return bad(format!("--json {}: cannot write: {e}", p.display())),
+        },
         None => None,
     };
+    let sock = match std::net::UdpSocket::bind(bind) {
+        Ok(s) => s,
+        Err(e) => return bad(format!("--bind {bind}: {e}")),
+    };
+    sock.set_read_timeout(Some(std::time::Duration::from_millis(100)))?;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGINT, stop.clone())?;
     signal_hook::flag::register(signal_hook::consts::SIGTERM, stop.clone())?;
@@ -438,17 +502,25 @@ fn hawkeye_analyze(
     svg: Option<&std::path::Path>,
     window_us: u64,
 ) -> anyhow::Result<()> {
-    use anyhow::Context;
-    let read = |name: &str| {
-        let p = dir.join(name);
-        std::fs::read_to_string(&p).with_context(|| format!("{}", p.display()))
+    // A lab run's outputs, read whole: at most 1 GiB each.
+    let read = |name: &str| ports::input::read_text(&dir.join(name), 1 << 30);
+    let need = |name: &str| {
+        read(name)
+            .or_else(|e| bad(format!("DIR {}: {name}: {e} (a lab run's output directory)", dir.display())))
     };
-    let (incidents, topo) = collector::hawkeye::lab::load(
-        &read("hawkeye_reports.jsonl")?,
-        &read("hawkeye_polls.jsonl").unwrap_or_default(),
-        &read("hawkeye_topology.json")?,
-        window_us.saturating_mul(1000),
-    )?;
+    let reports = need("hawkeye_reports.jsonl")?;
+    let topology = need("hawkeye_topology.json")?;
+    let polls = match read("hawkeye_polls.jsonl") {
+        Ok(t) => t,
+        Err(ports::input::ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return bad(format!("DIR {}: hawkeye_polls.jsonl: {e}", dir.display())),
+    };
+    outputs(json, svg)?;
+    let (incidents, topo) =
+        match collector::hawkeye::lab::load(&reports, &polls, &topology, window_us.saturating_mul(1000)) {
+            Ok(x) => x,
+            Err(e) => return bad(format!("DIR {}: {e}", dir.display())),
+        };
     diagnose_all(&incidents, &topo, json, svg)
 }
 
@@ -463,8 +535,18 @@ fn hawkeye_dta(
 ) -> anyhow::Result<()> {
     use anyhow::Context;
     use collector::hawkeye::{Topology, dta, incidents};
-    let topo_text = std::fs::read_to_string(topology).with_context(|| format!("{}", topology.display()))?;
-    let topo = Topology::from_json(&topo_text).with_context(|| format!("{}", topology.display()))?;
+    if lists.len() > 1024 {
+        return bad("--list: at most 1024 lists".into());
+    }
+    if let Some(l) = lists.iter().enumerate().find_map(|(i, l)| lists[..i].contains(l).then_some(l)) {
+        return bad(format!("--list {l}: given twice"));
+    }
+    let topo_text = read_input("--topology", topology, ports::input::MAX_TEXT_BYTES)?;
+    let topo = match Topology::from_json(&topo_text) {
+        Ok(t) => t,
+        Err(e) => return bad(format!("--topology {}: {e}", topology.display())),
+    };
+    outputs(json, svg)?;
     let mut reports = Vec::new();
     for &list in lists {
         let mut words = Vec::new();
@@ -590,6 +672,6 @@ fn main() -> ExitCode {
     };
     r.unwrap_or_else(|e| {
         eprintln!("error: {e:#}");
-        ExitCode::FAILURE
+        if e.downcast_ref::<BadInput>().is_some() { ExitCode::from(2) } else { ExitCode::FAILURE }
     })
 }
