@@ -14,10 +14,13 @@ fn run(args: &[&str]) -> (i32, String, Duration) {
 fn bad_arguments_exit_2_before_any_io() {
     let common =
         ["--iface", "nonexistent0", "--ip", "10.0.0.1", "--gateway", "10.0.0.2", "--peer", "10.0.0.3"];
+    let file = std::env::temp_dir().join(format!("softfabric-cli-args-{}", std::process::id()));
+    std::fs::write(&file, b"some bytes to send").unwrap();
+    let file = file.to_str().unwrap().to_string();
     let send = |extra: &[&str]| {
         let mut v = vec!["send"];
         v.extend_from_slice(&common);
-        v.extend_from_slice(&["--file", "/dev/null"]);
+        v.extend_from_slice(&["--file", &file]);
         v.extend_from_slice(extra);
         run(&v)
     };
@@ -60,4 +63,14 @@ fn bad_arguments_exit_2_before_any_io() {
     // A good command line on an interface that does not exist fails at run time: exit 1.
     let (code, err, _) = send(&["--deadline-s", "1"]);
     assert_eq!(code, 1, "{err}");
+    // A file with nothing to send, and one that never ends, are bad input: exit 2, at once.
+    for f in ["/dev/null", "/dev/zero"] {
+        let mut v = vec!["send"];
+        v.extend_from_slice(&common);
+        v.extend_from_slice(&["--file", f]);
+        let (code, err, took) = run(&v);
+        assert_eq!(code, 2, "{f}: {err}");
+        assert!(err.contains("--file") && took < Duration::from_secs(2), "{f}: {err} in {took:?}");
+    }
+    std::fs::remove_file(&file).ok();
 }

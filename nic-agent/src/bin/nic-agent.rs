@@ -20,9 +20,11 @@
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use nic_agent::dcqcn::{DcqcnConfig, DcqcnRp};
 use nic_agent::hawkeye::DetectorConfig;
@@ -229,12 +231,14 @@ struct HawkeyeOpts {
 
 type Host = HostPort<PktBuf, AfPacketPort, HeapPool>;
 
-/// The interface as a host: its port, buffers, MAC and address, and the next hop's MAC.
-fn open(c: &Common) -> anyhow::Result<(Host, EthernetAddress)> {
+/// The interface as a host: its port, buffers, MAC and address, and the next hop's MAC (asked
+/// for at most 10 s, within the deadline, until a stop).
+fn open(c: &Common, stop: &AtomicBool) -> anyhow::Result<(Host, EthernetAddress)> {
     let port = AfPacketPort::open(&c.iface).with_context(|| format!("opening {} (AF_PACKET)", c.iface))?;
     let mac = interface_mac(&c.iface).with_context(|| format!("reading the MAC of {}", c.iface))?;
     let mut host = HostPort::new(port, HeapPool::new(4 * BURST + 256, 2048), mac, c.ip, Idle::Sleep);
-    let next_hop = host.resolve(c.gateway, Duration::from_secs(10))?;
+    let wait = Duration::from_secs_f64(c.deadline_s.min(10.0));
+    let next_hop = host.resolve_until(c.gateway, wait, || stop.load(Ordering::Relaxed))?;
     Ok((host, next_hop))
 }
 
@@ -297,23 +301,89 @@ impl Progress {
     }
 }
 
+/// A command's failure: its input (exit 2, before any I/O) or its run (exit 1).
+enum Fail {
+    Input(String),
+    Run(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Fail {
+    fn from(e: anyhow::Error) -> Self {
+        Fail::Run(e)
+    }
+}
+
+fn input(msg: String) -> Fail {
+    Fail::Input(msg)
+}
+
+/// The file a sender moves: read whole, so at most what memory holds (a device that never
+/// ends is refused once past that, not read until the allocation fails).
+fn read_file(file: &std::path::Path) -> Result<Vec<u8>, Fail> {
+    use std::io::Read;
+    let bad = |e: String| input(format!("--file {}: {e}", file.display()));
+    let f = std::fs::File::open(file).map_err(|e| bad(e.to_string()))?;
+    let meta = f.metadata().map_err(|e| bad(e.to_string()))?;
+    if meta.is_dir() {
+        return Err(bad("a directory, not a file".into()));
+    }
+    // A regular file's length is known; a pipe or a device is read at most 64 MiB.
+    let max = if meta.is_file() { meta.len() } else { 64 << 20 };
+    ports::input::fits_in_memory(u128::from(max)).map_err(bad)?;
+    let mut data = Vec::new();
+    f.take(max.saturating_add(1)).read_to_end(&mut data).map_err(|e| bad(e.to_string()))?;
+    if data.len() as u64 > max {
+        return Err(bad(format!(
+            "longer than {} MiB (a file that is not a regular one is read whole, up to that)",
+            max >> 20
+        )));
+    }
+    if data.is_empty() {
+        return Err(bad("empty: nothing to send".into()));
+    }
+    Ok(data)
+}
+
 fn send(
     c: &Common,
-    file: &PathBuf,
+    file: &std::path::Path,
     cc: CcName,
     t: &Tuning,
     hawkeye: &HawkeyeOpts,
     ufab: &UfabOpts,
-) -> anyhow::Result<bool> {
+    stop: &AtomicBool,
+) -> Result<bool, Fail> {
     let Tuning { rate_gbps, base_rtt_us, int_hops, timeout_ms, progress_ms } = *t;
-    let data = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     if !(0.001..=400.0).contains(&rate_gbps) {
-        bail!("--rate-gbps {rate_gbps}: expected a rate from 0.001 to 400 Gb/s");
+        return Err(input(format!("--rate-gbps {rate_gbps}: expected a rate from 0.001 to 400 Gb/s")));
     }
     if !(1..=wire::hpcc_int::MAX_HOPS as u8).contains(&int_hops) {
-        bail!("--int-hops {int_hops}: expected 1 to {}", wire::hpcc_int::MAX_HOPS);
+        return Err(input(format!("--int-hops {int_hops}: expected 1 to {}", wire::hpcc_int::MAX_HOPS)));
     }
-    let (mut host, next_hop) = open(c)?;
+    let paths = if cc == CcName::Ufab { ufab.paths.max(1) } else { 1 };
+    if u32::from(ufab.pair_id) + paths - 1 > 32767
+        || c.sender_qp + paths - 1 > 0xff_ffff
+        || c.receiver_qp + paths - 1 > 0xff_ffff
+    {
+        return Err(input(format!(
+            "--paths {paths}: --pair-id, --sender-qp and --receiver-qp + {} must stay in range",
+            paths - 1
+        )));
+    }
+    if cc == CcName::Ufab && (ufab.guarantee_gbps.is_none() || ufab.routes.is_empty()) {
+        return Err(input("--cc ufab needs --guarantee-gbps and at least one --route".into()));
+    }
+    if let Some(g) = ufab.guarantee_gbps
+        && g > rate_gbps
+    {
+        return Err(input(format!("--guarantee-gbps {g}: above the line rate --rate-gbps {rate_gbps}")));
+    }
+    let data = read_file(file)?;
+    let size = data.len() as u64;
+    if size < u64::from(paths) {
+        return Err(input(format!("--paths {paths}: the file has {size} bytes, fewer than one per path")));
+    }
+    let (mut host, next_hop) = open(c, stop)?;
     let line = (rate_gbps * 1e9) as u64;
     let flow_cc = match cc {
         CcName::Hpcc => {
@@ -333,7 +403,6 @@ fn send(
     );
     // Frame bytes beyond the payload: headers, INT, BTH and ICRC.
     let overhead = rc_frame_len(&udp, int.as_ref(), false, 4);
-    let size = data.len() as u64;
     let mut progress = Progress::new(progress_ms, u64::from(c.mtu), overhead as u64);
     let mut agent = RcHost::new(hc);
     if let Some(k) = hawkeye.rtt_factor {
@@ -342,16 +411,6 @@ fn send(
             base_rtt_ns: hawkeye.base_rtt_us.map(|us| (us * 1e3) as u64),
             min_interval_ns: (hawkeye.interval_ms * 1e6) as u64,
         });
-    }
-    let paths = if cc == CcName::Ufab { ufab.paths.max(1) } else { 1 };
-    if u32::from(ufab.pair_id) + paths - 1 > 32767
-        || c.sender_qp + paths - 1 > 0xff_ffff
-        || c.receiver_qp + paths - 1 > 0xff_ffff
-    {
-        bail!("--paths {paths}: --pair-id, --sender-qp and --receiver-qp + {} must stay in range", paths - 1);
-    }
-    if size < u64::from(paths) {
-        bail!("--paths {paths}: the file has {size} bytes, fewer than one per path");
     }
     // One connection per path, the file split evenly (path k from QP sender_qp + k).
     let flows: Vec<SendFlow> = (0..paths)
@@ -380,8 +439,8 @@ fn send(
     let deadline = (c.deadline_s * 1e9) as u64;
     let mut wrapped;
     let agent: &RcHost = if cc == CcName::Ufab {
-        let (Some(g), false) = (ufab.guarantee_gbps, ufab.routes.is_empty()) else {
-            bail!("--cc ufab needs --guarantee-gbps and at least one --route");
+        let Some(g) = ufab.guarantee_gbps else {
+            return Err(input("--cc ufab needs --guarantee-gbps".into()));
         };
         let b_u = ufab.b_u_mbps * 1e6;
         let t = (base_rtt_us * 1e3) as u64;
@@ -408,7 +467,7 @@ fn send(
             wrapped.start_send(host.now(), flow, uf);
         }
         host.run(&mut wrapped, |a, now| {
-            let done = a.rc_ref().senders_done() || now > deadline;
+            let done = a.rc_ref().senders_done() || now > deadline || stop.load(Ordering::Relaxed);
             let acked = (0..u64::from(paths)).filter_map(|k| a.rc_ref().sender(k)).map(|s| s.acked()).sum();
             progress.tick(now, acked, done);
             done
@@ -430,10 +489,10 @@ fn send(
         }
         wrapped.rc_ref()
     } else {
-        let Some(flow) = flows.into_iter().next() else { bail!("no flow to send") };
+        let Some(flow) = flows.into_iter().next() else { return Err(input("no flow to send".into())) };
         agent.start_send(host.now(), flow);
         host.run(&mut agent, |a, now| {
-            let done = a.senders_done() || now > deadline;
+            let done = a.senders_done() || now > deadline || stop.load(Ordering::Relaxed);
             progress.tick(now, a.sender(0).map_or(0, |s| s.acked()), done);
             done
         });
@@ -447,6 +506,7 @@ fn send(
         let this = match (tx.is_done(), tx.error()) {
             (true, _) => Ok(()),
             (false, Some(e)) => Err(format!("queue pair failed: {e}")),
+            (false, None) if stop.load(Ordering::Relaxed) => Err("stopped by a signal".to_string()),
             (false, None) => Err(format!("deadline of {:?} passed", Duration::from_secs_f64(c.deadline_s))),
         };
         outcome = outcome.and(this);
@@ -495,14 +555,25 @@ struct RecvOpts<'a> {
     paths: u32,
 }
 
-fn recv(c: &Common, o: &RecvOpts<'_>) -> anyhow::Result<bool> {
+fn recv(c: &Common, o: &RecvOpts<'_>, stop: &AtomicBool) -> Result<bool, Fail> {
     let RecvOpts { size, out, ufab, paths, .. } = *o;
     let flows = if paths > 1 { paths } else { o.flows };
     if paths > 1 && size < u64::from(paths) {
-        bail!("--paths {paths}: --size {size} has fewer bytes than paths");
+        return Err(input(format!("--paths {paths}: --size {size} has fewer bytes than paths")));
     }
+    if c.receiver_qp + flows - 1 > 0xff_ffff || c.sender_qp + flows - 1 > 0xff_ffff {
+        return Err(input(format!(
+            "--flows {flows}: --sender-qp and --receiver-qp + {} must stay in range",
+            flows - 1
+        )));
+    }
+    // (A VM-pair's paths are joined into one more copy of its --size bytes.)
+    let held = u128::from(size) * if paths > 1 { 2 } else { u128::from(flows) };
+    ports::input::fits_in_memory(held)
+        .map_err(|e| input(format!("--size {size} × --flows {flows} (--paths {paths}): {e}")))?;
+    ports::input::writable_file("--out", out).map_err(input)?;
     let flow_size = |k: u32| if paths > 1 { path_share(size, paths, k).1 } else { size };
-    let (mut host, next_hop) = open(c)?;
+    let (mut host, next_hop) = open(c, stop)?;
     let mut agent = RcHost::new(host_config(&host, next_hop, None));
     for k in 0..flows {
         agent.expect(RecvFlow {
@@ -519,7 +590,9 @@ fn recv(c: &Common, o: &RecvOpts<'_>) -> anyhow::Result<bool> {
     // Once complete, stay a moment to acknowledge resends of a lost last ACK.
     let linger = 200_000_000;
     let done = |a: &RcHost, now: u64| {
-        now > deadline || (0..u64::from(flows)).all(|k| a.completed_at(k).is_some_and(|t| now > t + linger))
+        now > deadline
+            || stop.load(Ordering::Relaxed)
+            || (0..u64::from(flows)).all(|k| a.completed_at(k).is_some_and(|t| now > t + linger))
     };
     let mut wrapped;
     let agent: &mut RcHost = if ufab {
@@ -572,7 +645,7 @@ fn recv(c: &Common, o: &RecvOpts<'_>) -> anyhow::Result<bool> {
     Ok(all && hs.bad_icrc == 0)
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     ports::host::init_tracing("warn");
     let cli: Cli = ports::input::parse_args();
     // Bad input exits 2 (as clap's own errors do) before any I/O; runtime failures exit 1.
@@ -581,19 +654,16 @@ fn main() -> anyhow::Result<()> {
         && *cc != CcName::Ufab
     {
         eprintln!("error: --paths {paths}: only a µFAB VM-pair (--cc ufab) has several paths");
-        std::process::exit(2);
+        return ExitCode::from(2);
     }
-    // (A VM-pair's paths are joined into one more copy of its --size bytes.)
-    if let Cmd::Recv { size, flows, paths, .. } = &cli.cmd
-        && let Some(avail) = ports::host::mem_available()
-        && size.saturating_mul(if *paths > 1 { 2 } else { u64::from(*flows) }) > avail
-    {
-        eprintln!(
-            "error: --size {size} × --flows {flows} (--paths {paths}): more bytes than the {avail} of memory available to hold them"
-        );
-        std::process::exit(2);
-    }
-    let ok = match &cli.cmd {
+    let stop = match ports::input::stop_on_signals() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: installing a signal handler: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let r = match &cli.cmd {
         Cmd::Send {
             c,
             file,
@@ -631,11 +701,22 @@ fn main() -> anyhow::Result<()> {
                 pair_id: *pair_id,
                 paths: *paths,
             };
-            send(c, file, *cc, &t, &hawkeye, &ufab)?
+            send(c, file, *cc, &t, &hawkeye, &ufab, &stop)
         }
         Cmd::Recv { c, size, out, ufab, flows, paths } => {
-            recv(c, &RecvOpts { size: *size, out, ufab: *ufab, flows: *flows, paths: *paths })?
+            recv(c, &RecvOpts { size: *size, out, ufab: *ufab, flows: *flows, paths: *paths }, &stop)
         }
     };
-    std::process::exit(if ok { 0 } else { 1 })
+    match r {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(Fail::Input(e)) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+        Err(Fail::Run(e)) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -253,9 +253,20 @@ impl<F: Frame, P: PortIo<F>, Q: Pool<F> + 'static> HostPort<F, P, Q> {
 
     /// The MAC of `target`, by ARP: a request every 200 ms until a reply, for at most `timeout`.
     pub fn resolve(&mut self, target: Ipv4Addr, timeout: Duration) -> Result<EthernetAddress, HostError> {
+        self.resolve_until(target, timeout, || false)
+    }
+
+    /// [`Self::resolve`], given up early when `give_up()` says so (a signal): a stop is never
+    /// held behind an ARP timeout.
+    pub fn resolve_until(
+        &mut self,
+        target: Ipv4Addr,
+        timeout: Duration,
+        give_up: impl Fn() -> bool,
+    ) -> Result<EthernetAddress, HostError> {
         let mut r = arp::Resolver::new(self.mac, self.ip, target, 200_000_000);
-        let deadline = self.now() + timeout.as_nanos() as u64;
-        while self.now() < deadline {
+        let deadline = self.now().saturating_add(timeout.as_nanos().min(u128::from(u64::MAX)) as u64);
+        while self.now() < deadline && !give_up() {
             if let Some(req) = r.poll_transmit(self.now())
                 && let Some(b) = fill(&mut self.pool as &mut dyn Pool<F>, &req)
             {
