@@ -156,8 +156,8 @@ enum HawkeyeCmd {
         #[arg(long, value_parser = rtt_factor)]
         rtt_factor: Option<f64>,
         /// The first trace's number (traces N.. of each scenario: fresh seeds and placements
-        /// for a hold-out check; below 2^63).
-        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..1 << 63))]
+        /// for a hold-out check; at most 2^62).
+        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1 << 62))]
         first_trace: u64,
         /// The analyzer's ReplayQueue: `queue-order` (default; a FIFO's order kept) or `even`
         /// (the paper's even spread), for comparison.
@@ -191,8 +191,8 @@ enum HawkeyeCmd {
     Trace {
         /// The scenario file.
         scenario: PathBuf,
-        /// The trace number (below 2^63).
-        #[arg(value_parser = clap::value_parser!(u64).range(0..1 << 63))]
+        /// The trace number (at most 2^62).
+        #[arg(value_parser = clap::value_parser!(u64).range(0..=1 << 62))]
         n: u64,
     },
 }
@@ -449,6 +449,14 @@ fn lab_run(
     if let Some(k) = paths {
         cfg.set_pair_paths(k).map_err(|e| LabFail::BadLab(format!("--paths {k}: {e}")))?;
     }
+    cfg.check_limits().map_err(|e| {
+        LabFail::BadLab(format!(
+            "{} with --cc {} --paths {}: {e}",
+            cfg.file.display(),
+            cfg.cc.name(),
+            paths.unwrap_or(1)
+        ))
+    })?;
     lab_run_one(&cfg, out, quiet).map(drop)
 }
 
@@ -458,6 +466,13 @@ fn lab_compare(file: &Path, out: &Path, quiet: bool) -> Result<(), LabFail> {
     let mut cfg = LabConfig::load(file).map_err(|e| LabFail::BadLab(e.to_string()))?;
     writable_out(out)?;
     let mut runs = Vec::new();
+    // Every CC's limits before the first runs.
+    for cc in Cc::ALL {
+        let mut c = cfg.clone();
+        c.set_cc(cc);
+        c.check_limits()
+            .map_err(|e| LabFail::BadLab(format!("{} under {}: {e}", c.file.display(), cc.name())))?;
+    }
     for cc in Cc::ALL {
         cfg.set_cc(cc);
         runs.push((cc, lab_run_one(&cfg, &out.join(cc.name()), quiet)?));

@@ -190,14 +190,19 @@ impl LabFile {
             return bad("cells", "expected at most 16 register sizes, each once");
         }
         if let Err((k, why)) = f.corpus_spec().check() {
-            let k = if k == "zipf_s" {
-                "zipf"
-            } else if k == "collision_free_cells" {
-                "collision_free"
-            } else {
-                k
+            return match k {
+                "zipf_s" => bad("corpus.zipf", &why),
+                // The cells come from reducers × the smallest register: say so.
+                "collision_free_cells" => bad(
+                    "corpus.collision_free",
+                    &format!(
+                        "a collision-free corpus needs a cell per word: reducers × the smallest of cells = {} cells, for a vocabulary of {} (at most 2^24 cells)",
+                        f.corpus_spec().collision_free_cells.unwrap_or(0),
+                        f.corpus.vocabulary
+                    ),
+                ),
+                k => bad(&format!("corpus.{k}"), &why),
             };
-            return bad(&format!("corpus.{k}"), &why);
         }
         if !(0.0..1.0).contains(&f.loss) {
             return bad("loss", "expected a fraction in [0, 1)");

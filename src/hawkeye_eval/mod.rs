@@ -182,6 +182,90 @@ struct RawFlow {
     start_us: u64,
 }
 
+/// Every number of a scenario within what its base lab and the lab's limits allow, before a
+/// trace is made of it: hosts and switches that exist, times within the lab's, sizes and
+/// counts a lab takes. The key at fault and why, otherwise.
+fn check_numbers(raw: &RawScenario, hosts: usize, switches: usize) -> Result<(), (String, String)> {
+    use crate::lab::config::{MAX_FLOW_BYTES, MAX_TIME_NS};
+    let max_us = MAX_TIME_NS / 1000;
+    let (h, a) = (&raw.scenario, &raw.anomaly);
+    let time = |k: &str, v: Option<u64>| match v {
+        Some(v) if v > max_us => Err((k.to_string(), format!("{v} µs: at most {max_us}"))),
+        _ => Ok(()),
+    };
+    time("scenario.window_us", h.window_us)?;
+    time("scenario.duration_us", h.duration_us)?;
+    time("anomaly.start_us", Some(a.start_us))?;
+    time("anomaly.stop_us", a.stop_us)?;
+    time("anomaly.period_us", a.period_us)?;
+    if h.window_us == Some(0) {
+        return Err(("scenario.window_us".into(), "0: an incident needs a window".into()));
+    }
+    if let Some(e) = h.epoch_ns.filter(|e| !e.is_power_of_two() || !(1024..=1 << 32).contains(e)) {
+        return Err(("scenario.epoch_ns".into(), format!("{e}: a power of two from 1024 to 2^32")));
+    }
+    if let Some(f) = h.rtt_factor.filter(|f| !(*f > 1.0 && *f <= 1000.0)) {
+        return Err(("scenario.rtt_factor".into(), format!("{f}: above 1, at most 1000")));
+    }
+    if let Some(n) = a.senders.filter(|&n| n == 0 || n >= hosts) {
+        return Err((
+            "anomaly.senders".into(),
+            format!("{n}: 1 to {} (the base has {hosts} hosts)", hosts - 1),
+        ));
+    }
+    if let Some(z) = a.size.filter(|&z| z == 0 || z > MAX_FLOW_BYTES) {
+        return Err(("anomaly.size".into(), format!("{z} bytes: 1 to {MAX_FLOW_BYTES}")));
+    }
+    if let Some(r) = a.repeat.filter(|&r| r == 0 || r > 10_000) {
+        return Err(("anomaly.repeat".into(), format!("{r}: 1 to 10000 bursts")));
+    }
+    let host = |k: &str, v: usize| {
+        if v < hosts {
+            Ok(())
+        } else {
+            Err((k.to_string(), format!("host {v} does not exist (hosts 0..{hosts})")))
+        }
+    };
+    let switch = |k: &str, v: usize| {
+        if v < switches {
+            Ok(())
+        } else {
+            Err((k.to_string(), format!("switch {v} does not exist (switches 0..{switches})")))
+        }
+    };
+    for (i, r) in a.routes.iter().enumerate() {
+        switch(&format!("anomaly.routes[{i}].switch"), r.switch)?;
+        switch(&format!("anomaly.routes[{i}].via"), r.via)?;
+        host(&format!("anomaly.routes[{i}].host"), r.host)?;
+    }
+    for (i, f) in a.flows.iter().enumerate() {
+        host(&format!("anomaly.flows[{i}].src"), f.src)?;
+        host(&format!("anomaly.flows[{i}].dst"), f.dst)?;
+        time(&format!("anomaly.flows[{i}].start_us"), Some(f.start_us))?;
+        if f.size == 0 || f.size > MAX_FLOW_BYTES {
+            return Err((
+                format!("anomaly.flows[{i}].size"),
+                format!("{} bytes: 1 to {MAX_FLOW_BYTES}", f.size),
+            ));
+        }
+    }
+    for (k, list) in [("anomaly.burst_senders", &a.burst_senders), ("anomaly.no_cc_hosts", &a.no_cc_hosts)] {
+        for (i, &v) in list.iter().enumerate() {
+            host(&format!("{k}[{i}]"), v)?;
+            if list[..i].contains(&v) {
+                return Err((format!("{k}[{i}]"), format!("host {v} is listed twice")));
+            }
+        }
+    }
+    if let Some(d) = a.burst_dst {
+        host("anomaly.burst_dst", d)?;
+    }
+    if let Some(s) = a.storm_host {
+        host("anomaly.storm_host", s)?;
+    }
+    Ok(())
+}
+
 /// Overrides for a sweep (Figure 7): every scenario's epoch and detection threshold.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Sweep {
@@ -358,12 +442,24 @@ impl Scenario {
         let class = Anomaly::from_name(&raw.scenario.class).ok_or_else(|| {
             format!("{p}: scenario.class: {:?} is not one of Table 2's anomalies", raw.scenario.class)
         })?;
-        if raw.scenario.loads.is_empty() || raw.scenario.loads.iter().any(|l| !(0.0..1.0).contains(l)) {
-            return Err(format!("{p}: scenario.loads: expected loads in [0, 1)"));
+        // Trace i's seed is seed + i, written into its lab file (an i64): with i below 2^62,
+        // a seed below 2^62 keeps it there.
+        if raw.scenario.seed.is_some_and(|s| s > 1 << 62) {
+            return Err(format!("{p}: scenario.seed: at most 2^62"));
+        }
+        if raw.scenario.loads.is_empty()
+            || raw.scenario.loads.len() > 64
+            || raw.scenario.loads.iter().any(|l| !(*l > 0.0 && *l < 1.0))
+        {
+            return Err(format!("{p}: scenario.loads: expected 1 to 64 loads in (0, 1)"));
         }
         let base_path = path.parent().unwrap_or(Path::new(".")).join(&raw.scenario.base);
         let base_text = ports::input::read_text(&base_path, ports::input::MAX_TEXT_BYTES)
             .map_err(|e| format!("{p}: scenario.base: {}: {e}", base_path.display()))?;
+        let base =
+            LabConfig::parse(&base_path, &base_text).map_err(|e| format!("{p}: scenario.base: {e}"))?;
+        check_numbers(&raw, base.hosts(), base.topology.switches)
+            .map_err(|(k, why)| format!("{p}: {k}: {why}"))?;
         match raw.anomaly.kind.as_str() {
             "incast" | "pfc_storm" => {}
             "deadlock" if !raw.anomaly.routes.is_empty() && !raw.anomaly.flows.is_empty() => {}

@@ -52,9 +52,16 @@ impl Cdf {
             let (Ok(size), Ok(pct)) = (a.parse::<f64>(), b.parse::<f64>()) else {
                 return Err(CdfError { line, reason: format!("{l:?}: not two numbers") });
             };
-            if !(size.is_finite() && size >= 0.0 && (0.0..=100.0).contains(&pct)) {
+            if !(size.is_finite()
+                && (0.0..=super::config::MAX_FLOW_BYTES as f64).contains(&size)
+                && (0.0..=100.0).contains(&pct))
+            {
                 return Err(CdfError {
-                    line, reason: format!("{l:?}: size ≥ 0 and percentile in [0, 100]")
+                    line,
+                    reason: format!(
+                        "{l:?}: a size from 0 to {} bytes and a percentile in [0, 100]",
+                        super::config::MAX_FLOW_BYTES
+                    ),
                 });
             }
             if let Some(&(ps, pp)) = points.last()

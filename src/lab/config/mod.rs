@@ -448,6 +448,56 @@ pub struct ReporterSpec {
     pub start_ns: u64,
 }
 
+/// The latest time a lab file may name, ns (1000 s of virtual time): every time is bounded
+/// when it is read, so no sum or product of times overflows.
+pub const MAX_TIME_NS: u64 = 1_000_000_000_000;
+/// The most connections (VM-pair paths) one host sends under µFAB: its agent's work per event
+/// grows with them (every pair is looked at), so a host of thousands runs for hours.
+pub const MAX_UFAB_PAIRS_PER_HOST: usize = 256;
+/// The most switches a lab builds.
+pub const MAX_SWITCHES: usize = 4096;
+/// The most flows a lab runs ([[flow]]s, incast senders × bursts and Poisson arrivals in all).
+pub const MAX_FLOWS: usize = 1_000_000;
+/// The most queue samples a run keeps (each switch port every `sample_ns`).
+pub const MAX_SAMPLES: u64 = 20_000_000;
+/// The longest link delay, ns (1 s).
+pub const MAX_DELAY_NS: u64 = 1_000_000_000;
+
+/// Deserializers that bound a time as it is read: the error carries the value's position, so
+/// it names the key.
+mod time {
+    use serde::{Deserialize, Deserializer, de::Error};
+
+    fn upto<'de, D: Deserializer<'de>>(d: D, max: u64, unit: &str) -> Result<u64, D::Error> {
+        let v = u64::deserialize(d)?;
+        if v > max { Err(D::Error::custom(format!("{v} {unit}: at most {max} {unit}"))) } else { Ok(v) }
+    }
+
+    pub fn ns<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        upto(d, super::MAX_TIME_NS, "ns")
+    }
+
+    pub fn us<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        upto(d, super::MAX_TIME_NS / 1000, "µs")
+    }
+
+    pub fn delay<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        upto(d, super::MAX_DELAY_NS, "ns")
+    }
+
+    pub fn opt_ns<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        ns(d).map(Some)
+    }
+
+    pub fn opt_us<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        us(d).map(Some)
+    }
+
+    pub fn opt_delay<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        delay(d).map(Some)
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Raw {
@@ -483,9 +533,13 @@ struct RawUfab {
     l_w: Option<u64>,
     no_reordering: Option<bool>,
     freeze_rtts: Option<u32>,
+    #[serde(default, deserialize_with = "time::opt_us")]
     look_every_us: Option<u64>,
+    #[serde(default, deserialize_with = "time::opt_us")]
     better_for_us: Option<u64>,
+    #[serde(default, deserialize_with = "time::opt_ns")]
     token_period_ns: Option<u64>,
+    #[serde(default, deserialize_with = "time::opt_us")]
     idle_finish_us: Option<u64>,
     weights: Option<Vec<u64>>,
     paths: Option<u32>,
@@ -495,6 +549,7 @@ struct RawUfab {
 #[serde(deny_unknown_fields)]
 struct RawFailure {
     switch: usize,
+    #[serde(deserialize_with = "time::ns")]
     at_ns: u64,
 }
 
@@ -503,7 +558,9 @@ struct RawFailure {
 struct RawHawkeye {
     detect: Option<bool>,
     rtt_factor: Option<f64>,
+    #[serde(default, deserialize_with = "time::opt_delay")]
     base_rtt_ns: Option<u64>,
+    #[serde(default, deserialize_with = "time::opt_us")]
     min_interval_us: Option<u64>,
     full_polling: Option<bool>,
 }
@@ -544,11 +601,14 @@ struct RawHost {
     keys: Option<u32>,
     redundancy: Option<u8>,
     lists: Option<u32>,
+    #[serde(default, deserialize_with = "time::opt_ns")]
     start_ns: Option<u64>,
     config: Option<String>,
     priority: Option<u8>,
     quanta: Option<u16>,
+    #[serde(default, deserialize_with = "time::opt_ns")]
     stop_ns: Option<u64>,
+    #[serde(default, deserialize_with = "time::opt_ns")]
     interval_ns: Option<u64>,
 }
 
@@ -556,11 +616,14 @@ struct RawHost {
 #[serde(deny_unknown_fields)]
 struct RawLab {
     seed: Option<u64>,
+    #[serde(deserialize_with = "time::us")]
     duration_us: u64,
     cc: String,
     mtu: Option<usize>,
+    #[serde(default, deserialize_with = "time::opt_ns")]
     sample_ns: Option<u64>,
     ack_high_priority: Option<bool>,
+    #[serde(default, deserialize_with = "time::opt_us")]
     run_to_completion_us: Option<u64>,
     no_cc_hosts: Option<Vec<usize>>,
     rtt_samples: Option<bool>,
@@ -584,6 +647,7 @@ struct RawTopology {
     rate: String,
     fabric_rate: Option<String>,
     core_rate: Option<String>,
+    #[serde(deserialize_with = "time::delay")]
     delay_ns: u64,
     buffer_bytes: Option<u64>,
 }
@@ -594,6 +658,7 @@ struct RawLink {
     a: String,
     b: String,
     rate: Option<String>,
+    #[serde(default, deserialize_with = "time::opt_delay")]
     delay_ns: Option<u64>,
 }
 
@@ -615,8 +680,11 @@ struct RawDcqcn {
     ai_rate: Option<String>,
     hai_rate: Option<String>,
     g: Option<f64>,
+    #[serde(default, deserialize_with = "time::opt_us")]
     t_alpha_us: Option<u64>,
+    #[serde(default, deserialize_with = "time::opt_us")]
     t_dec_us: Option<u64>,
+    #[serde(default, deserialize_with = "time::opt_us")]
     t_inc_us: Option<u64>,
     fast_recovery_stages: Option<u32>,
 }
@@ -627,8 +695,10 @@ struct RawIncast {
     senders: Vec<usize>,
     dst: usize,
     size: u64,
+    #[serde(deserialize_with = "time::ns")]
     start_ns: u64,
     repeat: Option<u32>,
+    #[serde(default, deserialize_with = "time::opt_ns")]
     period_ns: Option<u64>,
 }
 
@@ -638,6 +708,7 @@ struct RawFlow {
     src: usize,
     dst: usize,
     size: u64,
+    #[serde(deserialize_with = "time::ns")]
     start_ns: u64,
     guarantee: Option<String>,
     class: Option<u8>,
@@ -650,7 +721,9 @@ struct RawPoisson {
     cdf: String,
     load: f64,
     hosts: Option<Vec<usize>>,
+    #[serde(default, deserialize_with = "time::opt_ns")]
     start_ns: Option<u64>,
+    #[serde(default, deserialize_with = "time::opt_ns")]
     stop_ns: Option<u64>,
 }
 
@@ -754,7 +827,11 @@ impl LabConfig {
             Some(r) => rate("topology", None, "fabric_rate", r)?,
             None => rate_bps,
         };
+        // Every count of a topology, bounded before anything is built of it.
         let need = |v: Option<usize>, key: &str, min: usize| match v {
+            Some(n) if n > MAX_SWITCHES.max(MAX_HOSTS) => {
+                Err(err("topology", None, key, format!("{n}: at most {}", MAX_SWITCHES.max(MAX_HOSTS))))
+            }
             Some(n) if n >= min => Ok(n),
             Some(n) => Err(err("topology", None, key, format!("{n}: at least {min}"))),
             None => Err(err("topology", None, "kind", format!("kind {:?} needs `{key}`", t.kind))),
@@ -773,13 +850,13 @@ impl LabConfig {
             _ => None,
         };
         if let Some(h) = planned.filter(|&h| h > MAX_HOSTS as u128) {
-            let key = match t.kind.as_str() {
-                "leaf_spine" => "hosts_per_leaf",
-                "fat_tree" => "k",
-                "pods" => "hosts_per_tor",
-                _ => "hosts",
+            let (key, of) = match t.kind.as_str() {
+                "leaf_spine" => ("hosts_per_leaf", "leaves × hosts_per_leaf"),
+                "fat_tree" => ("k", "k³/4"),
+                "pods" => ("hosts_per_tor", "pods × tors_per_pod × hosts_per_tor"),
+                _ => ("hosts", "hosts"),
             };
-            return Err(err("topology", None, key, format!("{h} hosts: at most {MAX_HOSTS}")));
+            return Err(err("topology", None, key, format!("{of} = {h} hosts: at most {MAX_HOSTS}")));
         }
         if let Some(n) = t.spines.filter(|&n| n > MAX_SWITCH_PORTS) {
             return Err(err("topology", None, "spines", format!("{n}: at most {MAX_SWITCH_PORTS}")));
@@ -928,17 +1005,21 @@ impl LabConfig {
         if raw.lab.duration_us == 0 {
             return Err(err("lab", None, "duration_us", "0: nothing to simulate".into()));
         }
-        let duration_ns = raw.lab.duration_us.saturating_mul(1000);
+        let duration_ns = raw.lab.duration_us * 1000;
         let completion_us = raw.lab.run_to_completion_us.unwrap_or(0);
-        if completion_us > 3_600_000_000 {
+        let completion_ns = completion_us * 1000;
+        if duration_ns + completion_ns > MAX_TIME_NS {
             return Err(err(
                 "lab",
                 None,
                 "run_to_completion_us",
-                format!("{completion_us}: at most an hour"),
+                format!(
+                    "{completion_us} µs after duration_us {}: at most {} µs of virtual time in all",
+                    raw.lab.duration_us,
+                    MAX_TIME_NS / 1000
+                ),
             ));
         }
-        let completion_ns = completion_us * 1000;
         let seed = raw.lab.seed.unwrap_or(1);
         let h = raw.hpcc.as_ref();
         let hpcc = HpccParams {
@@ -1063,8 +1144,22 @@ impl LabConfig {
                     ));
                 }
             };
-            for &s in &f.senders {
+            for (j, &s) in f.senders.iter().enumerate() {
                 host("incast", i, "senders", s)?;
+                if f.senders[..j].contains(&s) {
+                    return Err(err("incast", Some(i), "senders", format!("host {s} is listed twice")));
+                }
+            }
+            if flows.len() + f.senders.len() * repeat as usize > MAX_FLOWS {
+                return Err(err(
+                    "incast",
+                    Some(i),
+                    "senders",
+                    format!(
+                        "{} senders × {repeat} bursts: more than {MAX_FLOWS} flows in the lab",
+                        f.senders.len()
+                    ),
+                ));
             }
             for k in 0..u64::from(repeat) {
                 let start_ns = f.start_ns.saturating_add(k.saturating_mul(period));
@@ -1089,6 +1184,14 @@ impl LabConfig {
                     });
                 }
             }
+        }
+        if flows.len() + raw.flow.len() > MAX_FLOWS {
+            return Err(err(
+                "flow",
+                None,
+                "src",
+                format!("{} [[flow]]s: more than {MAX_FLOWS} flows in the lab", raw.flow.len()),
+            ));
         }
         for (i, f) in raw.flow.iter().enumerate() {
             let (src, dst) = (host("flow", i, "src", f.src)?, host("flow", i, "dst", f.dst)?);
@@ -1128,9 +1231,8 @@ impl LabConfig {
                 "fb_hadoop" => Cdf::parse(FB_HADOOP).expect("bundled CDF"),
                 file => {
                     let at = path.parent().unwrap_or(Path::new(".")).join(file);
-                    let text = std::fs::read_to_string(&at).map_err(|e| {
-                        err("poisson", Some(i), "cdf", format!("cannot read {}: {e}", at.display()))
-                    })?;
+                    let text = ports::input::read_text(&at, ports::input::MAX_TEXT_BYTES)
+                        .map_err(|e| err("poisson", Some(i), "cdf", format!("{}: {e}", at.display())))?;
                     Cdf::parse(&text).map_err(|e| LabError {
                         file: at.clone(),
                         line: e.line,
@@ -1161,7 +1263,27 @@ impl LabConfig {
                     format!("{stop} is not after start_ns {start}"),
                 ));
             }
+            // Arrivals after the run ends would never start: none is drawn.
+            let stop = stop.min(duration_ns + completion_ns);
             let link_rate = |h: usize| topology.links[wiring.host_port[h].link].rate_bps;
+            // As many arrivals as the load makes over the window, expected: bounded before any
+            // is drawn.
+            let expected: f64 = senders
+                .iter()
+                .map(|&h| {
+                    stop.saturating_sub(start) as f64 * 1e-9 * link_rate(h) as f64 * w.load / 8.0 / cdf.mean()
+                })
+                .sum();
+            if flows.len() as f64 + expected > MAX_FLOWS as f64 {
+                return Err(err(
+                    "poisson",
+                    Some(i),
+                    "load",
+                    format!(
+                        "{expected:.0} arrivals expected over the run: more than {MAX_FLOWS} flows in the lab"
+                    ),
+                ));
+            }
             let seed = seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
             flows.extend(workload::poisson(&cdf, w.load, &senders, &senders, link_rate, start, stop, seed));
         }
@@ -1228,6 +1350,14 @@ impl LabConfig {
                         format!("via {}: not a neighbour of switch {}", r.via, s.id),
                     ));
                 }
+                if routes.iter().any(|&(h, _)| h == r.host) {
+                    return Err(err(
+                        "switch",
+                        Some(i),
+                        "route",
+                        format!("host {}: a second override (one route per host's subnet)", r.host),
+                    ));
+                }
                 routes.push((r.host, r.via));
             }
             let p = SwitchProgram {
@@ -1243,6 +1373,19 @@ impl LabConfig {
                 routes,
             };
             switch_programs.push((s.id, p));
+        }
+        if let Some((h, cycle)) = routing_loop(&topology, &switch_programs) {
+            let ids: Vec<String> = cycle.iter().map(|s| format!("s{s}")).collect();
+            let i = switch_programs.iter().position(|(id, _)| cycle.contains(id)).unwrap_or(0);
+            return Err(err(
+                "switch",
+                Some(i),
+                "route",
+                format!(
+                    "the overrides toward host {h} send its packets round {} and back: a forwarding loop",
+                    ids.join(" → ")
+                ),
+            ));
         }
         let mut host_agents = vec![HostAgent::Rc; hosts];
         let mut given: Vec<Option<usize>> = vec![None; hosts];
@@ -1359,6 +1502,19 @@ impl LabConfig {
         if !(100..=1_000_000_000_000).contains(&sample_ns) {
             return Err(err("lab", None, "sample_ns", format!("{sample_ns}: 100 ns to 1000 s")));
         }
+        // Every switch port is sampled every sample_ns for the whole run, in memory.
+        let ports: usize = wiring.switch_ports.iter().map(Vec::len).sum();
+        let samples = (duration_ns + completion_ns) / sample_ns * ports as u64;
+        if samples > MAX_SAMPLES {
+            return Err(err(
+                "lab",
+                None,
+                "sample_ns",
+                format!(
+                    "{sample_ns} ns: {samples} queue samples of {ports} ports over the run, more than {MAX_SAMPLES}: sample less often"
+                ),
+            ));
+        }
         let cfg = Self {
             file: path.to_path_buf(),
             seed,
@@ -1397,6 +1553,7 @@ impl LabConfig {
                 ),
             }
         })?;
+        cfg.check_limits().map_err(|why| err("flow", None, "src", why))?;
         Ok(cfg)
     }
 
@@ -1426,6 +1583,12 @@ impl LabConfig {
     /// file already split keep theirs.
     pub fn set_pair_paths(&mut self, paths: u32) -> Result<(), String> {
         check_pair_paths(paths).map_err(|why| format!("{paths}: {why}"))?;
+        if self.flows.len().saturating_mul(paths as usize) > MAX_FLOWS {
+            return Err(format!(
+                "{paths}: {} flows × {paths} paths: more than {MAX_FLOWS} flows",
+                self.flows.len()
+            ));
+        }
         let mut next = self.flows.iter().filter_map(|f| f.vm_pair).max().map_or(0, |m| m + 1);
         let mut out = Vec::with_capacity(self.flows.len() * paths as usize);
         for (i, &f) in self.flows.iter().enumerate() {
@@ -1437,6 +1600,29 @@ impl LabConfig {
             next += 1;
         }
         self.flows = out;
+        Ok(())
+    }
+
+    /// The limits that depend on the CC and the paths (`--cc`, `--paths` change them after the
+    /// file is read): at most [`MAX_FLOWS`] flows, and under µFAB at most
+    /// [`MAX_UFAB_PAIRS_PER_HOST`] connections sent by one host.
+    pub fn check_limits(&self) -> Result<(), String> {
+        if self.flows.len() > MAX_FLOWS {
+            return Err(format!("{} flows: at most {MAX_FLOWS}", self.flows.len()));
+        }
+        if self.cc == Cc::Ufab {
+            let mut per_host = vec![0usize; self.hosts()];
+            for f in &self.flows {
+                if let Some(n) = per_host.get_mut(f.src) {
+                    *n += 1;
+                }
+            }
+            if let Some((h, n)) = per_host.iter().enumerate().find(|(_, n)| **n > MAX_UFAB_PAIRS_PER_HOST) {
+                return Err(format!(
+                    "host {h} sends {n} µFAB connections: at most {MAX_UFAB_PAIRS_PER_HOST} per host"
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -1458,6 +1644,85 @@ impl LabConfig {
     pub fn switch_program(&self, s: usize) -> &SwitchProgram {
         self.switch_programs.iter().find(|(id, _)| *id == s).map_or(&self.switches, |(_, p)| p)
     }
+}
+
+/// A forwarding loop the route overrides make, if any: the host whose subnet it is for and the
+/// switches round it. Toward each host with an override, a switch forwards on its override, or
+/// else on every shortest path (ECMP), as the lab's routes do; a cycle among those next hops
+/// is a loop some flow's packets would go round until their TTL ran out.
+fn routing_loop(topology: &Topology, programs: &[(usize, SwitchProgram)]) -> Option<(usize, Vec<usize>)> {
+    let n = topology.switches;
+    let mut adj: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut tor = vec![None; topology.hosts];
+    for l in &topology.links {
+        match (l.a, l.b) {
+            (Node::Switch(a), Node::Switch(b)) if a < n && b < n => {
+                adj[a].push(b);
+                adj[b].push(a);
+            }
+            (Node::Host(h), Node::Switch(s)) | (Node::Switch(s), Node::Host(h)) if h < tor.len() => {
+                tor[h] = Some(s)
+            }
+            _ => {}
+        }
+    }
+    let mut hosts: Vec<usize> = programs.iter().flat_map(|(_, p)| p.routes.iter().map(|&(h, _)| h)).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    for h in hosts {
+        let Some(t) = tor.get(h).copied().flatten() else { continue };
+        // Hops to the host's switch, by breadth-first search.
+        let mut dist = vec![u32::MAX; n];
+        dist[t] = 0;
+        let mut queue = std::collections::VecDeque::from([t]);
+        while let Some(s) = queue.pop_front() {
+            for &o in &adj[s] {
+                if dist[o] == u32::MAX {
+                    dist[o] = dist[s] + 1;
+                    queue.push_back(o);
+                }
+            }
+        }
+        let next = |s: usize| -> Vec<usize> {
+            match programs
+                .iter()
+                .find(|(id, _)| *id == s)
+                .and_then(|(_, p)| p.routes.iter().find(|r| r.0 == h))
+            {
+                Some(&(_, via)) => vec![via],
+                None => adj[s].iter().copied().filter(|&o| dist[o].wrapping_add(1) == dist[s]).collect(),
+            }
+        };
+        // Depth-first search for a cycle among the next hops (the host's switch delivers).
+        let mut state = vec![0u8; n]; // 0 new, 1 on the stack, 2 done
+        for start in 0..n {
+            if state[start] != 0 || start == t {
+                continue;
+            }
+            let mut stack: Vec<(usize, Vec<usize>)> = vec![(start, next(start))];
+            state[start] = 1;
+            while let Some((s, hops)) = stack.last_mut() {
+                let s = *s;
+                match hops.pop() {
+                    Some(o) if o == t || state[o] == 2 => {}
+                    Some(o) if state[o] == 1 => {
+                        let at = stack.iter().position(|(x, _)| *x == o).unwrap_or(0);
+                        return Some((h, stack[at..].iter().map(|(x, _)| *x).chain([o]).collect()));
+                    }
+                    Some(o) => {
+                        state[o] = 1;
+                        let nh = next(o);
+                        stack.push((o, nh));
+                    }
+                    None => {
+                        state[s] = 2;
+                        stack.pop();
+                    }
+                }
+            }
+        }
+    }
+    None
 }
 
 /// A `[[host]]` table's agent; `err(key, reason)` names the table.

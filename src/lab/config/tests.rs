@@ -158,3 +158,40 @@ fn paths_split_a_vm_pair_into_connections() {
         assert!(e.reason.contains("1 to 8 underlay paths"), "{e}");
     }
 }
+
+/// Route overrides that send a host's packets round a cycle are refused; ones that only
+/// reroute them (Hawkeye's deadlock scenarios) are not. So are times past the lab's bound and
+/// flows past its count, before anything is built of them.
+#[test]
+fn forwarding_loops_times_and_counts_are_refused() {
+    let p = Path::new("r.toml");
+    // s0 – s1 – s2 in a line, h0 on s0, h1 on s2.
+    let line = "[lab]\nduration_us = 10\ncc = \"hpcc\"\n[topology]\nkind = \"explicit\"\nhosts = 2\nswitches = 3\n\
+                rate = \"100G\"\ndelay_ns = 1000\n[[link]]\na = \"h0\"\nb = \"s0\"\n[[link]]\na = \"h1\"\nb = \"s2\"\n\
+                [[link]]\na = \"s0\"\nb = \"s1\"\n[[link]]\na = \"s1\"\nb = \"s2\"\n";
+    assert!(LabConfig::parse(p, line).is_ok());
+    // s1 sends h1's packets back to s0, which sends them to s1: a loop.
+    let e = LabConfig::parse(p, &format!("{line}[[switch]]\nid = 1\nroute = [{{ host = 1, via = 0 }}]\n"))
+        .unwrap_err();
+    assert!(e.key == "switch[0].route" && e.reason.contains("forwarding loop"), "{e}");
+    // Toward h0 the same override is the shortest path: no loop.
+    assert!(
+        LabConfig::parse(p, &format!("{line}[[switch]]\nid = 1\nroute = [{{ host = 0, via = 0 }}]\n"))
+            .is_ok()
+    );
+    // A time past 1000 s of virtual time is refused where it is read.
+    let e = LabConfig::parse(p, &OK.replace("duration_us = 10", "duration_us = 9223372036854775807"))
+        .unwrap_err();
+    assert_eq!(e.key, "lab.duration_us", "{e}");
+    let e =
+        LabConfig::parse(p, &OK.replace("delay_ns = 1000", "delay_ns = 18446744073709551615")).unwrap_err();
+    assert_eq!(e.key, "topology.delay_ns", "{e}");
+    // A switch count past the bound, before any switch is built.
+    let e = LabConfig::parse(p, &line.replace("switches = 3", "switches = 9007199254740992")).unwrap_err();
+    assert_eq!(e.key, "topology.switches", "{e}");
+    // Poisson arrivals past the flow bound over the run, before any is drawn.
+    let long = OK.replace("duration_us = 10", "duration_us = 1000000000");
+    let e =
+        LabConfig::parse(p, &format!("{long}[[poisson]]\ncdf = \"websearch\"\nload = 0.9\n")).unwrap_err();
+    assert!(e.key == "poisson[0].load" && e.reason.contains("arrivals expected"), "{e}");
+}

@@ -148,7 +148,7 @@ impl Calendar {
         // time, after what is there.
         debug_assert!(e.t >= self.cur, "an event in the past");
         let b = e.t.max(self.cur);
-        if b >= self.cur + BUCKETS as u64 {
+        if b >= self.cur.saturating_add(BUCKETS as u64) {
             self.far.push(e);
             return;
         }
@@ -196,7 +196,7 @@ impl Calendar {
         // `cur`: it is the earliest of both), in the heap's order, so before anything pushed
         // from now on.
         while let Some(e) = self.far.peek()
-            && e.t < self.cur + BUCKETS as u64
+            && e.t < self.cur.saturating_add(BUCKETS as u64)
         {
             let e = self.far.pop().expect("peeked");
             self.place(Self::slot(e.t), e.t, e.kind);
@@ -211,14 +211,14 @@ impl Calendar {
         let (w0, bit0) = (start / 64, start % 64);
         let first = self.occupied[w0] & (!0u64 << bit0);
         if first != 0 {
-            return self.cur + (w0 * 64 + first.trailing_zeros() as usize - start) as u64;
+            return self.cur.saturating_add((w0 * 64 + first.trailing_zeros() as usize - start) as u64);
         }
         for k in 1..=words {
             let w = (w0 + k) % words;
             let bits = if k == words { self.occupied[w] & !(!0u64 << bit0) } else { self.occupied[w] };
             if bits != 0 {
                 let i = w * 64 + bits.trailing_zeros() as usize;
-                return self.cur + ((i + BUCKETS - start) % BUCKETS) as u64;
+                return self.cur.saturating_add(((i + BUCKETS - start) % BUCKETS) as u64);
             }
         }
         unreachable!("on_calendar > 0 but no bucket occupied")
@@ -246,7 +246,7 @@ impl Calendar {
     /// bucket and the next few (no settling: a look-ahead only).
     #[inline(always)]
     fn ahead(&self, mut n: usize) -> Option<Kind> {
-        for b in self.cur..self.cur + AHEAD_BUCKETS {
+        for b in self.cur..self.cur.saturating_add(AHEAD_BUCKETS) {
             let mut at = self.head[Self::slot(b)];
             while at != NIL {
                 if n == 0 {
