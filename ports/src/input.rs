@@ -55,6 +55,18 @@ pub fn read_flag(flag: &str, path: &Path, max: u64) -> Result<String, String> {
     read_text(path, max).map_err(|e| format!("{flag} {}: {e}", path.display()))
 }
 
+/// Why `path` cannot name a file on Linux: a component past 255 bytes, or the whole past 4095.
+pub fn path_fits(path: &Path) -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    if path.as_os_str().len() > 4095 {
+        return Err(format!("a path of {} bytes: at most 4095", path.as_os_str().len()));
+    }
+    if let Some(c) = path.components().find(|c| c.as_os_str().len() > 255) {
+        return Err(format!("a name of {} bytes in the path: at most 255", c.as_os_str().as_bytes().len()));
+    }
+    Ok(())
+}
+
 /// `flag PATH`, a directory results go into: made (with its parents) and written to once
 /// before any work, so that a path that cannot take them is refused at once, naming the flag,
 /// not after a run.
@@ -162,24 +174,41 @@ pub fn toml_location(text: &str, span: Option<Range<usize>>) -> (usize, String) 
     }
     // The key: the last `key =` before the error on its line, or on the nearest line above
     // that starts with one (a value that spans lines).
-    let col = at - text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let col = at - line_start;
     let mut key = None;
-    if let Some(l) = lines.get(line_no - 1) {
-        // On the key itself (`routes = []`, an unknown key), or after it, on its value.
-        key = match l.find('=') {
-            Some(eq) if col <= eq => line_key(l.trim_start()),
-            _ => last_key(&l[..col.min(l.len())]),
-        };
-    }
-    if key.is_none() {
-        for l in lines[..line_no.saturating_sub(1).min(lines.len())].iter().rev() {
-            let t = l.trim_start();
-            if t.starts_with('[') && !t.starts_with("[ ") && (t.ends_with(']') || t.contains("] ")) {
-                break;
-            }
-            if let Some(k) = line_key(t) {
-                key = Some(k);
-                break;
+    let is_header = |l: &str| {
+        let t = l.trim_start();
+        t.starts_with('[') && !t.starts_with("[ ") && (t.trim_end().ends_with(']') || t.contains("] "))
+    };
+    let on_header = lines.get(line_no - 1).is_some_and(|l| is_header(l));
+    if on_header {
+        // The error is the table itself (a missing field, a wrong type): its header names it.
+    } else if let Some(l) = lines.get(line_no - 1) {
+        match l.find('=') {
+            // On the key itself (`routes = []`, an unknown key).
+            Some(eq) if col <= eq && line_key(l.trim_start()).is_some() => key = line_key(l.trim_start()),
+            _ => {
+                // In a value: scan from the line its key starts on (a value may span lines)
+                // to the error, through the arrays and inline tables it is inside.
+                let mut from = line_start;
+                let mut i = line_no - 1;
+                loop {
+                    let l = lines[i];
+                    if is_header(l) {
+                        break;
+                    }
+                    if line_key(l.trim_start()).is_some() {
+                        // The offset of line i: past i newlines.
+                        from = text.match_indices('\n').nth(i.wrapping_sub(1)).map_or(0, |(o, _)| o + 1);
+                        break;
+                    }
+                    if i == 0 {
+                        break;
+                    }
+                    i -= 1;
+                }
+                key = last_key(&text[from.min(at)..at]);
             }
         }
     }
@@ -210,19 +239,66 @@ fn line_key(t: &str) -> Option<String> {
         .then(|| k.replace('"', ""))
 }
 
-/// The last `key =` in `s` (inline tables: `{ ip = "x", mac = "y" }`).
+/// The key whose value holds the end of `s` (a line up to an error), as a dotted path: the keys
+/// of the arrays and inline tables the end is inside, then the last `key =` at its depth
+/// (`neighbor = [{ ip = "x", mac = "y" }, 7` names `neighbor`; at `"y"`, `neighbor.mac`).
+/// Quoted strings are skipped.
 fn last_key(s: &str) -> Option<String> {
-    let mut best = None;
-    for (i, _) in s.match_indices('=') {
-        let before = s[..i].trim_end();
-        let start =
-            before.rfind(|c: char| !(c.is_ascii_alphanumeric() || "_-.\"".contains(c))).map_or(0, |j| j + 1);
-        let k = before[start..].replace('"', "");
-        if !k.is_empty() {
-            best = Some(k);
+    // Per open bracket: the key it belongs to; per depth: the last key seen there.
+    let mut openers: Vec<Option<String>> = Vec::new();
+    let mut last: Vec<Option<String>> = vec![None];
+    let b = s.as_bytes();
+    let mut i = 0;
+    let mut word_start = None;
+    while i < b.len() {
+        match b[i] {
+            b'"' | b'\'' => {
+                let q = b[i];
+                i += 1;
+                while i < b.len() && b[i] != q {
+                    i += if b[i] == b'\\' && q == b'"' { 2 } else { 1 };
+                }
+                word_start = None;
+            }
+            b'=' => {
+                if let Some(w) = word_start {
+                    let k = s[w..i].trim().to_string();
+                    if let Some(l) = last.last_mut() {
+                        *l = Some(k);
+                    }
+                }
+                word_start = None;
+            }
+            b'[' | b'{' => {
+                let owner = last.last().cloned().flatten();
+                openers.push(owner);
+                last.push(None);
+                word_start = None;
+            }
+            b']' | b'}' => {
+                openers.pop();
+                if last.len() > 1 {
+                    last.pop();
+                }
+                word_start = None;
+            }
+            b',' => word_start = None,
+            c if c.is_ascii_alphanumeric() || c == b'_' || c == b'-' || c == b'.' => {
+                if word_start.is_none() {
+                    word_start = Some(i);
+                }
+            }
+            b' ' | b'\t' => {}
+            _ => word_start = None,
         }
+        i += 1;
     }
-    best
+    // The keys of the brackets open at the end, outermost first, then the last key inside.
+    let mut path: Vec<String> = openers.into_iter().flatten().collect();
+    if let Some(k) = last.last().cloned().flatten() {
+        path.push(k);
+    }
+    (!path.is_empty()).then(|| path.join("."))
 }
 
 /// A finite number in `[lo, hi]` (`lo` excluded when `open`), in `unit`: a flag's value parser
@@ -276,11 +352,18 @@ mod tests {
         let t = "program = \"l2l3\"\n[runtime]\nburst = \"x\"\n[[port]]\nname = \"a\"\n[[port]]\nname = \"b\"\nspeed = 7\n[l2l3]\nneighbor = [{ ip = \"1.2.3.4\", mac = \"zz\" }]\nroute = [\n  { prefix = 5 },\n]\n";
         assert_eq!(loc(t, "\"x\""), (3, "runtime.burst".into()));
         assert_eq!(loc(t, "7"), (8, "port[1].speed".into()));
-        assert_eq!(loc(t, "\"zz\""), (10, "l2l3.mac".into()));
-        assert_eq!(loc(t, "5 }"), (12, "l2l3.prefix".into()));
+        assert_eq!(loc(t, "\"zz\""), (10, "l2l3.neighbor.mac".into()));
+        assert_eq!(loc(t, "5 }"), (12, "l2l3.route.prefix".into()));
         assert_eq!(loc(t, "\"l2l3\""), (1, "program".into()));
         // An unknown key is placed at the key.
         assert_eq!(loc(t, "route = ["), (11, "l2l3.route".into()));
+        // In an inline array of tables, a value that is not one of them is the array's.
+        let t = "[l2l3]\nneighbor = [{ ip = \"1.2.3.4\", mac = \"y\" }, \"x\"]\n";
+        assert_eq!(loc(t, "\"x\""), (2, "l2l3.neighbor".into()));
+        assert_eq!(loc(t, "\"y\""), (2, "l2l3.neighbor.mac".into()));
+        // At a table's header, the table.
+        let t = "[[tm.ecn]]\nqueue = 3\n[tm.pfc]\nalpha = 1\n";
+        assert_eq!(loc(t, "[tm.pfc]"), (3, "tm.pfc".into()));
         assert_eq!(toml_location(t, None), (0, String::new()));
     }
 

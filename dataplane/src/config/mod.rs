@@ -338,6 +338,32 @@ fn toml_err(ctx: &Ctx<'_>, text: &str, section: &str, e: &toml::de::Error) -> Co
     ctx.err(key, format!("{}{at}", e.message().trim_end()))
 }
 
+/// A program's own UDP port (`udp_port` of `[dta]`, `[dta_reporter]`, `[daiet]`), checked for
+/// the ports it cannot be: 0 (no port), RoCEv2's 4791 (the switch's RDMA traffic), and the
+/// `also` a program reserves besides (DTA's NACK port).
+pub fn program_udp_port(
+    ctx: &Ctx<'_>,
+    key: &str,
+    port: Option<u16>,
+    default: u16,
+    also: &[(u16, &str)],
+) -> Result<u16, ConfigError> {
+    let p = port.unwrap_or(default);
+    let reserved = [(0, "no port"), (wire::udp::port::ROCE_V2, "RoCEv2's")];
+    match reserved.iter().chain(also).find(|(r, _)| *r == p) {
+        Some((_, what)) => Err(ctx.err(key, format!("{p}: reserved ({what})"))),
+        None => Ok(p),
+    }
+}
+
+/// Whether `path` starts with a pcap file's magic number (either byte order, µs or ns).
+fn is_capture(path: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok()
+        && [0xa1b2_c3d4u32, 0xa1b2_3c4d].iter().any(|m| magic == m.to_le_bytes() || magic == m.to_be_bytes())
+}
+
 /// No two port addresses in one subnet: a subnet is reached through one port, and two ports
 /// claiming it leave the switch to guess (the same address twice is the same mistake).
 fn check_subnets(ctx: &Ctx<'_>, ports: &[PortConfig]) -> Result<(), ConfigError> {
@@ -372,9 +398,23 @@ fn check_capture_files(ctx: &Ctx<'_>, ports: &[PortConfig]) -> Result<(), Config
     let mut seen: Vec<(usize, &str, &Path)> = Vec::new();
     for (i, p) in ports.iter().enumerate() {
         let Backend::Pcap { rx, tx } = &p.backend else { continue };
+        for (what, p) in [("rx", rx), ("tx", tx)] {
+            if let Some(p) = p {
+                ports::input::path_fits(p).map_err(|why| ctx.err(format!("port[{i}].{what}"), why))?;
+            }
+        }
         if let Some(rx) = rx {
             match std::fs::metadata(rx) {
-                Ok(m) if m.is_file() => {}
+                Ok(m) if m.is_file() && is_capture(rx) => {}
+                Ok(m) if m.is_file() => {
+                    return Err(ctx.err(
+                        format!("port[{i}].rx"),
+                        format!(
+                            "{}: not a pcap capture (its first bytes are no pcap magic number)",
+                            rx.display()
+                        ),
+                    ));
+                }
                 Ok(_) => {
                     return Err(
                         ctx.err(format!("port[{i}].rx"), format!("{}: not a regular file", rx.display()))
@@ -423,13 +463,17 @@ fn check_capture_files(ctx: &Ctx<'_>, ports: &[PortConfig]) -> Result<(), Config
 }
 
 /// Every top-level section that is not the generic part must be one `program` owns.
-fn check_sections(ctx: &Ctx<'_>, program: &ProgramInfo, sections: &toml::Table) -> Result<(), ConfigError> {
+fn check_sections(
+    ctx: &Ctx<'_>,
+    program: &ProgramInfo,
+    sections: &std::collections::BTreeMap<String, raw::Shape>,
+) -> Result<(), ConfigError> {
     for (name, value) in sections {
         if program.sections.contains(&name.as_str()) {
             continue;
         }
         let owner = programs::PROGRAMS.iter().find(|p| p.sections.contains(&name.as_str()));
-        return Err(match (owner, value.is_table()) {
+        return Err(match (owner, value.is_table) {
             (Some(_), true) => {
                 ctx.err(name.as_str(), format!("a [{name}] section, but the program is {:?}", program.name))
             }

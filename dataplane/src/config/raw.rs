@@ -30,9 +30,59 @@ pub(super) struct RawConfig {
     #[serde(rename = "port", default)]
     pub(super) ports: Vec<RawPort>,
     pub(super) dpdk: Option<ports::port::RawDpdkConfig>,
-    /// The program's sections, as written.
+    /// The program's sections, by name and shape only: each is read, with its positions, by
+    /// the program ([`super::Config::section`]). Not kept as TOML values: a number past i64 in
+    /// one would fail here, where serde's buffering has lost where it was.
     #[serde(flatten)]
-    pub(super) sections: toml::Table,
+    pub(super) sections: std::collections::BTreeMap<String, Shape>,
+}
+
+/// Whether a value is a table, and nothing else about it (any value is accepted).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Shape {
+    pub(super) is_table: bool,
+}
+
+impl<'de> Deserialize<'de> for Shape {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Shape;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Shape, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Shape { is_table: true })
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Shape, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Shape { is_table: false })
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Shape, E> {
+                Ok(Shape { is_table: false })
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Shape, E> {
+                Ok(Shape { is_table: false })
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Shape, E> {
+                Ok(Shape { is_table: false })
+            }
+            fn visit_i128<E>(self, _: i128) -> Result<Shape, E> {
+                Ok(Shape { is_table: false })
+            }
+            fn visit_u128<E>(self, _: u128) -> Result<Shape, E> {
+                Ok(Shape { is_table: false })
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Shape, E> {
+                Ok(Shape { is_table: false })
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Shape, E> {
+                Ok(Shape { is_table: false })
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -67,11 +117,17 @@ pub(super) struct RawTm {
     ecn: Vec<RawEcn>,
 }
 
+/// `pfc = { mode = "static", xoff, xon }` or `{ mode = "dynamic", alpha, resume_offset }`: a
+/// plain struct, not a tagged enum, so that an error in a field keeps its position (a tagged
+/// enum is buffered first, and its errors point at the whole table).
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, tag = "mode", rename_all = "lowercase")]
-pub(super) enum RawPfc {
-    Static { xoff: u64, xon: u64 },
-    Dynamic { alpha: f64, resume_offset: u64 },
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPfc {
+    mode: String,
+    xoff: Option<u64>,
+    xon: Option<u64>,
+    alpha: Option<f64>,
+    resume_offset: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -204,6 +260,8 @@ pub(super) fn runtime(ctx: &Ctx<'_>, r: RawRuntime) -> Result<RuntimeConfig, Con
         // One another dataplane answers on is for `run` to refuse, not `check`.
         let bad = if p.as_os_str().is_empty() {
             Some("empty".to_string())
+        } else if let Err(why) = ports::input::path_fits(p) {
+            Some(why)
         } else if p.as_os_str().len() > 107 {
             Some(format!("{} bytes; a Unix socket path has at most 107", p.as_os_str().len()))
         } else {
@@ -245,12 +303,35 @@ pub(super) fn tm(ctx: &Ctx<'_>, r: RawTm) -> Result<TmConfig, ConfigError> {
     }
     let pfc = match r.pfc {
         None => d.pfc,
-        Some(RawPfc::Static { xoff, xon }) => PfcThreshold::Static { xoff, xon },
-        Some(RawPfc::Dynamic { alpha, resume_offset }) => {
-            if !(alpha > 0.0 && alpha <= 64.0) {
-                return Err(ctx.err("tm.pfc.alpha", format!("{alpha} out of range (0, 64]")));
+        Some(RawPfc { mode, xoff, xon, alpha, resume_offset }) => {
+            match (mode.as_str(), xoff, xon, alpha, resume_offset) {
+                ("static", Some(xoff), Some(xon), None, None) => {
+                    if xon > xoff {
+                        return Err(ctx.err("tm.pfc.xon", format!("{xon} above xoff {xoff}")));
+                    }
+                    PfcThreshold::Static { xoff, xon }
+                }
+                ("dynamic", None, None, Some(alpha), Some(resume_offset)) => {
+                    if !(alpha > 0.0 && alpha <= 64.0) {
+                        return Err(ctx.err("tm.pfc.alpha", format!("{alpha} out of range (0, 64]")));
+                    }
+                    PfcThreshold::Dynamic { alpha, resume_offset }
+                }
+                ("static", ..) => {
+                    return Err(
+                        ctx.err("tm.pfc", "mode \"static\" takes xoff and xon (bytes), and nothing else")
+                    );
+                }
+                ("dynamic", ..) => {
+                    return Err(ctx.err(
+                        "tm.pfc",
+                        "mode \"dynamic\" takes alpha and resume_offset (bytes), and nothing else",
+                    ));
+                }
+                (m, ..) => {
+                    return Err(ctx.err("tm.pfc.mode", format!("{m:?}; expected \"static\" or \"dynamic\"")));
+                }
             }
-            PfcThreshold::Dynamic { alpha, resume_offset }
         }
     };
     let ecn = ecn_table(ctx, "tm.ecn", &r.ecn)?;
@@ -332,6 +413,9 @@ pub(super) fn port(ctx: &Ctx<'_>, i: usize, p: RawPort) -> Result<PortConfig, Co
             let listen = p.udp_ports.clone().unwrap_or_default();
             if listen.is_empty() {
                 return Err(ctx.err(key("udp_ports"), "backend \"udp\" needs the UDP ports it receives on"));
+            }
+            if listen.contains(&0) {
+                return Err(ctx.err(key("udp_ports"), "port 0: not a port one can receive on"));
             }
             if let Some(d) = listen.iter().enumerate().find_map(|(i, p)| listen[..i].contains(p).then_some(*p)) {
                 return Err(ctx.err(key("udp_ports"), format!("port {d} is listed twice")));

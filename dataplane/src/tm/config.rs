@@ -155,7 +155,7 @@ impl TmConfig {
         let set_aside = reserves.saturating_add(headroom);
         if set_aside >= self.buffer_bytes {
             return Err(format!(
-                "{} ports × 8 priorities × {} B reserve + {} lossless × {} B headroom = {} B, not less than the {} B buffer",
+                "{} ports × 8 priorities × reserve_bytes {} + {} lossless × headroom_bytes {} = {} B, not less than buffer_bytes {}",
                 ports,
                 self.reserve_bytes,
                 ports * self.lossless.count_ones() as usize,

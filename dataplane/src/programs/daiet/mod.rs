@@ -319,7 +319,13 @@ impl Daiet {
         let resources = ctx.resources_after_l2l3(&l2l3);
         Ok(Self {
             l2l3,
-            udp_port: d.udp_port.unwrap_or(wire::udp::port::DAIET),
+            udp_port: crate::config::program_udp_port(
+                &c,
+                "daiet.udp_port",
+                d.udp_port,
+                wire::udp::port::DAIET,
+                &[],
+            )?,
             max_entries,
             source_ip,
             table,

@@ -102,7 +102,13 @@ impl DtaTranslator {
             max_redundancy,
             key_hash,
             default_priority,
-            udp_port: d.udp_port.unwrap_or(wire::udp::port::DTA),
+            udp_port: crate::config::program_udp_port(
+                &c,
+                "dta.udp_port",
+                d.udp_port,
+                wire::udp::port::DTA,
+                &[(super::NACK_PORT, "the reporters' NACK port")],
+            )?,
             source_ip,
             queue,
             dscp,
@@ -234,7 +240,14 @@ impl DtaTranslator {
                     if burst == 0 {
                         return Err(c.err(format!("{key}.burst"), "0: a meter needs a burst of at least 1"));
                     }
+                    // Rates and bursts in reports; the meter counts in 1/UNITS of one.
                     let u = u64::from(UNITS);
+                    let max = u64::MAX / u;
+                    for (k, v) in [("rate", rate), ("peak", peak), ("burst", burst)] {
+                        if v > max {
+                            return Err(c.err(format!("{key}.{k}"), format!("{v} out of range 1..={max}")));
+                        }
+                    }
                     let cfg = MeterConfig { cir: rate * u, cbs: burst * u, pir: peak * u, pbs: burst * u };
                     meters.configure(i, cfg, 0);
                     configured = cfg;

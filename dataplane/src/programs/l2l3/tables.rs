@@ -100,7 +100,7 @@ impl L2l3 {
             }
             seen_macs.push(mac);
             let pid = port(format!("{key}.port"), &m.port)?;
-            p.apply(Command::MacAdd(mac, pid), 0).map_err(|e| c.err(key, e))?;
+            p.apply_entry(Command::MacAdd(mac, pid), &c, &key)?;
         }
         let mut seen_ips: Vec<Ipv4Addr> = Vec::new();
         for (i, n) in s.neighbor.iter().enumerate() {
@@ -117,7 +117,7 @@ impl L2l3 {
             let mac = EthernetAddress::parse(&n.mac)
                 .ok_or_else(|| c.err(format!("{key}.mac"), format!("{:?} is not a MAC address", n.mac)))?;
             let pid = port(format!("{key}.port"), &n.port)?;
-            p.apply(Command::NeighborAdd(ip, mac, pid), 0).map_err(|e| c.err(key, e))?;
+            p.apply_entry(Command::NeighborAdd(ip, mac, pid), &c, &key)?;
         }
         let mut seen_prefixes: Vec<(Ipv4Addr, u8)> = Vec::new();
         for (i, r) in s.route.iter().enumerate() {
@@ -147,7 +147,7 @@ impl L2l3 {
                     ));
                 }
             };
-            p.apply(cmd, 0).map_err(|e| c.err(key, e))?;
+            p.apply_entry(cmd, &c, &key)?;
         }
         p.resources = std::mem::take(&mut ctx.resources);
         Ok(p)
@@ -160,7 +160,7 @@ impl L2l3 {
 
     /// Apply a command (the control plane's and the configuration's path into the tables).
     pub(super) fn apply(&mut self, cmd: Command, now: u64) -> Result<String, String> {
-        self.validate(&cmd)?;
+        self.validate(&cmd).map_err(|(_, why)| why)?;
         let resolve =
             matches!(cmd, Command::RouteVia(..) | Command::NeighborAdd(..) | Command::NeighborDel(_));
         let r = self.apply_to_tables(cmd, now);
@@ -304,21 +304,36 @@ impl L2l3 {
         s
     }
 
+    /// A configuration entry at `key` into the tables: its errors name the entry's field.
+    fn apply_entry(
+        &mut self,
+        cmd: Command,
+        c: &crate::config::Ctx<'_>,
+        key: &str,
+    ) -> Result<(), ConfigError> {
+        self.validate(&cmd).map_err(|(field, why)| c.err(format!("{key}.{field}"), why))?;
+        self.apply(cmd, 0).map(drop).map_err(|e| c.err(key, e))
+    }
+
     /// Whether `cmd` makes sense against the tables as they are, before anything changes:
     /// prefixes without host bits, next hops that are neighbours on a connected subnet (not
     /// the switch, not a subnet's network or broadcast address, each once in its group),
-    /// neighbours on the port whose subnet holds them, station MACs that are unicast.
-    fn validate(&self, cmd: &Command) -> Result<(), String> {
+    /// neighbours on the port whose subnet holds them, station MACs that are unicast. The
+    /// field at fault (`prefix`, `via`, `ip`, `mac`) and why.
+    fn validate(&self, cmd: &Command) -> Result<(), (&'static str, String)> {
         let prefix = |a: Ipv4Addr, len: u8| {
             if prefix_of(a, len) != a {
-                Err(format!("{a}/{len} has host bits set (the prefix is {}/{len})", prefix_of(a, len)))
+                Err((
+                    "prefix",
+                    format!("{a}/{len} has host bits set (the prefix is {}/{len})", prefix_of(a, len)),
+                ))
             } else {
                 Ok(())
             }
         };
         let unicast_mac = |m: EthernetAddress| {
             if m.0[0] & 1 != 0 || m.0 == [0; 6] {
-                Err(format!("{m} is not a station's MAC (multicast, broadcast or zero)"))
+                Err(("mac", format!("{m} is not a station's MAC (multicast, broadcast or zero)")))
             } else {
                 Ok(())
             }
@@ -328,29 +343,33 @@ impl L2l3 {
                 prefix(*a, *len)?;
                 for (i, h) in via.iter().enumerate() {
                     if via[..i].contains(h) {
-                        return Err(format!("next hop {h} is listed twice in one ECMP group"));
+                        return Err(("via", format!("next hop {h} is listed twice in one ECMP group")));
                     }
-                    self.next_hop_ok(*h)?;
+                    self.next_hop_ok(*h).map_err(|why| ("via", why))?;
                 }
                 Ok(())
             }
             Command::RouteConnected(a, len, _) => prefix(*a, *len),
             Command::NeighborAdd(ip, mac, port) => {
                 unicast_mac(*mac)?;
-                self.host_address_ok(*ip)?;
+                self.host_address_ok(*ip).map_err(|why| ("ip", why))?;
                 if !self.on_connected_subnet(*port, *ip) {
                     let on = (0..self.ports.len() as PortId).find(|&p| self.on_connected_subnet(p, *ip));
-                    return Err(match on {
-                        Some(p) => format!(
-                            "{ip} is on {}'s subnet, not {}'s",
-                            self.port_names[usize::from(p)],
-                            self.port_names.get(usize::from(*port)).map_or("?", String::as_str)
-                        ),
-                        None => format!(
-                            "{ip} is on no subnet of port {}",
-                            self.port_names.get(usize::from(*port)).map_or("?", String::as_str)
-                        ),
-                    });
+                    let name = |p: PortId| self.port_names.get(usize::from(p)).map_or("?", String::as_str);
+                    return Err((
+                        "port",
+                        match on {
+                            Some(p) => format!(
+                                "the neighbour's ip {ip} is on {}'s subnet (its ipv4), not {}'s",
+                                name(p),
+                                name(*port)
+                            ),
+                            None => format!(
+                                "the neighbour's ip {ip} is on no subnet of port {} (its ipv4)",
+                                name(*port)
+                            ),
+                        },
+                    ));
                 }
                 Ok(())
             }
@@ -387,7 +406,9 @@ impl L2l3 {
         self.host_address_ok(h)?;
         match self.routes.peek(h) {
             Some(Route::Connected(_)) => Ok(()),
-            _ => Err(format!("next hop {h} is on no connected subnet (a next hop must be a neighbour)")),
+            _ => Err(format!(
+                "next hop {h} is on no connected subnet: no port's ipv4 holds it (a next hop must be a neighbour)"
+            )),
         }
     }
 }
