@@ -592,9 +592,9 @@ mod tests {
         assert!(e.reason.contains("duplicate") && e.reason.contains("line"), "{e}");
         // Sizes past u64 are refused, not wrapped to nothing.
         let e = parse("[keywrite]\nport = 1337\nslots = 2305843009213693952\n").unwrap_err();
-        assert_eq!(e.key, "keywrite");
+        assert_eq!(e.key, "keywrite.slots");
         let e = parse("[[append]]\nlist = 0\nport = 1340\nentries = 4611686018427387904\n").unwrap_err();
-        assert_eq!(e.key, "append[0]");
+        assert_eq!(e.key, "append[0].entries");
         let e = parse("[keywrite]\nport = 1337\nslots = 1000\n").unwrap_err();
         assert_eq!((e.file.to_str().unwrap(), e.key.as_str()), ("c.toml", "keywrite.slots"));
         assert!(e.reason.contains("not a power of two"), "{e}");

@@ -408,11 +408,15 @@ impl SoftRnic {
             let stride = m.stride.max(1);
             let mut at = i * per + HEADERS;
             let end = at + m.len;
-            while at < end {
+            // Every datagram is handled (and so counted), an empty one too.
+            loop {
                 let len = stride.min(end - at);
                 self.on_datagram(now, src, at, len);
                 at += len;
                 n += 1;
+                if at >= end {
+                    break;
+                }
             }
         }
         // The CM and requester timers are milliseconds long: run them every 100 µs, not per

@@ -163,7 +163,9 @@ pub fn reduce(
                     Err(e)
                         if matches!(
                             e.kind(),
-                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                            std::io::ErrorKind::WouldBlock
+                                | std::io::ErrorKind::TimedOut
+                                | std::io::ErrorKind::Interrupted
                         ) => {}
                     Err(e) => return Err(format!("recv: {e}")),
                 }
@@ -177,7 +179,12 @@ pub fn reduce(
             while accepted < ends && !stop.load(Ordering::Relaxed) && last.elapsed() < idle {
                 let mut s = match l.accept() {
                     Ok((s, _)) => s,
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+                        ) =>
+                    {
                         std::thread::sleep(slice.min(Duration::from_millis(5)));
                         continue;
                     }

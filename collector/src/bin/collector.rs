@@ -485,7 +485,14 @@ fn hawkeye_listen(
                 }
                 Err(_) => bad += 1,
             },
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            // A timeout, or a signal (the stop flag is looked at next).
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) => {}
             Err(e) => return Err(e.into()),
         }
         report(asm.poll(now()), &mut out)?;

@@ -438,6 +438,9 @@ fn check_capture_files(ctx: &Ctx<'_>, ports: &[PortConfig]) -> Result<(), Config
             seen.push((i, "rx", rx));
         }
         if let Some(tx) = tx {
+            if tx.as_os_str().is_empty() {
+                return Err(ctx.err(format!("port[{i}].tx"), "empty: a file to write the capture to"));
+            }
             if tx.is_dir() {
                 return Err(
                     ctx.err(format!("port[{i}].tx"), format!("{}: a directory, not a file", tx.display()))
@@ -568,6 +571,30 @@ shape = "1G"
                 ),
                 "switch.toml: runtime.idle_sleep_max_us: 20000 out of range 0..=10000 (µs; 0 busy-polls)",
             ),
+            // Addresses no port can have, and two ports in one subnet.
+            (
+                GOOD.replace("02:00:00:00:00:01", "01:00:5e:00:00:01"),
+                "port[0].mac: 01:00:5e:00:00:01 cannot be a port's MAC",
+            ),
+            (
+                GOOD.replace("10.0.1.1/24", "0.0.0.0/0"),
+                "port[0].ipv4[0]: \"0.0.0.0/0\" cannot be a port's address",
+            ),
+            (GOOD.replace("10.0.1.1/24", "10.0.1.0/24"), "the network or broadcast address"),
+            (GOOD.replace("10.0.1.1/24", "224.0.0.1/24"), "not a unicast address"),
+            (
+                GOOD.replace("speed = \"25G\"", "speed = \"25G\"\nipv4 = [\"10.0.1.9/16\"]"),
+                "port[1].ipv4[0]: 10.0.1.9/16 overlaps port[0].ipv4[0]",
+            ),
+            // Pipelines on one core twice, and a control socket run could not open.
+            (
+                GOOD.replace("program = \"l2l3\"", "program = \"l2l3\"\n[runtime]\nlcores = [0, 0]"),
+                "runtime.lcores[1]: core 0 is listed twice",
+            ),
+            (
+                GOOD.replace("program = \"l2l3\"", "program = \"l2l3\"\n[runtime]\ncontrol_socket = \"/\""),
+                "runtime.control_socket: control socket /: the path exists and is not a socket",
+            ),
         ];
         for (text, want) in cases {
             let e = parse(&text).unwrap_err().to_string();
@@ -598,6 +625,10 @@ shape = "1G"
                 && e.contains("line 17"),
             "{e}"
         );
+        // A number past i64 in a program's section names its key (it was "line 1, column 1").
+        let c = parse(&format!("{GOOD}[l2l3]\nmac_table_size = 18446744073709551615\n")).unwrap();
+        let e = crate::programs::build::<crate::buf::PktBuf>(&c).err().unwrap().to_string();
+        assert!(e.starts_with("switch.toml: l2l3.mac_table_size: 18446744073709551615 out of range"), "{e}");
         // The program's own section, resolved by the program.
         let c = parse(&format!("{GOOD}[l2l3]\nmac_table_size = 64\n")).unwrap();
         let shown = crate::programs::resolved(&c).unwrap();

@@ -152,7 +152,9 @@ fn accept_loop(l: &UnixListener, commands: &Commands, stop: &Arc<AtomicBool>) {
     while !stop.load(Ordering::Relaxed) {
         let stream = match l.accept() {
             Ok((s, _)) => s,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+            Err(e)
+                if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted) =>
+            {
                 std::thread::sleep(Duration::from_millis(20));
                 continue;
             }

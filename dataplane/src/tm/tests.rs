@@ -142,7 +142,7 @@ fn buffer_split_must_hold() {
         ..TmConfig::default()
     };
     let err = TrafficManager::<PktBuf>::new(cfg, vec![PortTmConfig::new(1, mac(1)); 2]).unwrap_err();
-    assert!(err.contains("not less than the 100000 B buffer"), "{err}");
+    assert!(err.contains("not less than buffer_bytes 100000"), "{err}");
 }
 
 fn lossless_tm(xoff: u64, xon: u64) -> TrafficManager<PktBuf> {

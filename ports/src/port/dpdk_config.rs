@@ -62,9 +62,23 @@ impl DpdkConfig {
         {
             return Err(err(format!("eal_args[{i}]"), format!("{a:?} is not an argument")));
         }
+        if raw.eal_args.len() > 256 {
+            return Err(err("eal_args".into(), format!("{} arguments: at most 256", raw.eal_args.len())));
+        }
+        if let Some((i, a)) = raw.eal_args.iter().enumerate().find(|(_, a)| a.len() > 4096) {
+            return Err(err(
+                format!("eal_args[{i}]"),
+                format!("{} bytes: an argument of at most 4096", a.len()),
+            ));
+        }
         let mbufs = raw.mbufs.unwrap_or(16383);
         if mbufs < 1024 {
             return Err(err("mbufs".into(), format!("{mbufs}: at least 1024 are needed to fill the rings")));
+        }
+        // Each mbuf is about 2.3 KB (its 2 KiB of data room, headroom and header), allocated at
+        // start, per socket.
+        if let Err(why) = crate::input::fits_in_memory(u128::from(mbufs) * 2304) {
+            return Err(err("mbufs".into(), format!("{mbufs} mbufs: {why}")));
         }
         let mbuf_cache = raw.mbuf_cache.unwrap_or(256);
         if mbuf_cache > 512 {

@@ -316,11 +316,16 @@ impl<F: Frame> PortIo<F> for UdpPort {
                 };
                 let at = base + i * seg_cap;
                 let stride = m.stride.max(1);
+                // Every datagram becomes a frame, an empty one too (the program drops it,
+                // counted; skipped here it was lost uncounted).
                 let mut o = 0;
-                while o < m.len {
+                loop {
                     let len = stride.min(m.len - o);
                     self.pending.push_back(Pending { from, port, at: at + o, len });
                     o += len;
+                    if o >= m.len {
+                        break;
+                    }
                 }
             }
             base += got * seg_cap;

@@ -1042,6 +1042,12 @@ impl LabConfig {
         if !(hpcc.eta > 0.0 && hpcc.eta <= 1.0) {
             return Err(err("hpcc", None, "eta", format!("{}: in (0, 1]", hpcc.eta)));
         }
+        if hpcc.max_stage > 1000 {
+            return Err(err("hpcc", None, "max_stage", format!("{}: at most 1000", hpcc.max_stage)));
+        }
+        if let Some(w) = hpcc.w_ai_bytes.filter(|w| !(w.is_finite() && *w > 0.0 && *w <= 1e9)) {
+            return Err(err("hpcc", None, "w_ai_bytes", format!("{w}: above 0, at most 10^9 bytes")));
+        }
         let hawkeye = match raw.hawkeye.as_ref() {
             None => None,
             Some(h) if h.detect == Some(false) => None,

@@ -103,6 +103,9 @@ pub struct ReporterStats {
     pub thinned: u64,
 }
 
+/// The most collectors a reporter spreads its reports over.
+pub const MAX_COLLECTORS: usize = 256;
+
 /// The `dta_reporter` program.
 #[derive(Debug)]
 pub struct DtaReporter {
@@ -162,14 +165,29 @@ impl DtaReporter {
                 format!("program {:?} needs a [dta_reporter] section with its collectors", Self::NAME),
             )
         })?;
-        if d.collectors.is_empty() {
-            return Err(c.err("dta_reporter.collectors", "at least one collector address"));
+        if d.collectors.is_empty() || d.collectors.len() > MAX_COLLECTORS {
+            return Err(c.err(
+                "dta_reporter.collectors",
+                format!("{} collector addresses: 1 to {MAX_COLLECTORS}", d.collectors.len()),
+            ));
         }
         let mut collectors = Vec::new();
         for (i, s) in d.collectors.iter().enumerate() {
-            let ip = s.parse::<Ipv4Addr>().map_err(|_| {
-                c.err(format!("dta_reporter.collectors[{i}]"), format!("{s:?} is not an IPv4 address"))
-            })?;
+            let ip = s
+                .parse::<Ipv4Addr>()
+                .ok()
+                .filter(|a| !(a.is_unspecified() || a.is_broadcast() || a.is_multicast()))
+                .ok_or_else(|| {
+                    c.err(
+                        format!("dta_reporter.collectors[{i}]"),
+                        format!("{s:?} is not a unicast IPv4 address"),
+                    )
+                })?;
+            if let Some(j) = collectors.iter().position(|&x| x == ip) {
+                return Err(
+                    c.err(format!("dta_reporter.collectors[{i}]"), format!("{ip} is also collectors[{j}]"))
+                );
+            }
             collectors.push(ip);
         }
         let redundancy = d.redundancy.unwrap_or(2);

@@ -616,6 +616,40 @@ fn lookups_and_offsets_are_the_declared_ones() {
     assert_eq!((int.compact, int.n_hop, int.buffer_len()), (true, 1, 44));
 }
 
+/// The control socket's commands meet the rules a configuration file meets: a contradiction is
+/// refused with its reason and the tables stay exactly as they were.
+#[test]
+fn contradictory_commands_are_refused_and_change_nothing() {
+    use crate::switch::DynSwitch;
+    let (mut sw, _) = setup(CFG);
+    let ports: Vec<String> = ["p0", "p1", "p2"].map(String::from).to_vec();
+    let before = DynSwitch::command(&mut sw, "show", &ports, 0).unwrap();
+    for (line, want) in [
+        ("route add 10.9.9.1/16 via 10.0.2.2", "host bits"),
+        ("route add 10.9.0.0/16 via 10.0.9.9", "no connected subnet"),
+        ("route add 10.9.0.0/16 via 10.0.2.1", "switch's own address"),
+        ("route add 10.9.0.0/16 via 10.0.2.255", "broadcast"),
+        ("route add 10.9.0.0/16 via 10.0.2.2,10.0.2.2", "twice"),
+        ("route add 10.9.0.1/16 port p1", "host bits"),
+        ("neighbor add 10.0.2.9 02:00:00:00:09:09 p2", "p1's subnet"),
+        ("neighbor add 10.0.9.9 02:00:00:00:09:09 p1", "no subnet"),
+        ("neighbor add 10.0.2.9 ff:ff:ff:ff:ff:ff p1", "not a station's MAC"),
+        ("neighbor add 10.0.2.1 02:00:00:00:09:09 p1", "switch's own address"),
+        ("mac add 01:00:5e:00:00:01 p1", "not a station's MAC"),
+    ] {
+        let e = DynSwitch::command(&mut sw, line, &ports, 0).expect_err(line);
+        assert!(e.contains(want), "{line}: {e}");
+        assert_eq!(
+            DynSwitch::command(&mut sw, "show", &ports, 0).unwrap(),
+            before,
+            "{line} changed the tables"
+        );
+    }
+    // What is consistent is taken.
+    DynSwitch::command(&mut sw, "route add 10.9.0.0/16 via 10.0.2.2,10.0.3.2", &ports, 0).unwrap();
+    DynSwitch::command(&mut sw, "neighbor add 10.0.2.9 02:00:00:00:09:09 p1", &ports, 0).unwrap();
+}
+
 /// The fixed-offset path for a connected host ([`L2l3::route_connected_host`]) does exactly
 /// what the general path does, on arbitrary edits of a routed frame (addresses, EtherType,
 /// version and IHL, TTL, length, checksum, ...) and truncations: the same output frames on the
