@@ -169,10 +169,7 @@ impl Case {
         let f = file.clone();
         Some(match self.kind {
             FileKind::Switch => {
-                let run = runnable_switch(&text, scratch, &touched).and_then(|t| {
-                    let p = dir.join(format!("{stem}.hostile{id}.run.toml"));
-                    std::fs::write(&p, t).ok().map(|()| p)
-                });
+                let run = write_run(&dir, stem, id, runnable_switch(&text, scratch, &touched));
                 let mut s = vec![
                     Step::new(&bins.dataplane, [arg("check"), arg("--config"), f.clone().into()], &dir)
                         .within(Duration::from_secs(20)),
@@ -207,10 +204,7 @@ impl Case {
                 s
             }
             FileKind::Collector => {
-                let run = runnable_collector(&text, id, &touched).and_then(|t| {
-                    let p = dir.join(format!("{stem}.hostile{id}.run.toml"));
-                    std::fs::write(&p, t).ok().map(|()| p)
-                });
+                let run = write_run(&dir, stem, id, runnable_collector(&text, id, &touched));
                 let mut s = vec![
                     Step::new(&bins.collector, [arg("check"), arg("--config"), f.clone().into()], &dir)
                         .within(Duration::from_secs(20)),
@@ -236,10 +230,7 @@ impl Case {
                 s
             }
             FileKind::Lab => {
-                let run = short_lab(&text, &touched).and_then(|t| {
-                    let p = dir.join(format!("{stem}.hostile{id}.run.toml"));
-                    std::fs::write(&p, t).ok().map(|()| p)
-                });
+                let run = write_run(&dir, stem, id, short_lab(&text, &touched));
                 let mut s = vec![
                     Step::new(&bins.softfabric, [arg("lab"), arg("check"), f.clone().into()], &dir)
                         .within(Duration::from_secs(20)),
@@ -273,6 +264,12 @@ impl Case {
             ],
         })
     }
+}
+
+/// `text` (a runnable variant, if any) written beside the mutant as `STEM.hostileID.run.toml`.
+fn write_run(dir: &Path, stem: &str, id: usize, text: Option<String>) -> Option<PathBuf> {
+    let p = dir.join(format!("{stem}.hostile{id}.run.toml"));
+    std::fs::write(&p, text?).ok().map(|()| p)
 }
 
 fn arg(s: &str) -> std::ffi::OsString {
@@ -309,11 +306,20 @@ fn runnable_switch(text: &str, scratch: &Path, touched: &dyn Fn(&str) -> bool) -
     if !touched("dpdk") {
         doc.remove("dpdk");
     }
-    if !touched("runtime.control_socket")
-        && let Some(Value::Table(rt)) = doc.get_mut("runtime")
-        && rt.contains_key("control_socket")
+    if let Some(Value::Table(rt)) = doc.get_mut("runtime")
+        && let Some(Value::String(sock)) = rt.get("control_socket")
     {
-        rt.insert("control_socket".into(), Value::String(scratch.join("ctl.sock").display().to_string()));
+        // The case's own socket: its scratch directory's, or, where the path is the mutation,
+        // that path under the scratch directory if relative (cases run side by side in one
+        // directory, and two of them must not share a socket).
+        let own = if !touched("runtime.control_socket") {
+            scratch.join("ctl.sock")
+        } else if Path::new(sock).is_relative() && !sock.is_empty() {
+            scratch.join(sock)
+        } else {
+            PathBuf::from(sock)
+        };
+        rt.insert("control_socket".into(), Value::String(own.display().to_string()));
     }
     toml::to_string(&doc).ok()
 }

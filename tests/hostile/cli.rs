@@ -132,49 +132,19 @@ const BASES: &[Base] = &[
         Daemon(10_000),
         &[],
     ),
-    b(
-        "nic-agent",
-        &["send"],
-        &[
-            "--iface",
-            "lo",
-            "--ip",
-            "{ip}",
-            "--gateway",
-            "127.0.0.3",
-            "--peer",
-            "127.0.0.4",
-            "--file",
-            "{w}/corpus.txt",
-            "--deadline-s",
-            "0.5",
-        ],
-        Daemon(10_000),
-        &[1],
-    ),
-    b(
-        "nic-agent",
-        &["recv"],
-        &[
-            "--iface",
-            "lo",
-            "--ip",
-            "{ip}",
-            "--gateway",
-            "127.0.0.3",
-            "--peer",
-            "127.0.0.4",
-            "--size",
-            "1000",
-            "--out",
-            "{s}/got.bin",
-            "--deadline-s",
-            "0.5",
-        ],
-        Daemon(10_000),
-        &[1],
-    ),
+    b("nic-agent", &["send"], NIC_SEND, Daemon(10_000), &[1]),
+    b("nic-agent", &["recv"], NIC_RECV, Daemon(10_000), &[1]),
 ];
+
+/// `nic-agent`'s arguments both ways: an interface, addresses that never answer (so a run
+/// ends at its deadline), then each side's own.
+macro_rules! nic_args {
+    ($($own:expr),*) => {
+        &["--iface", "lo", "--ip", "{ip}", "--gateway", "127.0.0.3", "--peer", "127.0.0.4", "--deadline-s", "0.5", $($own),*]
+    };
+}
+const NIC_SEND: &[&str] = nic_args!("--file", "{w}/corpus.txt");
+const NIC_RECV: &[&str] = nic_args!("--size", "1000", "--out", "{s}/got.bin");
 
 /// Subcommands with no arguments to vary (`softfabric demo` runs the whole demo; CI runs it).
 const NO_ARGS: &[(&str, &[&str])] = &[("softfabric", &["demo"])];
@@ -319,6 +289,10 @@ fn values(ty: &Ty, default: Option<&str>, w: &Path) -> Vec<String> {
             "0",
             "1",
             "-1",
+            "256",
+            "65536",
+            "1000000",
+            "1000000000",
             "2147483648",
             "4294967296",
             "9007199254740992",

@@ -1,7 +1,7 @@
 //! Hostile input, by generator (issue 53): every key of every shipped switch, collector, lab,
 //! scenario, DAIET and NS-3 file, and every flag of every binary, given boundary values by its
 //! type; each mutant through `check` and, where accepted, a short bounded run, under a memory
-//! limit.
+//! limit. And every datagram socket a binary listens on, given random datagrams: each counted.
 //!
 //! A case passes when every command it ran exited 0 or 2 (or a documented outcome code) —
 //! never a signal, a panic (101) or an abort, never past its time bound — and every exit 2
@@ -19,6 +19,7 @@ mod cli;
 mod exec;
 mod mutate;
 mod ns3;
+mod sockets;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -284,4 +285,20 @@ fn every_flag_of_every_binary_at_its_boundaries() {
     let plans = cli::plans(&repo(), &bins, &work);
     run_all("flags", plans, 1500);
     let _ = std::fs::remove_dir_all(&work);
+}
+
+#[test]
+fn every_socket_takes_hostile_datagrams_counting_each() {
+    let repo = repo();
+    let bins = cases::Bins::find();
+    let dir = scratch_root("sockets");
+    sockets::collector(&repo, &bins, &dir);
+    sockets::translator(&repo, &bins, &dir);
+    sockets::hawkeye_listen(
+        &bins,
+        &dir,
+        &repo.join("collector/benches/data/hawkeye-fattree-k4/hawkeye_topology.json"),
+    );
+    sockets::daiet_reduce(&bins, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -273,10 +273,16 @@ fn walk(v: &Value, path: &mut Vec<Seg>, strings: &[(String, String)], p: &Paths,
 }
 
 /// Integers TOML holds at the edges of the integer types the loaders use.
-const INTS: [(i64, &str); 8] = [
+const INTS: [(i64, &str); 14] = [
     (0, "0"),
     (-1, "-1"),
     (1, "1"),
+    (255, "255"),
+    (256, "256"),
+    (65_535, "65535"),
+    (65_536, "65536"),
+    (1_000_000, "10^6"),
+    (1_000_000_000, "10^9"),
     (1 << 31, "2^31"),
     (1 << 32, "2^32"),
     (1 << 53, "2^53"),
