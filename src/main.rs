@@ -336,6 +336,18 @@ fn lab_run_one(
         eprintln!();
     }
     let r = r.map_err(|e| LabFail::BadLab(format!("{}: {e}", cfg.file.display())))?;
+    if r.interrupted {
+        // What was simulated is kept: the results up to the time reached.
+        output::write(&r, out)
+            .map_err(|e| LabFail::Other(format!("cannot write results into {}: {e}", out.display())))?;
+        return Err(LabFail::Other(format!(
+            "{}: interrupted by a signal at {:.1} µs of virtual time (of {:.1}); the results so far are in {}",
+            cfg.file.display(),
+            r.simulated_ns as f64 / 1e3,
+            cfg.duration_ns as f64 / 1e3,
+            out.display()
+        )));
+    }
     let secs = wall.elapsed().as_secs_f64();
     let label = format!("{:?}", cfg.cc);
     // The run's flows also in the HPCC simulator's flow-file format (from 2 s, as its
@@ -512,6 +524,11 @@ fn main() -> ExitCode {
             }
         },
         Cmd::Lab { cmd } => {
+            // A simulation stops at the virtual time it reached on SIGINT/SIGTERM, results kept.
+            if let Err(e) = softfabric::lab::interrupt_on_signals() {
+                eprintln!("error: installing a signal handler: {e}");
+                return ExitCode::FAILURE;
+            }
             let r = match cmd {
                 LabCmd::Run { file, ns3, out, cc, paths, quiet } => {
                     lab_run(file.as_deref(), ns3.as_deref(), &out, cc.as_deref(), paths, quiet)
@@ -543,6 +560,10 @@ fn main() -> ExitCode {
         }
         Cmd::Hawkeye { cmd: HawkeyeCmd::Sweep { dir, traces, epochs, factors, threads, out } } => {
             let t0 = std::time::Instant::now();
+            if let Err(e) = softfabric::lab::interrupt_on_signals() {
+                eprintln!("error: installing a signal handler: {e}");
+                return ExitCode::FAILURE;
+            }
             let twice = |v: &[String]| v.iter().enumerate().any(|(i, x)| v[..i].contains(x));
             let bad = if epochs.is_empty()
                 || epochs.len() > 16
@@ -585,6 +606,10 @@ fn main() -> ExitCode {
                 HawkeyeCmd::Eval { dir, traces, threads, out, verbose, epoch_ns, rtt_factor, first_trace, replay },
         } => {
             let t0 = std::time::Instant::now();
+            if let Err(e) = softfabric::lab::interrupt_on_signals() {
+                eprintln!("error: installing a signal handler: {e}");
+                return ExitCode::FAILURE;
+            }
             if let Some(e) = out.as_ref().and_then(|o| ports::input::writable_dir("--out", o).err()) {
                 eprintln!("error: {e}");
                 return ExitCode::from(2);
@@ -816,7 +841,12 @@ fn hawkeye_results<R>(
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
-            return ExitCode::from(2);
+            // Stopped by a signal: a run that ended, not bad input.
+            return if e == softfabric::hawkeye_eval::INTERRUPTED {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::from(2)
+            };
         }
     };
     let (csv, md, done) = tables(&r);

@@ -206,8 +206,20 @@ pub struct HeapPool {
 impl HeapPool {
     /// `capacity` buffers of `dataroom` bytes each, allocated now.
     pub fn new(capacity: usize, dataroom: usize) -> Self {
-        let free: Vec<PktBuf> = (0..capacity).map(|_| PktBuf::new(dataroom)).collect();
-        Self { free, capacity, created: capacity, dataroom, peak: 0 }
+        Self::new_until(capacity, dataroom, || false).unwrap_or_else(|| unreachable!("never given up"))
+    }
+
+    /// [`Self::new`], given up (`None`) as soon as `give_up()` says so: a pool of millions of
+    /// buffers takes seconds to make, and a stop asked for meanwhile is not kept waiting.
+    pub fn new_until(capacity: usize, dataroom: usize, give_up: impl Fn() -> bool) -> Option<Self> {
+        let mut free: Vec<PktBuf> = Vec::with_capacity(capacity);
+        for i in 0..capacity {
+            if i.is_multiple_of(4096) && give_up() {
+                return None;
+            }
+            free.push(PktBuf::new(dataroom));
+        }
+        Some(Self { free, capacity, created: capacity, dataroom, peak: 0 })
     }
 
     /// At most `capacity` buffers of `dataroom` bytes, each allocated the first time it is

@@ -155,6 +155,9 @@ pub fn register_index(k: &[u8; 16]) -> usize {
     dataplane::model::HashAlgo::Crc32IsoHdlc.hash(k) as usize
 }
 
+/// The largest corpus a DAIET lab file may ask for (256 MiB; `daiet corpus` makes up to 1 GiB).
+pub const MAX_LAB_CORPUS: usize = 256 << 20;
+
 impl LabFile {
     /// A key's (tree, cell) at the smallest register size, as one number: words with distinct
     /// ones never collide in any switch (each tree has its own cells).
@@ -188,6 +191,13 @@ impl LabFile {
         // Each register size is a whole experiment.
         if f.cells.len() > 16 || f.cells.iter().enumerate().any(|(i, c)| f.cells[..i].contains(c)) {
             return bad("cells", "expected at most 16 register sizes, each once");
+        }
+        // The lab makes the corpus and runs it through every mode and register size, in memory.
+        if f.corpus.bytes > MAX_LAB_CORPUS {
+            return bad(
+                "corpus.bytes",
+                &format!("{}: at most {MAX_LAB_CORPUS} bytes in the lab", f.corpus.bytes),
+            );
         }
         if let Err((k, why)) = f.corpus_spec().check() {
             return match k {

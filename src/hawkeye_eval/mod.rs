@@ -728,6 +728,9 @@ impl Scenario {
     pub fn score(&self, i: u64, verbose: bool) -> Result<[Score; VARIANTS.len()], String> {
         let t = self.trace(i)?;
         let r = lab::run(&t.lab, |_| {})?;
+        if r.interrupted {
+            return Err(INTERRUPTED.into());
+        }
         let mut out = [Score::default(); VARIANTS.len()];
         let Some((reports, polls, topo)) = analyzer_input(&r)? else {
             for s in &mut out {
@@ -1050,6 +1053,9 @@ fn right(d: &hawkeye::Diagnosis, class: Anomaly, injected: &Injected) -> bool {
     }
 }
 
+/// What an evaluation stopped by SIGINT/SIGTERM returns as its error (the binary exits 1).
+pub const INTERRUPTED: &str = "interrupted by a signal: no results";
+
 /// The most traces of a scenario one evaluation runs.
 pub const MAX_TRACES: u64 = 100_000;
 
@@ -1109,12 +1115,20 @@ pub fn eval_with(
                             break;
                         }
                         let i = i.saturating_add(sweep.first_trace);
+                        if lab::interrupted() {
+                            *failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(INTERRUPTED.into());
+                            break;
+                        }
                         match s.score(i, verbose) {
                             Ok(sc) => {
                                 let mut t = total.lock().unwrap_or_else(|e| e.into_inner());
                                 for (a, b) in t.iter_mut().zip(sc) {
                                     a.add(b);
                                 }
+                            }
+                            Err(e) if e == INTERRUPTED => {
+                                *failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+                                break;
                             }
                             Err(e) => {
                                 *failed.lock().unwrap_or_else(|e| e.into_inner()) =

@@ -58,6 +58,7 @@ pub use config::{
 pub use engine::QUEUE_HIST_BYTES;
 pub(crate) use engine::host_ip;
 pub use engine::{
-    AgentSummary, FlowResult, LabAgent, LabResult, PfcEvent, QueueSample, RateSample, SwitchSummary, run,
+    AgentSummary, FlowResult, LabAgent, LabResult, PfcEvent, QueueSample, RateSample, SwitchSummary,
+    interrupt_on_signals, interrupted, run,
 };
 pub use topology::{Link, Node, Topology, TopologyError};

@@ -49,16 +49,28 @@ use Mode::{Batch, Daemon};
 
 /// One short, valid invocation per subcommand.
 const BASES: &[Base] = &[
-    b("softfabric", &["lab", "run"], &["{w}/lab.toml", "--out", "{s}/out", "--quiet"], Batch(60), &[]),
+    b("softfabric", &["lab", "run"], &["{w}/lab.toml", "--out", "{s}/out", "--quiet"], Daemon(60_000), &[1]),
     b("softfabric", &["lab", "check"], &["{w}/lab.toml"], Batch(20), &[]),
-    b("softfabric", &["lab", "compare"], &["{w}/lab.toml", "--out", "{s}/out", "--quiet"], Batch(90), &[]),
-    b("softfabric", &["hawkeye", "eval"], &["{w}/hk", "--traces", "1", "--threads", "1"], Batch(120), &[]),
+    b(
+        "softfabric",
+        &["lab", "compare"],
+        &["{w}/lab.toml", "--out", "{s}/out", "--quiet"],
+        Daemon(90_000),
+        &[1],
+    ),
+    b(
+        "softfabric",
+        &["hawkeye", "eval"],
+        &["{w}/hk", "--traces", "1", "--threads", "1"],
+        Daemon(120_000),
+        &[1],
+    ),
     b(
         "softfabric",
         &["hawkeye", "sweep"],
         &["{w}/hk", "--traces", "1", "--threads", "1", "--epochs", "262144", "--factors", "3"],
-        Batch(120),
-        &[],
+        Daemon(120_000),
+        &[1],
     ),
     b("softfabric", &["hawkeye", "trace"], &["{w}/hk/incast.toml", "0"], Batch(20), &[]),
     b("softfabric", &["daiet", "lab"], &["{w}/daiet.toml", "--out", "{s}/out"], Batch(90), &[]),

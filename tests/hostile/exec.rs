@@ -43,6 +43,9 @@ pub struct Step {
     /// Exit codes that mean "ran, and the job it was given failed", besides 0 and 2 (e.g. 1
     /// for a transfer that did not complete).
     pub also_ok: &'static [i32],
+    /// A check of its own that may refuse what the steps before it accepted (a P4 export of a
+    /// configuration the switch runs but the target cannot take), naming the key.
+    pub may_refuse: bool,
 }
 
 impl Step {
@@ -55,6 +58,7 @@ impl Step {
             kind: Kind::Batch,
             bound: Duration::from_secs(30),
             also_ok: &[],
+            may_refuse: false,
         }
     }
 
@@ -74,6 +78,12 @@ impl Step {
     /// Exit codes besides 0 and 2 that are a clean outcome.
     pub fn also_ok(mut self, codes: &'static [i32]) -> Self {
         self.also_ok = codes;
+        self
+    }
+
+    /// A check of its own ([`Step::may_refuse`]).
+    pub fn may_refuse(mut self) -> Self {
+        self.may_refuse = true;
         self
     }
 

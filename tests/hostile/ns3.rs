@@ -211,7 +211,8 @@ pub fn plans(repo: &Path, bins: &Arc<Bins>, _work: &Path) -> Vec<Plan> {
                             ],
                             s,
                         )
-                        .within(Duration::from_secs(60)),
+                        .daemon(Duration::from_secs(60))
+                        .also_ok(&[1]),
                     ])
                 }),
             }

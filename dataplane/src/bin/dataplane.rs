@@ -312,9 +312,10 @@ fn main() -> ExitCode {
                     }
                     ExitCode::SUCCESS
                 }
+                // What the target cannot take of this configuration: bad input for the export.
                 Err(e) => {
                     eprintln!("error: {}: {e}", config.display());
-                    ExitCode::FAILURE
+                    ExitCode::from(2)
                 }
             }
         }
@@ -354,6 +355,11 @@ fn main() -> ExitCode {
                     ExitCode::SUCCESS
                 }
                 Err(RuntimeError::Config(ce)) => config_error(ce),
+                // Asked to stop while starting: done as asked.
+                Err(RuntimeError::Stopped) => {
+                    eprintln!("stopped by a signal before the pipelines started");
+                    ExitCode::SUCCESS
+                }
                 // Could not start (a port, DPDK): like a configuration error, nothing ran.
                 Err(RuntimeError::Setup(se)) => {
                     eprintln!("error: {se}");

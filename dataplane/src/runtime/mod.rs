@@ -64,6 +64,9 @@ pub enum RuntimeError {
     /// A port, DPDK or a pipeline thread could not be started.
     #[error(transparent)]
     Setup(#[from] SetupError),
+    /// Stopped (SIGINT/SIGTERM) before it had started: nothing ran.
+    #[error("stopped by a signal before the pipelines started")]
+    Stopped,
     /// The runtime's own I/O failed (the control socket, a signal handler).
     #[error("{what}: {error}")]
     Io {
@@ -233,6 +236,12 @@ impl Runtime {
     /// program's section are found here, before any thread starts; problems opening ports or
     /// starting DPDK are [`SetupError`]s.
     pub fn start(cfg: &Config) -> Result<Self, RuntimeError> {
+        Self::start_until(cfg, &AtomicBool::new(false))
+    }
+
+    /// [`Self::start`], given up ([`RuntimeError::Stopped`]) if `stop` is set while the
+    /// pipelines' pools are made (a signal during a start of seconds).
+    pub fn start_until(cfg: &Config, stop: &AtomicBool) -> Result<Self, RuntimeError> {
         if cfg.dpdk.is_some() {
             #[cfg(dpdk)]
             return Self::start_dpdk(cfg);
@@ -266,7 +275,10 @@ impl Runtime {
                 id,
                 switch,
                 ports,
-                HeapPool::new(cfg.runtime.pool_buffers, cfg.runtime.dataroom),
+                HeapPool::new_until(cfg.runtime.pool_buffers, cfg.runtime.dataroom, || {
+                    stop.load(Ordering::Relaxed)
+                })
+                .ok_or(RuntimeError::Stopped)?,
             );
             let core = cfg.runtime.lcores.get(id).and_then(|c| cores.iter().find(|k| k.id == *c).copied());
             let handle = std::thread::Builder::new()
@@ -587,7 +599,7 @@ impl Drop for Runtime {
 pub fn run(cfg: &Config) -> Result<Summary, RuntimeError> {
     // Caught from the start: a signal while the pipelines start stops them once they run.
     let early = ports::input::stop_on_signals().map_err(io("installing a signal handler"))?;
-    let rt = Runtime::start(cfg)?;
+    let rt = Runtime::start_until(cfg, &early)?;
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, rt.stop_flag()).map_err(io("installing a signal handler"))?;
     }

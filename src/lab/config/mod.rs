@@ -1286,7 +1286,7 @@ impl LabConfig {
                     Some(i),
                     "load",
                     format!(
-                        "{expected:.0} arrivals expected over the run: more than {MAX_FLOWS} flows in the lab"
+                        "{expected:.0} arrivals expected over the run (duration_us and run_to_completion_us): more than {MAX_FLOWS} flows in the lab"
                     ),
                 ));
             }
@@ -1300,6 +1300,35 @@ impl LabConfig {
             // The reference's run.py: 16·bw/50 MB, bw in Gb/s of the hosts' links.
             None => (16 * (rate_bps / 1_000_000_000).max(1) / 50).max(1) << 20,
         };
+        // Every switch as the lab will configure it: one port at least, and its buffer able to
+        // hold the reserves and the PFC headroom its links need (known here from the topology).
+        let reserve = dataplane::tm::TmConfig::default().reserve_bytes;
+        for (s, ports) in wiring.switch_ports.iter().enumerate() {
+            if ports.is_empty() {
+                return Err(err(
+                    "topology",
+                    None,
+                    "switches",
+                    format!("switch {s} has no link: {} switches, fewer of them linked", topology.switches),
+                ));
+            }
+            let h = super::engine::headroom(mtu, ports.iter().map(|e| &topology.links[e.link]));
+            let p = ports.len() as u128;
+            let set_aside = p * 8 * u128::from(reserve) + p * u128::from(h);
+            if set_aside >= u128::from(buffer_bytes) {
+                return Err(err(
+                    "topology",
+                    None,
+                    "buffer_bytes",
+                    format!(
+                        "switch {s}: {} ports (its hosts and links) × (8 × {reserve} B reserve + {h} B PFC headroom, \
+                         3 × the bandwidth-delay product of its links' rate and delay_ns) = {set_aside} B, \
+                         not less than buffer_bytes {buffer_bytes}",
+                        ports.len()
+                    ),
+                ));
+            }
+        }
         let program = |table: &str, i: Option<usize>, name: &str| {
             if dataplane::programs::find(name).is_some() {
                 Ok(name.to_string())

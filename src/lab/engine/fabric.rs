@@ -178,6 +178,17 @@ pub(crate) fn check_programs(cfg: &LabConfig) -> Result<(), String> {
     build_some(cfg, |s| first.iter().any(|(f, _)| *f == s)).map(|_| ())
 }
 
+/// The PFC headroom a switch's configuration gets, per lossless port, as the reference MMU:
+/// 3 × the largest bandwidth-delay product of its links, at least 3 frames.
+pub(crate) fn headroom<'a>(mtu: usize, links: impl Iterator<Item = &'a crate::lab::Link>) -> u64 {
+    let mut h = 3 * (mtu as u64 + 200);
+    for l in links {
+        let bdp = u128::from(l.rate_bps) / 8 * u128::from(l.delay_ns) / 1_000_000_000;
+        h = h.max(u64::try_from(3 * bdp).unwrap_or(u64::MAX));
+    }
+    h
+}
+
 /// [`build`], of the switches `which` picks (the others are left out of the fabric).
 fn build_some(cfg: &LabConfig, which: impl Fn(usize) -> bool) -> Result<Fabric, String> {
     let topo = &cfg.topology;
@@ -222,11 +233,9 @@ fn build_some(cfg: &LabConfig, which: impl Fn(usize) -> bool) -> Result<Fabric, 
         let info = programs::find(&spec.program)
             .ok_or_else(|| format!("switch {s}: unknown program {:?}", spec.program))?;
         let mut text = format!("program = {:?}\n", spec.program);
-        let mut headroom = 3 * (cfg.mtu as u64 + 200);
+        let headroom = headroom(cfg.mtu, ports.iter().map(|end| &topo.links[end.link]));
         for (p, end) in ports.iter().enumerate() {
             let l = &topo.links[end.link];
-            // Headroom as the reference MMU: 3 × the link's bandwidth-delay product.
-            headroom = headroom.max(3 * (l.rate_bps / 8 * l.delay_ns / 1_000_000_000));
             let (ip, len) = port_ip(s, end);
             text.push_str(&format!(
                 "[[port]]\nname = \"p{p}\"\nbackend = \"ring\"\nmac = \"{}\"\nspeed = \"{}\"\nipv4 = [\"{ip}/{len}\"]\n{}",

@@ -6,6 +6,7 @@
 mod agents;
 mod events;
 mod fabric;
+pub(crate) use fabric::headroom;
 pub(crate) use fabric::{check_programs, host_ip};
 pub use switch_node::QUEUE_HIST_BYTES;
 mod host_node;
@@ -54,8 +55,28 @@ struct Lab<'a> {
 const PREFILL_FRAMES_PER_LINK: usize = 32;
 const PREFILL_FRAMES: std::ops::RangeInclusive<usize> = 1024..=8192;
 
+/// Set by SIGINT/SIGTERM once [`interrupt_on_signals`] is called: every run then stops at the
+/// virtual time it has reached (a simulation asked for hours stops when asked to).
+static INTERRUPT: std::sync::LazyLock<std::sync::Arc<std::sync::atomic::AtomicBool>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// Make SIGINT and SIGTERM stop every run of this process at the virtual time it has reached
+/// (instead of killing the process): its results so far are kept, marked interrupted.
+pub fn interrupt_on_signals() -> std::io::Result<()> {
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, INTERRUPT.clone())?;
+    }
+    Ok(())
+}
+
+/// Whether a run was asked to stop ([`interrupt_on_signals`]).
+pub fn interrupted() -> bool {
+    INTERRUPT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Run a lab to its end (`duration`, or earlier when it has flows and every one is done and the
-/// fabric idle). `progress` is called with the virtual time now and then.
+/// fabric idle), or until SIGINT/SIGTERM if [`interrupt_on_signals`] was called (the
+/// result then says so). `progress` is called with the virtual time now and then.
 pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, String> {
     let fabric = fabric::build(cfg)?;
     let workload = Workload::new(cfg, &fabric)?;
@@ -94,6 +115,7 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
         now: 0,
         pool,
         result: LabResult {
+            interrupted: false,
             flows: Vec::new(),
             queues: Vec::new(),
             rates: Vec::new(),
@@ -154,6 +176,12 @@ pub fn run(cfg: &LabConfig, mut progress: impl FnMut(u64)) -> Result<LabResult, 
     let end = cfg.duration_ns.saturating_add(cfg.completion_ns);
     while let Some((t, kind)) = lab.ev.pop() {
         if t > end {
+            lab.release(kind);
+            break;
+        }
+        // A stop asked for (SIGINT/SIGTERM), looked at every few thousand events.
+        if lab.result.events.is_multiple_of(4096) && INTERRUPT.load(std::sync::atomic::Ordering::Relaxed) {
+            lab.result.interrupted = true;
             lab.release(kind);
             break;
         }

@@ -120,6 +120,9 @@ pub struct LabResult {
     /// Per switch, per port: the node across and its port (the topology, for Hawkeye's
     /// analyzer).
     pub wiring: Vec<Vec<(crate::lab::topology::Node, u16)>>,
+    /// Stopped by SIGINT/SIGTERM ([`super::interrupt_on_signals`]) before its end: the results
+    /// are those of the virtual time reached, `simulated_ns`.
+    pub interrupted: bool,
 }
 
 /// A switch's counters at the end of a run.
