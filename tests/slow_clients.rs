@@ -128,7 +128,11 @@ fn the_collector_serves_other_clients_while_hostile_ones_hold_connections() {
     over.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
     let mut b = vec![0u8; 64];
     let n = over.read(&mut b).unwrap_or(0);
-    assert!(String::from_utf8_lossy(&b[..n]).starts_with("HTTP/1.1 503"), "{:?}", String::from_utf8_lossy(&b[..n]));
+    assert!(
+        String::from_utf8_lossy(&b[..n]).starts_with("HTTP/1.1 503"),
+        "{:?}",
+        String::from_utf8_lossy(&b[..n])
+    );
     // From another: clients that never read a 2 MB answer (each holds its connection until
     // the answer is taken or its 30 s are up).
     for _ in 0..5 {
