@@ -9,9 +9,9 @@
 //! The protocol work is [`roce::endpoint::Endpoint`] (sans-IO); this module is its runtime:
 //! batched receive (`recvmmsg` and UDP GRO, by `quinn-udp`), the IPv4/UDP header the ICRC covers
 //! rebuilt in front of each datagram in place (the socket does not hand it over: the
-//! identification is taken as 0 and DF as set, what our translator's `udp` port assumes too —
-//! recent kernels put their own identification on the wire, see [`crate::rnic_port`] for the
-//! exact path), and the replies gathered and sent with GSO.
+//! identification is taken as 0 and DF as set, what our translator and its `udp` port send;
+//! [`crate::rnic_port`] checks the header exactly as it arrived), and the replies gathered and sent by `sendmmsg`, one datagram each (never GSO:
+//! the kernel numbers a GSO send's segments' IPv4 identification, which the ICRC covers).
 
 use std::collections::HashMap;
 use std::io::{self, IoSliceMut};
@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
-use quinn_udp::{RecvMeta, Transmit, UdpSocketState};
+use quinn_udp::{RecvMeta, UdpSocketState};
 use roce::cm::{CmConfig, Metadata};
 use roce::endpoint::{Endpoint, Event, Listen};
 use serde::Serialize;
@@ -85,6 +85,16 @@ pub struct RnicStats {
     /// Replies not sent: no frame of the peer's was ever seen to learn its MAC from, or the
     /// reply did not fit (frame ports only).
     pub unroutable: AtomicU64,
+    /// CM: REQs refused (REJ, no resources) with every slot held by an established connection.
+    pub cm_over_limit: AtomicU64,
+    /// CM: half-open connections dropped for a newer REQ at a limit.
+    pub cm_half_open_evicted: AtomicU64,
+    /// CM: half-open connections replaced by a newer REQ for the same peer QP.
+    pub cm_half_open_replaced: AtomicU64,
+    /// CM: half-open connections whose RTU never came.
+    pub cm_half_open_expired: AtomicU64,
+    /// CM: DREQs that named no connection of their sender (ignored).
+    pub cm_bad_dreqs: AtomicU64,
 }
 
 /// A snapshot of [`RnicStats`].
@@ -108,6 +118,11 @@ pub struct StatsSnapshot {
     pub connections: u64,
     pub tx_packets: u64,
     pub unroutable: u64,
+    pub cm_over_limit: u64,
+    pub cm_half_open_evicted: u64,
+    pub cm_half_open_replaced: u64,
+    pub cm_half_open_expired: u64,
+    pub cm_bad_dreqs: u64,
 }
 
 impl RnicStats {
@@ -132,6 +147,11 @@ impl RnicStats {
             connections: g(&self.connections),
             tx_packets: g(&self.tx_packets),
             unroutable: g(&self.unroutable),
+            cm_over_limit: g(&self.cm_over_limit),
+            cm_half_open_evicted: g(&self.cm_half_open_evicted),
+            cm_half_open_replaced: g(&self.cm_half_open_replaced),
+            cm_half_open_expired: g(&self.cm_half_open_expired),
+            cm_bad_dreqs: g(&self.cm_bad_dreqs),
         }
     }
 }
@@ -275,6 +295,14 @@ impl RnicCore {
     pub(crate) fn timers(&mut self, now: u64, out: &mut dyn FnMut(Ipv4Addr, RoceRepr<'_>)) {
         let ev = self.ep.handle_timeout(now, out);
         self.on_event(ev);
+        // The CM's counters, copied on the timer's beat (not per packet).
+        let c = self.ep.cm_stats();
+        let s = &self.stats;
+        s.cm_over_limit.store(c.over_limit, Ordering::Relaxed);
+        s.cm_half_open_evicted.store(c.half_open_evicted, Ordering::Relaxed);
+        s.cm_half_open_replaced.store(c.half_open_replaced, Ordering::Relaxed);
+        s.cm_half_open_expired.store(c.half_open_expired, Ordering::Relaxed);
+        s.cm_bad_dreqs.store(c.bad_dreqs, Ordering::Relaxed);
     }
 
     fn on_event(&mut self, ev: Option<Event>) {
@@ -285,7 +313,11 @@ impl RnicCore {
                 bump(if atomic { &s.atomics } else { &s.writes });
                 if let Some(imm) = imm {
                     bump(&s.immediates);
-                    let port = self.qpn_port.get(&qpn).copied().unwrap_or(0);
+                    // A QP established by its first packet (lost RTU) is not in the map yet.
+                    let port = match self.qpn_port.get(&qpn) {
+                        Some(&p) => p,
+                        None => self.ep.connections().find(|c| c.0 == qpn).map_or(0, |c| c.1),
+                    };
                     self.notifier.publish(Notification { port, imm }, s);
                 }
             }
@@ -453,31 +485,16 @@ impl SoftRnic {
         core.timers(now, &mut |peer, roce| push_reply(cfg, tx, replies, peer, roce));
     }
 
-    /// Send the gathered replies: runs of equal length to one peer as one GSO send.
+    /// Send the gathered replies, each a datagram of its own (`sendmmsg`): a GSO send's
+    /// segments would carry identifications 0, 1, 2, … and all but the first a wrong ICRC.
     fn send_replies(&mut self) {
-        let mut i = 0;
-        while i < self.replies.len() {
-            let (peer, off, len) = self.replies[i];
-            let mut j = i + 1;
-            while j < self.replies.len()
-                && j - i < self.state.max_gso_segments().min(64)
-                && self.replies[j].0 == peer
-                && self.replies[j].2 == len
-                && self.replies[j].1 == off + (j - i) * len
-            {
-                j += 1;
+        let mut msgs = [(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0), &[][..]); 64];
+        for group in self.replies.chunks(msgs.len()) {
+            for (m, &(peer, off, len)) in msgs.iter_mut().zip(group) {
+                *m = (SocketAddrV4::new(peer, wire::udp::port::ROCE_V2), &self.tx[off..off + len]);
             }
-            let t = Transmit {
-                destination: SocketAddr::V4(SocketAddrV4::new(peer, wire::udp::port::ROCE_V2)),
-                ecn: None,
-                contents: &self.tx[off..off + (j - i) * len],
-                segment_size: (j - i > 1).then_some(len),
-                src_ip: None,
-            };
-            if self.state.try_send((&self.sock).into(), &t).is_ok() {
-                self.core.stats.tx_packets.fetch_add((j - i) as u64, Ordering::Relaxed);
-            }
-            i = j;
+            let sent = ports::port::send_each(&self.sock, &msgs[..group.len()]);
+            self.core.stats.tx_packets.fetch_add(sent as u64, Ordering::Relaxed);
         }
         self.replies.clear();
         self.tx.clear();

@@ -17,11 +17,12 @@
 //!   answered by the port itself with the synthetic MAC of the address asked for (the host's
 //!   stack does the real resolution). Anything else is counted as a transmit error.
 //!
-//! For RoCEv2 the kernel writes the IPv4 header, so the ICRC (which covers the addresses, the
-//! identification and the flags) holds on the wire only where the kernel sends with DF set and
-//! identification 0, as older kernels did for unconnected UDP sockets; recent ones (6.x) write
-//! their own identification, so the ICRC holds only for a peer that assumes the same header (our
-//! soft-RNIC on a UDP socket). Where a hardware RNIC checks it, use AF_PACKET or DPDK.
+//! For RoCEv2 the kernel writes the IPv4 header, and the ICRC covers the addresses, the
+//! identification and the flags. Every socket sends with DF (`IP_PMTUDISC_DO`) and unconnected,
+//! where Linux writes identification 0, the header the ICRC is computed over; RoCEv2 datagrams
+//! leave one by one (`sendmmsg`), never as a GSO send, whose segments the kernel numbers 0, 1,
+//! 2, … (so only the first would verify). `tests/dta_netns.rs` captures the veths and checks
+//! every RoCEv2 frame's ICRC with scapy.
 //! Datagrams and frames are copied between socket and buffer (as AF_PACKET does); the syscalls
 //! are batched (`recvmmsg`, GRO, GSO) by `quinn-udp`.
 
@@ -71,9 +72,87 @@ pub fn bind_batched(
     }
     let _ = s.set_send_buffer_size(tx_buf);
     s.set_nonblocking(true)?;
+    set_dont_fragment(&s)?;
     let sock: UdpSocket = s.into();
     let state = UdpSocketState::new((&sock).into())?;
     Ok((sock, state))
+}
+
+/// Send with DF set whatever `net.ipv4.ip_no_pmtu_disc` says (`IP_PMTUDISC_DO`): on an
+/// unconnected socket the kernel then writes identification 0, the header a RoCEv2 ICRC is
+/// computed over (without DF it draws an identification per datagram).
+fn set_dont_fragment(s: &socket2::Socket) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let v: libc::c_int = libc::IP_PMTUDISC_DO;
+    // SAFETY: a valid socket descriptor, and a pointer to a c_int with its exact length, as
+    // setsockopt(IPPROTO_IP, IP_MTU_DISCOVER) expects; the kernel only reads it.
+    let r = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_MTU_DISCOVER,
+            (&raw const v).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
+/// Datagrams [`send_each`] hands the kernel per `sendmmsg` call.
+const SEND_EACH_BATCH: usize = 64;
+
+/// Send each of `msgs` (destination, payload) as a datagram of its own from `sock`, batched by
+/// `sendmmsg` but never segmented by GSO: GSO's segments get identifications 0, 1, 2, … from the
+/// kernel, and a RoCEv2 ICRC covers the identification, so a RoCEv2 frame must leave as one
+/// datagram (identification 0 on a socket from [`bind_batched`]). How many the kernel took (a
+/// full socket buffer stops the batch; the rest are the caller's to count). quinn-udp batches
+/// only by GSO, so this one call is written here.
+pub fn send_each(sock: &UdpSocket, msgs: &[(SocketAddrV4, &[u8])]) -> usize {
+    use std::os::fd::AsRawFd;
+    let mut sent = 0;
+    for chunk in msgs.chunks(SEND_EACH_BATCH) {
+        // SAFETY: all-zero is a valid value of these plain C structs.
+        let mut addrs: [libc::sockaddr_in; SEND_EACH_BATCH] = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let mut iovs: [libc::iovec; SEND_EACH_BATCH] = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let mut hdrs: [libc::mmsghdr; SEND_EACH_BATCH] = unsafe { std::mem::zeroed() };
+        for (i, (dst, payload)) in chunk.iter().enumerate() {
+            addrs[i].sin_family = libc::AF_INET as libc::sa_family_t;
+            addrs[i].sin_port = dst.port().to_be();
+            addrs[i].sin_addr.s_addr = u32::from_ne_bytes(dst.ip().octets());
+            iovs[i].iov_base = payload.as_ptr() as *mut libc::c_void;
+            iovs[i].iov_len = payload.len();
+            hdrs[i].msg_hdr.msg_name = (&raw mut addrs[i]).cast();
+            hdrs[i].msg_hdr.msg_namelen = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            hdrs[i].msg_hdr.msg_iov = &raw mut iovs[i];
+            hdrs[i].msg_hdr.msg_iovlen = 1;
+        }
+        let mut at = 0;
+        while at < chunk.len() {
+            // SAFETY: `hdrs[at..chunk.len()]` are initialised message headers whose names and
+            // iovecs point into `addrs`, `iovs` and the caller's payloads, all alive and unmoved
+            // for the call; the kernel only reads the payloads and writes each `msg_len`.
+            let r = unsafe {
+                libc::sendmmsg(
+                    sock.as_raw_fd(),
+                    hdrs[at..].as_mut_ptr(),
+                    (chunk.len() - at) as libc::c_uint,
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if r > 0 {
+                at += r as usize;
+            } else if r < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            } else {
+                // A full buffer (EAGAIN) or an error on the datagram at `at`.
+                return sent + at;
+            }
+        }
+        sent += chunk.len();
+    }
+    sent
 }
 
 /// Ask for `bytes` of receive buffer beyond `net.core.rmem_max` (`SO_RCVBUFFORCE`, allowed with
@@ -212,6 +291,22 @@ impl UdpPort {
             return true;
         }
         let s = self.sock(si);
+        if dst.port() == wire::udp::port::ROCE_V2 && self.run.len() > seg {
+            // RoCEv2: one datagram each, never GSO segments (see `send_each`).
+            let SocketAddr::V4(d) = dst else { return false };
+            let mut msgs = [(d, &[][..]); SEND_EACH_BATCH];
+            let mut ok = true;
+            for group in self.run.chunks(seg * SEND_EACH_BATCH) {
+                let mut k = 0;
+                for (m, p) in msgs.iter_mut().zip(group.chunks(seg)) {
+                    m.1 = p;
+                    k += 1;
+                }
+                ok &= send_each(&s.sock, &msgs[..k]) == k;
+            }
+            self.run.clear();
+            return ok;
+        }
         let t = Transmit {
             destination: dst,
             ecn: None,
