@@ -3,12 +3,21 @@
 //!
 //! * [`CmClient`] — the active side. `connect` sends a REQ (service ID `0x0106_0000_0000_0000 |
 //!   port`, the CMA private-data header with both IPv4 addresses, our QPN and starting PSN);
-//!   a REP establishes the connection and is answered with an RTU; a REJ, or no answer after
+//!   a REP establishes the connection and is answered with an RTU, sent again every response
+//!   timeout (up to `max_req_tries` in all) until [`CmClient::confirm`] (the peer's first packet
+//!   on the QP), as the server resends no REP; a REJ, or no answer after
 //!   `max_req_tries` REQs, is reported and retried after an exponential backoff; a DREQ from the
 //!   peer is answered with a DREP and reported.
 //! * [`CmServer`] — the passive side: a REQ for a service it listens on is offered to the
-//!   caller, which accepts (a QPN and starting PSN) or rejects it; the REP is resent until the
-//!   RTU arrives, a duplicate REQ gets the same REP again, and DREQ is answered with DREP.
+//!   caller, which accepts (a QPN and starting PSN) or rejects it. At most one REP answers each
+//!   REQ received (a duplicate REQ gets the same REP again; no timer resends it, so a REQ never
+//!   buys more than one reply); the RTU, or failing it the first packet on the new QP
+//!   ([`CmServer::establish_by_data`], IBTA's communication-established event), establishes it;
+//!   a connection still half-open after `max_req_tries` response timeouts expires. DREQ is
+//!   answered with DREP. Limits ([`CmLimits`]) count every half-open and established
+//!   connection, whatever QPN a REQ names; at a limit the oldest half-open connection of the
+//!   source holding the most goes first, so a flood of REQs never locks out a legitimate
+//!   reconnect.
 //! * [`Metadata`] — the 16-byte SEND a DTA collector posts after accepting: VA low, VA high,
 //!   length, key, each a little-endian `u32`, as the reference collector sends them.
 //!
@@ -160,12 +169,26 @@ pub struct CmClient {
     comm_id: u32,
     tid: u64,
     failures: u32,
+    /// RTU copies still to send while the peer has not confirmed the connection (the server
+    /// answers each REQ with one REP and never resends it, so a lost RTU is the client's to
+    /// repeat), and when the last one went.
+    rtu_left: u32,
+    rtu_sent: u64,
 }
 
 impl CmClient {
     /// A client for `params`; `comm_id` seeds its communication IDs (one per attempt).
     pub fn new(cfg: CmConfig, params: ConnectParams, comm_id: u32) -> Self {
-        Self { cfg, params, state: ClientState::Idle, comm_id, tid: u64::from(comm_id) << 16, failures: 0 }
+        Self {
+            cfg,
+            params,
+            state: ClientState::Idle,
+            comm_id,
+            tid: u64::from(comm_id) << 16,
+            failures: 0,
+            rtu_left: 0,
+            rtu_sent: 0,
+        }
     }
 
     /// The state.
@@ -258,7 +281,14 @@ impl CmClient {
         )
     }
 
+    /// The peer confirmed the connection (its first packet on the QP, e.g. the collector's
+    /// metadata SEND): no more RTU copies.
+    pub fn confirm(&mut self) {
+        self.rtu_left = 0;
+    }
+
     fn backoff(&mut self, now: u64, why: ConnectError) -> CmOut<ClientEvent> {
+        self.rtu_left = 0;
         let shift = self.failures.min(20);
         self.failures += 1;
         let wait = self.cfg.backoff_initial_ns.saturating_mul(1 << shift).min(self.cfg.backoff_max_ns);
@@ -281,6 +311,8 @@ impl CmClient {
                 };
                 self.state = ClientState::Established(conn);
                 self.failures = 0;
+                self.rtu_left = self.cfg.max_req_tries.saturating_sub(1);
+                self.rtu_sent = now;
                 CmOut { send: Some(self.rtu(rep.local_comm_id)), event: Some(ClientEvent::Established(conn)) }
             }
             // A REP again (our RTU was lost): send the RTU again.
@@ -346,6 +378,14 @@ impl CmClient {
             ClientState::Backoff { until, .. } if now >= until => {
                 CmOut { send: Some(self.connect(now)), event: None }
             }
+            // Not confirmed yet: the RTU may have been lost; send it again.
+            ClientState::Established(c)
+                if self.rtu_left > 0 && now.saturating_sub(self.rtu_sent) >= self.cfg.response_timeout_ns =>
+            {
+                self.rtu_left -= 1;
+                self.rtu_sent = now;
+                CmOut { send: Some(self.rtu(c.remote_comm_id)), event: None }
+            }
             _ => CmOut::default(),
         }
     }
@@ -373,6 +413,9 @@ impl CmClient {
         match self.state {
             ClientState::Connecting { sent, .. } => Some(sent + self.cfg.response_timeout_ns),
             ClientState::Backoff { until, .. } => Some(until),
+            ClientState::Established(_) if self.rtu_left > 0 => {
+                Some(self.rtu_sent + self.cfg.response_timeout_ns)
+            }
             _ => None,
         }
     }
@@ -408,8 +451,8 @@ struct ServerConn {
     conn: Connection,
     peer: Ipv4Addr,
     rep: CmMadRepr,
+    /// When its REP was last sent (for a REQ or a duplicate of it).
     sent: u64,
-    tries: u32,
     established: bool,
 }
 
@@ -450,6 +493,10 @@ pub struct CmServerStats {
     pub bad_dreqs: u64,
     /// Connections dropped because their REP went unanswered (half-open).
     pub half_open_expired: u64,
+    /// Half-open connections dropped to make room at a limit for a newer REQ.
+    pub half_open_evicted: u64,
+    /// Half-open connections replaced by a newer REQ for the same peer and QPN.
+    pub half_open_replaced: u64,
 }
 
 /// The REQ fields a server decides on.
@@ -528,9 +575,14 @@ impl CmServer {
         match &mad.message {
             CmMessage::Req(req) => {
                 // A duplicate REQ (our REP was lost): the same REP again.
-                if let Some(c) =
-                    self.conns.iter().find(|c| c.conn.remote_comm_id == req.local_comm_id && c.peer == src)
+                if let Some(c) = self
+                    .conns
+                    .iter_mut()
+                    .find(|c| c.conn.remote_comm_id == req.local_comm_id && c.peer == src)
                 {
+                    if !c.established {
+                        c.sent = now;
+                    }
                     return CmOut { send: Some(c.rep), event: None };
                 }
                 let peer = match CmaHeaderRepr::parse(&req.private_data) {
@@ -549,16 +601,18 @@ impl CmServer {
                     },
                 };
                 let comm_id = self.next_comm_id();
-                // Limits: a peer connecting a QP again replaces its old connection (not counted).
-                let live = |c: &&ServerConn| !(c.peer == src && c.conn.remote_qpn == r.remote_qpn);
-                let from_src = self.conns.iter().filter(live).filter(|c| c.peer == src).count();
-                let total = self.conns.iter().filter(live).count();
-                let verdict = if from_src >= self.limits.per_source || total >= self.limits.total {
+                // A newer REQ for the same peer and QPN supersedes a half-open one (whatever its
+                // communication ID); an established one stays until the new one is established,
+                // which replaces it, and is counted once with it.
+                let before = self.conns.len();
+                self.conns.retain(|c| c.established || !(c.peer == src && c.conn.remote_qpn == r.remote_qpn));
+                self.stats.half_open_replaced += (before - self.conns.len()) as u64;
+                let verdict = if self.make_room(src, r.remote_qpn) {
+                    accept(&r)
+                } else {
                     self.stats.over_limit += 1;
                     // IBTA REJ reason 3: no resources available.
                     Accept::No(3)
-                } else {
-                    accept(&r)
                 };
                 match verdict {
                     Accept::No(reason) => CmOut {
@@ -606,14 +660,7 @@ impl CmServer {
                                 private_data: [0; private_len::REP],
                             }),
                         );
-                        self.conns.push(ServerConn {
-                            conn,
-                            peer: src,
-                            rep,
-                            sent: now,
-                            tries: 1,
-                            established: false,
-                        });
+                        self.conns.push(ServerConn { conn, peer: src, rep, sent: now, established: false });
                         CmOut { send: Some(rep), event: None }
                     }
                 }
@@ -657,28 +704,28 @@ impl CmServer {
         }
     }
 
-    /// When [`handle_timeout`](Self::handle_timeout) next has something to do: a REP whose
-    /// RTU is overdue.
+    /// When [`handle_timeout`](Self::handle_timeout) next has something to do: a half-open
+    /// connection to expire.
     pub fn poll_timeout(&self) -> Option<u64> {
-        self.conns.iter().filter(|c| !c.established).map(|c| c.sent + self.cfg.response_timeout_ns).min()
+        self.conns.iter().filter(|c| !c.established).map(|c| self.expiry(c)).min()
     }
 
-    /// Resend REPs that got no RTU; drop connections whose REP went unanswered every time.
-    /// Call until it returns nothing.
+    /// When a half-open connection expires: `max_req_tries` response timeouts after its REP
+    /// (as long as a client retries its REQ, each retry answered with the same REP).
+    fn expiry(&self, c: &ServerConn) -> u64 {
+        c.sent.saturating_add(
+            self.cfg.response_timeout_ns.saturating_mul(u64::from(self.cfg.max_req_tries.max(1))),
+        )
+    }
+
+    /// Drop connections whose RTU never came (half-open, counted in `half_open_expired`). No
+    /// REP is resent here: a client that lost one retries its REQ and gets it again. Call until
+    /// it returns nothing.
     pub fn handle_timeout(&mut self, now: u64) -> CmOut<ServerEvent> {
-        for i in 0..self.conns.len() {
-            let c = &mut self.conns[i];
-            if c.established || now.saturating_sub(c.sent) < self.cfg.response_timeout_ns {
-                continue;
-            }
-            if c.tries >= self.cfg.max_req_tries {
-                let c = self.conns.swap_remove(i);
-                self.stats.half_open_expired += 1;
-                return CmOut { send: None, event: Some(ServerEvent::TimedOut(c.conn)) };
-            }
-            c.tries += 1;
-            c.sent = now;
-            return CmOut { send: Some(c.rep), event: None };
+        if let Some(i) = self.conns.iter().position(|c| !c.established && now >= self.expiry(c)) {
+            let c = self.conns.swap_remove(i);
+            self.stats.half_open_expired += 1;
+            return CmOut { send: None, event: Some(ServerEvent::TimedOut(c.conn)) };
         }
         CmOut::default()
     }
@@ -686,6 +733,56 @@ impl CmServer {
     /// The peer of the connection whose communication ID (ours) is `local_comm_id`.
     pub fn peer_of(&self, local_comm_id: u32) -> Option<Ipv4Addr> {
         self.conns.iter().find(|c| c.conn.local_comm_id == local_comm_id).map(|c| c.peer)
+    }
+
+    /// Whether a new connection from `src` for its QP `remote_qpn` fits the limits, evicting
+    /// half-open connections to make room: for the per-source limit, `src`'s oldest; for the
+    /// total, the oldest of the source holding the most half-open ones. Established
+    /// connections are never evicted; one of `src` for the same QP is counted once with the new.
+    fn make_room(&mut self, src: Ipv4Addr, remote_qpn: u32) -> bool {
+        let counted = |c: &ServerConn| !(c.peer == src && c.conn.remote_qpn == remote_qpn);
+        loop {
+            let from_src = self.conns.iter().filter(|c| c.peer == src && counted(c)).count();
+            let total = self.conns.iter().filter(|c| counted(c)).count();
+            let victim = if from_src >= self.limits.per_source {
+                self.oldest_half_open(|c| c.peer == src)
+            } else if total >= self.limits.total {
+                let half_open_of =
+                    |p: Ipv4Addr| self.conns.iter().filter(|c| !c.established && c.peer == p).count();
+                let worst = self.conns.iter().filter(|c| !c.established).max_by_key(|c| half_open_of(c.peer));
+                match worst.map(|c| c.peer) {
+                    Some(p) => self.oldest_half_open(|c| c.peer == p),
+                    None => None,
+                }
+            } else {
+                return true;
+            };
+            let Some(i) = victim else { return false };
+            self.conns.swap_remove(i);
+            self.stats.half_open_evicted += 1;
+        }
+    }
+
+    /// The index of the half-open connection that `pick` takes and was made first.
+    fn oldest_half_open(&self, pick: impl Fn(&ServerConn) -> bool) -> Option<usize> {
+        self.conns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| !c.established && pick(c))
+            .min_by_key(|(_, c)| c.sent)
+            .map(|(i, _)| i)
+    }
+
+    /// A packet from `src` arrived on our QP `local_qpn` whose connection is half-open: the
+    /// peer had our REP (so it sent), its RTU was lost. Establish it, as a NIC raises IBTA's
+    /// communication-established event; the connection, or `None` if no half-open one matches.
+    pub fn establish_by_data(&mut self, src: Ipv4Addr, local_qpn: u32) -> Option<Connection> {
+        let c = self
+            .conns
+            .iter_mut()
+            .find(|c| !c.established && c.peer == src && c.conn.local_qpn == local_qpn)?;
+        c.established = true;
+        Some(c.conn)
     }
 
     /// Forget a connection (the QP was destroyed).

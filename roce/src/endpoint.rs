@@ -237,9 +237,20 @@ impl<M: Memory> Endpoint<M> {
             let Ok(mad) = CmMadRepr::parse(r.payload) else { return Some(Event::BadMad) };
             return self.handle_mad(now, src, &mad, out);
         }
-        let Some(i) = self.qps.iter().position(|q| q.conn.local_qpn == r.bth.dest_qp && q.peer == src) else {
-            self.stats.unknown_qp += 1;
-            return Some(Event::UnknownQp);
+        let i = match self.qps.iter().position(|q| q.conn.local_qpn == r.bth.dest_qp && q.peer == src) {
+            Some(i) => i,
+            // The RTU was lost but the peer had our REP and sends: its first packet
+            // establishes the connection (IBTA's communication-established event).
+            None => match self.cm.establish_by_data(src, r.bth.dest_qp) {
+                Some(conn) => {
+                    self.establish(now, src, conn, out);
+                    self.qps.len() - 1
+                }
+                None => {
+                    self.stats.unknown_qp += 1;
+                    return Some(Event::UnknownQp);
+                }
+            },
         };
         let q = &mut self.qps[i];
         let qpn = q.conn.local_qpn;
@@ -317,55 +328,7 @@ impl<M: Memory> Endpoint<M> {
         }
         match o.event? {
             ServerEvent::Established(conn) => {
-                let cfg = RequesterConfig {
-                    window: 16,
-                    ack_req_every: 1,
-                    timeout_ns: ack_timeout_ns(LOCAL_ACK_TIMEOUT),
-                    ..RequesterConfig::default()
-                };
-                let pd = self
-                    .listens
-                    .iter()
-                    .find(|l| l.port == conn.port)
-                    .and_then(|l| l.metadata)
-                    .map(|m| m.rkey);
-                let mut q = Qp {
-                    conn,
-                    peer: src,
-                    resp: Responder::new(Transport::Rc, conn.remote_psn),
-                    req: Requester::new(cfg, conn.remote_qpn, conn.local_psn),
-                    pd,
-                };
-                self.stats.connections += 1;
-                if let Some(meta) = self.listens.iter().find(|l| l.port == conn.port).and_then(|l| l.metadata)
-                {
-                    // With the ring head when the memory keeps one (24 bytes), else the 16.
-                    let with_head;
-                    let plain;
-                    let b: &[u8] = match self.mem.ring_head(meta.rkey) {
-                        Some(h) => {
-                            with_head = meta.encode_with_head(h);
-                            &with_head
-                        }
-                        None => {
-                            plain = meta.encode();
-                            &plain
-                        }
-                    };
-                    let op = Op::Send { imm: None };
-                    if let Ok(p) = q.req.post(now, op, b, true) {
-                        out(src, frames::request(Transport::Rc, conn.remote_qpn, p.psn, p.ack_req, &op, b));
-                    }
-                }
-                // A peer that connects its QP again (it restarted, or reset the connection)
-                // replaces the old one, in the CM too.
-                while let Some(i) =
-                    self.qps.iter().position(|x| x.peer == src && x.conn.remote_qpn == conn.remote_qpn)
-                {
-                    let old = self.qps.swap_remove(i);
-                    self.cm.remove(old.conn.local_qpn);
-                }
-                self.qps.push(q);
+                self.establish(now, src, conn, out);
                 Some(Event::Connected { qpn: conn.local_qpn, port: conn.port, peer: src })
             }
             ServerEvent::Disconnected(conn) | ServerEvent::TimedOut(conn) => {
@@ -373,6 +336,60 @@ impl<M: Memory> Endpoint<M> {
                 Some(Event::Disconnected { qpn: conn.local_qpn })
             }
         }
+    }
+
+    /// Set up the QP of a connection the CM established (by RTU or by its first packet): our
+    /// metadata SEND goes out on it, and it replaces any older QP of the same peer QP.
+    fn establish(
+        &mut self,
+        now: u64,
+        src: Ipv4Addr,
+        conn: Connection,
+        out: &mut dyn FnMut(Ipv4Addr, RoceRepr<'_>),
+    ) {
+        let cfg = RequesterConfig {
+            window: 16,
+            ack_req_every: 1,
+            timeout_ns: ack_timeout_ns(LOCAL_ACK_TIMEOUT),
+            ..RequesterConfig::default()
+        };
+        let pd = self.listens.iter().find(|l| l.port == conn.port).and_then(|l| l.metadata).map(|m| m.rkey);
+        let mut q = Qp {
+            conn,
+            peer: src,
+            resp: Responder::new(Transport::Rc, conn.remote_psn),
+            req: Requester::new(cfg, conn.remote_qpn, conn.local_psn),
+            pd,
+        };
+        self.stats.connections += 1;
+        if let Some(meta) = self.listens.iter().find(|l| l.port == conn.port).and_then(|l| l.metadata) {
+            // With the ring head when the memory keeps one (24 bytes), else the 16.
+            let with_head;
+            let plain;
+            let b: &[u8] = match self.mem.ring_head(meta.rkey) {
+                Some(h) => {
+                    with_head = meta.encode_with_head(h);
+                    &with_head
+                }
+                None => {
+                    plain = meta.encode();
+                    &plain
+                }
+            };
+            let op = Op::Send { imm: None };
+            if let Ok(p) = q.req.post(now, op, b, true) {
+                out(src, frames::request(Transport::Rc, conn.remote_qpn, p.psn, p.ack_req, &op, b));
+            }
+        }
+        // A peer that connects its QP again (it restarted, or reset the connection)
+        // replaces the old one, in the CM too.
+        while let Some(i) =
+            self.qps.iter().position(|x| x.peer == src && x.conn.remote_qpn == conn.remote_qpn)
+        {
+            let old = self.qps.swap_remove(i);
+            self.cm.remove(old.conn.local_qpn);
+        }
+        self.qps.push(q);
     }
 
     fn resend(&mut self, i: usize, now: u64, out: &mut dyn FnMut(Ipv4Addr, RoceRepr<'_>)) {
@@ -385,22 +402,16 @@ impl<M: Memory> Endpoint<M> {
         }
     }
 
-    /// Drive the timers: REPs without RTU, our SENDs without ACK.
+    /// Drive the timers: half-open connections to expire, our SENDs without ACK.
     pub fn handle_timeout(&mut self, now: u64, out: &mut dyn FnMut(Ipv4Addr, RoceRepr<'_>)) -> Option<Event> {
         let mut event = None;
         loop {
             let o = self.cm.handle_timeout(now);
-            if let Some(m) = o.send {
-                // The REP goes back to whoever asked; the server kept it.
-                if let Some(peer) = self.cm_peer(&m) {
-                    self.send_mad(peer, &m, out);
-                }
-            }
             if let Some(ServerEvent::TimedOut(c)) = o.event {
                 self.qps.retain(|q| q.conn.local_qpn != c.local_qpn);
                 event = Some(Event::Disconnected { qpn: c.local_qpn });
             }
-            if o.send.is_none() && o.event.is_none() {
+            if o.event.is_none() {
                 break;
             }
         }
@@ -413,13 +424,9 @@ impl<M: Memory> Endpoint<M> {
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) next has something to do: the CM's
-    /// overdue REPs, the queue pairs' retransmissions.
+    /// half-open connections, the queue pairs' retransmissions.
     pub fn poll_timeout(&self) -> Option<u64> {
         self.qps.iter().filter_map(|q| q.req.poll_timeout()).chain(self.cm.poll_timeout()).min()
-    }
-
-    fn cm_peer(&self, m: &CmMadRepr) -> Option<Ipv4Addr> {
-        self.cm.peer_of(m.message.local_comm_id())
     }
 }
 

@@ -91,8 +91,11 @@ fn rej_backs_off_exponentially_and_duplicates_are_handled() {
     let rep2 = s.handle_packet(16_005, params().local_ip, &req2, &mut |_| unreachable!()).send.unwrap();
     assert_eq!(rep1, rep2);
     assert!(matches!(c.handle_packet(16_006, &rep2).event, Some(ClientEvent::Established(_))));
-    // The server resends its REP until the RTU comes.
-    assert!(s.handle_timeout(16_005 + 1000).send.is_some());
+    // No timer resends a REP: one REP per REQ received. Without its RTU the connection
+    // expires after `max_req_tries` response timeouts from the last REP.
+    assert!(s.handle_timeout(16_005 + 1000).send.is_none());
+    assert_eq!(s.poll_timeout(), Some(16_005 + 3 * 1000));
+    assert!(matches!(s.handle_timeout(16_005 + 3000).event, Some(ServerEvent::TimedOut(_))));
 }
 
 #[test]
@@ -190,54 +193,132 @@ fn server_communication_ids_are_not_sequential_and_differ_by_seed() {
     assert!(a.iter().all(|&i| i != 0));
 }
 
-/// The attack: one address opens 100 connections, and 100 more half-open (no RTU); others
-/// still connect within the total; the half-open expire; everything counted.
+/// A REQ for `qpn` from `ip` with communication ID `id`, answered with `qpn`: the server's reply.
+fn req_from(s: &mut CmServer, now: u64, ip: Ipv4Addr, qpn: u32, id: u32) -> CmMessage {
+    let mut c = CmClient::new(cfg(), ConnectParams { local_ip: ip, local_qpn: qpn, ..params() }, id);
+    let req = over_wire(&c.connect(0));
+    s.handle_packet(now, ip, &req, &mut |_| Accept::Yes { qpn: 0x4000 + id, psn: 1 }).send.unwrap().message
+}
+
+/// The attack: one address sends 100 REQs for fresh QPs (no RTU); it never holds more than its
+/// per-source share, each REQ gets exactly one reply, the half-open ones it displaces are
+/// counted, and they expire; another host's connections are never touched.
 #[test]
 fn connection_floods_are_limited_and_half_open_ones_expire() {
     let mut s = CmServer::with_seed(cfg(), 0x11, 5);
     s.set_limits(CmLimits { per_source: 10, total: 15 });
     let flooder = Ipv4Addr::new(10, 0, 0, 66);
-    let mut rejected = 0;
-    for q in 0..100u32 {
-        let mut c = CmClient::new(
-            cfg(),
-            ConnectParams { local_ip: flooder, local_qpn: 0x1000 + q, ..params() },
-            q * 16,
-        );
-        let req = over_wire(&c.connect(0));
-        let out = s.handle_packet(1, flooder, &req, &mut |_| Accept::Yes { qpn: q, psn: 1 });
-        match out.send.unwrap().message {
-            CmMessage::Rej(r) => {
-                assert_eq!(r.reason, 3);
-                rejected += 1;
-            }
-            CmMessage::Rep(_) => {}
-            m => panic!("{m:?}"),
-        }
-    }
-    assert_eq!((rejected, s.stats().over_limit), (90, 90));
-    // Another host gets the 5 left of the total.
     let other = Ipv4Addr::new(10, 0, 0, 7);
     for q in 0..5 {
         connect_one(&mut s, other, 0x200 + q, 1000 + q * 16);
     }
-    let mut c = CmClient::new(cfg(), ConnectParams { local_ip: other, local_qpn: 0x300, ..params() }, 5000);
-    let req = over_wire(&c.connect(0));
-    let out = s.handle_packet(4, other, &req, &mut |_| Accept::Yes { qpn: 9, psn: 1 });
-    assert!(matches!(out.send.unwrap().message, CmMessage::Rej(_)), "over the total");
-    // The flooder's 10 half-open connections expire after their REP's tries.
+    for q in 0..100u32 {
+        assert!(matches!(req_from(&mut s, 1, flooder, 0x1000 + q, q * 16), CmMessage::Rep(_)));
+        assert!(s.connections().filter(|c| !c.1).count() <= 10);
+    }
+    assert_eq!((s.stats().half_open_evicted, s.stats().over_limit), (90, 0));
+    assert_eq!(s.connections().count(), 15);
+    // No timer sends anything: 100 REQs bought 100 replies, no more.
+    assert!(s.handle_timeout(2).send.is_none());
+    // The flooder's 10 half-open connections expire after max_req_tries response timeouts.
     let mut expired = 0;
-    for t in [2000u64, 3000, 4000, 5000] {
-        loop {
-            let o = s.handle_timeout(t);
-            if matches!(o.event, Some(ServerEvent::TimedOut(_))) {
-                expired += 1;
-            }
-            if o.send.is_none() && o.event.is_none() {
-                break;
-            }
-        }
+    while let Some(ServerEvent::TimedOut(_)) = s.handle_timeout(1 + 3000).event {
+        expired += 1;
     }
     assert_eq!((expired, s.stats().half_open_expired), (10, 10));
     assert_eq!(s.connections().count(), 5, "the other host's, established, stay");
+}
+
+/// The bypass: REQs that reuse one QPN with fresh communication IDs each replace the last
+/// half-open one (counted) instead of piling up past every limit.
+#[test]
+fn reqs_reusing_one_qpn_with_fresh_ids_hold_one_connection() {
+    let mut s = CmServer::with_seed(cfg(), 0x11, 5);
+    s.set_limits(CmLimits { per_source: 4, total: 8 });
+    let flooder = Ipv4Addr::new(10, 0, 0, 66);
+    for id in 0..3000u32 {
+        assert!(matches!(req_from(&mut s, u64::from(id), flooder, 0x55, id + 1), CmMessage::Rep(_)));
+    }
+    assert_eq!(s.connections().count(), 1);
+    assert_eq!(s.stats().half_open_replaced, 2999);
+}
+
+/// A flood from several sources fills the total with half-open connections; a legitimate
+/// restarted peer still connects (the most flooding source's oldest half-open one makes room),
+/// and only established connections can make the server refuse.
+#[test]
+fn a_legitimate_reconnect_gets_through_a_flood() {
+    let mut s = CmServer::with_seed(cfg(), 0x11, 5);
+    s.set_limits(CmLimits { per_source: 64, total: 128 });
+    for f in 0..4u8 {
+        let ip = Ipv4Addr::new(10, 9, 0, f);
+        for q in 0..200u32 {
+            req_from(&mut s, 1, ip, q, u32::from(f) * 1000 + q + 1);
+        }
+    }
+    assert_eq!(s.connections().count(), 128);
+    let peer = Ipv4Addr::new(10, 0, 0, 7);
+    for q in 0..8 {
+        connect_one(&mut s, peer, 0x200 + q, 50_000 + q * 16);
+    }
+    assert_eq!(s.connections().filter(|c| c.1).count(), 8, "the peer's eight QPs are established");
+    assert_eq!(s.stats().over_limit, 0);
+    // Established connections are never evicted: a server full of them refuses.
+    let mut s = CmServer::with_seed(cfg(), 0x11, 5);
+    s.set_limits(CmLimits { per_source: 2, total: 3 });
+    connect_one(&mut s, Ipv4Addr::new(10, 0, 0, 1), 1, 100);
+    connect_one(&mut s, Ipv4Addr::new(10, 0, 0, 2), 2, 200);
+    connect_one(&mut s, Ipv4Addr::new(10, 0, 0, 3), 3, 300);
+    assert!(
+        matches!(req_from(&mut s, 5, Ipv4Addr::new(10, 0, 0, 4), 4, 400), CmMessage::Rej(r) if r.reason == 3)
+    );
+    assert_eq!(s.stats().over_limit, 1);
+}
+
+/// The RTU is lost: the peer's first packet on the new QP establishes the connection.
+#[test]
+fn data_on_a_half_open_connection_establishes_it() {
+    let mut s = CmServer::new(cfg(), 0x11);
+    let ip = params().local_ip;
+    let mut c = CmClient::new(cfg(), params(), 7);
+    let req = over_wire(&c.connect(0));
+    let rep = s.handle_packet(1, ip, &req, &mut |_| Accept::Yes { qpn: 0x77, psn: 1 }).send.unwrap();
+    assert!(matches!(c.handle_packet(2, &over_wire(&rep)).event, Some(ClientEvent::Established(_))));
+    assert_eq!(s.establish_by_data(Ipv4Addr::new(10, 0, 0, 9), 0x77), None, "not from another address");
+    assert_eq!(s.establish_by_data(ip, 0x78), None, "not for another QP");
+    let conn = s.establish_by_data(ip, 0x77).unwrap();
+    assert_eq!(conn.local_qpn, 0x77);
+    assert_eq!(s.connections().filter(|c| c.1).count(), 1);
+    assert_eq!(s.poll_timeout(), None, "nothing left to expire");
+}
+
+/// The server resends no REP, so the client repeats its RTU every response timeout (up to
+/// `max_req_tries` in all) until the peer confirms the connection; the server takes a late RTU
+/// once and ignores its copies.
+#[test]
+fn the_client_repeats_its_rtu_until_confirmed() {
+    let mut c = CmClient::new(cfg(), params(), 7);
+    let mut s = CmServer::new(cfg(), 0x11);
+    let ip = params().local_ip;
+    let req = over_wire(&c.connect(0));
+    let rep = s.handle_packet(1, ip, &req, &mut |_| Accept::Yes { qpn: 0x77, psn: 1 }).send.unwrap();
+    let first = c.handle_packet(2, &over_wire(&rep)).send.unwrap();
+    assert!(matches!(first.message, CmMessage::Rtu(_)));
+    // The first RTU is lost; two copies follow, one response timeout apart, then no more.
+    assert_eq!(c.poll_timeout(), Some(1002));
+    let copy = c.handle_timeout(1002).send.unwrap();
+    assert_eq!(copy, first);
+    assert!(c.handle_timeout(1500).send.is_none());
+    assert!(c.handle_timeout(2002).send.is_some());
+    assert_eq!(c.poll_timeout(), None, "max_req_tries RTUs in all");
+    let est = s.handle_packet(2003, ip, &over_wire(&copy), &mut |_| unreachable!());
+    assert!(matches!(est.event, Some(ServerEvent::Established(_))));
+    assert_eq!(s.handle_packet(2004, ip, &over_wire(&copy), &mut |_| unreachable!()).event, None);
+    // Confirmed at once: no copies at all.
+    let mut c = CmClient::new(cfg(), params(), 9);
+    let req = over_wire(&c.connect(0));
+    let rep = s.handle_packet(1, ip, &req, &mut |_| Accept::Yes { qpn: 0x78, psn: 1 }).send.unwrap();
+    c.handle_packet(2, &over_wire(&rep));
+    c.confirm();
+    assert_eq!(c.poll_timeout(), None);
 }

@@ -91,6 +91,8 @@ impl DtaTranslator {
             tracing::warn!(qp = %q.name, len = data.len(), "a SEND that is not the 16- or 24-byte metadata");
             return;
         };
+        // The collector sent on the QP: it has the connection, no more RTU copies.
+        q.cm.confirm();
         if q.phase == Phase::Ready && meta == q.meta {
             return;
         }
