@@ -103,6 +103,9 @@ pub struct ReportSummary {
     pub nacks: u64,
     /// Reports resent.
     pub resent: u64,
+    /// Of those, Key-Writes resent with a newer report's value of their key (never an older
+    /// value over a newer one).
+    pub resent_refreshed: u64,
     /// NACKed reports no longer kept.
     pub unrecoverable: u64,
     /// Slow-down messages.
@@ -121,7 +124,11 @@ impl std::fmt::Display for ReportSummary {
         let rate = if self.seconds > 0.0 { self.sent as f64 / self.seconds } else { 0.0 };
         writeln!(f, "sent          {} reports in {:.3} s ({:.0} reports/s)", self.sent, self.seconds, rate)?;
         writeln!(f, "nacks         {} ({} slow-down)", self.nacks, self.slow_downs)?;
-        writeln!(f, "resent        {}", self.resent)?;
+        writeln!(
+            f,
+            "resent        {} ({} Key-Writes with their key's newer value)",
+            self.resent, self.resent_refreshed
+        )?;
         writeln!(f, "unrecoverable {}", self.unrecoverable)?;
         writeln!(f, "tail probes   {}", self.tail_probes)?;
         writeln!(f, "send errors   {}", self.send_errors)?;
@@ -212,6 +219,7 @@ pub fn run(r: &ReportRun) -> Result<ReportSummary, ReportError> {
         seconds: st.first_ns.map_or(0.0, |f| (st.last_ns - f) as f64 / 1e9),
         nacks: st.nacks,
         resent: st.resent,
+        resent_refreshed: st.resent_refreshed,
         unrecoverable: st.unrecoverable,
         slow_downs: st.slow_downs,
         send_errors: port_errors + dropped,

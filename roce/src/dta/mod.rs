@@ -57,6 +57,9 @@ pub struct ReportSender {
     counted: [u64; 4],
     /// Reports resent after NACKs.
     pub resent: u64,
+    /// Key-Write reports resent with the data of a newer report of the same key (so a late
+    /// resend never puts an older value back over a newer one).
+    pub resent_refreshed: u64,
     /// NACKed reports no longer kept (lost for good).
     pub unrecoverable: u64,
     /// Slow-down messages received.
@@ -92,6 +95,7 @@ impl ReportSender {
             kept: VecDeque::with_capacity(keep),
             counted: [0; 4],
             resent: 0,
+            resent_refreshed: 0,
             unrecoverable: 0,
             slow_downs: 0,
             foreign_nacks: 0,
@@ -180,9 +184,18 @@ impl ReportSender {
             // Only within RESEND_WINDOW of the newest: an older resend could reach the
             // translator looking like a number ahead of its window.
             let recent = self.next.wrapping_sub(s) <= wire::dta::RESEND_WINDOW;
-            match self.kept.iter().find(|(x, _, _)| *x == s).filter(|_| recent) {
-                Some((_, b, len)) => {
-                    resend(&b[..usize::from(*len)]);
+            match self.kept.iter().position(|(x, _, _)| *x == s).filter(|_| recent) {
+                Some(i) => {
+                    let (_, b, len) = &self.kept[i];
+                    let b = &b[..usize::from(*len)];
+                    let mut fresh = [0u8; MAX_REPORT];
+                    match self.refreshed(i, b, &mut fresh) {
+                        Some(n) => {
+                            resend(&fresh[..n]);
+                            self.resent_refreshed += 1;
+                        }
+                        None => resend(b),
+                    }
                     self.resent += 1;
                 }
                 None => {
@@ -194,6 +207,26 @@ impl ReportSender {
                 }
             }
         }
+    }
+
+    /// Kept report `i` (`b`), if it is a Key-Write and a newer kept report wrote the same key:
+    /// report `i` (its number, epoch and priority) carrying the newest such report's data,
+    /// emitted into `out`, and its length. The translator writes reports in arrival order, so
+    /// a resend of the old value would replace the newer one the collector already holds
+    /// (`tests/dta_e2e.rs` saw it under CPU load); the resend fills the number with the key's
+    /// latest value instead.
+    fn refreshed(&self, i: usize, b: &[u8], out: &mut [u8; MAX_REPORT]) -> Option<usize> {
+        let key = keywrite_key(b)?;
+        // Same key, same length (so the same data size): the newest kept one.
+        let (_, nb, _) = self.kept.iter().skip(i + 1).rev().find(|(_, nb, nlen)| {
+            usize::from(*nlen) == b.len() && keywrite_key(&nb[..b.len()]) == Some(key)
+        })?;
+        // The data is the report's tail after the Key-Write sub-header's key and redundancy,
+        // whatever data size the deployment uses: copy it over, numbers and flags kept.
+        let head = keywrite_data_at(b)?;
+        out[..b.len()].copy_from_slice(b);
+        out[head..b.len()].copy_from_slice(&nb[head..b.len()]);
+        Some(b.len())
     }
 
     /// The share (0, 1] of its nominal rate the reporter should use now; each call recovers
@@ -211,6 +244,21 @@ pub const fn epoch_of(x: u8) -> u8 {
         0 => 15,
         e => e,
     }
+}
+
+/// The key of report `b` if it is a Key-Write (any data size).
+fn keywrite_key(b: &[u8]) -> Option<u32> {
+    match DtaRepr::parse(b, dta::Format::default()).ok()?.primitive {
+        Primitive::KeyWrite { key, .. } => Some(key),
+        _ => None,
+    }
+}
+
+/// Where a Key-Write report's data starts in `b`.
+fn keywrite_data_at(b: &[u8]) -> Option<usize> {
+    let r = DtaRepr::parse(b, dta::Format::default()).ok()?;
+    let Primitive::KeyWrite { data, .. } = r.primitive else { return None };
+    r.buffer_len().checked_sub(data.len())
 }
 
 /// The collector (index into `n` collectors) a report goes to: Key-Write, Key-Increment and
@@ -270,6 +318,49 @@ mod tests {
             s.emit(&r, &mut buf).unwrap();
         }
         s
+    }
+
+    /// A NACKed Key-Write whose key a newer kept report wrote since goes out again with the
+    /// newest value (its own number kept): a late resend never puts an older value back. Other
+    /// keys and other primitives are resent as they were.
+    #[test]
+    fn a_resent_keywrite_carries_the_newest_value_of_its_key() {
+        let mut s = ReportSender::new(16, 3);
+        let mut buf = [0u8; 64];
+        // Reports 0..6: key 7 = 0, key 8 = 1, key 7 = 2, append, key 7 = 4, key 9 = 5.
+        for (i, key) in [7u32, 8, 7, 0, 7, 9].into_iter().enumerate() {
+            let seq = s.sequence(true, Priority::High);
+            let v = (i as u32).to_be_bytes();
+            let primitive = if key == 0 {
+                Primitive::Append { list_id: 1, data: 99 }
+            } else {
+                Primitive::KeyWrite { redundancy: 2, key, data: &v }
+            };
+            s.emit(&DtaRepr { immediate: false, seq: Some(seq), primitive }, &mut buf).unwrap();
+        }
+        let mut got = Vec::new();
+        s.on_nack(&NackRepr::plain(255, true, false), |b| {
+            let r = DtaRepr::parse(b, Format::default()).unwrap();
+            let v = match r.primitive {
+                Primitive::KeyWrite { key, data, .. } => {
+                    Some((key, u32::from_be_bytes(data.try_into().unwrap())))
+                }
+                _ => None,
+            };
+            got.push((r.seq.unwrap().seqnum, v));
+        });
+        assert_eq!(
+            got,
+            [
+                (0, Some((7, 4))),
+                (1, Some((8, 1))),
+                (2, Some((7, 4))),
+                (3, None),
+                (4, Some((7, 4))),
+                (5, Some((9, 5)))
+            ]
+        );
+        assert_eq!((s.resent, s.resent_refreshed), (6, 2));
     }
 
     #[test]
