@@ -76,7 +76,7 @@ struct ReportArgs {
     /// by hash, Append by list ID.
     #[arg(long, value_delimiter = ',', required = true)]
     to: Vec<Ipv4Addr>,
-    /// keywrite, keyincrement, append or postcarder.
+    /// keywrite, keyincrement, append, postcarder or sketch-merge.
     #[arg(long, default_value = "keywrite")]
     primitive: String,
     /// Reports per second (0: as fast as possible; at most 10^9).
@@ -108,6 +108,21 @@ struct ReportArgs {
     /// Postcarder: hops per path (1..=5).
     #[arg(long, default_value_t = 5)]
     hops: u8,
+    /// Sketch-Merge: the sketch's ID (the translator's `sketch = [{ id = … }]`).
+    #[arg(long, default_value_t = 0)]
+    sketch_id: u16,
+    /// Sketch-Merge: this reporter's ID (one of the sketch's `reporters`).
+    #[arg(long, default_value_t = 1)]
+    reporter_id: u16,
+    /// Sketch-Merge: counters per column (1..=61; the sketch's `rows`).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u8).range(1..=61))]
+    rows: u8,
+    /// Sketch-Merge: the sketch's columns (report i is column i mod COLUMNS; 1..=2^24).
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1 << 24))]
+    columns: u32,
+    /// Sketch-Merge: sum, max or min.
+    #[arg(long, default_value = "sum")]
+    merge_op: String,
     /// Key-Write data bytes (4, 12 or 28; the translator's keywrite_data_len).
     #[arg(long, default_value_t = 4)]
     data_len: usize,
@@ -154,7 +169,23 @@ fn report(a: ReportArgs) -> anyhow::Result<runtime::report::ReportSummary> {
         "keyincrement" => LoadKind::KeyIncrement { redundancy: a.redundancy, counter: a.counter },
         "append" => LoadKind::Append { lists: a.lists },
         "postcarder" => LoadKind::Postcarder { hops: a.hops },
-        o => bail!("--primitive {o:?}: expected keywrite, keyincrement, append or postcarder"),
+        "sketch-merge" => {
+            use wire::dta::MergeOp;
+            let op = match a.merge_op.as_str() {
+                "sum" => MergeOp::Sum,
+                "max" => MergeOp::Max,
+                "min" => MergeOp::Min,
+                o => bail!("--merge-op {o:?}: expected sum, max or min"),
+            };
+            LoadKind::SketchMerge {
+                sketch_id: a.sketch_id,
+                reporter_id: a.reporter_id,
+                rows: a.rows,
+                columns: a.columns,
+                op,
+            }
+        }
+        o => bail!("--primitive {o:?}: expected keywrite, keyincrement, append, postcarder or sketch-merge"),
     };
     if !(1..=8).contains(&a.redundancy) {
         bail!("--redundancy {}: expected 1..=8", a.redundancy);

@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
-use wire::dta::{DtaRepr, Format, NackRepr};
+use wire::dta::{DtaRepr, Format, NackExt, NackRepr};
 use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame};
 use wire::ipv4::{Ipv4Packet, protocol};
 use wire::stack::UdpFlow;
@@ -64,6 +64,10 @@ pub struct ReporterStats {
     pub nacks: u64,
     /// Reports resent after NACKs.
     pub resent: u64,
+    /// Of those, Key-Writes resent with a newer report's value of their key.
+    pub resent_refreshed: u64,
+    /// Sketch-Merge columns sent again after a sketch NACK rewound the stream.
+    pub sketch_rewound: u64,
     /// NACKed reports no longer kept (lost for good).
     pub unrecoverable: u64,
     /// Slow-down messages.
@@ -127,6 +131,8 @@ impl ReporterAgent {
         let s = &self.gen_.sender;
         ReporterStats {
             resent: s.resent,
+            resent_refreshed: s.resent_refreshed,
+            sketch_rewound: self.gen_.rewound,
             unrecoverable: s.unrecoverable,
             slow_downs: s.slow_downs,
             ..self.stats
@@ -136,7 +142,7 @@ impl ReporterAgent {
     /// Whether every report of the stream went out, tail probes included (NACKs may still
     /// come).
     pub fn is_done(&self) -> bool {
-        self.gen_.produced >= self.cfg.count && self.resend.is_empty() && !self.tail_probe_pending()
+        self.gen_.done(self.cfg.count) && self.resend.is_empty() && !self.tail_probe_pending()
     }
 
     /// A tail probe is still to go: the stream kept a report to probe with and not all went.
@@ -168,7 +174,7 @@ impl ReporterAgent {
 }
 
 impl Agent for ReporterAgent {
-    fn handle_packet(&mut self, _now: u64, frame: &[u8]) {
+    fn handle_packet(&mut self, now: u64, frame: &[u8]) {
         let Ok(eth) = EthernetFrame::new_checked(frame) else { return };
         if eth.ethertype() != EtherType::IPV4 {
             return;
@@ -183,6 +189,10 @@ impl Agent for ReporterAgent {
         }
         let Ok(nack) = NackRepr::parse(udp.payload()) else { return };
         self.stats.nacks += 1;
+        if let Some(NackExt::Sketch { sketch_id, reporter_id, column }) = nack.ext {
+            // The translator missed a column: send again from the one after the last merged.
+            self.gen_.on_sketch_nack(sketch_id, reporter_id, column, now);
+        }
         let Self { gen_, resend, cfg, .. } = self;
         gen_.sender.on_nack(&nack, |b| {
             let Ok(rep) = DtaRepr::parse(b, Format::default()) else { return };
@@ -200,7 +210,7 @@ impl Agent for ReporterAgent {
         if let Some((b, n, dst)) = self.resend.pop_front() {
             return self.frame(dst, &b[..usize::from(n)], buf);
         }
-        if self.gen_.produced >= self.cfg.count {
+        if self.gen_.done(self.cfg.count) {
             if self.tail_probe_pending()
                 && now >= tail_probe_at(self.stats.last_ns, self.stats.tail_probes as u32)
             {
@@ -220,7 +230,7 @@ impl Agent for ReporterAgent {
         }
         // Paced in bursts of about 50 µs: each burst is due burst / (rate × the share
         // slow-down messages allow) after the last.
-        if self.cfg.rate > 0 && self.gen_.produced.is_multiple_of(self.burst) {
+        if self.cfg.rate > 0 && self.gen_.at().is_multiple_of(self.burst) {
             if now < self.due {
                 return None;
             }
@@ -231,7 +241,7 @@ impl Agent for ReporterAgent {
         let mut report = [0u8; MAX_REPORT];
         let (n, c) = self.gen_.next_report(&mut report, self.cfg.collectors.len())?;
         let dst = *self.cfg.collectors.get(c)?;
-        self.stats.sent += 1;
+        self.stats.sent = self.gen_.produced;
         self.stats.first_ns.get_or_insert(now);
         self.stats.last_ns = now;
         self.frame(dst, &report[..n], buf)
@@ -241,7 +251,7 @@ impl Agent for ReporterAgent {
         if !self.resend.is_empty() {
             return Some(0);
         }
-        if self.gen_.produced >= self.cfg.count {
+        if self.gen_.done(self.cfg.count) {
             return self
                 .tail_probe_pending()
                 .then(|| tail_probe_at(self.stats.last_ns, self.stats.tail_probes as u32));

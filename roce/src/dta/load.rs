@@ -1,9 +1,9 @@
 //! [`LoadGen`]: a configured stream of reports of one primitive, numbered and kept by a
 //! [`ReportSender`].
 
-use wire::dta::{DtaRepr, Primitive, Priority};
+use wire::dta::{DtaRepr, MergeOp, Primitive, Priority};
 
-use super::{ReportSender, collector_for};
+use super::{MAX_REPORT, ReportSender, collector_for};
 
 /// Which primitive a [`LoadGen`] sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +29,22 @@ pub enum LoadKind {
     Postcarder {
         /// Hops per path (1..=5).
         hops: u8,
+    },
+    /// Sketch-Merge: this reporter's copy of sketch `sketch_id`, column by column in order,
+    /// round after round (report i is column i mod `columns` of round i / `columns`), each
+    /// column `rows` counters of [`LoadGen::sketch_counter`]. A sketch NACK (the translator
+    /// missed a column) rewinds the stream to the column after the last one merged.
+    SketchMerge {
+        /// Sketch ID.
+        sketch_id: u16,
+        /// This reporter's ID (one of the sketch's `reporters`).
+        reporter_id: u16,
+        /// Counters per column (1..=61).
+        rows: u8,
+        /// Columns of the sketch.
+        columns: u32,
+        /// Merge operation.
+        op: MergeOp,
     },
 }
 
@@ -58,8 +74,14 @@ pub struct LoadSpec {
 #[derive(Debug, Clone)]
 pub struct LoadGen {
     spec: LoadSpec,
-    /// Reports produced so far.
+    /// Reports produced so far (first transmissions: the highest index sent, plus one).
     pub produced: u64,
+    /// The index of the next report to send: below `produced` after a sketch rewind.
+    at: u64,
+    /// Sketch-Merge columns sent again after a rewind.
+    pub rewound: u64,
+    /// The last rewind: its target index and when, so the NACKs of one loss rewind once.
+    last_rewind: Option<(u64, u64)>,
     /// The sender: sequence numbers, kept reports, NACK handling.
     pub sender: ReportSender,
 }
@@ -68,7 +90,59 @@ impl LoadGen {
     /// A generator for `spec` in reporter epoch `epoch`, keeping the last `keep`
     /// retransmittable reports.
     pub fn new(spec: LoadSpec, keep: usize, epoch: u8) -> Self {
-        Self { spec, produced: 0, sender: ReportSender::new(keep, epoch) }
+        Self {
+            spec,
+            produced: 0,
+            at: 0,
+            rewound: 0,
+            last_rewind: None,
+            sender: ReportSender::new(keep, epoch),
+        }
+    }
+
+    /// Whether every report up to `count` went out (after any rewind).
+    pub fn done(&self, count: u64) -> bool {
+        self.at >= count
+    }
+
+    /// The index of the next report to send.
+    pub fn at(&self) -> u64 {
+        self.at
+    }
+
+    /// Sketch-Merge: counter `row` of the column of report `i` from `reporter` (a value each
+    /// side can compute: the merged sketch is checked against it).
+    pub fn sketch_counter(reporter: u16, i: u64, row: usize) -> u32 {
+        (i as u32).wrapping_mul(64).wrapping_add(row as u32).wrapping_add(u32::from(reporter) << 24)
+    }
+
+    /// A sketch NACK for `sketch_id` from `reporter_id` naming `last`, the last column the
+    /// translator merged (`u32::MAX`: none yet; `columns - 1`: the end of a round) at `now`:
+    /// rewind to the column after it. `true` if the stream rewound (a NACK of this generator's
+    /// sketch and not a repeat, within 1 ms, of the last rewind).
+    pub fn on_sketch_nack(&mut self, sketch_id: u16, reporter_id: u16, last: u32, now: u64) -> bool {
+        let LoadKind::SketchMerge { sketch_id: s, reporter_id: r, columns, .. } = self.spec.kind else {
+            return false;
+        };
+        if (s, r) != (sketch_id, reporter_id) || self.at == 0 {
+            return false;
+        }
+        let columns = u64::from(columns.max(1));
+        // The newest report sent that carried column `last`; none: from the very start.
+        let target = if last == u32::MAX || u64::from(last) >= columns {
+            0
+        } else {
+            let newest = self.at - 1;
+            let base = newest - newest % columns + u64::from(last);
+            let idx = if base <= newest { Some(base) } else { base.checked_sub(columns) };
+            idx.map_or(0, |i| i + 1)
+        };
+        if target >= self.at || self.last_rewind.is_some_and(|(t, w)| t == target && now < w + 1_000_000) {
+            return false;
+        }
+        self.last_rewind = Some((target, now));
+        self.at = target;
+        true
     }
 
     /// Key number `k` as sent.
@@ -77,7 +151,7 @@ impl LoadGen {
     }
 
     /// The `i`-th report's primitive (data that needs bytes is written into `kw`).
-    pub fn primitive<'a>(spec: &LoadSpec, i: u64, kw: &'a mut [u8; 28]) -> Primitive<'a> {
+    pub fn primitive<'a>(spec: &LoadSpec, i: u64, kw: &'a mut [u8; MAX_REPORT]) -> Primitive<'a> {
         let keys = u64::from(spec.keys.max(1));
         let key = Self::key(spec, spec.key_base.wrapping_add((i % keys) as u32));
         match spec.kind {
@@ -99,20 +173,34 @@ impl LoadGen {
                 let hop = (i % hops) as u8 + 1;
                 Primitive::Postcarder { key, hop, data: key.wrapping_mul(16).wrapping_add(u32::from(hop)) }
             }
+            LoadKind::SketchMerge { sketch_id, reporter_id, rows, columns, op } => {
+                let rows = usize::from(rows.clamp(1, 61));
+                for r in 0..rows {
+                    kw[4 * r..4 * r + 4]
+                        .copy_from_slice(&Self::sketch_counter(reporter_id, i, r).to_be_bytes());
+                }
+                let column = (i % u64::from(columns.max(1))) as u32;
+                Primitive::SketchMerge { sketch_id, reporter_id, column, op, counters: &kw[..4 * rows] }
+            }
         }
     }
 
     /// Write the next report's DTA bytes into `buf`; returns its length and the index of the
     /// collector (of `collectors`) it goes to.
     pub fn next_report(&mut self, buf: &mut [u8], collectors: usize) -> Option<(usize, usize)> {
-        let i = self.produced;
-        let mut kw = [0u8; 28];
+        let i = self.at;
+        let mut kw = [0u8; MAX_REPORT];
         let primitive = Self::primitive(&self.spec, i, &mut kw);
         let seq = self.sender.sequence(self.spec.retransmittable, self.spec.priority);
         let immediate = self.spec.immediate_every != 0 && i.is_multiple_of(self.spec.immediate_every);
         let r = DtaRepr { immediate, seq: Some(seq), primitive };
         let n = self.sender.emit(&r, buf)?;
-        self.produced += 1;
+        self.at += 1;
+        if self.at > self.produced {
+            self.produced = self.at;
+        } else {
+            self.rewound += 1;
+        }
         Some((n, collector_for(&primitive, collectors)))
     }
 }
@@ -123,7 +211,7 @@ mod tests {
 
     use super::*;
     use crate::dta::destination;
-    use wire::dta::{Format, NackRepr};
+    use wire::dta::{Format, MergeOp, NackRepr};
 
     fn spec(kind: LoadKind) -> LoadSpec {
         LoadSpec {
@@ -179,6 +267,51 @@ mod tests {
             g.sender.on_nack(&NackRepr::plain(15, true, false), |b| back.push(b[1]));
             assert_eq!(back, [16, 17, 18, 19]);
         }
+    }
+
+    /// Sketch-Merge: columns in order, round after round, counters as `sketch_counter` says;
+    /// a sketch NACK rewinds to the column after the last merged, once per loss, and only the
+    /// first transmission of a column counts as produced.
+    #[test]
+    fn sketch_merge_streams_columns_and_rewinds_on_a_sketch_nack() {
+        let kind =
+            LoadKind::SketchMerge { sketch_id: 3, reporter_id: 2, rows: 4, columns: 8, op: MergeOp::Sum };
+        let mut g = LoadGen::new(spec(kind), 128, 1);
+        let mut buf = [0u8; 64];
+        let mut column_of = |g: &mut LoadGen| {
+            let (n, _) = g.next_report(&mut buf, 1).unwrap();
+            match DtaRepr::parse(&buf[..n], Format::default()).unwrap().primitive {
+                Primitive::SketchMerge {
+                    sketch_id: 3,
+                    reporter_id: 2,
+                    column,
+                    op: MergeOp::Sum,
+                    counters,
+                } => {
+                    assert_eq!(counters.len(), 16);
+                    (column, u32::from_be_bytes(counters[4..8].try_into().unwrap()))
+                }
+                p => panic!("{p:?}"),
+            }
+        };
+        let cols: Vec<u32> = (0..11).map(|_| column_of(&mut g).0).collect();
+        assert_eq!(cols, [0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2]);
+        // Another sketch's or reporter's NACK is not ours.
+        assert!(!g.on_sketch_nack(4, 2, 5, 0));
+        assert!(!g.on_sketch_nack(3, 1, 5, 0));
+        // The translator merged round 1 up to column 0: resend from column 1 of round 1.
+        assert!(g.on_sketch_nack(3, 2, 0, 10));
+        assert!(!g.on_sketch_nack(3, 2, 0, 20), "the same loss NACKed again rewinds once");
+        assert_eq!(column_of(&mut g), (1, LoadGen::sketch_counter(2, 9, 1)));
+        assert_eq!((g.produced, g.rewound), (11, 1));
+        // The end of round 0 merged, nothing of round 1: from column 0 of round 1 (index 8).
+        assert!(g.on_sketch_nack(3, 2, 7, 2_000_000));
+        assert_eq!(column_of(&mut g).0, 0);
+        assert_eq!(g.at(), 9);
+        // Nothing merged yet: from the very start.
+        assert!(g.on_sketch_nack(3, 2, u32::MAX, 4_000_000));
+        assert_eq!(g.at(), 0);
+        assert!(!g.done(11));
     }
 
     #[test]
