@@ -107,6 +107,9 @@ pub struct ReporterAgent {
     burst: u64,
     /// When the next burst may go, ns.
     due: u64,
+    /// `rate` 0 (as fast as it can): the rate it reached when first slowed down, the nominal
+    /// rate the slow-downs scale from.
+    reached: Option<u64>,
     /// Reports to resend (NACKed), with their collector.
     resend: VecDeque<([u8; MAX_REPORT], u16, Ipv4Addr)>,
     stats: ReporterStats,
@@ -119,6 +122,7 @@ impl ReporterAgent {
         Self {
             burst: pace_burst(cfg.rate),
             due: cfg.start_ns,
+            reached: None,
             gen_,
             cfg,
             resend: VecDeque::new(),
@@ -230,12 +234,28 @@ impl Agent for ReporterAgent {
         }
         // Paced in bursts of about 50 µs: each burst is due burst / (rate × the share
         // slow-down messages allow) after the last.
-        if self.cfg.rate > 0 && self.gen_.at().is_multiple_of(self.burst) {
+        // Unpaced (`rate` 0) until a slow-down: then paced at the share it allows of the rate
+        // reached so far, like any other setting.
+        let rate = match (self.cfg.rate, self.reached) {
+            (0, _) if !self.gen_.sender.slowed() => 0,
+            (0, Some(r)) => r,
+            (0, None) => {
+                let r = self.stats.first_ns.map_or(0, |f| {
+                    let secs = now.saturating_sub(f) as f64 / 1e9;
+                    if secs > 0.0 { (self.gen_.produced as f64 / secs) as u64 } else { 0 }
+                });
+                self.reached = (r > 0).then_some(r);
+                self.burst = pace_burst(r);
+                r
+            }
+            (r, _) => r,
+        };
+        if rate > 0 && self.gen_.at().is_multiple_of(self.burst) {
             if now < self.due {
                 return None;
             }
             let scale = self.gen_.sender.rate_scale();
-            let step = (self.burst as f64 * 1e9 / (self.cfg.rate as f64 * scale)) as u64;
+            let step = (self.burst as f64 * 1e9 / (rate as f64 * scale)) as u64;
             self.due = self.due.max(now.saturating_sub(CATCH_UP_BURSTS * step)) + step;
         }
         let mut report = [0u8; MAX_REPORT];
@@ -257,5 +277,97 @@ impl Agent for ReporterAgent {
                 .then(|| tail_probe_at(self.stats.last_ns, self.stats.tail_probes as u32));
         }
         Some(self.due.max(self.cfg.start_ns))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dta::{LoadKind, MAX_KEEP};
+    use wire::dta::Priority;
+
+    const ME: Ipv4Addr = Ipv4Addr::new(10, 0, 1, 2);
+    const TRANSLATOR: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 2);
+
+    fn agent(rate: u64) -> ReporterAgent {
+        ReporterAgent::new(ReporterConfig {
+            mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
+            ip: ME,
+            gateway_mac: EthernetAddress([2, 0, 0, 0, 0, 2]),
+            src_port: 40041,
+            dst_port: 40040,
+            collectors: vec![TRANSLATOR],
+            spec: LoadSpec {
+                kind: LoadKind::Append { lists: 1 },
+                keys: 1,
+                key_base: 0,
+                priority: Priority::High,
+                retransmittable: true,
+                immediate_every: 0,
+                keywrite_data_len: 4,
+                scramble: false,
+            },
+            count: 1 << 40,
+            rate,
+            start_ns: 0,
+            keep: MAX_KEEP,
+            epoch: 3,
+            tail_probes: 0,
+        })
+    }
+
+    /// A slow-down message from the translator, framed to the reporter's NACK port.
+    fn slow_down() -> Vec<u8> {
+        let n = NackRepr::plain(0, false, true);
+        let mut p = [0u8; 8];
+        n.emit(&mut p).unwrap();
+        let len = n.buffer_len();
+        let flow = UdpFlow::host_udp(
+            EthernetAddress([2, 0, 0, 0, 0, 2]),
+            EthernetAddress([2, 0, 0, 0, 0, 1]),
+            SocketAddrV4::new(TRANSLATOR, 40040),
+            SocketAddrV4::new(ME, wire::udp::port::DTA_NACK),
+        );
+        let mut f = vec![0u8; flow.headers_len() + len];
+        let h = flow.emit_headers(len, &mut f).unwrap();
+        f[h..].copy_from_slice(&p[..len]);
+        f
+    }
+
+    /// Reports `a` sends from `from` for `ns` nanoseconds on a link that takes one every
+    /// 100 ns.
+    fn sent_during(a: &mut ReporterAgent, from: u64, ns: u64) -> u64 {
+        let mut buf = [0u8; 256];
+        let mut n = 0;
+        let mut t = from;
+        while t < from + ns {
+            if a.poll_transmit(t, 0, &mut buf).is_some() {
+                n += 1;
+            }
+            t += 100;
+        }
+        n
+    }
+
+    /// `--rate 0` sends as fast as it is polled until a slow-down; then it is paced at half the
+    /// rate it had reached, like any rate setting, and recovers additively.
+    #[test]
+    fn rate_zero_obeys_slow_downs() {
+        let mut a = agent(0);
+        // Unpaced: as fast as the link takes them.
+        let before = sent_during(&mut a, 0, 1_000_000);
+        assert!(before >= 10_000, "{before}");
+        a.handle_packet(1_000_000, &slow_down());
+        assert_eq!(a.stats().slow_downs, 1);
+        // The rate reached was `before` per ms: half of it now, a little more as it recovers
+        // (from half to full in 128 bursts).
+        let after = sent_during(&mut a, 1_000_000, 200_000) * 5;
+        assert!(after < before * 3 / 4 && after > before / 4, "before {before} per ms, after {after}");
+        // A paced reporter obeys too.
+        let mut p = agent(1_000_000);
+        let full = sent_during(&mut p, 0, 1_000_000);
+        p.handle_packet(1_000_000, &slow_down());
+        let half = sent_during(&mut p, 1_000_000, 200_000) * 5;
+        assert!(half < full * 3 / 4, "{full} then {half}");
     }
 }

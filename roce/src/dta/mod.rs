@@ -229,6 +229,11 @@ impl ReportSender {
         Some(b.len())
     }
 
+    /// Whether slow-down messages hold the rate below nominal now.
+    pub fn slowed(&self) -> bool {
+        self.rate_scale < 1.0
+    }
+
     /// The share (0, 1] of its nominal rate the reporter should use now; each call recovers
     /// [`RATE_RECOVERY_STEP`] (additive increase, per pacing burst).
     pub fn rate_scale(&mut self) -> f64 {
