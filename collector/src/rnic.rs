@@ -10,8 +10,8 @@
 //! batched receive (`recvmmsg` and UDP GRO, by `quinn-udp`), the IPv4/UDP header the ICRC covers
 //! rebuilt in front of each datagram in place (the socket does not hand it over: the
 //! identification is taken as 0 and DF as set, what our translator and its `udp` port send;
-//! [`crate::rnic_port`] checks the header exactly as it arrived), and the replies gathered and sent by `sendmmsg`, one datagram each (never GSO:
-//! the kernel numbers a GSO send's segments' IPv4 identification, which the ICRC covers).
+//! [`crate::rnic_port`] checks the header exactly as it arrived), and the replies gathered and
+//! sent with GSO, each segment's ICRC computed for the identification the kernel gives it.
 
 use std::collections::HashMap;
 use std::io::{self, IoSliceMut};
@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
-use quinn_udp::{RecvMeta, UdpSocketState};
+use quinn_udp::{RecvMeta, Transmit, UdpSocketState};
 use roce::cm::{CmConfig, Metadata};
 use roce::endpoint::{Endpoint, Event, Listen};
 use serde::Serialize;
@@ -441,9 +441,11 @@ impl SoftRnic {
             let mut at = i * per + HEADERS;
             let end = at + m.len;
             // Every datagram is handled (and so counted), an empty one too.
+            let mut seg = 0u16;
             loop {
                 let len = stride.min(end - at);
-                self.on_datagram(now, src, at, len);
+                self.on_datagram(now, src, at, len, seg);
+                seg = seg.wrapping_add(1);
                 at += len;
                 n += 1;
                 if at >= end {
@@ -462,8 +464,13 @@ impl SoftRnic {
     }
 
     /// Handle the datagram of `len` bytes at `at` in the receive buffer (with `HEADERS` bytes
-    /// before it free to overwrite).
-    fn on_datagram(&mut self, now: u64, src: SocketAddrV4, at: usize, len: usize) {
+    /// before it free to overwrite), segment `seg` of its GRO buffer.
+    ///
+    /// The header is rebuilt with identification 0 (what a sender writing its own frames, our
+    /// translator on AF_PACKET or DPDK, puts there) — or, for segment `seg` > 0 of a buffer that
+    /// came as one GSO send, `seg`: the kernel numbers a GSO send's segments 0, 1, 2, …, and
+    /// GRO hands the same run back in order. The ICRC decides which it was.
+    fn on_datagram(&mut self, now: u64, src: SocketAddrV4, at: usize, len: usize, seg: u16) {
         let stats = &self.core.stats;
         bump(&stats.rx_packets);
         stats.rx_bytes.fetch_add(len as u64, Ordering::Relaxed);
@@ -473,6 +480,13 @@ impl SoftRnic {
         if flow.emit_headers(len, buf).is_err() {
             bump(&stats.malformed);
             return;
+        }
+        if self.cfg.icrc && seg > 0 {
+            let ip = &mut buf[14..];
+            ip[4..6].copy_from_slice(&seg.to_be_bytes());
+            if icrc::verify(ip).is_err() {
+                ip[4..6].fill(0);
+            }
         }
         let Self { core, tx, replies, cfg, .. } = self;
         core.on_ip(now, *src.ip(), &buf[14..], cfg.icrc, &mut |peer, roce| {
@@ -485,19 +499,55 @@ impl SoftRnic {
         core.timers(now, &mut |peer, roce| push_reply(cfg, tx, replies, peer, roce));
     }
 
-    /// Send the gathered replies, each a datagram of its own (`sendmmsg`): a GSO send's
-    /// segments would carry identifications 0, 1, 2, … and all but the first a wrong ICRC.
+    /// Send the gathered replies: runs of equal length to one peer as one GSO send, each
+    /// segment's ICRC computed for the identification the kernel gives it (0, 1, 2, … in the
+    /// send; the ICRC covers it).
     fn send_replies(&mut self) {
-        let mut msgs = [(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0), &[][..]); 64];
-        for group in self.replies.chunks(msgs.len()) {
-            for (m, &(peer, off, len)) in msgs.iter_mut().zip(group) {
-                *m = (SocketAddrV4::new(peer, wire::udp::port::ROCE_V2), &self.tx[off..off + len]);
+        let mut i = 0;
+        while i < self.replies.len() {
+            let (peer, off, len) = self.replies[i];
+            let mut j = i + 1;
+            while j < self.replies.len()
+                && j - i < self.state.max_gso_segments().min(64)
+                && self.replies[j].0 == peer
+                && self.replies[j].2 == len
+                && self.replies[j].1 == off + (j - i) * len
+            {
+                j += 1;
             }
-            let sent = ports::port::send_each(&self.sock, &msgs[..group.len()]);
-            self.core.stats.tx_packets.fetch_add(sent as u64, Ordering::Relaxed);
+            for k in 1..j - i {
+                self.stamp_segment(peer, off + k * len, len, k as u16);
+            }
+            let t = Transmit {
+                destination: SocketAddr::V4(SocketAddrV4::new(peer, wire::udp::port::ROCE_V2)),
+                ecn: None,
+                contents: &self.tx[off..off + (j - i) * len],
+                segment_size: (j - i > 1).then_some(len),
+                src_ip: None,
+            };
+            if self.state.try_send((&self.sock).into(), &t).is_ok() {
+                self.core.stats.tx_packets.fetch_add((j - i) as u64, Ordering::Relaxed);
+            }
+            i = j;
         }
         self.replies.clear();
         self.tx.clear();
+    }
+
+    /// Recompute the ICRC of the reply at `tx[at..at + len]` to `peer` as segment `k` of a
+    /// GSO send (its IPv4 header rebuilt as the kernel writes it, identification `k`).
+    fn stamp_segment(&mut self, peer: Ipv4Addr, at: usize, len: usize, k: u16) {
+        let from = SocketAddrV4::new(self.cfg.ip, self.cfg.udp_port);
+        let flow = UdpFlow::host_udp(NO_MAC, NO_MAC, from, SocketAddrV4::new(peer, wire::udp::port::ROCE_V2));
+        let mut b = [0u8; HEADERS + 512];
+        let Some(ip) = b.get_mut(..HEADERS + len) else { return };
+        if flow.emit_headers(len, ip).is_err() {
+            return;
+        }
+        ip[HEADERS..].copy_from_slice(&self.tx[at..at + len]);
+        if ports::port::stamp_icrc_for_segment(&mut ip[14..], k) {
+            self.tx[at + len - 4..at + len].copy_from_slice(&ip[HEADERS + len - 4..]);
+        }
     }
 
     /// Serve until `stop` is set: poll, and when idle wait up to 1 ms for the socket.

@@ -9,7 +9,8 @@
 //!   bound to the port's address) become Ethernet/IPv4/UDP frames addressed to the port's MAC,
 //!   from a synthetic MAC made of the sender's address (`02:00:` + its four IPv4 bytes), with
 //!   TTL 64, DF set, identification 0 and UDP checksum 0 — the kernel does not hand over the
-//!   real IPv4 header.
+//!   real IPv4 header. A RoCEv2 datagram that is segment k > 0 of a GRO buffer gets
+//!   identification k instead when its ICRC says so (it was segment k of a GSO send).
 //! * **Transmit**: an IPv4/UDP frame is sent as its UDP payload from a socket bound to the
 //!   frame's source address and source port (opened on first use, so a RoCEv2 queue pair keeps
 //!   the UDP source port its ICRC covers) to the frame's destination address and port. Runs of
@@ -19,10 +20,10 @@
 //!
 //! For RoCEv2 the kernel writes the IPv4 header, and the ICRC covers the addresses, the
 //! identification and the flags. Every socket sends with DF (`IP_PMTUDISC_DO`) and unconnected,
-//! where Linux writes identification 0, the header the ICRC is computed over; RoCEv2 datagrams
-//! leave one by one (`sendmmsg`), never as a GSO send, whose segments the kernel numbers 0, 1,
-//! 2, … (so only the first would verify). `tests/dta_netns.rs` captures the veths and checks
-//! every RoCEv2 frame's ICRC with scapy.
+//! where Linux writes identification 0; the segments of a GSO send get 0, 1, 2, …, so a RoCEv2
+//! datagram that is segment k of a run leaves with its ICRC computed for identification k
+//! ([`stamp_icrc_for_segment`]). `tests/dta_netns.rs` captures the veths and checks every
+//! RoCEv2 frame's ICRC with scapy.
 //! Datagrams and frames are copied between socket and buffer (as AF_PACKET does); the syscalls
 //! are batched (`recvmmsg`, GRO, GSO) by `quinn-udp`.
 
@@ -98,61 +99,25 @@ fn set_dont_fragment(s: &socket2::Socket) -> io::Result<()> {
     if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
 }
 
-/// Datagrams [`send_each`] hands the kernel per `sendmmsg` call.
-const SEND_EACH_BATCH: usize = 64;
-
-/// Send each of `msgs` (destination, payload) as a datagram of its own from `sock`, batched by
-/// `sendmmsg` but never segmented by GSO: GSO's segments get identifications 0, 1, 2, … from the
-/// kernel, and a RoCEv2 ICRC covers the identification, so a RoCEv2 frame must leave as one
-/// datagram (identification 0 on a socket from [`bind_batched`]). How many the kernel took (a
-/// full socket buffer stops the batch; the rest are the caller's to count). quinn-udp batches
-/// only by GSO, so this one call is written here.
-pub fn send_each(sock: &UdpSocket, msgs: &[(SocketAddrV4, &[u8])]) -> usize {
-    use std::os::fd::AsRawFd;
-    let mut sent = 0;
-    for chunk in msgs.chunks(SEND_EACH_BATCH) {
-        // SAFETY: all-zero is a valid value of these plain C structs.
-        let mut addrs: [libc::sockaddr_in; SEND_EACH_BATCH] = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        let mut iovs: [libc::iovec; SEND_EACH_BATCH] = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        let mut hdrs: [libc::mmsghdr; SEND_EACH_BATCH] = unsafe { std::mem::zeroed() };
-        for (i, (dst, payload)) in chunk.iter().enumerate() {
-            addrs[i].sin_family = libc::AF_INET as libc::sa_family_t;
-            addrs[i].sin_port = dst.port().to_be();
-            addrs[i].sin_addr.s_addr = u32::from_ne_bytes(dst.ip().octets());
-            iovs[i].iov_base = payload.as_ptr() as *mut libc::c_void;
-            iovs[i].iov_len = payload.len();
-            hdrs[i].msg_hdr.msg_name = (&raw mut addrs[i]).cast();
-            hdrs[i].msg_hdr.msg_namelen = size_of::<libc::sockaddr_in>() as libc::socklen_t;
-            hdrs[i].msg_hdr.msg_iov = &raw mut iovs[i];
-            hdrs[i].msg_hdr.msg_iovlen = 1;
-        }
-        let mut at = 0;
-        while at < chunk.len() {
-            // SAFETY: `hdrs[at..chunk.len()]` are initialised message headers whose names and
-            // iovecs point into `addrs`, `iovs` and the caller's payloads, all alive and unmoved
-            // for the call; the kernel only reads the payloads and writes each `msg_len`.
-            let r = unsafe {
-                libc::sendmmsg(
-                    sock.as_raw_fd(),
-                    hdrs[at..].as_mut_ptr(),
-                    (chunk.len() - at) as libc::c_uint,
-                    libc::MSG_DONTWAIT,
-                )
-            };
-            if r > 0 {
-                at += r as usize;
-            } else if r < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                continue;
-            } else {
-                // A full buffer (EAGAIN) or an error on the datagram at `at`.
-                return sent + at;
-            }
-        }
-        sent += chunk.len();
+/// Rewrite the ICRC of the RoCEv2 packet `ip` (IPv4 header on, ICRC last) for the header it
+/// has on the wire as segment `k` of a GSO send: the kernel gives the segments of one send the
+/// identifications 0, 1, 2, … (0 for an unconnected socket with DF, see [`bind_batched`]), and
+/// the ICRC covers the identification. `ip`'s own identification is set to `k` on the way (the
+/// kernel writes its own header; this copy only feeds the CRC). `false` if `ip` is not RoCEv2.
+pub fn stamp_icrc_for_segment(ip: &mut [u8], k: u16) -> bool {
+    if ip.len() < 20 {
+        return false;
     }
-    sent
+    ip[4..6].copy_from_slice(&k.to_be_bytes());
+    let Ok(icrc) = wire::roce::icrc::compute(ip) else { return false };
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    match ip.get_mut(total.saturating_sub(4)..total) {
+        Some(t) if total >= 4 => {
+            t.copy_from_slice(&icrc.to_le_bytes());
+            true
+        }
+        _ => false,
+    }
 }
 
 /// Ask for `bytes` of receive buffer beyond `net.core.rmem_max` (`SO_RCVBUFFORCE`, allowed with
@@ -230,6 +195,8 @@ pub struct UdpPort {
     next_sock: usize,
     /// Payloads of the GSO run being gathered.
     run: Vec<u8>,
+    /// A RoCEv2 packet's copy, its ICRC recomputed as a GSO segment's.
+    icrc_scratch: Vec<u8>,
     stats: PortStats,
 }
 
@@ -256,6 +223,7 @@ impl UdpPort {
             pending: VecDeque::with_capacity(RX_BATCH * 8),
             next_sock: 0,
             run: Vec::with_capacity(64 * MAX_DATAGRAM),
+            icrc_scratch: Vec::with_capacity(MAX_DATAGRAM + 64),
             stats: PortStats::default(),
         })
     }
@@ -291,22 +259,6 @@ impl UdpPort {
             return true;
         }
         let s = self.sock(si);
-        if dst.port() == wire::udp::port::ROCE_V2 && self.run.len() > seg {
-            // RoCEv2: one datagram each, never GSO segments (see `send_each`).
-            let SocketAddr::V4(d) = dst else { return false };
-            let mut msgs = [(d, &[][..]); SEND_EACH_BATCH];
-            let mut ok = true;
-            for group in self.run.chunks(seg * SEND_EACH_BATCH) {
-                let mut k = 0;
-                for (m, p) in msgs.iter_mut().zip(group.chunks(seg)) {
-                    m.1 = p;
-                    k += 1;
-                }
-                ok &= send_each(&s.sock, &msgs[..k]) == k;
-            }
-            self.run.clear();
-            return ok;
-        }
         let t = Transmit {
             destination: dst,
             ecn: None,
@@ -340,6 +292,13 @@ impl UdpPort {
 }
 
 /// The UDP datagram in an Ethernet/IPv4 frame: (source, destination, payload).
+/// The IPv4 packet of a frame `datagram` accepted (header to total length).
+fn ip_of(data: &[u8]) -> &[u8] {
+    let l2 = EthernetFrame::new_checked(data).map_or(0, |e| data.len() - e.payload().len());
+    let total = data.get(l2 + 2..l2 + 4).map_or(0, |b| usize::from(u16::from_be_bytes([b[0], b[1]])));
+    data.get(l2..l2 + total).unwrap_or_default()
+}
+
 fn datagram(data: &[u8]) -> Option<(SocketAddrV4, SocketAddrV4, &[u8])> {
     let eth = EthernetFrame::new_checked(data).ok()?;
     if eth.ethertype() != EtherType::IPV4 {
@@ -416,7 +375,8 @@ impl<F: Frame> PortIo<F> for UdpPort {
                 let mut o = 0;
                 loop {
                     let len = stride.min(m.len - o);
-                    self.pending.push_back(Pending { from, port, at: at + o, len });
+                    let seg = (o / stride) as u16;
+                    self.pending.push_back(Pending { from, port, at: at + o, len, seg });
                     o += len;
                     if o >= m.len {
                         break;
@@ -454,7 +414,21 @@ impl<F: Frame> PortIo<F> for UdpPort {
                         max_seg = self.sock(si).state.max_gso_segments().clamp(1, 64);
                         run = Some((si, dst, len, 0));
                     }
-                    self.run.extend_from_slice(payload);
+                    let k = run.map_or(0, |r| r.3);
+                    if dst.port() == wire::udp::port::ROCE_V2 && k > 0 {
+                        // Segment k of the GSO send: its ICRC for identification k.
+                        self.icrc_scratch.clear();
+                        self.icrc_scratch.extend_from_slice(ip_of(data));
+                        if !stamp_icrc_for_segment(&mut self.icrc_scratch, k as u16) {
+                            self.stats.tx_errors += 1;
+                            pool.free(f);
+                            continue;
+                        }
+                        let from = self.icrc_scratch.len() - payload.len();
+                        self.run.extend_from_slice(&self.icrc_scratch[from..]);
+                    } else {
+                        self.run.extend_from_slice(payload);
+                    }
                     if let Some(r) = run.as_mut() {
                         r.3 += 1;
                     }
@@ -489,6 +463,8 @@ struct Pending {
     port: u16,
     at: usize,
     len: usize,
+    /// Its index in the GRO buffer it came in.
+    seg: u16,
 }
 
 impl UdpPort {
@@ -510,6 +486,16 @@ impl UdpPort {
                 Some(f) => {
                     flow.emit_headers(d.len(), f).is_ok() && {
                         f[h..].copy_from_slice(d);
+                        // RoCEv2, segment k > 0 of a GRO buffer: a GSO send's segment k left
+                        // with identification k (see `stamp_icrc_for_segment`); the ICRC, which
+                        // covers it, says whether this one did.
+                        if p.port == wire::udp::port::ROCE_V2 && p.seg > 0 {
+                            let ip = &mut f[h - wire::udp::HEADER_LEN - wire::ipv4::HEADER_LEN..];
+                            ip[4..6].copy_from_slice(&p.seg.to_be_bytes());
+                            if wire::roce::icrc::verify(ip).is_err() {
+                                ip[4..6].fill(0);
+                            }
+                        }
                         true
                     }
                 }
