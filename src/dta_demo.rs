@@ -278,6 +278,9 @@ pub struct Accounting {
     /// Reports still asked for (`seq_missing`) and data items held unwritten (`held`: postcards
     /// of partial paths, partial Append batches, parked reports).
     pub pending: u64,
+    /// Data items of unknown outcome (`unknown_entries`: atomics whose connection was lost
+    /// before their ACK; applied or not): neither stored nor lost.
+    pub unknown: u64,
     /// The drops by reason that went into `lost`.
     pub dropped: Vec<(&'static str, u64)>,
     /// The counters.
@@ -298,7 +301,23 @@ pub fn accounting(translator: &Runtime) -> Result<Accounting, DemoError> {
         + dropped.iter().map(|x| x.1).sum::<u64>()
         + stats.get("lost_entries")
         + stats.get("region_lost_entries");
-    Ok(Accounting { lost, pending: stats.get("seq_missing") + stats.get("held"), dropped, stats })
+    Ok(Accounting {
+        lost,
+        pending: stats.get("seq_missing") + stats.get("held"),
+        unknown: stats.get("unknown_entries"),
+        dropped,
+        stats,
+    })
+}
+
+impl Accounting {
+    /// Whether `stored` of `sent` closes the accounting: stored + lost + pending = sent, up to
+    /// the items of unknown outcome (each applied or not):
+    /// stored + lost + pending ≤ sent ≤ stored + lost + pending + unknown.
+    pub fn closes(&self, stored: u64, sent: u64) -> bool {
+        let known = stored + self.lost + self.pending;
+        known <= sent && sent <= known + self.unknown
+    }
 }
 
 /// How many of the first `sent` reports of the Append stream over `lists` lists the collector

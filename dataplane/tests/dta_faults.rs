@@ -185,6 +185,8 @@ struct Tally {
     dropped: u64,
     /// lost_entries + region_lost_entries.
     given_up: u64,
+    /// unknown_entries: atomics whose connection was lost before their ACK (applied or not).
+    unknown: u64,
     /// Frames the links lost: reporter→translator, translator→collector, back, NACKs.
     link_lost: [u64; 4],
     /// Reports sent while no translator was running (a restart): lost on the way, and no
@@ -195,6 +197,13 @@ struct Tally {
 impl Tally {
     fn lost(&self) -> u64 {
         self.unrecoverable + self.dropped + self.given_up
+    }
+
+    /// stored + lost + `extra` = sent, up to the items of unknown outcome (each applied or
+    /// not): stored + lost + extra ≤ sent ≤ that + unknown.
+    fn closes(&self, extra: u64) -> bool {
+        let known = self.stored + self.lost() + extra;
+        known <= self.sent && self.sent <= known + self.unknown
     }
 }
 
@@ -305,6 +314,7 @@ fn run_with(
     t.unrecoverable = st.seq_unrecoverable;
     t.dropped = report_drops(&lab).0;
     t.given_up = st.lost_entries + st.region_lost_entries;
+    t.unknown = st.unknown_entries;
     t.into_outage = lab.outage;
     println!(
         "{kind:?} {reports} reports, 1 per {gap_us} µs, {:.1} % loss: sent {} stored {} counted lost {} \
@@ -335,7 +345,7 @@ fn check_lossless(kind: Kind, reports: u32, gap_us: usize, per_mille: u64) {
     // (NACKs are few: at 1 % none of them may be lost.)
     assert!(t.link_lost[..3].iter().all(|&l| l > 0), "a link lost nothing: {t:?}");
     let _ = lab;
-    assert_eq!(t.stored + t.lost(), t.sent, "{kind:?}: stored + counted lost = sent; {t:?}");
+    assert!(t.closes(0), "{kind:?}: stored + counted lost = sent (up to unknown outcomes); {t:?}");
     assert_eq!(t.stored, t.sent, "{kind:?}: high-priority reports, loss only: none lost; {t:?}");
 }
 
@@ -387,7 +397,7 @@ fn collector_death_is_counted() {
         });
         let st = lab.sw.program().stats();
         assert!(st.resets >= 1 && st.region_lost_entries > 0, "{st:?}");
-        assert_eq!(t.stored + t.lost(), t.sent, "{kind:?}: stored + counted lost = sent; {t:?}");
+        assert!(t.closes(0), "{kind:?}: stored + counted lost = sent (up to unknown outcomes); {t:?}");
         assert!(t.stored > 0, "{kind:?}: writes resumed after the restart");
         assert!(down_at.is_some());
     }
@@ -412,7 +422,7 @@ fn collector_pause_loses_nothing() {
         let st = lab.sw.program().stats();
         assert!(st.resets >= 1, "{st:?}");
         assert_eq!(st.region_lost_entries, 0, "{st:?}");
-        assert_eq!(t.stored + t.lost(), t.sent, "{kind:?}: {t:?}");
+        assert!(t.closes(0), "{kind:?}: {t:?}");
         // Reports that came while the QP was reconnecting waited (high priority, parked).
         assert_eq!((t.stored, t.lost()), (t.sent, 0), "{kind:?}: {t:?}");
         assert!(st.parked > 0 && st.unparked == st.parked, "{st:?}");
@@ -442,7 +452,7 @@ fn reporter_restart_is_counted() {
     let st = lab.sw.program().stats();
     assert_eq!(st.reporter_restarts, 1);
     assert!(t.unrecoverable > 0, "{t:?}");
-    assert_eq!(t.stored + t.lost(), t.sent, "{t:?}");
+    assert!(t.closes(0), "{t:?}");
 }
 
 /// The translator is stopped (SIGTERM: it writes out what it holds, waits for the ACKs, sends
@@ -455,9 +465,9 @@ fn reporter_restart_is_counted() {
 fn translator_restart_reconnects_and_continues() {
     for kind in [Kind::Append, Kind::KeyWrite, Kind::KeyIncrement] {
         let (mut restarted, mut ready_after) = (0u64, None);
-        let mut old_lost = 0;
+        let (mut old_lost, mut old_unknown) = (0, 0);
         // The new translator joins the reporter mid-stream (join_ms, the default 100).
-        let (lab, t) = run_with("join_ms = 100", kind, 3000, 100, 10, |lab, _, i, _| {
+        let (lab, mut t) = run_with("join_ms = 100", kind, 3000, 100, 10, |lab, _, i, _| {
             if i == 1050 {
                 lab.stop_translator(200_000);
                 let conns = lab.collectors[0].ep.connections().count();
@@ -466,6 +476,7 @@ fn translator_restart_reconnects_and_continues() {
                 let st = lab.sw.program().stats();
                 old_lost =
                     st.seq_unrecoverable + report_drops(lab).0 + st.lost_entries + st.region_lost_entries;
+                old_unknown = st.unknown_entries;
             }
             // The new translator first hears the reporter at number 1100 % 256 = 76, at least
             // JOIN_MIN: mid-stream. (Below it, it would take the reporter for new and NACK its
@@ -482,7 +493,8 @@ fn translator_restart_reconnects_and_continues() {
         // Milliseconds; a lost metadata SEND costs the collector's ACK timeout (67 ms).
         assert!(ready_after < 200_000_000, "{kind:?}: ready after {ready_after} ns");
         assert!(t.into_outage > 0);
-        assert_eq!(t.stored + t.lost() + old_lost + t.into_outage, t.sent, "{kind:?}: {t:?} + {old_lost}");
+        t.unknown += old_unknown;
+        assert!(t.closes(old_lost + t.into_outage), "{kind:?}: {t:?} + {old_lost}");
         let conns: Vec<_> = lab.collectors[0].ep.connections().collect();
         assert_eq!(conns.len(), 5, "{kind:?}: {conns:?}");
     }
@@ -505,7 +517,7 @@ fn reordering_stores_nothing_twice_and_loses_nothing_uncounted() {
             // Reports (NACKed resends included) arrive in reversed groups.
             lab.reorder_reports = i < 4000;
         });
-        assert_eq!(t.stored + t.lost(), t.sent, "{kind:?}, groups of {group}: {t:?}");
+        assert!(t.closes(0), "{kind:?}, groups of {group}: {t:?}");
         if group <= 4 {
             assert_eq!(t.lost(), 0, "{kind:?}, groups of {group}: {t:?}");
         } else {

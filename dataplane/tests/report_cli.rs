@@ -69,6 +69,20 @@ fn udp_reports_and_a_nack_brings_back_what_followed() {
     let mut nacked = false;
     while seen.len() < 40 + 9 {
         let (n, from) = sock.recv_from(&mut buf).expect("reports keep coming");
+        // The reporter's hello first: answered as a translator does, with its nonce.
+        if let Ok(h) = wire::dta::HelloRepr::parse(&buf[..n]) {
+            assert!(seen.is_empty(), "the hello comes before any report");
+            let ack = NackRepr {
+                seqnum: 0,
+                nack: false,
+                slow_down: false,
+                ext: Some(wire::dta::NackExt::Hello { epoch: h.epoch, nonce: h.nonce }),
+            };
+            let mut m = [0u8; 14];
+            ack.emit(&mut m).unwrap();
+            sock.send_to(&m, (from.ip(), 40044)).unwrap();
+            continue;
+        }
         let rep = DtaRepr::parse(&buf[..n], Format::default()).unwrap();
         seen.push(rep.seq.unwrap().seqnum);
         if !nacked && seen.len() == 20 {

@@ -713,12 +713,12 @@ proptest! {
 
     #[test]
     fn dta_nack_ext_roundtrip(
-        seqnum in any::<u8>(), sketch in any::<bool>(), a in any::<u16>(), b in any::<u16>(), c in any::<u32>()
+        seqnum in any::<u8>(), kind in 0..3u8, a in any::<u16>(), b in any::<u16>(), c in any::<u32>()
     ) {
-        let ext = if sketch {
-            NackExt::Sketch { sketch_id: a, reporter_id: b, column: c }
-        } else {
-            NackExt::Reports { count: a as u8, epoch: b as u8 }
+        let ext = match kind {
+            0 => NackExt::Reports { count: a as u8, epoch: b as u8 },
+            1 => NackExt::Sketch { sketch_id: a, reporter_id: b, column: c },
+            _ => NackExt::Hello { epoch: b as u8, nonce: c },
         };
         let r = NackRepr { seqnum, nack: true, slow_down: false, ext: Some(ext) };
         let bytes = emitted(r.buffer_len(), |buf| r.emit(buf));
@@ -726,6 +726,16 @@ proptest! {
         prop_assert_eq!(NackRepr::parse(&bytes)?, r);
         // Cut short, it is an error, never a panic or a plain NACK.
         prop_assert!(NackRepr::parse(&bytes[..13]).is_err());
+    }
+
+    #[test]
+    fn dta_hello_roundtrip(epoch in 0..16u8, nonce in any::<u32>()) {
+        let r = dta::HelloRepr { epoch, nonce };
+        let bytes = emitted(dta::HELLO_LEN, |buf| r.emit(buf));
+        prop_assert_eq!(dta::HelloRepr::parse(&bytes)?, r);
+        // Not a report: the report parser refuses its opcode.
+        prop_assert!(DtaRepr::parse(&bytes, Format::default()).is_err());
+        prop_assert!(dta::HelloRepr::parse(&bytes[..6]).is_err());
     }
 
     #[test]
@@ -828,6 +838,7 @@ fn parse_everything(b: &[u8]) {
         }
     }
     let _ = NackRepr::parse(b);
+    let _ = dta::HelloRepr::parse(b);
     if let Ok(h) = IntHeader::new_checked(b) {
         for i in 0..usize::from(h.max_hop()) {
             let _ = h.hop(i);

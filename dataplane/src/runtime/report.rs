@@ -115,6 +115,9 @@ pub struct ReportSummary {
     /// Tail probes: the newest report sent once more at the end (so a lost last report is
     /// found missing); duplicates, not reports.
     pub tail_probes: u64,
+    /// Collector addresses whose translator answered this start's hello, and those that never
+    /// did (the stream started unconfirmed there).
+    pub hellos: (u64, u64),
     /// Stopped by a signal before the last report.
     pub interrupted: bool,
 }
@@ -131,6 +134,7 @@ impl std::fmt::Display for ReportSummary {
         )?;
         writeln!(f, "unrecoverable {}", self.unrecoverable)?;
         writeln!(f, "tail probes   {}", self.tail_probes)?;
+        writeln!(f, "hellos        {} answered, {} unanswered", self.hellos.0, self.hellos.1)?;
         writeln!(f, "send errors   {}", self.send_errors)?;
         if self.interrupted {
             writeln!(f, "interrupted   by a signal before the last report")?;
@@ -145,6 +149,15 @@ pub fn fresh_epoch() -> u8 {
     let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     let x = (t as u64) ^ (u64::from(std::process::id()) << 17);
     roce::dta::epoch_of((x ^ (x >> 8) ^ (x >> 24) ^ (x >> 40)) as u8)
+}
+
+/// A nonce for a reporter's hello: from the wall clock and the process (splitmix64).
+pub fn fresh_nonce() -> u32 {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let mut z = (t as u64) ^ (u64::from(std::process::id()) << 32);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) as u32
 }
 
 /// Run the load generator: a [`ReporterAgent`] on the host runtime, over a UDP port (reports as
@@ -173,6 +186,8 @@ pub fn run(r: &ReportRun) -> Result<ReportSummary, ReportError> {
         keep: r.keep,
         epoch: r.epoch,
         tail_probes: if matches!(r.sink, Sink::Udp { .. }) { roce::dta::TAIL_PROBES } else { 0 },
+        // A live network: announce this start to the translators first.
+        hello_nonce: matches!(r.sink, Sink::Udp { .. }).then(fresh_nonce),
     });
     let pool = HeapPool::new(4 * BURST, 512);
     let linger_ns = linger.as_nanos() as u64;
@@ -224,6 +239,7 @@ pub fn run(r: &ReportRun) -> Result<ReportSummary, ReportError> {
         slow_downs: st.slow_downs,
         send_errors: port_errors + dropped,
         tail_probes: st.tail_probes,
+        hellos: (st.hellos_answered, st.hellos_unanswered),
         interrupted: stopped() && !agent.is_done(),
     })
 }

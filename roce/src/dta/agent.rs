@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
-use wire::dta::{DtaRepr, Format, NackExt, NackRepr};
+use wire::dta::{DtaRepr, Format, HelloRepr, NackExt, NackRepr};
 use wire::ethernet::{EtherType, EthernetAddress, EthernetFrame};
 use wire::ipv4::{Ipv4Packet, protocol};
 use wire::stack::UdpFlow;
@@ -49,6 +49,30 @@ pub struct ReporterConfig {
     /// Tail probes after the stream's last report (0 for a capture, where nobody answers; 3
     /// on a live network).
     pub tail_probes: u32,
+    /// On a live network: say hello first, with this start's nonce, to every collector address
+    /// ([`HelloRepr`]), and start the stream once each is answered (or after
+    /// [`HELLO_TRIES`] rounds [`HELLO_WAIT_NS`] apart, counted `hellos_unanswered`): the
+    /// translators then track the new stream from scratch, whatever epoch it drew. `None`: no
+    /// hello (a capture, or the lab's deterministic reporters).
+    pub hello_nonce: Option<u32>,
+}
+
+/// Rounds of hellos a reporter sends before it starts unconfirmed.
+pub const HELLO_TRIES: u32 = 5;
+/// How long a reporter waits for the answers to a round of hellos, ns.
+pub const HELLO_WAIT_NS: u64 = 20_000_000;
+
+/// A reporter's hello phase.
+#[derive(Debug, Clone)]
+struct Hello {
+    nonce: u32,
+    /// Collector addresses not answered yet.
+    pending: Vec<Ipv4Addr>,
+    /// The next of `pending` to send to in this round.
+    next: usize,
+    /// When this round began.
+    sent_at: u64,
+    rounds: u32,
 }
 
 /// What a reporter did.
@@ -76,6 +100,11 @@ pub struct ReporterStats {
     pub too_long: u64,
     /// Tail probes: the newest report sent again after the stream ended.
     pub tail_probes: u64,
+    /// Collector addresses whose translator answered the hello.
+    pub hellos_answered: u64,
+    /// Collector addresses whose translator never answered the hello (the stream started
+    /// unconfirmed there: a translator that does not speak hello, or none reachable).
+    pub hellos_unanswered: u64,
 }
 
 /// Tail probes on a live network: the newest report again after 2, 6 and 14 ms (each wait twice
@@ -112,12 +141,20 @@ pub struct ReporterAgent {
     reached: Option<u64>,
     /// Reports to resend (NACKed), with their collector.
     resend: VecDeque<([u8; MAX_REPORT], u16, Ipv4Addr)>,
+    /// The hello phase, while it lasts.
+    hello: Option<Hello>,
     stats: ReporterStats,
 }
 
 impl ReporterAgent {
     /// A reporter sending `cfg`'s stream from `cfg.start_ns`.
     pub fn new(cfg: ReporterConfig) -> Self {
+        let hello = cfg.hello_nonce.map(|nonce| {
+            let mut pending = cfg.collectors.clone();
+            pending.sort_unstable();
+            pending.dedup();
+            Hello { nonce, pending, next: 0, sent_at: cfg.start_ns, rounds: 0 }
+        });
         let gen_ = LoadGen::new(cfg.spec, cfg.keep, cfg.epoch);
         Self {
             burst: pace_burst(cfg.rate),
@@ -126,6 +163,7 @@ impl ReporterAgent {
             gen_,
             cfg,
             resend: VecDeque::new(),
+            hello,
             stats: ReporterStats::default(),
         }
     }
@@ -146,7 +184,10 @@ impl ReporterAgent {
     /// Whether every report of the stream went out, tail probes included (NACKs may still
     /// come).
     pub fn is_done(&self) -> bool {
-        self.gen_.done(self.cfg.count) && self.resend.is_empty() && !self.tail_probe_pending()
+        self.hello.is_none()
+            && self.gen_.done(self.cfg.count)
+            && self.resend.is_empty()
+            && !self.tail_probe_pending()
     }
 
     /// A tail probe is still to go: the stream kept a report to probe with and not all went.
@@ -177,6 +218,36 @@ impl ReporterAgent {
     }
 }
 
+impl ReporterAgent {
+    /// The hello phase's next frame: a hello to the next collector of this round, a new round
+    /// when the last one's answers are overdue, or the end of the phase (all answered, or
+    /// [`HELLO_TRIES`] rounds gone unanswered).
+    fn poll_hello(&mut self, now: u64, buf: &mut [u8]) -> Option<usize> {
+        if now < self.cfg.start_ns {
+            return None;
+        }
+        let h = self.hello.as_mut()?;
+        let round_over = h.rounds == 0 || (h.next >= h.pending.len() && now >= h.sent_at + HELLO_WAIT_NS);
+        if h.pending.is_empty() || (round_over && h.rounds >= HELLO_TRIES) {
+            self.stats.hellos_unanswered += h.pending.len() as u64;
+            self.hello = None;
+            // The stream starts now.
+            self.due = self.due.max(now);
+            return self.poll_transmit(now, 0, buf);
+        }
+        if round_over {
+            h.rounds += 1;
+            h.next = 0;
+            h.sent_at = now;
+        }
+        let dst = *h.pending.get(h.next)?;
+        h.next += 1;
+        let mut b = [0u8; wire::dta::HELLO_LEN];
+        HelloRepr { epoch: self.gen_.sender.epoch(), nonce: h.nonce }.emit(&mut b).ok()?;
+        self.frame(dst, &b, buf)
+    }
+}
+
 impl Agent for ReporterAgent {
     fn handle_packet(&mut self, now: u64, frame: &[u8]) {
         let Ok(eth) = EthernetFrame::new_checked(frame) else { return };
@@ -192,6 +263,16 @@ impl Agent for ReporterAgent {
             return;
         }
         let Ok(nack) = NackRepr::parse(udp.payload()) else { return };
+        if let (Some(NackExt::Hello { nonce, .. }), Some(h)) = (nack.ext, self.hello.as_mut()) {
+            if nonce == h.nonce
+                && let Some(i) = h.pending.iter().position(|&c| c == ip.src_addr())
+            {
+                h.pending.remove(i);
+                h.next = h.next.min(h.pending.len());
+                self.stats.hellos_answered += 1;
+            }
+            return;
+        }
         self.stats.nacks += 1;
         if let Some(NackExt::Sketch { sketch_id, reporter_id, column }) = nack.ext {
             // The translator missed a column: send again from the one after the last merged.
@@ -213,6 +294,9 @@ impl Agent for ReporterAgent {
     fn poll_transmit(&mut self, now: u64, _paused: u8, buf: &mut [u8]) -> Option<usize> {
         if let Some((b, n, dst)) = self.resend.pop_front() {
             return self.frame(dst, &b[..usize::from(n)], buf);
+        }
+        if self.hello.is_some() {
+            return self.poll_hello(now, buf);
         }
         if self.gen_.done(self.cfg.count) {
             if self.tail_probe_pending()
@@ -271,6 +355,14 @@ impl Agent for ReporterAgent {
         if !self.resend.is_empty() {
             return Some(0);
         }
+        if let Some(h) = &self.hello {
+            let mid_round = h.rounds > 0 && h.next < h.pending.len();
+            return Some(if mid_round || h.rounds == 0 {
+                self.cfg.start_ns.max(h.sent_at)
+            } else {
+                h.sent_at + HELLO_WAIT_NS
+            });
+        }
         if self.gen_.done(self.cfg.count) {
             return self
                 .tail_probe_pending()
@@ -313,19 +405,24 @@ mod tests {
             keep: MAX_KEEP,
             epoch: 3,
             tail_probes: 0,
+            hello_nonce: None,
         })
     }
 
     /// A slow-down message from the translator, framed to the reporter's NACK port.
     fn slow_down() -> Vec<u8> {
-        let n = NackRepr::plain(0, false, true);
-        let mut p = [0u8; 8];
+        nack_frame(TRANSLATOR, NackRepr::plain(0, false, true))
+    }
+
+    /// NACK `n` from `from` to the reporter's NACK port, framed.
+    fn nack_frame(from: Ipv4Addr, n: NackRepr) -> Vec<u8> {
+        let mut p = [0u8; 16];
         n.emit(&mut p).unwrap();
         let len = n.buffer_len();
         let flow = UdpFlow::host_udp(
             EthernetAddress([2, 0, 0, 0, 0, 2]),
             EthernetAddress([2, 0, 0, 0, 0, 1]),
-            SocketAddrV4::new(TRANSLATOR, 40040),
+            SocketAddrV4::new(from, 40040),
             SocketAddrV4::new(ME, wire::udp::port::DTA_NACK),
         );
         let mut f = vec![0u8; flow.headers_len() + len];
@@ -369,5 +466,60 @@ mod tests {
         p.handle_packet(1_000_000, &slow_down());
         let half = sent_during(&mut p, 1_000_000, 200_000) * 5;
         assert!(half < full * 3 / 4, "{full} then {half}");
+    }
+
+    /// The hello phase: a hello to each collector address, nothing else until each is answered
+    /// with this start's nonce (a wrong nonce is ignored), then the stream; a collector that
+    /// never answers is given HELLO_TRIES rounds and counted unanswered.
+    #[test]
+    fn hellos_go_first_and_the_stream_waits_for_the_answers() {
+        let c2 = Ipv4Addr::new(10, 0, 3, 2);
+        let mut a = agent(1000);
+        a.cfg.collectors = vec![TRANSLATOR, c2];
+        a.hello = Some(Hello { nonce: 42, pending: vec![TRANSLATOR, c2], next: 0, sent_at: 0, rounds: 0 });
+        let mut buf = [0u8; 256];
+        let hello_to = |buf: &[u8], n: usize| {
+            let eth = EthernetFrame::new_checked(&buf[..n]).unwrap();
+            let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
+            let udp = UdpPacket::new_checked(ip.payload()).unwrap();
+            let h = HelloRepr::parse(udp.payload()).unwrap();
+            assert_eq!((h.nonce, h.epoch), (42, 3));
+            ip.dst_addr()
+        };
+        let n = a.poll_transmit(0, 0, &mut buf).unwrap();
+        assert_eq!(hello_to(&buf, n), TRANSLATOR);
+        let n = a.poll_transmit(0, 0, &mut buf).unwrap();
+        assert_eq!(hello_to(&buf, n), c2);
+        assert!(a.poll_transmit(1000, 0, &mut buf).is_none(), "no report before the answers");
+        let ack = |nonce| NackRepr {
+            seqnum: 0,
+            nack: false,
+            slow_down: false,
+            ext: Some(NackExt::Hello { epoch: 3, nonce }),
+        };
+        a.handle_packet(2000, &nack_frame(TRANSLATOR, ack(41)));
+        a.handle_packet(2000, &nack_frame(TRANSLATOR, ack(42)));
+        assert_eq!(a.stats().hellos_answered, 1);
+        // c2 never answers: a hello again each HELLO_WAIT_NS, then the stream starts anyway.
+        let mut t = 3000;
+        let mut hellos_to_c2 = 1;
+        let first_report = loop {
+            t += 1_000_000;
+            assert!(t < 1_000_000_000, "the stream never started");
+            let Some(n) = a.poll_transmit(t, 0, &mut buf) else { continue };
+            let eth = EthernetFrame::new_checked(&buf[..n]).unwrap();
+            let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
+            let udp = UdpPacket::new_checked(ip.payload()).unwrap();
+            if udp.payload()[0] == wire::dta::HELLO_OPCODE {
+                assert_eq!(ip.dst_addr(), c2, "only the one not answered");
+                hellos_to_c2 += 1;
+            } else {
+                break t;
+            }
+        };
+        assert_eq!(hellos_to_c2, HELLO_TRIES);
+        assert!(first_report >= HELLO_TRIES as u64 * HELLO_WAIT_NS);
+        assert_eq!((a.stats().hellos_answered, a.stats().hellos_unanswered), (1, 1));
+        assert_eq!(a.stats().nacks, 0, "answers to hellos are not NACKs");
     }
 }

@@ -14,7 +14,7 @@
 mod agent;
 mod load;
 
-pub use agent::{ReporterAgent, ReporterConfig, ReporterStats, TAIL_PROBES};
+pub use agent::{HELLO_TRIES, HELLO_WAIT_NS, ReporterAgent, ReporterConfig, ReporterStats, TAIL_PROBES};
 pub use load::{LoadGen, LoadKind, LoadSpec};
 
 use std::collections::VecDeque;
@@ -170,8 +170,9 @@ impl ReportSender {
                 }
                 count
             }
-            // A sketch column's NACK is the sketch sender's business.
-            Some(NackExt::Sketch { .. }) => return,
+            // A sketch column's NACK is the sketch sender's business, a hello's answer the
+            // reporter's start.
+            Some(NackExt::Sketch { .. } | NackExt::Hello { .. }) => return,
             // A plain NACK: everything after its number.
             None => sent_after,
         };

@@ -154,6 +154,8 @@ pub(super) fn reporter(h: usize, gateway: (usize, u16), r: &ReporterSpec) -> Rep
         // Deterministic: one epoch per host.
         tail_probes: roce::dta::TAIL_PROBES,
         epoch: roce::dta::epoch_of(h as u8),
+        // Deterministic runs: no hello (each host starts once).
+        hello_nonce: None,
     })
 }
 

@@ -116,7 +116,7 @@ pub mod nack {
 pub mod nack_ext {
     use crate::spec::Field;
 
-    /// What is NACKed: 0 a range of reports, 1 a sketch column.
+    /// What is NACKed: 0 a range of reports, 1 a sketch column, 2 a hello answered.
     pub const KIND: Field = Field::bytes("kind", 0, 1);
     /// Reports: how many are missing after the NACK's seqnum (1..=128).
     pub const COUNT: Field = Field::bytes("count", 1, 1);

@@ -14,8 +14,9 @@
 //!
 //! A NACK (2 bytes: last seqnum held, nack 1, slow-down 1 (ours), extended 1 (ours), reserved
 //! 5) may carry our 12-byte extension ([`NackExt`]) when the extended flag is set: a range of
-//! missing reports (count, reporter epoch) or an out-of-order sketch column (sketch, reporter,
-//! 32-bit column). A reference reporter reads the first two bytes only and resends everything
+//! missing reports (count, reporter epoch), an out-of-order sketch column (sketch, reporter,
+//! 32-bit column), or the answer to a reporter's hello (epoch, nonce). A hello ([`HelloRepr`],
+//! opcode 6, ours) is a reporter announcing a new stream from its address and port. A reference reporter reads the first two bytes only and resends everything
 //! after the seqnum, a superset of the range.
 //!
 //! Sub-headers follow directly: Key-Write (redundancy 8, key 32, data 4/12/28 bytes),

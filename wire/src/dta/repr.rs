@@ -344,6 +344,60 @@ pub enum NackExt {
         /// The last column merged in order from it.
         column: u32,
     },
+    /// Kind 2: a reporter's [`HelloRepr`] heard — its tracking starts afresh, under `epoch` —
+    /// echoing the hello's `nonce` (layout: epoch in the epoch byte, nonce in the column word).
+    Hello {
+        /// The epoch the reporter announced.
+        epoch: u8,
+        /// The hello's nonce.
+        nonce: u32,
+    },
+}
+
+/// Opcode of a reporter's hello (our extension, never a report): see [`HelloRepr`].
+pub const HELLO_OPCODE: u8 = 6;
+
+/// Length of a hello: the 3-byte long base header and a 4-byte nonce.
+pub const HELLO_LEN: usize = 7;
+
+/// A reporter's hello (our extension): sent when it starts, before its first report, to every
+/// collector address it reports to (the collector's ToR translator takes it). It says "my
+/// stream from this source address and port starts now, numbered from 0 in `epoch`": the
+/// translator counts what the previous stream of that source still missed and tracks the new
+/// one from scratch, so a restart is never read against the old stream's window whatever
+/// epoch it draws. The translator answers with a NACK carrying [`NackExt::Hello`] and the
+/// `nonce` (the reporter's proof that this start was heard). Layout: long base header with
+/// opcode 6, seqnum 0, flags 0, the epoch in its epoch bits; then the nonce, big-endian.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HelloRepr {
+    /// The reporter's epoch for this start (1..=15).
+    pub epoch: u8,
+    /// A value of this start's own, echoed in the answer.
+    pub nonce: u32,
+}
+
+impl HelloRepr {
+    /// Parse a hello (the UDP payload); an error if it is not one.
+    pub fn parse(buf: &[u8]) -> Result<Self> {
+        need("dta.hello", HELLO_LEN, buf.len())?;
+        if buf[0] != HELLO_OPCODE {
+            return Err(Error::Unsupported { field: "dta.opcode", value: u64::from(buf[0]) });
+        }
+        Ok(Self {
+            epoch: field::base_long::EPOCH.get_u8(buf),
+            nonce: u32::from_be_bytes([buf[3], buf[4], buf[5], buf[6]]),
+        })
+    }
+
+    /// Write the hello.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
+        space("dta.hello", HELLO_LEN, buf.len())?;
+        buf[..HELLO_LEN].fill(0);
+        buf[0] = HELLO_OPCODE;
+        buf[field::base_long::EPOCH.byte()] |= field::base_long::EPOCH.place_u8(self.epoch & 0x0f);
+        set_u32(buf, 3, self.nonce);
+        Ok(())
+    }
 }
 
 impl NackRepr {
@@ -366,6 +420,7 @@ impl NackRepr {
                     reporter_id: REPORTER_ID.get_u16(e),
                     column: COLUMN.get_u32(e),
                 },
+                2 => NackExt::Hello { epoch: EPOCH.get_u8(e), nonce: COLUMN.get_u32(e) },
                 k => return Err(Error::Unsupported { field: "dta.nack_ext.kind", value: u64::from(k) }),
             })
         } else {
@@ -403,6 +458,11 @@ impl NackRepr {
                 set_u16(e, SKETCH_ID.byte(), sketch_id);
                 set_u16(e, REPORTER_ID.byte(), reporter_id);
                 set_u32(e, COLUMN.byte(), column);
+            }
+            NackExt::Hello { epoch, nonce } => {
+                e[KIND.byte()] = 2;
+                e[EPOCH.byte()] = epoch;
+                set_u32(e, COLUMN.byte(), nonce);
             }
         }
         Ok(())

@@ -421,6 +421,7 @@ impl DtaTranslator {
         let drops = Drops {
             malformed: dr.declare("dta_malformed"),
             unknown_opcode: dr.declare("dta_unknown_opcode"),
+            hello: dr.declare("dta_hello"),
             bad_redundancy: dr.declare("dta_bad_redundancy"),
             redundancy_mismatch: dr.declare("dta_redundancy_mismatch"),
             no_list: dr.declare("dta_no_list"),

@@ -9,8 +9,9 @@ impl DtaTranslator {
         format!(
             "ready={ready}/{} keywrite={} append={} keyincrement={} postcarder={} sketchmerge={} rdma_packets={} \
              retransmitted={} acks={} nacks={} slow_downs={} parked={} unparked={} connects={} resets={} outstanding={} \
-             seq_gaps={} seq_recovered={} seq_unrecoverable={} reporter_restarts={} untracked={} \
-             replayed={} lost_requests={} lost_entries={} region_lost_entries={} rate_cuts={} ack_probes={} \
+             seq_gaps={} seq_recovered={} seq_unrecoverable={} reporter_restarts={} hellos={} untracked={} \
+             replayed={} lost_requests={} lost_entries={} unknown_requests={} unknown_entries={} \
+             region_lost_entries={} rate_cuts={} ack_probes={} \
              seq_missing={} held={}",
             self.qps.len(),
             s.reports[0],
@@ -32,10 +33,13 @@ impl DtaTranslator {
             s.seq_recovered,
             s.seq_unrecoverable,
             s.reporter_restarts,
+            s.hellos,
             s.untracked,
             s.replayed,
             s.lost_requests,
             s.lost_entries,
+            s.unknown_requests,
+            s.unknown_entries,
             s.region_lost_entries,
             s.rate_cuts,
             s.ack_probes,

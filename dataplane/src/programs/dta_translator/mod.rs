@@ -47,7 +47,8 @@
 //!   same region posts the lost connection's unacknowledged WRITEs again (`replayed`) and keeps
 //!   each Append list's position; a new region (a restarted collector) counts what the old one
 //!   held (`region_lost_entries`) and continues the lists at the collector's head (24-byte
-//!   metadata). Atomics are never posted twice (counted `lost_entries`). A NAK or timeout
+//!   metadata). Atomics are never posted twice: unacknowledged ones to a collector that kept
+//!   its memory have an unknown outcome (`unknown_entries`: applied, or not), not a loss. A NAK or timeout
 //!   halves a metered collector's rate, restored gradually, and each QP's congestion window
 //!   (`[dta] min_window`, `roce::requester`): a QP with no room parks its high-priority
 //!   reports, in arrival order (later ones join them), drops the rest (`dta_window_full`) and
@@ -90,7 +91,7 @@ pub use self::config::{DtaCollector, DtaList, DtaPostcarder, DtaSection, DtaSket
 /// own number was counted lost when it left the window, or the first after 128 or more lost in
 /// a row, which only the port's own counters can show).
 pub fn drop_is_loss(name: &str) -> bool {
-    name.starts_with("dta_") && name != "dta_seq_duplicate" && name != "dta_seq_stale"
+    name.starts_with("dta_") && !matches!(name, "dta_seq_duplicate" | "dta_seq_stale" | "dta_hello")
 }
 use self::qp::{Phase, Qp, Store};
 use self::state::{
@@ -237,17 +238,25 @@ pub struct DtaStats {
     /// Missing reports that never came while their number could still be named (128 newer
     /// reports came after them), or whose reporter restarted: lost before the translator.
     pub seq_unrecoverable: u64,
-    /// Reporters seen restarting (a new epoch).
+    /// Reporters seen restarting (a new epoch, or a hello over a tracked stream).
     pub reporter_restarts: u64,
+    /// Reporters' hellos answered (each a start announced).
+    pub hellos: u64,
     /// Retransmittable reports from reporters the full tracking table could not take.
     pub untracked: u64,
     /// Requests a lost connection left unacknowledged, posted again on the next connection to
     /// the same region (WRITEs only: they are idempotent).
     pub replayed: u64,
     /// Requests given up unacknowledged: their connection was lost and the next one named
-    /// another region (a restarted collector), they were atomics (a FETCH_ADD the collector
-    /// may have applied is never sent twice), or the translator stopped before their ACK.
+    /// another region (a restarted collector), or the translator stopped before their ACK.
     pub lost_requests: u64,
+    /// Atomics (FETCH_ADD) whose outcome cannot be known: their connection was lost before
+    /// their ACK, to a collector that kept its memory. The collector may have applied them
+    /// (only the ACK was lost) or not; they are never sent twice. Neither stored nor lost:
+    /// stored + lost + pending ≤ sent ≤ stored + lost + pending + `unknown_entries`.
+    pub unknown_requests: u64,
+    /// The data items those atomics carried (Key-Increment copies).
+    pub unknown_entries: u64,
     /// The data items those requests carried (Append entries, Key-Write / Key-Increment
     /// copies, postcards, sketch columns), when not counted in `region_lost_entries`.
     pub lost_entries: u64,
@@ -265,6 +274,8 @@ pub struct DtaStats {
 struct Drops {
     malformed: DropReason,
     unknown_opcode: DropReason,
+    /// A reporter's hello, answered (consumed here, not a report: not a loss).
+    hello: DropReason,
     bad_redundancy: DropReason,
     redundancy_mismatch: DropReason,
     no_list: DropReason,

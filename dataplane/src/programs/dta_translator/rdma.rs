@@ -83,7 +83,7 @@ impl DtaTranslator {
     /// The same region as before (a reconnection to a collector that kept its memory): the
     /// Append head stays where it was (a first connection — this translator restarted — takes
     /// the collector's head from a 24-byte metadata), and the requests the lost connection left unacknowledged
-    /// are posted again (WRITEs; atomics are counted lost). Another region (a restarted
+    /// are posted again (WRITEs; atomics have an unknown outcome). Another region (a restarted
     /// collector): lists start at 0 in it, and those requests are counted lost.
     pub(super) fn on_metadata(&mut self, qi: usize, now: u64, data: &[u8]) {
         let q = &mut self.qps[qi];
@@ -134,9 +134,15 @@ impl DtaTranslator {
         let replay = region == q.meta && !q.poisoned;
         q.poisoned = false;
         let (mut replayed, mut lost, mut entries) = (0u64, 0u64, 0u64);
+        let (mut unknown, mut unknown_entries) = (0u64, 0u64);
         for (op, payload) in old.outstanding_requests() {
             if replay && !op.is_atomic() && q.req.post(now, op, payload, false).is_ok() {
                 replayed += 1;
+            } else if replay && op.is_atomic() {
+                // Applied with only its ACK lost, or never: nobody can tell, and it is not
+                // sent twice.
+                unknown += 1;
+                unknown_entries += q.entries_in(&op, payload);
             } else {
                 lost += 1;
                 // In another region, counted with that region's data already.
@@ -149,9 +155,14 @@ impl DtaTranslator {
         if lost > 0 {
             tracing::warn!(qp = %q.name, lost, entries, "requests of the lost connection given up (counted lost)");
         }
+        if unknown > 0 {
+            tracing::warn!(qp = %q.name, unknown, "atomics of the lost connection unacknowledged: outcome unknown");
+        }
         self.stats.replayed += replayed;
         self.stats.lost_requests += lost;
         self.stats.lost_entries += entries;
+        self.stats.unknown_requests += unknown;
+        self.stats.unknown_entries += unknown_entries;
     }
 
     /// Count QP `qi`'s unacknowledged requests lost and forget them, with what it holds
@@ -160,15 +171,23 @@ impl DtaTranslator {
     fn abandon(&mut self, qi: usize) {
         let q = &mut self.qps[qi];
         let (mut lost, mut entries) = (0u64, q.store.held());
+        let (mut unknown, mut unknown_entries) = (0u64, 0u64);
         let olds = q.orphans.take().map(|(r, _)| r);
         for r in [Some(&q.req), olds.as_ref()].into_iter().flatten() {
             for (op, payload) in r.outstanding_requests() {
-                lost += 1;
-                entries += q.entries_in(&op, payload);
+                if op.is_atomic() {
+                    unknown += 1;
+                    unknown_entries += q.entries_in(&op, payload);
+                } else {
+                    lost += 1;
+                    entries += q.entries_in(&op, payload);
+                }
             }
         }
         self.stats.lost_requests += lost;
         self.stats.lost_entries += entries;
+        self.stats.unknown_requests += unknown;
+        self.stats.unknown_entries += unknown_entries;
     }
 
     /// A NAK or timeout from collector `c`: halve its rate (at most once per millisecond, down

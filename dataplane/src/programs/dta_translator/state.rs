@@ -477,6 +477,23 @@ impl ReporterSeq {
         }
     }
 
+    /// The reporter said hello (it starts a new stream, numbered from 0): what the old stream
+    /// still missed is given up (returned, to be counted lost; `None` if it was not tracking
+    /// a stream), and tracking starts again at
+    /// the next report, which is taken as the new stream's (an epoch reporter's numbers before
+    /// it missing). NACK pacing is kept. Whatever epoch the new stream draws, even the old
+    /// one's, it is never read against the old window.
+    pub fn restart(&mut self) -> Option<u32> {
+        let lost = self.tracked.then(|| self.missing());
+        *self = Self {
+            last_nack: self.last_nack,
+            nacked: self.nacked,
+            last_heard: self.last_heard,
+            ..Self::untracked()
+        };
+        lost
+    }
+
     /// Numbers missing in the window.
     pub fn missing(&self) -> u32 {
         self.holes().count_ones()

@@ -456,6 +456,9 @@ impl DtaTranslator {
         // What the report carries is taken out of its buffer (which becomes the first RDMA
         // packet): plain fields by value, Key-Write data into `kw`; sketch counters into the
         // scratch buffer (kept, no allocation) on the sketch's own path.
+        if pkt.data().get(l4) == Some(&dta::HELLO_OPCODE) {
+            return self.on_hello(pkt, md, out, src, l4);
+        }
         let mut kw = [0u8; 28];
         let r = match DtaRepr::parse(&pkt.data()[l4..], format) {
             Ok(r) => r,
@@ -604,6 +607,51 @@ impl DtaTranslator {
     /// translator may be joining reporters that were sending before it (it restarted): they
     /// are tracked from their first number heard, the ones before unknown (taken once if they
     /// come, never NACKed nor counted lost); later, an epoch reporter is new, numbering from 0.
+    /// A reporter's hello: its stream from this source starts afresh (what the old one still
+    /// missed is counted lost, `reporter_restarts`), and the answer echoes the nonce. Out of
+    /// line: once per reporter start.
+    #[inline(never)]
+    fn on_hello<F: Frame>(
+        &mut self,
+        pkt: &mut F,
+        md: &mut IngressMd,
+        out: &mut Emitter<'_, F>,
+        src: Ipv4Addr,
+        l4: usize,
+    ) {
+        let Ok(h) = dta::HelloRepr::parse(&pkt.data()[l4..]) else {
+            return md.dest = Dest::Drop(self.drops.malformed);
+        };
+        let src_port = l4
+            .checked_sub(wire::udp::HEADER_LEN)
+            .and_then(|u| pkt.data().get(u..u + 2))
+            .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
+        let key = reporter_key(src, src_port);
+        match self.reporters.lookup_mut(&key) {
+            Some(t) => {
+                if let Some(lost) = t.restart() {
+                    self.stats.seq_unrecoverable += u64::from(lost);
+                    self.stats.reporter_restarts += 1;
+                }
+            }
+            None => {
+                // A start announced: no mid-stream join for it, whatever the uptime.
+                if self.reporters.insert(key, ReporterSeq::untracked()).is_err() {
+                    self.stats.untracked += 1;
+                }
+            }
+        }
+        self.stats.hellos += 1;
+        let ack = NackRepr {
+            seqnum: 0,
+            nack: false,
+            slow_down: false,
+            ext: Some(NackExt::Hello { epoch: h.epoch, nonce: h.nonce }),
+        };
+        self.send_nack(pkt.data(), md.ingress_port, ack, out);
+        md.dest = Dest::Drop(self.drops.hello);
+    }
+
     fn new_reporter(&self, now: u64) -> ReporterSeq {
         if now.saturating_sub(self.started_at.unwrap_or(now)) < self.s.join_ns {
             ReporterSeq::joining()
