@@ -400,15 +400,15 @@ fn writers() -> Vec<(&'static Header, Writer)> {
             (b, vec![Some(m(v[0], 8)), Some(v[1] & 1), Some(v[2] & 1), Some(0), Some(0)])
         }),
         (&wire::dta::NACK_EXT, |v| {
-            // Both kinds, by the low bit of the first value; the bytes after the 2-byte NACK.
-            let ext = if v[0] & 1 == 0 {
-                wire::dta::NackExt::Reports { count: v[1] as u8, epoch: v[2] as u8 }
-            } else {
-                wire::dta::NackExt::Sketch {
+            // Every kind, by the first value mod 3; the bytes after the 2-byte NACK.
+            let ext = match v[0] % 3 {
+                0 => wire::dta::NackExt::Reports { count: v[1] as u8, epoch: v[2] as u8 },
+                1 => wire::dta::NackExt::Sketch {
                     sketch_id: v[4] as u16,
                     reporter_id: v[5] as u16,
                     column: v[6] as u32,
-                }
+                },
+                _ => wire::dta::NackExt::Hello { epoch: v[2] as u8, nonce: v[6] as u32 },
             };
             let r = wire::dta::NackRepr { seqnum: 1, nack: true, slow_down: false, ext: Some(ext) };
             let mut b = vec![0; 14];
@@ -427,6 +427,9 @@ fn writers() -> Vec<(&'static Header, Writer)> {
                         Some(m(v[5], 16)),
                         Some(m(v[6], 32)),
                     ]
+                }
+                wire::dta::NackExt::Hello { .. } => {
+                    vec![Some(2), Some(0), Some(m(v[2], 8)), Some(0), Some(0), Some(0), Some(m(v[6], 32))]
                 }
             };
             (b[2..].to_vec(), want)
