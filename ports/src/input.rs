@@ -338,6 +338,15 @@ pub fn stop_on_signals() -> std::io::Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
+/// Whether a socket read's error only means "nothing yet" — a timeout, a would-block, or a
+/// signal (the caller looks at its stop flag next) — rather than a failure.
+pub fn is_idle_read(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -160,13 +160,7 @@ pub fn reduce(
                         let _ = red.handle(&buf[..n]);
                         busy += t.elapsed();
                     }
-                    Err(e)
-                        if matches!(
-                            e.kind(),
-                            std::io::ErrorKind::WouldBlock
-                                | std::io::ErrorKind::TimedOut
-                                | std::io::ErrorKind::Interrupted
-                        ) => {}
+                    Err(e) if ports::input::is_idle_read(&e) => {}
                     Err(e) => return Err(format!("recv: {e}")),
                 }
             }

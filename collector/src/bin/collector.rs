@@ -486,13 +486,7 @@ fn hawkeye_listen(
                 Err(_) => bad += 1,
             },
             // A timeout, or a signal (the stop flag is looked at next).
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
-                ) => {}
+            Err(e) if ports::input::is_idle_read(&e) => {}
             Err(e) => return Err(e.into()),
         }
         report(asm.poll(now()), &mut out)?;

@@ -8,6 +8,13 @@ fn reporter_key(src: Ipv4Addr, src_port: u16) -> u64 {
     (u64::from(src.to_bits()) << 16) | u64::from(src_port)
 }
 
+/// The UDP source port of the datagram in `frame` whose payload starts at `l4` (0 if absent).
+fn reporter_port(frame: &[u8], l4: usize) -> u16 {
+    l4.checked_sub(wire::udp::HEADER_LEN)
+        .and_then(|u| frame.get(u..u + 2))
+        .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]))
+}
+
 impl DtaTranslator {
     /// Charge `units` to collector `c`'s meter for a report of `prio`.
     #[inline(always)]
@@ -535,11 +542,7 @@ impl DtaTranslator {
         let now = md.ingress_ts;
         // The reporter's UDP source port: read only where it is needed (tracking, NACKs), from
         // the report, which a rejected translation leaves as it came.
-        let src_port = |pkt: &F| {
-            l4.checked_sub(wire::udp::HEADER_LEN)
-                .and_then(|u| pkt.data().get(u..u + 2))
-                .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]))
-        };
+        let src_port = |pkt: &F| reporter_port(pkt.data(), l4);
         if let Some(seq) = r.seq.filter(|s| s.retransmittable) {
             match self.track(src, src_port(pkt), seq, now) {
                 Err(reason) => return md.dest = Dest::Drop(reason),
@@ -622,11 +625,7 @@ impl DtaTranslator {
         let Ok(h) = dta::HelloRepr::parse(&pkt.data()[l4..]) else {
             return md.dest = Dest::Drop(self.drops.malformed);
         };
-        let src_port = l4
-            .checked_sub(wire::udp::HEADER_LEN)
-            .and_then(|u| pkt.data().get(u..u + 2))
-            .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
-        let key = reporter_key(src, src_port);
+        let key = reporter_key(src, reporter_port(pkt.data(), l4));
         match self.reporters.lookup_mut(&key) {
             Some(t) => {
                 if let Some(lost) = t.restart() {
