@@ -72,8 +72,14 @@ pub fn map(
                 if let Some(ns) = rep.packets.saturating_mul(1_000_000_000).checked_div(pps) {
                     let due = Duration::from_nanos(ns);
                     // Paced, in slices short enough to notice a stop.
-                    while due > start.elapsed() && !stop.load(Ordering::Relaxed) {
-                        std::thread::sleep((due - start.elapsed()).min(Duration::from_millis(50)));
+                    // `elapsed` read once per round: read twice, the clock may pass `due`
+                    // between the test and the subtraction (a panic, seen in CI).
+                    loop {
+                        let left = due.saturating_sub(start.elapsed());
+                        if left.is_zero() || stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        std::thread::sleep(left.min(Duration::from_millis(50)));
                     }
                 }
                 if stop.load(Ordering::Relaxed) {
