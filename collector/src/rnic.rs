@@ -481,12 +481,8 @@ impl SoftRnic {
             bump(&stats.malformed);
             return;
         }
-        if self.cfg.icrc && seg > 0 {
-            let ip = &mut buf[14..];
-            ip[4..6].copy_from_slice(&seg.to_be_bytes());
-            if icrc::verify(ip).is_err() {
-                ip[4..6].fill(0);
-            }
+        if self.cfg.icrc {
+            ports::port::identify_gro_segment(&mut buf[14..], seg);
         }
         let Self { core, tx, replies, cfg, .. } = self;
         core.on_ip(now, *src.ip(), &buf[14..], cfg.icrc, &mut |peer, roce| {

@@ -730,11 +730,6 @@ impl CmServer {
         CmOut::default()
     }
 
-    /// The peer of the connection whose communication ID (ours) is `local_comm_id`.
-    pub fn peer_of(&self, local_comm_id: u32) -> Option<Ipv4Addr> {
-        self.conns.iter().find(|c| c.conn.local_comm_id == local_comm_id).map(|c| c.peer)
-    }
-
     /// Whether a new connection from `src` for its QP `remote_qpn` fits the limits, evicting
     /// half-open connections to make room: for the per-source limit, `src`'s oldest; for the
     /// total, the oldest of the source holding the most half-open ones. Established

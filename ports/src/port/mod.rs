@@ -34,7 +34,9 @@ pub use dpdk_config::{DpdkConfig, DpdkConfigError, RawDpdkConfig};
 pub use lossy::Lossy;
 pub use mem::{MemPort, RingPeer, RingPort};
 pub use pcap::{PcapError, PcapPort};
-pub use udp::{UdpPort, bind_batched, next_hop, peer_mac, resolve_next_hop, stamp_icrc_for_segment};
+pub use udp::{
+    UdpPort, bind_batched, identify_gro_segment, next_hop, peer_mac, resolve_next_hop, stamp_icrc_for_segment,
+};
 
 use crate::buf::{Frame, Pool};
 

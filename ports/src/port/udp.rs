@@ -99,6 +99,21 @@ fn set_dont_fragment(s: &socket2::Socket) -> io::Result<()> {
     if r == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
 }
 
+/// The identification of the RoCEv2 packet `ip`, segment `seg` of the GRO buffer it came in,
+/// rebuilt with identification 0 (what a sender writing its own frames puts there, AF_PACKET
+/// or DPDK): for `seg` > 0 it may have been segment `seg` of a GSO send (identification `seg`,
+/// see [`stamp_icrc_for_segment`]); the ICRC, which covers it, decides, and `ip` keeps the one
+/// that verifies (0 if neither does).
+pub fn identify_gro_segment(ip: &mut [u8], seg: u16) {
+    if seg == 0 || ip.len() < 20 {
+        return;
+    }
+    ip[4..6].copy_from_slice(&seg.to_be_bytes());
+    if wire::roce::icrc::verify(ip).is_err() {
+        ip[4..6].fill(0);
+    }
+}
+
 /// Rewrite the ICRC of the RoCEv2 packet `ip` (IPv4 header on, ICRC last) for the header it
 /// has on the wire as segment `k` of a GSO send: the kernel gives the segments of one send the
 /// identifications 0, 1, 2, … (0 for an unconnected socket with DF, see [`bind_batched`]), and
@@ -489,12 +504,9 @@ impl UdpPort {
                         // RoCEv2, segment k > 0 of a GRO buffer: a GSO send's segment k left
                         // with identification k (see `stamp_icrc_for_segment`); the ICRC, which
                         // covers it, says whether this one did.
-                        if p.port == wire::udp::port::ROCE_V2 && p.seg > 0 {
+                        if p.port == wire::udp::port::ROCE_V2 {
                             let ip = &mut f[h - wire::udp::HEADER_LEN - wire::ipv4::HEADER_LEN..];
-                            ip[4..6].copy_from_slice(&p.seg.to_be_bytes());
-                            if wire::roce::icrc::verify(ip).is_err() {
-                                ip[4..6].fill(0);
-                            }
+                            identify_gro_segment(ip, p.seg);
                         }
                         true
                     }

@@ -216,9 +216,7 @@ impl ReporterAgent {
         }
         ok.then_some(n)
     }
-}
 
-impl ReporterAgent {
     /// The hello phase's next frame: a hello to the next collector of this round, a new round
     /// when the last one's answers are overdue, or the end of the phase (all answered, or
     /// [`HELLO_TRIES`] rounds gone unanswered).

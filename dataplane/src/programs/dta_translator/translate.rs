@@ -606,10 +606,6 @@ impl DtaTranslator {
         }
     }
 
-    /// The tracking of a reporter not heard from before. Within `[dta] join_ms` of its start the
-    /// translator may be joining reporters that were sending before it (it restarted): they
-    /// are tracked from their first number heard, the ones before unknown (taken once if they
-    /// come, never NACKed nor counted lost); later, an epoch reporter is new, numbering from 0.
     /// A reporter's hello: its stream from this source starts afresh (what the old one still
     /// missed is counted lost, `reporter_restarts`), and the answer echoes the nonce. Out of
     /// line: once per reporter start.
@@ -651,6 +647,10 @@ impl DtaTranslator {
         md.dest = Dest::Drop(self.drops.hello);
     }
 
+    /// The tracking of a reporter not heard from before. Within `[dta] join_ms` of its start the
+    /// translator may be joining reporters that were sending before it (it restarted): they
+    /// are tracked from their first number heard, the ones before unknown (taken once if they
+    /// come, never NACKed nor counted lost); later, an epoch reporter is new, numbering from 0.
     fn new_reporter(&self, now: u64) -> ReporterSeq {
         if now.saturating_sub(self.started_at.unwrap_or(now)) < self.s.join_ns {
             ReporterSeq::joining()
