@@ -259,12 +259,7 @@ pub fn send(
 /// A translator's counters (`show dta stats`).
 pub fn translator_stats(translator: &Runtime) -> Result<TranslatorStats, DemoError> {
     let line = translator.command("show dta stats").map_err(DemoError::Command)?;
-    Ok(TranslatorStats(
-        line.split_whitespace()
-            .filter_map(|kv| kv.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-    ))
+    Ok(parse_stats(&line))
 }
 
 /// What a translator's accounting says: of the reports sent to it, how many it counted lost,
@@ -282,7 +277,7 @@ pub struct Accounting {
     /// before their ACK; applied or not): neither stored nor lost.
     pub unknown: u64,
     /// The drops by reason that went into `lost`.
-    pub dropped: Vec<(&'static str, u64)>,
+    pub dropped: Vec<(String, u64)>,
     /// The counters.
     pub stats: TranslatorStats,
 }
@@ -291,23 +286,66 @@ pub struct Accounting {
 pub fn accounting(translator: &Runtime) -> Result<Accounting, DemoError> {
     let stats = translator_stats(translator)?;
     let snap = translator.snapshot();
-    let dropped: Vec<(&'static str, u64)> = snap
-        .drop_names
-        .iter()
-        .map(|n| (*n, snap.drops(n)))
-        .filter(|(n, v)| *v > 0 && dataplane::programs::dta_translator::drop_is_loss(n))
+    Ok(Accounting::of(stats, &snap.drop_names, |n| snap.drops(n)))
+}
+
+/// The accounting of a translator that has stopped, from its final summary (its counters
+/// with what the stop itself counted); `None` if the summary has no DTA counters.
+pub fn final_accounting(summary: &dataplane::runtime::Summary) -> Option<Accounting> {
+    let line = summary.program_stats.iter().find(|l| l.contains("seq_unrecoverable="))?;
+    Some(Accounting::of(parse_stats(line), &summary.drop_names, |n| summary.drops(n)))
+}
+
+/// The accounting of a translator process that has stopped, from what `dataplane run` printed
+/// at its exit (its drops by reason and the `program:` line of its final counters); `None` if
+/// the text has no DTA counters.
+pub fn final_accounting_printed(text: &str) -> Option<Accounting> {
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("program: ").filter(|l| l.contains("seq_unrecoverable=")))?;
+    let drops: Vec<(&str, u64)> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("drops by reason:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| {
+            let (name, n) = l.trim().split_once(char::is_whitespace)?;
+            Some((name, n.trim().parse().ok()?))
+        })
         .collect();
-    let lost = stats.get("seq_unrecoverable")
-        + dropped.iter().map(|x| x.1).sum::<u64>()
-        + stats.get("lost_entries")
-        + stats.get("region_lost_entries");
-    Ok(Accounting {
-        lost,
-        pending: stats.get("seq_missing") + stats.get("held"),
-        unknown: stats.get("unknown_entries"),
-        dropped,
-        stats,
-    })
+    let names: Vec<&str> = drops.iter().map(|d| d.0).collect();
+    Some(Accounting::of(parse_stats(line), &names, |n| drops.iter().find(|d| d.0 == n).map_or(0, |d| d.1)))
+}
+
+fn parse_stats(line: &str) -> TranslatorStats {
+    TranslatorStats(
+        line.split_whitespace()
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    )
+}
+
+impl Accounting {
+    /// From a translator's counters and its drops by reason.
+    fn of(stats: TranslatorStats, names: &[&str], drops: impl Fn(&str) -> u64) -> Self {
+        let dropped: Vec<(String, u64)> = names
+            .iter()
+            .map(|n| (n.to_string(), drops(n)))
+            .filter(|(n, v)| *v > 0 && dataplane::programs::dta_translator::drop_is_loss(n))
+            .collect();
+        let lost = stats.get("seq_unrecoverable")
+            + dropped.iter().map(|x| x.1).sum::<u64>()
+            + stats.get("lost_entries")
+            + stats.get("region_lost_entries");
+        Accounting {
+            lost,
+            pending: stats.get("seq_missing") + stats.get("held"),
+            unknown: stats.get("unknown_entries"),
+            dropped,
+            stats,
+        }
+    }
 }
 
 impl Accounting {

@@ -524,3 +524,146 @@ fn every_roce_frame_on_the_wire_has_a_correct_icrc_both_ways() {
     let _ = rt.stop();
     collector.stop();
 }
+
+/// The translator as a process of its own (`dataplane run`, so it can be SIGKILLed), with a
+/// control socket; returned once every QP is connected (the caller kills or stops it and
+/// waits on it).
+#[allow(clippy::zombie_processes)]
+fn spawn_translator(net: &Net, tag: &str) -> (std::process::Child, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("softfabric-crash-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let sock = dir.join("control.sock");
+    let text = lab_config()
+        .translator_toml_on(&ROUTED_PORTS.replace("{S0}", &net.sw[0]).replace("{S1}", &net.sw[1]));
+    assert!(text.contains("[runtime]"));
+    let text = text.replacen("[runtime]", &format!("[runtime]\ncontrol_socket = \"{}\"", sock.display()), 1);
+    let cfg = dir.join("translator.toml");
+    std::fs::write(&cfg, text).unwrap();
+    let bin = std::path::PathBuf::from(env!("CARGO_BIN_EXE_softfabric")).with_file_name("dataplane");
+    let mut child = std::process::Command::new(bin)
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("dataplane runs");
+    let t0 = Instant::now();
+    loop {
+        if let Ok(line) = control(&sock, "show dta stats")
+            && let Some((r, q)) = line
+                .split_whitespace()
+                .find_map(|kv| kv.strip_prefix("ready="))
+                .and_then(|r| r.split_once('/'))
+            && r == q
+        {
+            return (child, sock);
+        }
+        if t0.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the translator process did not connect");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// One command on a switch's control socket, its answer line.
+fn control(sock: &std::path::Path, cmd: &str) -> std::io::Result<String> {
+    use std::io::{BufRead, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(sock)?;
+    s.set_read_timeout(Some(Duration::from_secs(2)))?;
+    writeln!(s, "{cmd}")?;
+    let mut line = String::new();
+    std::io::BufReader::new(s).read_line(&mut line)?;
+    Ok(line)
+}
+
+/// The translator dies mid-stream — SIGKILL, or SIGTERM — and another starts 300 ms later
+/// while the reporter goes on. Nobody can count what arrives while none runs, nor what a
+/// killed one held; the reporter can, from the progress each translator sends it (what it has
+/// settled: written and acknowledged, or counted lost): after a SIGTERM the stopped one's last
+/// word says exactly where it stood, and what came after is counted lost by the reporter;
+/// after a SIGKILL what the dead one had not settled is of unknown outcome, counted as such.
+/// For each primitive: stored + counted lost + pending ≤ sent ≤ that + unknown, with nothing
+/// unknown after a SIGTERM.
+#[test]
+fn translator_crash_mid_stream_is_counted_by_the_reporter() {
+    if !available() {
+        return;
+    }
+    let mut k = 0;
+    for kind in [Kind::Append, Kind::KeyWrite, Kind::KeyIncrement, Kind::Postcarder] {
+        for kill in [true, false] {
+            k += 1;
+            let net = network(&format!("x{k}"));
+            let collector = start_collector(&net);
+            let (mut t1, _sock) = spawn_translator(&net, &format!("x{k}"));
+            let ns0 = net.ns[0].clone();
+            let count = 24_000;
+            let sender = std::thread::spawn(move || {
+                run(&ns0, spec(kind, count), count, 20_000, report::fresh_epoch(), 300)
+            });
+            std::thread::sleep(Duration::from_millis(450));
+            let old = if kill {
+                t1.kill().unwrap();
+                let _ = t1.wait();
+                None
+            } else {
+                std::process::Command::new("kill").args(["-TERM", &t1.id().to_string()]).status().unwrap();
+                let out = t1.wait_with_output().unwrap();
+                assert!(out.status.success(), "the translator's SIGTERM exit: {:?}", out.status);
+                let text = String::from_utf8_lossy(&out.stdout).into_owned();
+                Some(
+                    softfabric::dta_demo::final_accounting_printed(&text)
+                        .unwrap_or_else(|| panic!("no final counters in:\n{text}")),
+                )
+            };
+            std::thread::sleep(Duration::from_millis(300));
+            let rt = start_translator(&net, 2000);
+            let r = sender.join().unwrap();
+            settle(&rt);
+            let stored = stored(kind, collector.stores(), r.sent).unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+            let new = accounting(&rt).unwrap();
+            let (old_lost, old_pending, old_unknown) =
+                old.as_ref().map_or((0, 0, 0), |a| (a.lost, a.pending, a.unknown));
+            let known = stored
+                + new.lost
+                + new.pending
+                + old_lost
+                + old_pending
+                + r.lost_translator_down
+                + r.lost_at_killed_translator;
+            let unknown = new.unknown + old_unknown + r.unknown_translator_crash;
+            eprintln!(
+                "{kind:?}, translator {}: sent {} stored {stored}; the new translator counted {} lost, {} pending; \
+                 the old one {old_lost} lost, {old_pending} pending; the reporter: {} translator restarts, {} lost \
+                 while none ran, {} counted lost by the killed one, {} of unknown outcome; {:?}",
+                if kill { "SIGKILLed" } else { "SIGTERMed" },
+                r.sent,
+                new.lost,
+                new.pending,
+                r.translator_restarts,
+                r.lost_translator_down,
+                r.lost_at_killed_translator,
+                r.unknown_translator_crash,
+                new.stats
+            );
+            assert_eq!(r.sent, count);
+            assert_eq!(r.translator_restarts, 1, "the reporter heard the new translator");
+            assert!(
+                known <= r.sent && r.sent <= known + unknown,
+                "{kind:?}: stored + counted lost + pending {known} ≤ sent {} ≤ that + unknown {unknown}",
+                r.sent
+            );
+            if kill {
+                assert!(r.unknown_translator_crash > 0, "a crash mid-stream leaves some outcome unknown");
+            } else {
+                assert_eq!(unknown, 0, "a stop's last word leaves nothing unknown");
+                assert!(r.lost_translator_down > 0, "reports were sent while none ran");
+            }
+            let _ = rt.stop();
+            collector.stop();
+        }
+    }
+}

@@ -250,11 +250,13 @@ pub enum Response {
 struct Slot {
     op: Op,
     len: u16,
+    /// When what it carries was first posted (a replay keeps the original time).
+    born: u64,
 }
 
 impl Default for Slot {
     fn default() -> Self {
-        Self { op: Op::Send { imm: None }, len: 0 }
+        Self { op: Op::Send { imm: None }, len: 0, born: 0 }
     }
 }
 
@@ -541,7 +543,7 @@ impl Requester {
             self.grow_ring();
         }
         let i = psn as usize & (self.ring.len() - 1);
-        self.ring[i] = Slot { op, len: payload.len() as u16 };
+        self.ring[i] = Slot { op, len: payload.len() as u16, born: now };
         wire::copy_short(&mut self.data[i * self.stride..(i + 1) * self.stride], payload);
         if outstanding == 0 {
             // Nothing was outstanding: the timeout counts from now.
@@ -731,6 +733,22 @@ impl Requester {
         self.rtx = Some(from);
         self.rtx_at = at;
         self.last_progress = at;
+    }
+
+    /// When the oldest outstanding request was first posted (RC; `None` with nothing
+    /// outstanding): nothing this requester still holds is older.
+    pub fn oldest_born(&self) -> Option<u64> {
+        (self.cfg.transport == Transport::Rc && self.outstanding() > 0)
+            .then(|| self.ring[self.una as usize & (self.ring.len() - 1)].born)
+    }
+
+    /// Date the request just posted back to `born` (a request posted again on a new
+    /// connection: what it carries is as old as the first post).
+    pub fn backdate_last(&mut self, born: u64) {
+        if self.cfg.transport == Transport::Rc && self.outstanding() > 0 {
+            let i = psn_add(self.next_psn, wire::roce::PSN_MASK) as usize & (self.ring.len() - 1);
+            self.ring[i].born = self.ring[i].born.min(born);
+        }
     }
 
     /// The outstanding requests, oldest first (RC): what a reset would throw away, for the owner

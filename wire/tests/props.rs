@@ -706,6 +706,22 @@ proptest! {
     }
 
     #[test]
+    fn dta_nack_progress_roundtrip(
+        seqnum in any::<u8>(), epoch in any::<u8>(), first in any::<u8>(), joined in any::<bool>(),
+        last in any::<bool>(), settled in any::<u32>(), lost in any::<u32>(), incarnation in any::<u32>(),
+        span in any::<u32>()
+    ) {
+        let ext = NackExt::Progress { epoch, first, joined, last, settled, lost, span, incarnation };
+        let r = NackRepr { seqnum, nack: false, slow_down: false, ext: Some(ext) };
+        let bytes = emitted(r.buffer_len(), |buf| r.emit(buf));
+        prop_assert_eq!(bytes.len(), 22);
+        prop_assert_eq!(NackRepr::parse(&bytes)?, r);
+        // Cut short (an extension's 12 bytes only), it is an error, never a panic.
+        prop_assert!(NackRepr::parse(&bytes[..14]).is_err());
+        prop_assert!(NackRepr::parse(&bytes[..21]).is_err());
+    }
+
+    #[test]
     fn dta_nack_roundtrip(seqnum in any::<u8>(), nack in any::<bool>(), slow_down in any::<bool>()) {
         let r = NackRepr::plain(seqnum, nack, slow_down);
         prop_assert_eq!(NackRepr::parse(&emitted(2, |b| r.emit(b)))?, r);

@@ -554,6 +554,7 @@ impl Runtime {
         for p in self.join_all() {
             s.counters.add(&p.counters);
             add_port_stats(&mut s.port_stats, &p.port_stats);
+            s.program_stats.extend(p.program_stats);
         }
         #[cfg(dpdk)]
         if let Some(d) = self.dpdk.take() {

@@ -247,6 +247,7 @@ impl<F: Frame + Send + 'static, Pl: Pool<F> + Send + 'static> Pipeline<F, Pl> {
             counters: self.switch.counters().clone(),
             port_stats: self.port_stats(),
             device_stats: Vec::new(),
+            program_stats: self.switch.final_stats().into_iter().collect(),
         }
     }
 }

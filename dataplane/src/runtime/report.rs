@@ -118,6 +118,18 @@ pub struct ReportSummary {
     /// Collector addresses whose translator answered this start's hello, and those that never
     /// did (the stream started unconfirmed there).
     pub hellos: (u64, u64),
+    /// Translators heard restarting mid-run (a new incarnation).
+    pub translator_restarts: u64,
+    /// Reports of unknown outcome at a translator crash (after the killed translator's last
+    /// settled position, before its successor's first).
+    pub unknown_translator_crash: u64,
+    /// Reports sent while no translator ran (after a stopped translator's final position,
+    /// before its successor's first): lost.
+    pub lost_translator_down: u64,
+    /// Reports a killed translator had counted lost (its last progress message).
+    pub lost_at_killed_translator: u64,
+    /// Reports the live translator had not confirmed settled when the run ended.
+    pub unconfirmed: u64,
     /// Stopped by a signal before the last report.
     pub interrupted: bool,
 }
@@ -136,6 +148,16 @@ impl std::fmt::Display for ReportSummary {
         writeln!(f, "tail probes   {}", self.tail_probes)?;
         writeln!(f, "hellos        {} answered, {} unanswered", self.hellos.0, self.hellos.1)?;
         writeln!(f, "send errors   {}", self.send_errors)?;
+        writeln!(
+            f,
+            "translators   {} restarts: {} unknown at a crash, {} lost while none ran, {} counted lost by a \
+             killed one; {} unconfirmed",
+            self.translator_restarts,
+            self.unknown_translator_crash,
+            self.lost_translator_down,
+            self.lost_at_killed_translator,
+            self.unconfirmed
+        )?;
         if self.interrupted {
             writeln!(f, "interrupted   by a signal before the last report")?;
         }
@@ -240,6 +262,11 @@ pub fn run(r: &ReportRun) -> Result<ReportSummary, ReportError> {
         send_errors: port_errors + dropped,
         tail_probes: st.tail_probes,
         hellos: (st.hellos_answered, st.hellos_unanswered),
+        translator_restarts: st.translator_restarts,
+        unknown_translator_crash: st.unknown_translator_crash,
+        lost_translator_down: st.lost_translator_down,
+        lost_at_killed_translator: st.lost_at_killed_translator,
+        unconfirmed: st.unconfirmed,
         interrupted: stopped() && !agent.is_done(),
     })
 }

@@ -16,6 +16,11 @@ pub struct Summary {
     pub port_stats: Vec<PortStats>,
     /// Device statistics that are not zero (DPDK xstats), per port name, at the end.
     pub device_stats: Vec<(String, Vec<(String, u64)>)>,
+    /// Each pipeline's program counters once stopped ([`Program::final_stats`]), e.g. the DTA
+    /// translator's `show dta stats` line with what the stop itself counted.
+    ///
+    /// [`Program::final_stats`]: crate::switch::Program::final_stats
+    pub program_stats: Vec<String>,
 }
 
 impl Summary {
@@ -77,6 +82,9 @@ impl Summary {
             "to_cpu {}  from_cpu {}  recirculated {}  consumed {}\n",
             self.counters.to_cpu, self.counters.from_cpu, self.counters.recirculated, self.counters.consumed
         );
+        for p in &self.program_stats {
+            s += &format!("program: {p}\n");
+        }
         for (port, stats) in &self.device_stats {
             s += &format!("device statistics of {port} (non-zero):\n");
             for (name, v) in stats {

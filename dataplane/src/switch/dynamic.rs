@@ -76,6 +76,8 @@ pub trait DynSwitch<F>: Send {
     fn resources(&self) -> &Resources;
     /// [`Program::take_records`].
     fn take_records(&mut self, out: &mut Vec<Vec<u8>>);
+    /// [`Program::final_stats`].
+    fn final_stats(&mut self) -> Option<String>;
 }
 
 impl<P: Program, F: Frame + Send + 'static> DynSwitch<F> for Switch<P, F> {
@@ -180,5 +182,9 @@ impl<P: Program, F: Frame + Send + 'static> DynSwitch<F> for Switch<P, F> {
 
     fn take_records(&mut self, out: &mut Vec<Vec<u8>>) {
         self.program_mut().take_records(out)
+    }
+
+    fn final_stats(&mut self) -> Option<String> {
+        self.program_mut().final_stats()
     }
 }

@@ -203,6 +203,12 @@ pub trait Program: Send + 'static {
     /// Apply a control-plane message; the answer is printed or returned to the caller.
     fn control(&mut self, cmd: Self::Command, now: u64) -> Result<String, String>;
 
+    /// The program's own counters once it has stopped, for the run's final summary (`None`:
+    /// it has none beyond the switch's).
+    fn final_stats(&mut self) -> Option<String> {
+        None
+    }
+
     /// Parse one line of the control protocol (`route add 10.0.0.0/8 via 10.0.1.2`, …) given the
     /// port names, into a command the pipelines apply.
     fn parse_command(line: &str, ports: &[String]) -> Result<Self::Command, String>

@@ -57,6 +57,43 @@ pub struct ReporterConfig {
     pub hello_nonce: Option<u32>,
 }
 
+/// What a reporter knows of one translator it reports through (by the address its messages
+/// come from), from its progress messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct TranslatorView {
+    from: Ipv4Addr,
+    incarnation: u32,
+    /// The reporter's position of the first number this translator tracks: the least of the
+    /// estimates its messages gave (a message read late maps its newest number a lap or more
+    /// too new, never too old).
+    origin: u64,
+    /// Reports settled from `origin` on (unwrapped from 32 bits).
+    settled: u64,
+    /// Of those, counted lost there.
+    lost: u64,
+    /// Its final word (it stopped).
+    last: bool,
+    /// The translator before it: the position it had settled and whether that was its final
+    /// word; the gap up to `origin` is counted when the stats are read (`origin` may still
+    /// move back).
+    before: Option<(u64, bool)>,
+}
+
+impl TranslatorView {
+    fn settled_at(&self) -> u64 {
+        self.origin + self.settled
+    }
+
+    /// The gap between the translator before and this one: (lost while none ran, unknown).
+    fn gap(&self) -> (u64, u64) {
+        match self.before {
+            Some((s, true)) => (self.origin.saturating_sub(s), 0),
+            Some((s, false)) => (0, self.origin.saturating_sub(s)),
+            None => (0, 0),
+        }
+    }
+}
+
 /// Rounds of hellos a reporter sends before it starts unconfirmed.
 pub const HELLO_TRIES: u32 = 5;
 /// How long a reporter waits for the answers to a round of hellos, ns.
@@ -105,6 +142,24 @@ pub struct ReporterStats {
     /// Collector addresses whose translator never answered the hello (the stream started
     /// unconfirmed there: a translator that does not speak hello, or none reachable).
     pub hellos_unanswered: u64,
+    /// Progress messages heard (`NackExt::Progress`).
+    pub progress: u64,
+    /// Translators heard restarting (a new incarnation where another had spoken).
+    pub translator_restarts: u64,
+    /// Reports of unknown outcome at a translator crash: sent after the last position the
+    /// killed translator had settled and before the first its successor took. The dead one
+    /// may have written some; the rest were lost with it or on the wire while none ran.
+    pub unknown_translator_crash: u64,
+    /// Reports lost between translators: sent after a stopped translator's final position
+    /// and before the first its successor took (no translator took them).
+    pub lost_translator_down: u64,
+    /// Reports a killed translator had counted lost (its last progress): its own counters
+    /// went with it.
+    pub lost_at_killed_translator: u64,
+    /// Reports the live translator has not yet confirmed settled (sent minus its last
+    /// confirmed position; `sent` when none spoke): at the end of a run with a live
+    /// translator, what it still holds or is still counting.
+    pub unconfirmed: u64,
 }
 
 /// Tail probes on a live network: the newest report again after 2, 6 and 14 ms (each wait twice
@@ -143,6 +198,8 @@ pub struct ReporterAgent {
     resend: VecDeque<([u8; MAX_REPORT], u16, Ipv4Addr)>,
     /// The hello phase, while it lasts.
     hello: Option<Hello>,
+    /// The translators heard from.
+    views: Vec<TranslatorView>,
     stats: ReporterStats,
 }
 
@@ -164,6 +221,7 @@ impl ReporterAgent {
             cfg,
             resend: VecDeque::new(),
             hello,
+            views: Vec::new(),
             stats: ReporterStats::default(),
         }
     }
@@ -177,7 +235,73 @@ impl ReporterAgent {
             sketch_rewound: self.gen_.rewound,
             unrecoverable: s.unrecoverable,
             slow_downs: s.slow_downs,
+            unconfirmed: self.gen_.produced
+                - self.views.iter().map(|v| v.settled_at()).min().unwrap_or(0).min(self.gen_.produced),
+            lost_translator_down: self.stats.lost_translator_down
+                + self.views.iter().map(|v| v.gap().0).sum::<u64>(),
+            unknown_translator_crash: self.stats.unknown_translator_crash
+                + self.views.iter().map(|v| v.gap().1).sum::<u64>(),
             ..self.stats
+        }
+    }
+
+    /// A translator's progress message from `from`: the stream's position there. A new
+    /// incarnation where another spoke means that one is gone: what it had not settled up to
+    /// the first report its successor took is counted here — unknown if it was killed (it may
+    /// have written some), lost if it stopped (its final word said what it took).
+    #[allow(clippy::too_many_arguments)]
+    fn on_progress(
+        &mut self,
+        from: Ipv4Addr,
+        incarnation: u32,
+        (newest, span): (u8, u32),
+        last: bool,
+        settled: u32,
+        lost: u32,
+    ) {
+        self.stats.progress += 1;
+        let produced = self.gen_.produced;
+        // The reporter's position of the first number the translator tracks: `span` before
+        // the newest it has seen — the latest report sent with that number (the translator
+        // speaks at its tick, a report's time after it came: far fewer than 256 reports ago).
+        let last_sent = produced.saturating_sub(1);
+        let newest = last_sent - (last_sent.wrapping_sub(u64::from(newest)) % 256).min(last_sent);
+        let origin = (newest + 1).saturating_sub(u64::from(span));
+        let (settled, lost) = (u64::from(settled), u64::from(lost));
+        match self.views.iter_mut().find(|v| v.from == from) {
+            Some(v) if v.incarnation == incarnation => {
+                // 32 bits of position: carried over as it wraps; never backwards (reordered).
+                let step = (settled as u32).wrapping_sub(v.settled as u32);
+                if step < 1 << 31 {
+                    v.settled += u64::from(step);
+                }
+                v.origin = v.origin.min(origin);
+                v.lost = lost;
+                v.last |= last;
+            }
+            Some(v) => {
+                // Its successor: it answers for the stream from `origin` on (joined there, or
+                // taking the stream for one that began at `origin`, its earlier numbers counted
+                // missing there). The gap before it is settled now with the one before.
+                let (down, unknown) = v.gap();
+                self.stats.lost_translator_down += down;
+                self.stats.unknown_translator_crash += unknown;
+                if !v.last {
+                    self.stats.lost_at_killed_translator += v.lost;
+                }
+                self.stats.translator_restarts += 1;
+                let before = Some((v.settled_at(), v.last));
+                *v = TranslatorView { from, incarnation, origin, settled, lost, last, before };
+            }
+            None => self.views.push(TranslatorView {
+                from,
+                incarnation,
+                origin,
+                settled,
+                lost,
+                last,
+                before: None,
+            }),
         }
     }
 
@@ -261,6 +385,9 @@ impl Agent for ReporterAgent {
             return;
         }
         let Ok(nack) = NackRepr::parse(udp.payload()) else { return };
+        if let Some(NackExt::Progress { last, settled, lost, span, incarnation, .. }) = nack.ext {
+            return self.on_progress(ip.src_addr(), incarnation, (nack.seqnum, span), last, settled, lost);
+        }
         if let (Some(NackExt::Hello { nonce, .. }), Some(h)) = (nack.ext, self.hello.as_mut()) {
             if nonce == h.nonce
                 && let Some(i) = h.pending.iter().position(|&c| c == ip.src_addr())

@@ -172,7 +172,7 @@ impl ReportSender {
             }
             // A sketch column's NACK is the sketch sender's business, a hello's answer the
             // reporter's start.
-            Some(NackExt::Sketch { .. } | NackExt::Hello { .. }) => return,
+            Some(NackExt::Sketch { .. } | NackExt::Hello { .. } | NackExt::Progress { .. }) => return,
             // A plain NACK: everything after its number.
             None => sent_after,
         };

@@ -116,7 +116,8 @@ pub mod nack {
 pub mod nack_ext {
     use crate::spec::Field;
 
-    /// What is NACKed: 0 a range of reports, 1 a sketch column, 2 a hello answered.
+    /// What is NACKed: 0 a range of reports, 1 a sketch column, 2 a hello answered, 3 a
+    /// stream's progress.
     pub const KIND: Field = Field::bytes("kind", 0, 1);
     /// Reports: how many are missing after the NACK's seqnum (1..=128).
     pub const COUNT: Field = Field::bytes("count", 1, 1);
@@ -130,4 +131,16 @@ pub mod nack_ext {
     pub const REPORTER_ID: Field = Field::bytes("reporter_id", 6, 2);
     /// Sketch: the last column merged in order from it (`0xffffffff`: none this round).
     pub const COLUMN: Field = Field::bytes("column", 8, 4);
+    /// Progress: the stream's first number the translator tracks (in the count byte).
+    pub const FIRST: Field = Field::bytes("first", 1, 1);
+    /// Progress: flags in the reserved byte (bit 0 joined mid-stream, bit 1 final).
+    pub const FLAGS: Field = Field::bytes("flags", 3, 1);
+    /// Progress: reports settled in order (bytes 4..8, over the sketch fields).
+    pub const SETTLED: Field = Field::bytes("settled", 4, 4);
+    /// Progress: the translator's incarnation (bytes 8..12, over the column).
+    pub const INCARNATION: Field = Field::bytes("incarnation", 8, 4);
+    /// Progress: of the settled reports, those counted lost (4 bytes after the extension).
+    pub const LOST: Field = Field::bytes("lost", 12, 4);
+    /// Progress: numbers passed since the first tracked, to the newest seen (the NACK's seqnum).
+    pub const SPAN: Field = Field::bytes("span", 16, 4);
 }

@@ -173,6 +173,9 @@ pub const LONG_BASE_LEN: usize = 3;
 pub const NACK_LEN: usize = 2;
 /// Length of the NACK extension.
 pub const NACK_EXT_LEN: usize = 12;
+/// Bytes a progress extension ([`NackExt::Progress`]) carries after the 12 of the extension
+/// (its `lost` and `span` counts).
+pub const PROGRESS_EXTRA_LEN: usize = 8;
 /// Key-Write data length of the reference default build.
 pub const DEFAULT_KEYWRITE_DATA_LEN: usize = 4;
 

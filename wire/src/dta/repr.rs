@@ -352,6 +352,37 @@ pub enum NackExt {
         /// The hello's nonce.
         nonce: u32,
     },
+    /// Kind 3 (the NACK's seqnum: the newest number seen): where a reporter's stream stands
+    /// at this translator, sent to each active
+    /// reporter every few milliseconds (and once more, `final`, when the translator stops).
+    /// `settled` reports of the stream, counted from the first number the translator tracks
+    /// (`first`), are each settled: written and acknowledged, or counted lost — `lost` of them,
+    /// at this translator; none of them is still held. A reporter that hears a new
+    /// `incarnation` knows the old translator is gone, and what it had settled. Layout: the
+    /// first number in the count byte, flags in the reserved byte (bit 0 `joined`, bit 1
+    /// `final`), `settled` over the sketch fields, `incarnation` over the column, then 8 more
+    /// bytes: `lost`, `span`.
+    Progress {
+        /// The stream's epoch.
+        epoch: u8,
+        /// The stream's first number the translator tracks (0 for a stream tracked from its
+        /// start).
+        first: u8,
+        /// The translator joined the stream mid-way (it restarted while the reporter sent):
+        /// `first` is the first number it heard, not the stream's first.
+        joined: bool,
+        /// The translator is stopping: nothing after `settled` will be taken.
+        last: bool,
+        /// Reports settled in order, from `first` on.
+        settled: u32,
+        /// Of them, counted lost at this translator.
+        lost: u32,
+        /// Numbers passed from `first` to the newest seen (the NACK's seqnum), that one
+        /// included: with the newest, where the tracking began in the reporter's numbering.
+        span: u32,
+        /// The translator's incarnation (a value of its start's own).
+        incarnation: u32,
+    },
 }
 
 /// Opcode of a reporter's hello (our extension, never a report): see [`HelloRepr`].
@@ -421,6 +452,22 @@ impl NackRepr {
                     column: COLUMN.get_u32(e),
                 },
                 2 => NackExt::Hello { epoch: EPOCH.get_u8(e), nonce: COLUMN.get_u32(e) },
+                3 => {
+                    let total = NACK_LEN + NACK_EXT_LEN + PROGRESS_EXTRA_LEN;
+                    need("dta.nack_ext.progress", total, buf.len())?;
+                    let e = &buf[NACK_LEN..total];
+                    let flags = FLAGS.get_u8(e);
+                    NackExt::Progress {
+                        epoch: EPOCH.get_u8(e),
+                        first: FIRST.get_u8(e),
+                        joined: flags & 1 != 0,
+                        last: flags & 2 != 0,
+                        settled: SETTLED.get_u32(e),
+                        lost: LOST.get_u32(e),
+                        span: SPAN.get_u32(e),
+                        incarnation: INCARNATION.get_u32(e),
+                    }
+                }
                 k => return Err(Error::Unsupported { field: "dta.nack_ext.kind", value: u64::from(k) }),
             })
         } else {
@@ -429,9 +476,13 @@ impl NackRepr {
         Ok(Self { seqnum: h.seqnum(), nack: h.nack(), slow_down: h.slow_down(), ext })
     }
 
-    /// Length: 2, or 14 with the extension.
+    /// Length: 2, 14 with the extension, 18 with a progress extension.
     pub const fn buffer_len(&self) -> usize {
-        if self.ext.is_some() { NACK_LEN + NACK_EXT_LEN } else { NACK_LEN }
+        match self.ext {
+            None => NACK_LEN,
+            Some(NackExt::Progress { .. }) => NACK_LEN + NACK_EXT_LEN + PROGRESS_EXTRA_LEN,
+            Some(_) => NACK_LEN + NACK_EXT_LEN,
+        }
     }
 
     /// Write the NACK.
@@ -445,7 +496,7 @@ impl NackRepr {
                 | EXTENDED.place_u8(u8::from(self.ext.is_some()));
         }
         let Some(ext) = self.ext else { return Ok(()) };
-        let e = &mut buf[NACK_LEN..NACK_LEN + NACK_EXT_LEN];
+        let e = &mut buf[NACK_LEN..self.buffer_len()];
         e.fill(0);
         use field::nack_ext::*;
         match ext {
@@ -463,6 +514,16 @@ impl NackRepr {
                 e[KIND.byte()] = 2;
                 e[EPOCH.byte()] = epoch;
                 set_u32(e, COLUMN.byte(), nonce);
+            }
+            NackExt::Progress { epoch, first, joined, last, settled, lost, span, incarnation } => {
+                e[KIND.byte()] = 3;
+                e[EPOCH.byte()] = epoch;
+                e[FIRST.byte()] = first;
+                e[FLAGS.byte()] = u8::from(joined) | u8::from(last) << 1;
+                set_u32(e, SETTLED.byte(), settled);
+                set_u32(e, INCARNATION.byte(), incarnation);
+                set_u32(e, LOST.byte(), lost);
+                set_u32(e, SPAN.byte(), span);
             }
         }
         Ok(())

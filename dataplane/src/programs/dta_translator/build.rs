@@ -133,6 +133,7 @@ impl DtaTranslator {
             region_timeout_ns: d.region_timeout_ms.unwrap_or(2000) * 1_000_000,
             join_ns: d.join_ms.unwrap_or(100).saturating_mul(1_000_000),
             seed: d.seed.unwrap_or_else(fresh_seed),
+            incarnation: fresh_seed() | 1,
             cm: CmConfig {
                 response_timeout_ns: d.cm_timeout_ms.unwrap_or(200) * 1_000_000,
                 max_req_tries: 4,
@@ -432,6 +433,7 @@ impl DtaTranslator {
             rate_low: dr.declare("dta_rate_limited"),
             park_full: dr.declare("dta_park_full"),
             stopped: dr.declare("dta_stopped"),
+            after_stop: dr.declare("dta_after_stop"),
             seq_duplicate: dr.declare("dta_seq_duplicate"),
             seq_stale: dr.declare("dta_seq_stale"),
             bad_hop: dr.declare("dta_bad_hop"),
@@ -469,6 +471,10 @@ impl DtaTranslator {
             scratch: Vec::with_capacity(MAX_REPORT),
             last_tick: 0,
             started_at: None,
+            born_floor: u64::MAX,
+            progress_at: 0,
+            progress_due: false,
+            stopped: false,
             holes: Vec::new(),
             holes_scan: 0,
         })

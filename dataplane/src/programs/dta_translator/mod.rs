@@ -64,6 +64,7 @@ mod config;
 mod control;
 pub mod decl;
 mod p4;
+mod progress;
 mod qp;
 mod rdma;
 pub mod state;
@@ -91,7 +92,8 @@ pub use self::config::{DtaCollector, DtaList, DtaPostcarder, DtaSection, DtaSket
 /// own number was counted lost when it left the window, or the first after 128 or more lost in
 /// a row, which only the port's own counters can show).
 pub fn drop_is_loss(name: &str) -> bool {
-    name.starts_with("dta_") && !matches!(name, "dta_seq_duplicate" | "dta_seq_stale" | "dta_hello")
+    name.starts_with("dta_")
+        && !matches!(name, "dta_seq_duplicate" | "dta_seq_stale" | "dta_hello" | "dta_after_stop")
 }
 use self::qp::{Phase, Qp, Store};
 use self::state::{
@@ -183,6 +185,9 @@ pub struct Settings {
     pub join_ns: u64,
     /// Seed of CM communication IDs and starting PSNs.
     pub seed: u32,
+    /// This start's own value, in every stream's progress message (a reporter that hears a
+    /// new one knows the translator restarted). Never configured: fresh at each start.
+    pub incarnation: u32,
     /// The CM's timers.
     pub cm: CmConfig,
 }
@@ -287,6 +292,9 @@ struct Drops {
     park_full: DropReason,
     /// A parked report the translator still held when it stopped.
     stopped: DropReason,
+    /// A report that came after the stop's last word to its reporter (which counts it: not
+    /// a loss here).
+    after_stop: DropReason,
     seq_duplicate: DropReason,
     seq_stale: DropReason,
     bad_hop: DropReason,
@@ -295,6 +303,16 @@ struct Drops {
     roce_bad_icrc: DropReason,
     roce_malformed: DropReason,
     unknown_qp: DropReason,
+}
+
+impl Drops {
+    /// Whether a report dropped for `reason` is lost ([`drop_is_loss`] by reason).
+    fn is_loss(&self, reason: DropReason) -> bool {
+        reason != self.hello
+            && reason != self.seq_duplicate
+            && reason != self.seq_stale
+            && reason != self.after_stop
+    }
 }
 
 /// A collector.
@@ -324,6 +342,8 @@ struct Parked {
     bytes: [u8; MAX_REPORT],
     len: u16,
     dst: Ipv4Addr,
+    /// When it was parked.
+    at: u64,
 }
 
 /// Where a translated report's first packet goes.
@@ -423,6 +443,15 @@ pub struct DtaTranslator {
     holes: Vec<(u64, PortId, UdpFlow)>,
     /// When the timer last went over `holes`.
     holes_scan: u64,
+    /// While a held item is written (a batch, a path, a parked report): when it was taken,
+    /// so the request carrying it is dated then (`u64::MAX` otherwise).
+    born_floor: u64,
+    /// When the streams' progress last went to their reporters.
+    progress_at: u64,
+    /// A stream was joined mid-way: its progress goes at the next tick.
+    progress_due: bool,
+    /// The stop is done (the streams had their last word): reports are no longer taken.
+    stopped: bool,
 }
 
 impl DtaTranslator {
@@ -639,6 +668,7 @@ impl Program for DtaTranslator {
             self.holes_scan = now;
             self.renack_holes(now, out);
         }
+        self.send_progress(now, false, out);
         self.last_tick = now;
     }
 
@@ -656,6 +686,10 @@ impl Program for DtaTranslator {
 
     fn parse_command(line: &str, ports: &[String]) -> Result<Command, String> {
         Command::parse(line, ports)
+    }
+
+    fn final_stats(&mut self) -> Option<String> {
+        Some(self.stats_line())
     }
 
     fn resources(&self) -> &Resources {

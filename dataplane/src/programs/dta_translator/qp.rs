@@ -70,6 +70,27 @@ impl Store {
         }
     }
 
+    /// Forget what it holds unwritten (the translator stops, having counted it lost).
+    pub fn discard_held(&mut self) {
+        match self {
+            Self::Append { batcher, .. } => {
+                let _ = batcher.take();
+            }
+            Self::Postcarder(cache) => cache.clear(),
+            _ => {}
+        }
+    }
+
+    /// When the oldest item this store holds unwritten came, at the latest (`None`: none).
+    pub fn oldest(&self) -> Option<u64> {
+        match self {
+            Self::Append { batcher, .. } => batcher.oldest(),
+            Self::Postcarder(cache) => cache.oldest(),
+            Self::Sketch { merger, .. } => merger.oldest(),
+            _ => None,
+        }
+    }
+
     /// [`Qp::entry_len`] for this store.
     pub fn entry_len(&self) -> usize {
         match self {

@@ -135,8 +135,11 @@ impl DtaTranslator {
         q.poisoned = false;
         let (mut replayed, mut lost, mut entries) = (0u64, 0u64, 0u64);
         let (mut unknown, mut unknown_entries) = (0u64, 0u64);
+        // What the replays carry is as old as the oldest of them (for the streams' progress).
+        let born = old.oldest_born().unwrap_or(now);
         for (op, payload) in old.outstanding_requests() {
             if replay && !op.is_atomic() && q.req.post(now, op, payload, false).is_ok() {
+                q.req.backdate_last(born);
                 replayed += 1;
             } else if replay && op.is_atomic() {
                 // Applied with only its ACK lost, or never: nobody can tell, and it is not
@@ -444,8 +447,13 @@ impl DtaTranslator {
         if busy && !force {
             return false;
         }
-        // Reports still missing will never be recovered by this translator.
-        let missing: u64 = self.reporters.iter().map(|(_, t)| u64::from(t.missing())).sum();
+        // Reports still missing will never be recovered by this translator: given up (so
+        // neither missing nor held is left to count twice in the final counters).
+        let mut missing = 0u64;
+        self.reporters.retain(|_, t| {
+            missing += u64::from(t.give_up());
+            true
+        });
         self.stats.seq_unrecoverable += missing;
         // Reports still waiting (parked) will not be translated either.
         for _ in self.parked.drain(..) {
@@ -453,12 +461,17 @@ impl DtaTranslator {
         }
         for qi in 0..self.qps.len() {
             self.abandon(qi);
+            self.qps[qi].store.discard_held();
             if let Some(dreq) = self.qps[qi].cm.reset(now, ConnectError::Disconnected) {
                 self.send_mad(qi, &dreq, out);
             }
             self.qps[qi].phase = Phase::Connecting;
             self.qps[qi].tmpl = None;
         }
+        // Everything taken is settled now (written, or counted above): each stream's last word.
+        // Reports still coming are left to their reporters, which count them after it.
+        self.send_progress(now, true, out);
+        self.stopped = true;
         true
     }
 }

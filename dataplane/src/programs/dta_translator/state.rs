@@ -96,6 +96,11 @@ impl AppendBatcher {
         self.n >= self.batch || imm
     }
 
+    /// When the oldest entry waiting came (`None`: none waits).
+    pub fn oldest(&self) -> Option<u64> {
+        (self.n > 0).then_some(self.since)
+    }
+
     /// Whether a partial batch has waited `timeout` ns.
     pub fn due(&self, now: u64, timeout: u64) -> bool {
         self.n > 0 && now.saturating_sub(self.since) >= timeout
@@ -119,6 +124,74 @@ impl AppendBatcher {
 }
 
 // ---------------------------------------------------------------------------------------------
+// What is held, and since when
+
+/// Length of a hold period, ns: items held are counted per period they were taken in.
+pub const HOLD_PERIOD_NS: u64 = 5_000_000;
+/// Hold periods counted apiece; older ones are counted together.
+const HOLD_PERIODS: u32 = 4;
+
+/// Items held (cached postcards' paths, merged sketch columns), counted by the
+/// [`HOLD_PERIOD_NS`] period they were taken in, so the oldest one still held is known in
+/// constant time: a stream's progress is confirmed only up to it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HeldSince {
+    /// The current period.
+    cur: u32,
+    /// Items of each of the last `HOLD_PERIODS` periods, by period mod `HOLD_PERIODS`.
+    counts: [u32; HOLD_PERIODS as usize],
+    /// Items of older periods.
+    older: u32,
+}
+
+impl HeldSince {
+    fn roll(&mut self, now: u64) {
+        let p = (now / HOLD_PERIOD_NS) as u32;
+        if p.wrapping_sub(self.cur) >= HOLD_PERIODS {
+            self.older += self.counts.iter().sum::<u32>();
+            self.counts = [0; HOLD_PERIODS as usize];
+            self.cur = p;
+            return;
+        }
+        while self.cur != p {
+            self.cur = self.cur.wrapping_add(1);
+            let i = (self.cur % HOLD_PERIODS) as usize;
+            self.older += std::mem::take(&mut self.counts[i]);
+        }
+    }
+
+    /// One item taken at `now`: its period, to [`release`](Self::release) it with.
+    pub fn take(&mut self, now: u64) -> u32 {
+        self.roll(now);
+        self.counts[(self.cur % HOLD_PERIODS) as usize] += 1;
+        self.cur
+    }
+
+    /// The item taken in period `p` is no longer held.
+    pub fn release(&mut self, p: u32) {
+        let slot = &mut self.counts[(p % HOLD_PERIODS) as usize];
+        if self.cur.wrapping_sub(p) < HOLD_PERIODS && *slot > 0 {
+            *slot -= 1;
+        } else {
+            self.older = self.older.saturating_sub(1);
+        }
+    }
+
+    /// When the oldest item still held was taken, at the latest (the start of its period; 0
+    /// for one older than the periods counted apiece); `None` when nothing is held.
+    pub fn oldest(&self) -> Option<u64> {
+        if self.older > 0 {
+            return Some(0);
+        }
+        (0..HOLD_PERIODS)
+            .rev()
+            .map(|k| self.cur.wrapping_sub(k))
+            .find(|p| self.counts[(p % HOLD_PERIODS) as usize] > 0)
+            .map(|p| u64::from(p) * HOLD_PERIOD_NS)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Postcarder
 
 /// One flow's path being assembled.
@@ -128,6 +201,8 @@ struct PathEntry {
     present: u8,
     hops: [u32; POSTCARDER_HOPS],
     imm: bool,
+    /// The hold period of its first postcard ([`HeldSince`]).
+    period: u32,
 }
 
 /// A complete (or evicted) path to write.
@@ -141,6 +216,8 @@ pub struct Path {
     pub present: u8,
     /// A postcard asked for immediate data.
     pub imm: bool,
+    /// When its first postcard came, at the latest ([`HeldSince`]'s period start).
+    pub since: u64,
 }
 
 /// What a postcard did.
@@ -163,6 +240,7 @@ pub enum PostcardOutcome {
 pub struct PostcarderCache {
     entries: Vec<PathEntry>,
     hops: u8,
+    held: HeldSince,
 }
 
 impl PostcarderCache {
@@ -176,7 +254,19 @@ impl PostcarderCache {
         Self {
             entries: vec![PathEntry::default(); size.next_power_of_two().max(1)],
             hops: hops.clamp(1, POSTCARDER_HOPS as u8),
+            held: HeldSince::default(),
         }
+    }
+
+    /// Forget every partial path.
+    pub fn clear(&mut self) {
+        self.entries.fill(PathEntry::default());
+        self.held = HeldSince::default();
+    }
+
+    /// When the oldest partial path's first postcard came, at the latest (`None`: none).
+    pub fn oldest(&self) -> Option<u64> {
+        self.held.oldest()
     }
 
     /// Memory of the cache.
@@ -195,8 +285,8 @@ impl PostcarderCache {
         (e.present != 0 && e.key != key) || (e.present | 1 << (hop - 1)) == (1u8 << self.hops) - 1
     }
 
-    /// Add hop `hop`'s postcard for `key`.
-    pub fn add(&mut self, key: u32, hop: u8, data: u32, imm: bool) -> PostcardOutcome {
+    /// Add hop `hop`'s postcard for `key`, at `now`.
+    pub fn add(&mut self, now: u64, key: u32, hop: u8, data: u32, imm: bool) -> PostcardOutcome {
         if hop == 0 || hop > self.hops {
             return PostcardOutcome::BadHop;
         }
@@ -205,8 +295,13 @@ impl PostcarderCache {
         let e = &mut self.entries[i];
         let mut evicted = None;
         if e.present != 0 && e.key != key {
-            evicted = Some(Path { key: e.key, hops: e.hops, present: e.present, imm: e.imm });
+            let since = u64::from(e.period) * HOLD_PERIOD_NS;
+            evicted = Some(Path { key: e.key, hops: e.hops, present: e.present, imm: e.imm, since });
+            self.held.release(e.period);
             *e = PathEntry::default();
+        }
+        if e.present == 0 {
+            e.period = self.held.take(now);
         }
         e.key = key;
         e.present |= 1 << (hop - 1);
@@ -216,7 +311,9 @@ impl PostcarderCache {
             return PostcardOutcome::Evicted(p);
         }
         if e.present == all {
-            let p = Path { key, hops: e.hops, present: e.present, imm: e.imm };
+            let since = u64::from(e.period) * HOLD_PERIOD_NS;
+            let p = Path { key, hops: e.hops, present: e.present, imm: e.imm, since };
+            self.held.release(e.period);
             *e = PathEntry::default();
             return PostcardOutcome::Complete(p);
         }
@@ -266,6 +363,11 @@ pub struct SketchMerger {
     count: Vec<(u16, u32)>,
     /// The first column of the next batch to write, and its round.
     flush: (u32, u32),
+    /// Per column: the hold period of its first contribution this round ([`HeldSince`]).
+    period: Vec<u32>,
+    held: HeldSince,
+    /// When the last batch taken got its oldest column's first contribution, at the latest.
+    last_since: u64,
 }
 
 impl SketchMerger {
@@ -283,7 +385,21 @@ impl SketchMerger {
             merged: vec![0; columns as usize * usize::from(rows.max(1))],
             count: vec![(0, 0); columns as usize],
             flush: (0, 0),
+            period: vec![0; columns as usize],
+            held: HeldSince::default(),
+            last_since: u64::MAX,
         }
+    }
+
+    /// When the last batch taken got its oldest column's first contribution, at the latest.
+    pub fn last_since(&self) -> u64 {
+        self.last_since
+    }
+
+    /// When the oldest column merged and not yet written got its first contribution, at the
+    /// latest (`None`: none).
+    pub fn oldest(&self) -> Option<u64> {
+        self.held.oldest()
     }
 
     /// Rows (counters per column).
@@ -301,8 +417,16 @@ impl SketchMerger {
         self.merged.len() * 4 + self.count.len() * 8
     }
 
-    /// Merge `counters` (`rows` big-endian `u32`s) from `reporter` for `column` with `op`.
-    pub fn merge(&mut self, reporter: u16, column: u32, op: MergeOp, counters: &[u8]) -> SketchOutcome {
+    /// Merge `counters` (`rows` big-endian `u32`s) from `reporter` for `column` with `op`, at
+    /// `now`.
+    pub fn merge(
+        &mut self,
+        now: u64,
+        reporter: u16,
+        column: u32,
+        op: MergeOp,
+        counters: &[u8],
+    ) -> SketchOutcome {
         let Some(r) = self.reporters.iter().position(|&x| x == reporter) else {
             return SketchOutcome::UnknownReporter;
         };
@@ -328,6 +452,9 @@ impl SketchMerger {
             self.count[c] = (0, round);
         }
         let first = self.count[c].0 == 0;
+        if first {
+            self.period[c] = self.held.take(now);
+        }
         let cells = &mut self.merged[c * self.rows..(c + 1) * self.rows];
         for (cell, b) in cells.iter_mut().zip(counters.chunks_exact(4)) {
             let v = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
@@ -340,7 +467,8 @@ impl SketchMerger {
 
     /// The next complete batch, if the batch due next has every reporter's copy of every
     /// column: its first column and its counters (columns × rows little-endian `u32`s, written
-    /// into `out`). The batch is then cleared for the next round.
+    /// into `out`). The batch is then cleared for the next round. [`last_since`](Self::last_since)
+    /// then tells when its oldest column's first contribution came.
     pub fn take_batch<'a>(&mut self, out: &'a mut Vec<u8>) -> Option<(u32, &'a [u8])> {
         let (start, round) = self.flush;
         let m = self.reporters.len() as u16;
@@ -355,8 +483,11 @@ impl SketchMerger {
             out.extend_from_slice(&v.to_le_bytes());
             *v = 0;
         }
+        self.last_since = u64::MAX;
         for c in start..start + self.batch {
             self.count[c as usize] = (0, round + 1);
+            self.held.release(self.period[c as usize]);
+            self.last_since = self.last_since.min(u64::from(self.period[c as usize]) * HOLD_PERIOD_NS);
         }
         let next = start + self.batch;
         self.flush = if next >= self.columns { (0, round + 1) } else { (next, round) };
@@ -391,6 +522,8 @@ pub struct SeqOutcome {
     pub nack: Option<(u8, u8)>,
     /// The reporter restarted (a new epoch): its tracking began again.
     pub restarted: bool,
+    /// The tracking just joined the stream mid-way.
+    pub joined: bool,
     /// Not translated, and no duplicate either: a number already seen, older than any resend
     /// (more than `wire::dta::RESEND_WINDOW` behind the newest). Either it arrived reordered
     /// behind more reports than 8 bits can order, or 128 or more reports in a row were lost
@@ -439,6 +572,61 @@ pub struct ReporterSeq {
     last_renack: u64,
     /// When its last report came.
     pub last_heard: u64,
+    /// Numbers the window has moved over since the tracking started (the stream's position
+    /// of `next`, counted from `first_seq`).
+    pos: u64,
+    /// The first number tracked.
+    pub first_seq: u8,
+    /// The tracking joined the stream mid-way (`first_seq` is not the stream's first).
+    pub joined: bool,
+    /// Reports of this stream counted lost here (missing for good, or dropped at ingress under
+    /// a reason that is a loss).
+    pub lost: u32,
+    /// The stream's progress as reported: see [`Progress`].
+    pub progress: Progress,
+}
+
+/// How many checkpoints of a stream's settled position are kept (one per progress period).
+pub const CHECKPOINTS: usize = 8;
+
+/// A stream's progress towards its reporter (`NackExt::Progress`): every progress period the
+/// stream's settled position is checkpointed; a checkpoint is confirmed to the reporter once
+/// nothing the translator still holds (batches, cached postcards, sketch columns, parked
+/// reports, unacknowledged requests) is older than it — so every report up to a confirmed
+/// position is written and acknowledged, or counted lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Progress {
+    /// The way back to the reporter, once known.
+    pub back: Option<(crate::switch::PortId, wire::stack::UdpFlow)>,
+    /// (time, settled position, lost) checkpoints, oldest overwritten first.
+    ck: [(u64, u64, u32); CHECKPOINTS],
+    /// Checkpoints taken.
+    taken: u64,
+    /// The last (settled, lost) confirmed to the reporter.
+    pub told: (u64, u32),
+}
+
+impl Progress {
+    /// Whether no checkpoint was taken yet.
+    pub fn is_fresh(&self) -> bool {
+        self.taken == 0
+    }
+
+    /// Checkpoint `settled` and `lost` at `now`.
+    pub fn checkpoint(&mut self, now: u64, settled: u64, lost: u32) {
+        self.ck[(self.taken % CHECKPOINTS as u64) as usize] = (now, settled, lost);
+        self.taken += 1;
+    }
+
+    /// The newest checkpoint taken before `held_since` (everything still held came later), or
+    /// the newest of all when nothing is held: (settled, lost).
+    pub fn confirmed(&self, held_since: Option<u64>) -> Option<(u64, u32)> {
+        let n = self.taken.min(CHECKPOINTS as u64);
+        (0..n)
+            .map(|k| self.ck[((self.taken - 1 - k) % CHECKPOINTS as u64) as usize])
+            .find(|c| held_since.is_none_or(|h| c.0 < h))
+            .map(|c| (c.1, c.2))
+    }
 }
 
 impl ReporterSeq {
@@ -474,7 +662,30 @@ impl ReporterSeq {
             renacked: next,
             last_renack: 0,
             last_heard: 0,
+            pos: 0,
+            first_seq: 0,
+            joined: false,
+            lost: 0,
+            progress: Progress::default(),
         }
+    }
+
+    /// The newest number seen, and the numbers passed from the first tracked to it (that one
+    /// included).
+    pub fn newest(&self) -> (u8, u64) {
+        (self.next.wrapping_sub(1), self.pos)
+    }
+
+    /// Whether it tracks a stream's numbers.
+    pub fn is_tracked(&self) -> bool {
+        self.tracked
+    }
+
+    /// Reports of the stream settled in order here, from [`first_seq`](Self::first_seq):
+    /// every number before the oldest still missing was taken or counted lost.
+    pub fn settled(&self) -> u64 {
+        let holes = self.holes();
+        if holes == 0 { self.pos } else { self.pos.saturating_sub(128 - u64::from(holes.leading_zeros())) }
     }
 
     /// The reporter said hello (it starts a new stream, numbered from 0): what the old stream
@@ -485,12 +696,14 @@ impl ReporterSeq {
     /// one's, it is never read against the old window.
     pub fn restart(&mut self) -> Option<u32> {
         let lost = self.tracked.then(|| self.missing());
+        let back = self.progress.back;
         *self = Self {
             last_nack: self.last_nack,
             nacked: self.nacked,
             last_heard: self.last_heard,
             ..Self::untracked()
         };
+        self.progress.back = back;
         lost
     }
 
@@ -518,12 +731,20 @@ impl ReporterSeq {
             // number is taken to have just started (its reports before are missing), as it
             // would have to lose JOIN_MIN first reports in a row to look mid-stream.
             let joined = !self.tracked && self.join && seq >= JOIN_MIN;
-            let (last_nack, nacked) = (self.last_nack, self.nacked);
-            *self = Self { last_nack, nacked, ..Self::first(seq, epoch) };
+            let (last_nack, nacked, back) = (self.last_nack, self.nacked, self.progress.back);
+            *self = Self { last_nack, nacked, last_heard: now, ..Self::first(seq, epoch) };
+            self.progress.back = back;
             if joined {
                 self.next = seq;
                 self.seen = 0;
                 self.unknown = u128::MAX;
+                self.first_seq = seq;
+                self.joined = true;
+                o.joined = true;
+                // Said at once: the reporter maps `first_seq` (8 bits) to its own numbering
+                // only while fewer than 256 reports have gone since.
+                self.progress.taken = 0;
+                self.progress.told = (0, 0);
             }
         }
         let d = u32::from(seq.wrapping_sub(self.next));
@@ -533,11 +754,14 @@ impl ReporterSeq {
             let known = self.seen | self.unknown;
             let out = if k >= 128 { known } else { known >> (128 - k) };
             let width = k.min(128);
-            o.lost += width - (out & (u128::MAX >> (128 - width))).count_ones();
+            let fell_out = width - (out & (u128::MAX >> (128 - width))).count_ones();
+            o.lost += fell_out;
+            self.lost = self.lost.wrapping_add(fell_out);
             self.seen = if k >= 128 { 1 } else { (self.seen << k) | 1 };
             self.unknown = if k >= 128 { 0 } else { self.unknown << k };
             let from = self.next;
             self.next = seq.wrapping_add(1);
+            self.pos += u64::from(k);
             o.translate = true;
             if d > 0 {
                 o.gap = d;
@@ -586,6 +810,7 @@ impl ReporterSeq {
     pub fn give_up(&mut self) -> u32 {
         let n = self.missing();
         self.seen |= !self.unknown;
+        self.lost = self.lost.wrapping_add(n);
         n
     }
 
@@ -678,14 +903,14 @@ mod tests {
     #[test]
     fn postcarder_completes_and_evicts() {
         let mut c = PostcarderCache::new(1, 3);
-        assert_eq!(c.add(5, 1, 10, false), PostcardOutcome::Cached);
-        assert_eq!(c.add(5, 4, 10, false), PostcardOutcome::BadHop);
-        assert_eq!(c.add(5, 3, 30, false), PostcardOutcome::Cached);
+        assert_eq!(c.add(0, 5, 1, 10, false), PostcardOutcome::Cached);
+        assert_eq!(c.add(0, 5, 4, 10, false), PostcardOutcome::BadHop);
+        assert_eq!(c.add(0, 5, 3, 30, false), PostcardOutcome::Cached);
         // Another flow takes the single entry: flow 5's partial path goes out.
-        let PostcardOutcome::Evicted(p) = c.add(6, 1, 1, false) else { panic!() };
+        let PostcardOutcome::Evicted(p) = c.add(0, 6, 1, 1, false) else { panic!() };
         assert_eq!((p.key, p.present, p.hops), (5, 0b101, [10, 0, 30, 0, 0]));
-        c.add(6, 2, 2, true);
-        let PostcardOutcome::Complete(p) = c.add(6, 3, 3, false) else { panic!() };
+        c.add(0, 6, 2, 2, true);
+        let PostcardOutcome::Complete(p) = c.add(0, 6, 3, 3, false) else { panic!() };
         assert_eq!((p.key, p.present, p.hops, p.imm), (6, 0b111, [1, 2, 3, 0, 0], true));
     }
 
@@ -697,24 +922,24 @@ mod tests {
     fn sketch_merges_in_order_and_writes_complete_batches() {
         let mut s = SketchMerger::new(2, 4, &[10, 20], 2);
         let mut out = Vec::new();
-        assert_eq!(s.merge(10, 0, MergeOp::Sum, &col(&[1, 2])), SketchOutcome::Merged);
-        assert_eq!(s.merge(10, 2, MergeOp::Sum, &col(&[1, 2])), SketchOutcome::OutOfOrder { last: 0 });
-        assert_eq!(s.merge(30, 0, MergeOp::Sum, &col(&[1, 2])), SketchOutcome::UnknownReporter);
-        assert_eq!(s.merge(20, 0, MergeOp::Sum, &col(&[1])), SketchOutcome::BadShape);
-        s.merge(10, 1, MergeOp::Sum, &col(&[3, 4]));
+        assert_eq!(s.merge(0, 10, 0, MergeOp::Sum, &col(&[1, 2])), SketchOutcome::Merged);
+        assert_eq!(s.merge(0, 10, 2, MergeOp::Sum, &col(&[1, 2])), SketchOutcome::OutOfOrder { last: 0 });
+        assert_eq!(s.merge(0, 30, 0, MergeOp::Sum, &col(&[1, 2])), SketchOutcome::UnknownReporter);
+        assert_eq!(s.merge(0, 20, 0, MergeOp::Sum, &col(&[1])), SketchOutcome::BadShape);
+        s.merge(0, 10, 1, MergeOp::Sum, &col(&[3, 4]));
         assert!(s.take_batch(&mut out).is_none(), "reporter 20 has not sent columns 0 and 1");
-        s.merge(20, 0, MergeOp::Sum, &col(&[10, 20]));
-        s.merge(20, 1, MergeOp::Sum, &col(&[30, 40]));
+        s.merge(0, 20, 0, MergeOp::Sum, &col(&[10, 20]));
+        s.merge(0, 20, 1, MergeOp::Sum, &col(&[30, 40]));
         let (start, bytes) = s.take_batch(&mut out).unwrap();
         assert_eq!(start, 0);
         let v: Vec<u32> = bytes.chunks(4).map(|b| u32::from_le_bytes(b.try_into().unwrap())).collect();
         assert_eq!(v, [11, 22, 33, 44]);
         // Finish the round; reporter 10 starts the next round's column 0 at once (it was written).
         for r in [10, 20] {
-            s.merge(r, 2, MergeOp::Max, &col(&[5, 5]));
-            s.merge(r, 3, MergeOp::Max, &col(&[u32::from(r), 1]));
+            s.merge(0, r, 2, MergeOp::Max, &col(&[5, 5]));
+            s.merge(0, r, 3, MergeOp::Max, &col(&[u32::from(r), 1]));
         }
-        assert_eq!(s.merge(10, 0, MergeOp::Sum, &col(&[1, 1])), SketchOutcome::Merged);
+        assert_eq!(s.merge(0, 10, 0, MergeOp::Sum, &col(&[1, 1])), SketchOutcome::Merged);
         let (start, bytes) = s.take_batch(&mut out).unwrap();
         assert_eq!(start, 2);
         let v: Vec<u32> = bytes.chunks(4).map(|b| u32::from_le_bytes(b.try_into().unwrap())).collect();
@@ -724,10 +949,10 @@ mod tests {
     #[test]
     fn sketch_holds_back_a_round_until_the_column_is_written() {
         let mut s = SketchMerger::new(1, 2, &[1, 2], 2);
-        s.merge(1, 0, MergeOp::Sum, &col(&[1]));
-        s.merge(1, 1, MergeOp::Sum, &col(&[1]));
+        s.merge(0, 1, 0, MergeOp::Sum, &col(&[1]));
+        s.merge(0, 1, 1, MergeOp::Sum, &col(&[1]));
         // Reporter 1 is a round ahead; reporter 2 has sent nothing: column 0 is not written.
-        assert_eq!(s.merge(1, 0, MergeOp::Sum, &col(&[9])), SketchOutcome::TooEarly { last: 1 });
+        assert_eq!(s.merge(0, 1, 0, MergeOp::Sum, &col(&[9])), SketchOutcome::TooEarly { last: 1 });
     }
 
     #[test]
@@ -912,5 +1137,48 @@ mod tests {
         assert_eq!((o.translate, o.restarted, o.lost, o.nack), (true, true, 5, None));
         assert!(r.check(1, 9, 11, 0).translate);
         assert_eq!(r.missing(), 0);
+    }
+
+    /// The oldest item held is known per period; releasing it moves the oldest on; items
+    /// older than the periods counted apiece pin it at 0 until released.
+    #[test]
+    fn held_since_names_the_oldest_period_still_held() {
+        let p = HOLD_PERIOD_NS;
+        let mut h = HeldSince::default();
+        assert_eq!(h.oldest(), None);
+        let a = h.take(p + 1);
+        let b = h.take(2 * p + 1);
+        assert_eq!(h.oldest(), Some(p));
+        h.release(a);
+        assert_eq!(h.oldest(), Some(2 * p));
+        let c = h.take(10 * p);
+        assert_eq!(h.oldest(), Some(0), "b is older than the periods counted apiece");
+        h.release(b);
+        assert_eq!(h.oldest(), Some(10 * p));
+        h.release(c);
+        assert_eq!(h.oldest(), None);
+    }
+
+    /// A stream's settled position stops at its oldest missing number, and a checkpoint is
+    /// confirmed only once nothing held is older than it.
+    #[test]
+    fn progress_confirms_checkpoints_older_than_anything_held() {
+        let mut t = ReporterSeq::first(0, 3);
+        for s in 0..10u8 {
+            t.check(s, 3, 0, 1000);
+        }
+        assert_eq!(t.settled(), 10);
+        t.check(12, 3, 0, 1000);
+        assert_eq!(t.settled(), 10, "10 and 11 missing");
+        t.check(10, 3, 0, 1000);
+        assert_eq!(t.settled(), 11);
+        assert_eq!(t.give_up(), 1);
+        assert_eq!((t.settled(), t.lost), (13, 1));
+        let mut g = Progress::default();
+        g.checkpoint(100, 5, 0);
+        g.checkpoint(200, 9, 1);
+        assert_eq!(g.confirmed(None), Some((9, 1)));
+        assert_eq!(g.confirmed(Some(150)), Some((5, 0)));
+        assert_eq!(g.confirmed(Some(100)), None);
     }
 }

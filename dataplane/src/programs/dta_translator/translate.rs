@@ -43,12 +43,17 @@ impl DtaTranslator {
         first: &mut First<'_, F>,
         out: &mut Emitter<'_, F>,
     ) -> Result<Option<PortId>, Reject> {
+        let floor = self.born_floor;
         let q = &mut self.qps[qi];
         let post = match q.req.post(now, op, payload, false) {
             Ok(p) => p,
             Err(PostError::WindowFull) => return Err(Reject::Drop(self.drops.window_full)),
             Err(_) => return Err(Reject::Drop(self.drops.store_down)),
         };
+        if floor < now {
+            // What it carries was held since then (a batch, a path, a parked report).
+            q.req.backdate_last(floor);
+        }
         self.stats.rdma_packets += 1;
         // The data items written to this region (a collector restart loses them all).
         q.region_entries += q.entries_in(&op, payload);
@@ -199,7 +204,7 @@ impl DtaTranslator {
                         self.admit(c, cost, prio, now)?;
                     }
                     let Store::Append { batcher, .. } = &mut self.qps[qi].store else { unreachable!() };
-                    let ready = batcher.push(now, data, imm);
+                    let ready = batcher.push(now.min(self.born_floor), data, imm);
                     self.stats.reports[1] += 1;
                     if ready { self.flush_append(qi, now, first, out) } else { Ok(None) }
                 }
@@ -220,7 +225,7 @@ impl DtaTranslator {
                         self.admit(c, UNITS, prio, now)?;
                     }
                     let Store::Postcarder(cache) = &mut self.qps[qi].store else { unreachable!() };
-                    let path = match cache.add(key, hop, data, imm) {
+                    let path = match cache.add(now.min(self.born_floor), key, hop, data, imm) {
                         PostcardOutcome::BadHop => return Err(Reject::Drop(self.drops.bad_hop)),
                         PostcardOutcome::Cached => None,
                         PostcardOutcome::Complete(p) | PostcardOutcome::Evicted(p) => Some(p),
@@ -236,13 +241,17 @@ impl DtaTranslator {
                         rkey: meta.rkey,
                         imm: p.imm.then_some(p.key),
                     };
-                    self.send(qi, now, op, &buf, first, out)
+                    let floor = self.born_floor;
+                    self.born_floor = floor.min(p.since);
+                    let r = self.send(qi, now, op, &buf, first, out);
+                    self.born_floor = floor;
+                    r
                 }
                 Primitive::SketchMerge { sketch_id, reporter_id, column, op, counters } => {
                     let qi =
                         self.ready_qp(self.sketches.lookup(&sketch_id).copied(), self.drops.no_sketch)?;
                     let Store::Sketch { merger, .. } = &mut self.qps[qi].store else { unreachable!() };
-                    match merger.merge(reporter_id, column, op, counters) {
+                    match merger.merge(now.min(self.born_floor), reporter_id, column, op, counters) {
                         SketchOutcome::Merged => {}
                         SketchOutcome::OutOfOrder { last } | SketchOutcome::TooEarly { last } => {
                             return Err(Reject::SketchNack { sketch_id, reporter_id, last });
@@ -273,6 +282,7 @@ impl DtaTranslator {
             return Err(Reject::Full);
         }
         let Store::Append { list, batcher, marks } = &mut self.qps[qi].store else { return Ok(None) };
+        let since = batcher.oldest().unwrap_or(now);
         let (list, marks, after) = (*list, *marks, batcher.written() + batcher.pending() as u64);
         let (writes, imm) = batcher.take();
         // The last WRITE's immediate: the reference's list ID when a report asked for it, or,
@@ -290,16 +300,25 @@ impl DtaTranslator {
             }
             n += 1;
         }
-        let mut port = None;
+        let mut port = Ok(None);
+        let floor = self.born_floor;
+        self.born_floor = floor.min(since);
         for (k, (slot, len, bytes)) in runs[..n].iter().enumerate() {
             let op = Op::Write {
                 va: meta.va + slot * dta::layout::APPEND_ENTRY_LEN as u64,
                 rkey: meta.rkey,
                 imm: if k + 1 == n { last_imm } else { None },
             };
-            port = port.or(self.send(qi, now, op, &bytes[..*len], first, out)?);
+            match self.send(qi, now, op, &bytes[..*len], first, out) {
+                Ok(p) => port = port.map(|q: Option<PortId>| q.or(p)),
+                Err(e) => {
+                    port = Err(e);
+                    break;
+                }
+            }
         }
-        Ok(port)
+        self.born_floor = floor;
+        port
     }
 
     /// Write every complete batch of a sketch.
@@ -321,6 +340,7 @@ impl DtaTranslator {
                 self.sketch_buf = buf;
                 return Ok(port);
             };
+            let since = merger.last_since();
             let c = self.qps[qi].collector;
             // Batches are written whatever the rate: their columns are merged already.
             if self.collectors[c].metered {
@@ -332,7 +352,10 @@ impl DtaTranslator {
                 imm: imm.then_some((u32::from(id) << 16) | (start & 0xffff)),
             };
             let len = bytes.len();
+            let floor = self.born_floor;
+            self.born_floor = floor.min(since);
             let r = self.send(qi, now, op, &buf[..len], first, out);
+            self.born_floor = floor;
             self.sketch_buf = buf;
             port = port.or(r?);
         }
@@ -359,7 +382,7 @@ impl DtaTranslator {
     }
 
     /// Write NACK `r` over `flow` into `f`.
-    fn write_nack<F: Frame>(f: &mut F, flow: &UdpFlow, r: &NackRepr) -> bool {
+    pub(super) fn write_nack<F: Frame>(f: &mut F, flow: &UdpFlow, r: &NackRepr) -> bool {
         f.reset();
         let n = r.buffer_len();
         f.append(wire::ethernet::MIN_FRAME_LEN.max(flow.headers_len() + n)).is_some_and(|b| {
@@ -463,6 +486,9 @@ impl DtaTranslator {
         // What the report carries is taken out of its buffer (which becomes the first RDMA
         // packet): plain fields by value, Key-Write data into `kw`; sketch counters into the
         // scratch buffer (kept, no allocation) on the sketch's own path.
+        if self.stopped {
+            return md.dest = Dest::Drop(self.drops.after_stop);
+        }
         if pkt.data().get(l4) == Some(&dta::HELLO_OPCODE) {
             return self.on_hello(pkt, md, out, src, l4);
         }
@@ -496,13 +522,20 @@ impl DtaTranslator {
         src_port: u16,
         seq: Sequence,
         now: u64,
+        back: (&[u8], PortId),
     ) -> Result<Option<NackRepr>, DropReason> {
         let key = reporter_key(src, src_port);
         let interval = self.s.nack_interval_ns;
         let o = match self.reporters.lookup_mut(&key) {
-            Some(t) => t.check(seq.seqnum, seq.epoch, now, interval),
+            Some(t) => {
+                if t.progress.back.is_none() {
+                    t.progress.back = Self::nack_flow(back.0).map(|(f, _)| (back.1, f));
+                }
+                t.check(seq.seqnum, seq.epoch, now, interval)
+            }
             None => {
                 let mut t = self.new_reporter(now);
+                t.progress.back = Self::nack_flow(back.0).map(|(f, _)| (back.1, f));
                 let o = t.check(seq.seqnum, seq.epoch, now, interval);
                 // A full table tracks no new reporters: their reports pass unchecked.
                 if self.reporters.insert(key, t).is_err() {
@@ -511,6 +544,10 @@ impl DtaTranslator {
                 o
             }
         };
+        if o.joined {
+            // Its progress goes at the next tick (the reporter maps the first number then).
+            self.progress_due = true;
+        }
         self.stats.seq_gaps += u64::from(o.gap);
         self.stats.seq_unrecoverable += u64::from(o.lost);
         self.stats.seq_recovered += u64::from(o.recovered);
@@ -543,8 +580,11 @@ impl DtaTranslator {
         // The reporter's UDP source port: read only where it is needed (tracking, NACKs), from
         // the report, which a rejected translation leaves as it came.
         let src_port = |pkt: &F| reporter_port(pkt.data(), l4);
+        let tracked = r.seq.is_some_and(|s| s.retransmittable);
+        let mut sport = 0;
         if let Some(seq) = r.seq.filter(|s| s.retransmittable) {
-            match self.track(src, src_port(pkt), seq, now) {
+            sport = src_port(pkt);
+            match self.track(src, sport, seq, now, (pkt.data(), md.ingress_port)) {
                 Err(reason) => return md.dest = Dest::Drop(reason),
                 // The report goes on to be translated; the NACK is a packet of its own.
                 Ok(Some(n)) => self.send_nack(pkt.data(), md.ingress_port, n, out),
@@ -559,14 +599,20 @@ impl DtaTranslator {
         } else {
             self.translate(now, dst, r, First::InPlace(pkt), out)
         };
+        // A tracked report dropped here is lost to its stream (told in the stream's progress).
+        let mut lost = false;
         match result {
             Translated::Sent(port) => {
                 md.dest = Dest::Port(port);
                 md.qid = self.s.queue;
             }
             Translated::Absorbed => md.dest = Dest::Consume,
-            Translated::Rejected(Reject::Drop(reason)) => md.dest = Dest::Drop(reason),
+            Translated::Rejected(Reject::Drop(reason)) => {
+                lost = self.drops.is_loss(reason);
+                md.dest = Dest::Drop(reason);
+            }
             Translated::Rejected(Reject::SketchNack { sketch_id, reporter_id, last }) => {
+                lost = true;
                 if self.notify_ok(src, src_port(pkt), now) {
                     out.count_drop(self.drops.sketch_order);
                     let ext = NackExt::Sketch { sketch_id, reporter_id, column: last };
@@ -585,7 +631,8 @@ impl DtaTranslator {
                     Reject::Full => (high, self.drops.window_full),
                     _ => (high, self.drops.store_down),
                 };
-                let parked = park && self.park(r, dst);
+                let parked = park && self.park(r, dst, now);
+                lost = !parked;
                 if park && !parked {
                     md.dest = Dest::Drop(self.drops.park_full);
                 } else if !parked {
@@ -603,6 +650,18 @@ impl DtaTranslator {
                     self.make_nack(pkt, md, NackRepr::plain(seqnum, false, true));
                 }
             }
+        }
+        if lost && tracked {
+            self.stream_lost(src, sport);
+        }
+    }
+
+    /// A report of `src`:`src_port`'s tracked stream was dropped here, counted under a reason
+    /// that is a loss: its stream's progress says so. Out of line: a drop.
+    #[cold]
+    fn stream_lost(&mut self, src: Ipv4Addr, src_port: u16) {
+        if let Some(t) = self.reporters.get_mut(&reporter_key(src, src_port)) {
+            t.lost = t.lost.wrapping_add(1);
         }
     }
 
@@ -675,11 +734,11 @@ impl DtaTranslator {
     }
 
     /// Keep a high-priority report for later; `false` if the queue is full.
-    pub(super) fn park(&mut self, r: &DtaRepr<'_>, dst: Ipv4Addr) -> bool {
+    pub(super) fn park(&mut self, r: &DtaRepr<'_>, dst: Ipv4Addr, now: u64) -> bool {
         if self.parked.len() >= self.park_cap {
             return false;
         }
-        let mut p = Parked { bytes: [0; MAX_REPORT], len: r.buffer_len() as u16, dst };
+        let mut p = Parked { bytes: [0; MAX_REPORT], len: r.buffer_len() as u16, dst, at: now };
         if r.emit(&mut p.bytes).is_err() {
             return false;
         }
@@ -695,9 +754,22 @@ impl DtaTranslator {
                 self.parked.pop_front();
                 continue;
             };
-            match self.translate(now, p.dst, &r, First::None, out) {
+            // What it writes was held since it was parked.
+            self.born_floor = p.at;
+            let t = self.translate(now, p.dst, &r, First::None, out);
+            self.born_floor = u64::MAX;
+            match t {
                 Translated::Rejected(Reject::Rate { .. } | Reject::Down | Reject::Full) => return,
-                _ => {
+                Translated::Rejected(Reject::Drop(reason)) => {
+                    // Refused now for good (its store gone, say): counted under the reason.
+                    self.parked.pop_front();
+                    out.count_drop(reason);
+                }
+                Translated::Rejected(Reject::SketchNack { .. }) => {
+                    self.parked.pop_front();
+                    out.count_drop(self.drops.sketch_order);
+                }
+                Translated::Sent(_) | Translated::Absorbed => {
                     self.parked.pop_front();
                     self.stats.unparked += 1;
                 }
