@@ -90,10 +90,19 @@ pub use self::config::{DtaCollector, DtaList, DtaPostcarder, DtaSection, DtaSket
 /// `dta_` reason but a duplicate (its number was translated already) and a stale number (one
 /// already seen, too old to be a resend: a report reordered further than 8 bits order, whose
 /// own number was counted lost when it left the window, or the first after 128 or more lost in
-/// a row, which only the port's own counters can show).
+/// a row, which only the port's own counters can show). Nor are a reporter's hello, a report
+/// after the stop's last word (its reporter counts it), and a sketch column out of order (the
+/// sketch NACK has the reporter send again from the last column merged: it comes again).
 pub fn drop_is_loss(name: &str) -> bool {
     name.starts_with("dta_")
-        && !matches!(name, "dta_seq_duplicate" | "dta_seq_stale" | "dta_hello" | "dta_after_stop")
+        && !matches!(
+            name,
+            "dta_seq_duplicate"
+                | "dta_seq_stale"
+                | "dta_hello"
+                | "dta_after_stop"
+                | "dta_sketch_out_of_order"
+        )
 }
 use self::qp::{Phase, Qp, Store};
 use self::state::{
@@ -312,6 +321,7 @@ impl Drops {
             && reason != self.seq_duplicate
             && reason != self.seq_stale
             && reason != self.after_stop
+            && reason != self.sketch_order
     }
 }
 
