@@ -442,7 +442,9 @@ impl DtaTranslator {
             roce_bad_icrc: dr.declare("roce_bad_icrc"),
             roce_malformed: dr.declare("roce_malformed"),
             unknown_qp: dr.declare("roce_unknown_qp"),
+            loss: Vec::new(),
         };
+        let drops = Drops { loss: dr.names().iter().map(|n| drop_is_loss(n)).collect(), ..drops };
         let resources = ctx.resources_after_l2l3(&l2l3);
         let mut list_direct = vec![u16::MAX; 1024];
         for (id, qi) in lists.iter() {

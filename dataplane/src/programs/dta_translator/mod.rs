@@ -284,7 +284,7 @@ pub struct DtaStats {
     pub ack_probes: u64,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Drops {
     malformed: DropReason,
     unknown_opcode: DropReason,
@@ -312,16 +312,15 @@ struct Drops {
     roce_bad_icrc: DropReason,
     roce_malformed: DropReason,
     unknown_qp: DropReason,
+    /// Per drop reason (by number): whether a report dropped for it is lost.
+    loss: Vec<bool>,
 }
 
 impl Drops {
-    /// Whether a report dropped for `reason` is lost ([`drop_is_loss`] by reason).
+    /// Whether a report dropped for `reason` is lost: [`drop_is_loss`] of its name, looked up
+    /// in `loss` (built from the declared names, so the two never disagree).
     fn is_loss(&self, reason: DropReason) -> bool {
-        reason != self.hello
-            && reason != self.seq_duplicate
-            && reason != self.seq_stale
-            && reason != self.after_stop
-            && reason != self.sketch_order
+        self.loss.get(usize::from(reason.0)).copied().unwrap_or(true)
     }
 }
 
