@@ -41,6 +41,14 @@ impl<'a, F: Frame> Emitter<'a, F> {
         }
     }
 
+    /// Count `n` items dropped under `reason` that are not packets of this burst (data a
+    /// program held and gave up).
+    pub fn count_drops(&mut self, reason: DropReason, n: u64) {
+        if let Some(c) = self.drops.get_mut(usize::from(reason.0)) {
+            *c += n;
+        }
+    }
+
     /// Build a packet in a fresh buffer with `build` (which appends its bytes and returns
     /// `true` to send it) and send it to `dest` on queue `qid`, bypassing ingress. Returns
     /// whether a buffer was free and the packet was built.

@@ -401,7 +401,11 @@ impl Agent for ReporterAgent {
         self.stats.nacks += 1;
         if let Some(NackExt::Sketch { sketch_id, reporter_id, column }) = nack.ext {
             // The translator missed a column: send again from the one after the last merged.
+            // Its sequence number field is that column's low byte, not a report's number:
+            // nothing kept is resent for it (resending those old columns drew more sketch
+            // NACKs, 558,030 resends in a 20,000-report run at 4 % loss).
             self.gen_.on_sketch_nack(sketch_id, reporter_id, column, now);
+            return;
         }
         let Self { gen_, resend, cfg, .. } = self;
         gen_.sender.on_nack(&nack, |b| {

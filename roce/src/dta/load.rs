@@ -118,29 +118,36 @@ impl LoadGen {
 
     /// A sketch NACK for `sketch_id` from `reporter_id` naming `last`, the last column the
     /// translator merged (`u32::MAX`: none yet; `columns - 1`: the end of a round) at `now`:
-    /// rewind to the column after it. `true` if the stream rewound (a NACK of this generator's
-    /// sketch and not a repeat, within 1 ms, of the last rewind).
+    /// go on from the report after the newest produced that carried it — back (a column was
+    /// lost), or forward (an old NACK had rewound the stream further than the translator
+    /// needed: the columns it names as merged are not sent again). `true` if the stream moved
+    /// (a NACK of this generator's sketch and not a repeat, within 1 ms, of the last rewind).
     pub fn on_sketch_nack(&mut self, sketch_id: u16, reporter_id: u16, last: u32, now: u64) -> bool {
         let LoadKind::SketchMerge { sketch_id: s, reporter_id: r, columns, .. } = self.spec.kind else {
             return false;
         };
-        if (s, r) != (sketch_id, reporter_id) || self.at == 0 {
+        if (s, r) != (sketch_id, reporter_id) || self.produced == 0 {
             return false;
         }
         let columns = u64::from(columns.max(1));
-        // The newest report sent that carried column `last`; none: from the very start.
+        // The newest report produced that carried column `last`; none: from the very start.
+        // (Mapped from the newest produced, not from where the stream is now: after a rewind
+        // the translator's position is ahead of it, and read against it mapped to nothing, so
+        // every NACK sent the stream back to the start — a livelock at 100 k reports/s.)
         let target = if last == u32::MAX || u64::from(last) >= columns {
             0
         } else {
-            let newest = self.at - 1;
+            let newest = self.produced - 1;
             let base = newest - newest % columns + u64::from(last);
             let idx = if base <= newest { Some(base) } else { base.checked_sub(columns) };
             idx.map_or(0, |i| i + 1)
         };
-        if target >= self.at || self.last_rewind.is_some_and(|(t, w)| t == target && now < w + 1_000_000) {
+        if target == self.at || self.last_rewind.is_some_and(|(t, w)| t == target && now < w + 1_000_000) {
             return false;
         }
-        self.last_rewind = Some((target, now));
+        if target < self.at {
+            self.last_rewind = Some((target, now));
+        }
         self.at = target;
         true
     }
@@ -312,6 +319,12 @@ mod tests {
         assert!(g.on_sketch_nack(3, 2, u32::MAX, 4_000_000));
         assert_eq!(g.at(), 0);
         assert!(!g.done(11));
+        // That NACK was old: the translator has merged up to column 1 of round 1 (index 9).
+        // The stream goes forward to index 10, not back to the start again.
+        assert!(g.on_sketch_nack(3, 2, 1, 4_100_000));
+        assert_eq!(g.at(), 10);
+        assert_eq!(column_of(&mut g).0, 2);
+        assert_eq!(g.produced, 11, "index 10 was produced before");
     }
 
     #[test]

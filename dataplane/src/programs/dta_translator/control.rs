@@ -9,7 +9,7 @@ impl DtaTranslator {
         format!(
             "ready={ready}/{} keywrite={} append={} keyincrement={} postcarder={} sketchmerge={} rdma_packets={} \
              retransmitted={} acks={} nacks={} slow_downs={} parked={} unparked={} connects={} resets={} outstanding={} \
-             seq_gaps={} seq_recovered={} seq_unrecoverable={} reporter_restarts={} hellos={} untracked={} \
+             seq_gaps={} seq_recovered={} seq_unrecoverable={} seq_superseded={} reporter_restarts={} hellos={} untracked={} \
              replayed={} lost_requests={} lost_entries={} unknown_requests={} unknown_entries={} \
              region_lost_entries={} rate_cuts={} ack_probes={} \
              seq_missing={} held={}",
@@ -32,6 +32,7 @@ impl DtaTranslator {
             s.seq_gaps,
             s.seq_recovered,
             s.seq_unrecoverable,
+            s.seq_superseded,
             s.reporter_restarts,
             s.hellos,
             s.untracked,

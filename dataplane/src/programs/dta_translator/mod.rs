@@ -67,6 +67,7 @@ mod p4;
 mod progress;
 mod qp;
 mod rdma;
+mod sketch;
 pub mod state;
 mod translate;
 
@@ -105,9 +106,8 @@ pub fn drop_is_loss(name: &str) -> bool {
         )
 }
 use self::qp::{Phase, Qp, Store};
-use self::state::{
-    AppendBatcher, PostcardOutcome, PostcarderCache, ReporterSeq, SketchMerger, SketchOutcome,
-};
+use self::sketch::{SketchMerger, SketchOutcome};
+use self::state::{AppendBatcher, PostcardOutcome, PostcarderCache, ReporterSeq};
 use super::l2l3::{L2l3, NoNextHop};
 use super::{BuildCtx, FromConfig};
 use crate::buf::Frame;
@@ -252,6 +252,9 @@ pub struct DtaStats {
     /// Missing reports that never came while their number could still be named (128 newer
     /// reports came after them), or whose reporter restarted: lost before the translator.
     pub seq_unrecoverable: u64,
+    /// Numbers of streams of Sketch-Merge columns missing for good: not a loss here (the
+    /// columns they carried are stored, or counted lost by the merger).
+    pub seq_superseded: u64,
     /// Reporters seen restarting (a new epoch, or a hello over a tracked stream).
     pub reporter_restarts: u64,
     /// Reporters' hellos answered (each a start announced).
@@ -284,6 +287,18 @@ pub struct DtaStats {
     pub ack_probes: u64,
 }
 
+impl DtaStats {
+    /// Count `n` reports of a stream missing for good: lost, or, for a stream of sketch
+    /// columns, superseded (`seq_superseded`: the merger stores or counts the columns).
+    pub fn unrecoverable(&mut self, columns: bool, n: u32) {
+        if columns {
+            self.seq_superseded += u64::from(n);
+        } else {
+            self.seq_unrecoverable += u64::from(n);
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Drops {
     malformed: DropReason,
@@ -309,6 +324,8 @@ struct Drops {
     bad_hop: DropReason,
     sketch_order: DropReason,
     sketch_shape: DropReason,
+    /// Sketch columns a reporter was asked for again and never sent (it fell silent).
+    sketch_gave_up: DropReason,
     roce_bad_icrc: DropReason,
     roce_malformed: DropReason,
     unknown_qp: DropReason,
@@ -473,7 +490,7 @@ impl DtaTranslator {
     /// are still in their reporters' windows, NACKed (`show dta stats` `seq_missing`). Stored +
     /// counted lost + this = sent, at any moment.
     pub fn seq_missing(&self) -> u64 {
-        self.reporters.iter().map(|(_, t)| u64::from(t.missing())).sum()
+        self.reporters.iter().filter(|(_, t)| !t.columns).map(|(_, t)| u64::from(t.missing())).sum()
     }
 
     /// Data items the translator holds unwritten: postcards of partial paths (a path waits for
@@ -673,6 +690,7 @@ impl Program for DtaTranslator {
             self.tick_qp(qi, now, out);
         }
         self.unpark(now, out);
+        self.give_up_sketches(now, sketch::SKETCH_GIVE_UP_NS, out);
         if now.saturating_sub(self.holes_scan) >= HOLE_SCAN_NS {
             self.holes_scan = now;
             self.renack_holes(now, out);

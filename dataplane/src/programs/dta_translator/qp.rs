@@ -12,7 +12,8 @@ use roce::responder::Responder;
 use wire::roce::{BthRepr, Opcode};
 use wire::stack::{RemoteAddr, RoceStack, RoceTemplate, UdpFlow};
 
-use super::state::{AppendBatcher, PostcarderCache, SketchMerger};
+use super::sketch::SketchMerger;
+use super::state::{AppendBatcher, PostcarderCache};
 use crate::buf::Frame;
 use crate::programs::l2l3::NextHop;
 
@@ -61,11 +62,13 @@ impl Store {
     }
 
     /// Data items this store holds unwritten: a partial Append batch's entries, the postcards
-    /// of partial Postcarder paths.
+    /// of partial Postcarder paths, a sketch's merged columns not yet written and columns
+    /// wanted again.
     pub fn held(&self) -> u64 {
         match self {
             Self::Append { batcher, .. } => batcher.pending() as u64,
             Self::Postcarder(cache) => cache.cached_postcards(),
+            Self::Sketch { merger, .. } => merger.held(),
             _ => 0,
         }
     }
@@ -77,6 +80,7 @@ impl Store {
                 let _ = batcher.take();
             }
             Self::Postcarder(cache) => cache.clear(),
+            Self::Sketch { merger, .. } => merger.discard(),
             _ => {}
         }
     }

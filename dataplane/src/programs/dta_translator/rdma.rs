@@ -449,12 +449,11 @@ impl DtaTranslator {
         }
         // Reports still missing will never be recovered by this translator: given up (so
         // neither missing nor held is left to count twice in the final counters).
-        let mut missing = 0u64;
+        let stats = &mut self.stats;
         self.reporters.retain(|_, t| {
-            missing += u64::from(t.give_up());
+            stats.unrecoverable(t.columns, t.give_up());
             true
         });
-        self.stats.seq_unrecoverable += missing;
         // Reports still waiting (parked) will not be translated either.
         for _ in self.parked.drain(..) {
             out.count_drop(self.drops.stopped);

@@ -1,8 +1,8 @@
 //! The per-primitive state a DTA translator keeps between reports, each a small sans-IO state
-//! machine with its own tests: Append batches and ring heads, the Postcarder path cache, the
-//! Sketch-Merge merger, and per-reporter sequence tracking.
+//! machine with its own tests: Append batches and ring heads, the Postcarder path cache, what
+//! is held since when, and per-reporter sequence tracking (the Sketch-Merge merger is in
+//! `sketch.rs`).
 
-use wire::dta::MergeOp;
 use wire::dta::layout::POSTCARDER_HOPS;
 
 // ---------------------------------------------------------------------------------------------
@@ -322,180 +322,6 @@ impl PostcarderCache {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Sketch-Merge
-
-/// What a sketch column report did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SketchOutcome {
-    /// Merged.
-    Merged,
-    /// Not the reporter's next column: NACK it with the last column merged from it.
-    OutOfOrder {
-        /// The last in-order column from this reporter (`u32::MAX` if none this round).
-        last: u32,
-    },
-    /// The column belongs to the next round, and this round's column is not written yet:
-    /// NACK it (the reporter resends later).
-    TooEarly {
-        /// The last in-order column from this reporter.
-        last: u32,
-    },
-    /// A reporter ID not configured for the sketch.
-    UnknownReporter,
-    /// A column outside the sketch, or the wrong number of counters.
-    BadShape,
-}
-
-/// Merges the copies of one sketch reported column by column by several switches (seed §3:
-/// per-reporter in-order columns, per-column contribution counts, batches of C columns written
-/// together once complete).
-#[derive(Debug, Clone)]
-pub struct SketchMerger {
-    rows: usize,
-    columns: u32,
-    batch: u32,
-    reporters: Vec<u16>,
-    /// Per reporter: the next column expected, and its round.
-    next: Vec<(u32, u32)>,
-    /// Per column: merged counters.
-    merged: Vec<u32>,
-    /// Per column: contributions this round, and the round.
-    count: Vec<(u16, u32)>,
-    /// The first column of the next batch to write, and its round.
-    flush: (u32, u32),
-    /// Per column: the hold period of its first contribution this round ([`HeldSince`]).
-    period: Vec<u32>,
-    held: HeldSince,
-    /// When the last batch taken got its oldest column's first contribution, at the latest.
-    last_since: u64,
-}
-
-impl SketchMerger {
-    /// A sketch of `columns` × `rows` merged from `reporters`, written `batch` columns at a
-    /// time (`columns` is rounded up to a multiple of `batch`).
-    pub fn new(rows: u16, columns: u32, reporters: &[u16], batch: u32) -> Self {
-        let batch = batch.clamp(1, columns.max(1));
-        let columns = columns.max(1).div_ceil(batch) * batch;
-        Self {
-            rows: usize::from(rows.max(1)),
-            columns,
-            batch,
-            reporters: reporters.to_vec(),
-            next: vec![(0, 0); reporters.len()],
-            merged: vec![0; columns as usize * usize::from(rows.max(1))],
-            count: vec![(0, 0); columns as usize],
-            flush: (0, 0),
-            period: vec![0; columns as usize],
-            held: HeldSince::default(),
-            last_since: u64::MAX,
-        }
-    }
-
-    /// When the last batch taken got its oldest column's first contribution, at the latest.
-    pub fn last_since(&self) -> u64 {
-        self.last_since
-    }
-
-    /// When the oldest column merged and not yet written got its first contribution, at the
-    /// latest (`None`: none).
-    pub fn oldest(&self) -> Option<u64> {
-        self.held.oldest()
-    }
-
-    /// Rows (counters per column).
-    pub fn rows(&self) -> usize {
-        self.rows
-    }
-
-    /// Columns per write.
-    pub fn batch(&self) -> u32 {
-        self.batch
-    }
-
-    /// Memory of the merge buffer.
-    pub fn bytes(&self) -> usize {
-        self.merged.len() * 4 + self.count.len() * 8
-    }
-
-    /// Merge `counters` (`rows` big-endian `u32`s) from `reporter` for `column` with `op`, at
-    /// `now`.
-    pub fn merge(
-        &mut self,
-        now: u64,
-        reporter: u16,
-        column: u32,
-        op: MergeOp,
-        counters: &[u8],
-    ) -> SketchOutcome {
-        let Some(r) = self.reporters.iter().position(|&x| x == reporter) else {
-            return SketchOutcome::UnknownReporter;
-        };
-        if column >= self.columns || counters.len() != 4 * self.rows {
-            return SketchOutcome::BadShape;
-        }
-        let (want, round) = self.next[r];
-        // The last column merged from this reporter: none yet, or the end of its last round.
-        let last = match (want, round) {
-            (0, 0) => u32::MAX,
-            (0, _) => self.columns - 1,
-            (w, _) => w - 1,
-        };
-        if column != want {
-            return SketchOutcome::OutOfOrder { last };
-        }
-        let c = column as usize;
-        if self.count[c].1 != round {
-            // This column still holds the previous round: it has not been written yet.
-            if self.count[c].0 != 0 {
-                return SketchOutcome::TooEarly { last };
-            }
-            self.count[c] = (0, round);
-        }
-        let first = self.count[c].0 == 0;
-        if first {
-            self.period[c] = self.held.take(now);
-        }
-        let cells = &mut self.merged[c * self.rows..(c + 1) * self.rows];
-        for (cell, b) in cells.iter_mut().zip(counters.chunks_exact(4)) {
-            let v = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-            *cell = if first { v } else { op.apply(*cell, v) };
-        }
-        self.count[c].0 += 1;
-        self.next[r] = if column + 1 == self.columns { (0, round + 1) } else { (column + 1, round) };
-        SketchOutcome::Merged
-    }
-
-    /// The next complete batch, if the batch due next has every reporter's copy of every
-    /// column: its first column and its counters (columns × rows little-endian `u32`s, written
-    /// into `out`). The batch is then cleared for the next round. [`last_since`](Self::last_since)
-    /// then tells when its oldest column's first contribution came.
-    pub fn take_batch<'a>(&mut self, out: &'a mut Vec<u8>) -> Option<(u32, &'a [u8])> {
-        let (start, round) = self.flush;
-        let m = self.reporters.len() as u16;
-        let done = (start..start + self.batch).all(|c| self.count[c as usize] == (m, round));
-        if !done {
-            return None;
-        }
-        out.clear();
-        let lo = start as usize * self.rows;
-        let hi = (start + self.batch) as usize * self.rows;
-        for v in &mut self.merged[lo..hi] {
-            out.extend_from_slice(&v.to_le_bytes());
-            *v = 0;
-        }
-        self.last_since = u64::MAX;
-        for c in start..start + self.batch {
-            self.count[c as usize] = (0, round + 1);
-            self.held.release(self.period[c as usize]);
-            self.last_since = self.last_since.min(u64::from(self.period[c as usize]) * HOLD_PERIOD_NS);
-        }
-        let next = start + self.batch;
-        self.flush = if next >= self.columns { (0, round + 1) } else { (next, round) };
-        Some((start, out.as_slice()))
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
 // Reporter sequence numbers
 
 /// Width of the window of sequence numbers the translator remembers per reporter: half the
@@ -584,6 +410,11 @@ pub struct ReporterSeq {
     pub lost: u32,
     /// The stream's progress as reported: see [`Progress`].
     pub progress: Progress,
+    /// It carries Sketch-Merge columns: a sketch recovers a lost column by its own NACK (the
+    /// reporter sends again from the last column merged, under new numbers), so its numbers
+    /// missing for good are no loss of their own — the columns are stored, or counted lost by
+    /// the merger ([`SketchMerger::give_up`](super::sketch::SketchMerger::give_up)).
+    pub columns: bool,
 }
 
 /// How many checkpoints of a stream's settled position are kept (one per progress period).
@@ -667,6 +498,7 @@ impl ReporterSeq {
             joined: false,
             lost: 0,
             progress: Progress::default(),
+            columns: false,
         }
     }
 
@@ -912,47 +744,6 @@ mod tests {
         c.add(0, 6, 2, 2, true);
         let PostcardOutcome::Complete(p) = c.add(0, 6, 3, 3, false) else { panic!() };
         assert_eq!((p.key, p.present, p.hops, p.imm), (6, 0b111, [1, 2, 3, 0, 0], true));
-    }
-
-    fn col(vals: &[u32]) -> Vec<u8> {
-        vals.iter().flat_map(|v| v.to_be_bytes()).collect()
-    }
-
-    #[test]
-    fn sketch_merges_in_order_and_writes_complete_batches() {
-        let mut s = SketchMerger::new(2, 4, &[10, 20], 2);
-        let mut out = Vec::new();
-        assert_eq!(s.merge(0, 10, 0, MergeOp::Sum, &col(&[1, 2])), SketchOutcome::Merged);
-        assert_eq!(s.merge(0, 10, 2, MergeOp::Sum, &col(&[1, 2])), SketchOutcome::OutOfOrder { last: 0 });
-        assert_eq!(s.merge(0, 30, 0, MergeOp::Sum, &col(&[1, 2])), SketchOutcome::UnknownReporter);
-        assert_eq!(s.merge(0, 20, 0, MergeOp::Sum, &col(&[1])), SketchOutcome::BadShape);
-        s.merge(0, 10, 1, MergeOp::Sum, &col(&[3, 4]));
-        assert!(s.take_batch(&mut out).is_none(), "reporter 20 has not sent columns 0 and 1");
-        s.merge(0, 20, 0, MergeOp::Sum, &col(&[10, 20]));
-        s.merge(0, 20, 1, MergeOp::Sum, &col(&[30, 40]));
-        let (start, bytes) = s.take_batch(&mut out).unwrap();
-        assert_eq!(start, 0);
-        let v: Vec<u32> = bytes.chunks(4).map(|b| u32::from_le_bytes(b.try_into().unwrap())).collect();
-        assert_eq!(v, [11, 22, 33, 44]);
-        // Finish the round; reporter 10 starts the next round's column 0 at once (it was written).
-        for r in [10, 20] {
-            s.merge(0, r, 2, MergeOp::Max, &col(&[5, 5]));
-            s.merge(0, r, 3, MergeOp::Max, &col(&[u32::from(r), 1]));
-        }
-        assert_eq!(s.merge(0, 10, 0, MergeOp::Sum, &col(&[1, 1])), SketchOutcome::Merged);
-        let (start, bytes) = s.take_batch(&mut out).unwrap();
-        assert_eq!(start, 2);
-        let v: Vec<u32> = bytes.chunks(4).map(|b| u32::from_le_bytes(b.try_into().unwrap())).collect();
-        assert_eq!(v, [5, 5, 20, 1]);
-    }
-
-    #[test]
-    fn sketch_holds_back_a_round_until_the_column_is_written() {
-        let mut s = SketchMerger::new(1, 2, &[1, 2], 2);
-        s.merge(0, 1, 0, MergeOp::Sum, &col(&[1]));
-        s.merge(0, 1, 1, MergeOp::Sum, &col(&[1]));
-        // Reporter 1 is a round ahead; reporter 2 has sent nothing: column 0 is not written.
-        assert_eq!(s.merge(0, 1, 0, MergeOp::Sum, &col(&[9])), SketchOutcome::TooEarly { last: 1 });
     }
 
     #[test]

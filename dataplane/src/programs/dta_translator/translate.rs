@@ -251,7 +251,7 @@ impl DtaTranslator {
                     let qi =
                         self.ready_qp(self.sketches.lookup(&sketch_id).copied(), self.drops.no_sketch)?;
                     let Store::Sketch { merger, .. } = &mut self.qps[qi].store else { unreachable!() };
-                    match merger.merge(now.min(self.born_floor), reporter_id, column, op, counters) {
+                    match merger.merge(now, now.min(self.born_floor), reporter_id, column, op, counters) {
                         SketchOutcome::Merged => {}
                         SketchOutcome::OutOfOrder { last } | SketchOutcome::TooEarly { last } => {
                             return Err(Reject::SketchNack { sketch_id, reporter_id, last });
@@ -332,11 +332,16 @@ impl DtaTranslator {
     ) -> Result<Option<PortId>, Reject> {
         let mut port = None;
         loop {
+            if !self.qps[qi].req.can_post() {
+                // No room for the write: the complete batches stay merged (held) and go at the
+                // next flush (every tick, or the next column).
+                return Ok(port);
+            }
             let meta = self.qps[qi].meta;
             let mut buf = std::mem::take(&mut self.sketch_buf);
             let Store::Sketch { id, merger } = &mut self.qps[qi].store else { return Ok(None) };
             let (id, rows) = (*id, merger.rows() as u16);
-            let Some((start, bytes)) = merger.take_batch(&mut buf) else {
+            let Some((start, bytes, contributions)) = merger.take_batch(&mut buf) else {
                 self.sketch_buf = buf;
                 return Ok(port);
             };
@@ -357,7 +362,31 @@ impl DtaTranslator {
             let r = self.send(qi, now, op, &buf[..len], first, out);
             self.born_floor = floor;
             self.sketch_buf = buf;
-            port = port.or(r?);
+            match r {
+                Ok(p) => port = port.or(p),
+                Err(Reject::Drop(reason)) => {
+                    // The batch's merged reports are lost (not only the one that completed it,
+                    // which is merged and so not dropped itself): counted, and the rest of the
+                    // complete batches wait for the next flush.
+                    out.count_drops(reason, contributions);
+                    return Ok(port);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Give up the sketch columns wanted again from reporters silent for `quiet` (counted lost
+    /// under `dta_sketch_gave_up`), and write the complete batches waiting — those the
+    /// given-up columns held back, and any a full window left.
+    pub(super) fn give_up_sketches<F: Frame>(&mut self, now: u64, quiet: u64, out: &mut Emitter<'_, F>) {
+        for qi in 0..self.qps.len() {
+            let Store::Sketch { merger, .. } = &mut self.qps[qi].store else { continue };
+            let n = merger.give_up(now, quiet);
+            out.count_drops(self.drops.sketch_gave_up, n);
+            if self.qps[qi].phase == Phase::Ready && self.qps[qi].hop.is_some() {
+                let _ = self.flush_sketch(qi, now, false, &mut First::None, out);
+            }
         }
     }
 
@@ -453,7 +482,7 @@ impl DtaTranslator {
                 continue;
             }
             if now.saturating_sub(t.last_heard) >= HOLE_GIVE_UP_NS {
-                self.stats.seq_unrecoverable += u64::from(t.give_up());
+                self.stats.unrecoverable(t.columns, t.give_up());
                 self.holes.swap_remove(i);
                 continue;
             }
@@ -521,27 +550,30 @@ impl DtaTranslator {
         src: Ipv4Addr,
         src_port: u16,
         seq: Sequence,
+        columns: bool,
         now: u64,
         back: (&[u8], PortId),
     ) -> Result<Option<NackRepr>, DropReason> {
         let key = reporter_key(src, src_port);
         let interval = self.s.nack_interval_ns;
-        let o = match self.reporters.lookup_mut(&key) {
+        let (o, columns) = match self.reporters.lookup_mut(&key) {
             Some(t) => {
                 if t.progress.back.is_none() {
                     t.progress.back = Self::nack_flow(back.0).map(|(f, _)| (back.1, f));
                 }
-                t.check(seq.seqnum, seq.epoch, now, interval)
+                t.columns |= columns;
+                (t.check(seq.seqnum, seq.epoch, now, interval), t.columns)
             }
             None => {
                 let mut t = self.new_reporter(now);
+                t.columns = columns;
                 t.progress.back = Self::nack_flow(back.0).map(|(f, _)| (back.1, f));
                 let o = t.check(seq.seqnum, seq.epoch, now, interval);
                 // A full table tracks no new reporters: their reports pass unchecked.
                 if self.reporters.insert(key, t).is_err() {
                     self.stats.untracked += 1;
                 }
-                o
+                (o, columns)
             }
         };
         if o.joined {
@@ -549,7 +581,7 @@ impl DtaTranslator {
             self.progress_due = true;
         }
         self.stats.seq_gaps += u64::from(o.gap);
-        self.stats.seq_unrecoverable += u64::from(o.lost);
+        self.stats.unrecoverable(columns, o.lost);
         self.stats.seq_recovered += u64::from(o.recovered);
         self.stats.reporter_restarts += u64::from(o.restarted);
         if !o.translate {
@@ -584,7 +616,8 @@ impl DtaTranslator {
         let mut sport = 0;
         if let Some(seq) = r.seq.filter(|s| s.retransmittable) {
             sport = src_port(pkt);
-            match self.track(src, sport, seq, now, (pkt.data(), md.ingress_port)) {
+            let columns = matches!(r.primitive, Primitive::SketchMerge { .. });
+            match self.track(src, sport, seq, columns, now, (pkt.data(), md.ingress_port)) {
                 Err(reason) => return md.dest = Dest::Drop(reason),
                 // The report goes on to be translated; the NACK is a packet of its own.
                 Ok(Some(n)) => self.send_nack(pkt.data(), md.ingress_port, n, out),
@@ -684,7 +717,7 @@ impl DtaTranslator {
         match self.reporters.lookup_mut(&key) {
             Some(t) => {
                 if let Some(lost) = t.restart() {
-                    self.stats.seq_unrecoverable += u64::from(lost);
+                    self.stats.unrecoverable(t.columns, lost);
                     self.stats.reporter_restarts += 1;
                 }
             }
