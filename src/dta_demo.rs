@@ -253,6 +253,7 @@ pub fn send(
         sink: Sink::Udp { bind: SocketAddrV4::new(from, 40041) },
         linger: Duration::from_millis(100),
         stop: None,
+        journal: None,
     })?)
 }
 

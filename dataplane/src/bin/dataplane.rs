@@ -156,6 +156,10 @@ struct ReportArgs {
     /// pcap: destination MAC (the translator's port).
     #[arg(long, default_value = "02:00:00:00:00:01")]
     dst_mac: String,
+    /// Keep the count of reports sent in this file as the run goes (one line, rewritten in
+    /// place: `sent <20 digits> running|ended`): what a killed reporter had sent, to one burst.
+    #[arg(long)]
+    journal: Option<PathBuf>,
     /// After the last report, answer NACKs this many milliseconds (at most a minute).
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     linger_ms: u64,
@@ -264,6 +268,7 @@ fn report(a: ReportArgs) -> anyhow::Result<runtime::report::ReportSummary> {
         sink,
         linger: std::time::Duration::from_millis(a.linger_ms),
         stop: Some(stop),
+        journal: a.journal,
     };
     Ok(runtime::report::run(&run)?)
 }

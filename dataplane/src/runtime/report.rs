@@ -16,6 +16,9 @@ use crate::buf::{HeapPool, PktBuf};
 use crate::port::{PcapPort, PortIo, UdpPort, peer_mac};
 use ports::host::{BURST, HostPort, Idle};
 
+mod journal;
+pub use journal::{Journal, JournalEntry, JournalError};
+
 /// Why the load generator could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
@@ -44,6 +47,14 @@ pub enum ReportError {
     /// The reports asked for do not fit one frame.
     #[error("a report does not fit {MAX_REPORT} bytes")]
     TooLong,
+    /// The journal could not be created.
+    #[error("--journal {}: {error}", path.display())]
+    Journal {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
 }
 
 /// Where reports go.
@@ -90,6 +101,8 @@ pub struct ReportRun {
     pub linger: Duration,
     /// Set (by SIGINT/SIGTERM) to stop before `count` reports, the summary still given.
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Keep the count of reports sent in this file as the run goes ([`Journal`]).
+    pub journal: Option<PathBuf>,
 }
 
 /// What a run did.
@@ -215,7 +228,16 @@ pub fn run(r: &ReportRun) -> Result<ReportSummary, ReportError> {
     let linger_ns = linger.as_nanos() as u64;
     let stop = r.stop.clone();
     let stopped = move || stop.as_ref().is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed));
+    let mut journal = match &r.journal {
+        Some(path) => {
+            Some(Journal::create(path).map_err(|error| ReportError::Journal { path: path.clone(), error })?)
+        }
+        None => None,
+    };
     let done = |a: &ReporterAgent, now: u64| {
+        if let Some(j) = journal.as_mut() {
+            j.record(a.stats().sent, false);
+        }
         stopped() || a.is_done() && now >= a.stats().last_ns.saturating_add(linger_ns)
     };
     let (port_errors, dropped) = match &r.sink {
@@ -248,6 +270,9 @@ pub fn run(r: &ReportRun) -> Result<ReportSummary, ReportError> {
         }
     };
     let st = agent.stats();
+    if let Some(j) = journal.as_mut() {
+        j.record(st.sent, true);
+    }
     if st.too_long > 0 {
         return Err(ReportError::TooLong);
     }

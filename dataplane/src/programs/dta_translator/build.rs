@@ -440,6 +440,7 @@ impl DtaTranslator {
             sketch_order: dr.declare("dta_sketch_out_of_order"),
             sketch_shape: dr.declare("dta_sketch_shape"),
             sketch_gave_up: dr.declare("dta_sketch_gave_up"),
+            sketch_deferred: dr.declare("dta_sketch_deferred"),
             roce_bad_icrc: dr.declare("roce_bad_icrc"),
             roce_malformed: dr.declare("roce_malformed"),
             unknown_qp: dr.declare("roce_unknown_qp"),

@@ -103,6 +103,7 @@ pub fn drop_is_loss(name: &str) -> bool {
                 | "dta_hello"
                 | "dta_after_stop"
                 | "dta_sketch_out_of_order"
+                | "dta_sketch_deferred"
         )
 }
 use self::qp::{Phase, Qp, Store};
@@ -326,6 +327,10 @@ struct Drops {
     sketch_shape: DropReason,
     /// Sketch columns a reporter was asked for again and never sent (it fell silent).
     sketch_gave_up: DropReason,
+    /// A tracked sketch column refused before merging (rate, window, store down, park full):
+    /// wanted again from its reporter ([`SketchMerger::defer`]), counted where its fate is
+    /// known — merged, or `sketch_gave_up` — not a loss here.
+    sketch_deferred: DropReason,
     roce_bad_icrc: DropReason,
     roce_malformed: DropReason,
     unknown_qp: DropReason,

@@ -142,6 +142,22 @@ impl SketchMerger {
         n
     }
 
+    /// A column `reporter` sent, refused before it could be merged (over the rate, the window
+    /// full, the store down, no room to park it), come at `at`: it is wanted again like a column
+    /// seen ahead — the reporter's next column gets a sketch NACK, and a reporter that falls
+    /// silent has it given up ([`give_up`](Self::give_up)) — so it is counted once, where its
+    /// fate is known. A column behind the one expected (merged already) or of an unknown
+    /// reporter changes nothing.
+    pub fn defer(&mut self, reporter: u16, column: u32, at: u64) {
+        let Some(r) = self.reporters.iter().position(|&x| x == reporter) else { return };
+        let (want, _) = self.next[r];
+        if column >= self.columns || column < want {
+            return;
+        }
+        self.heard[r] = self.heard[r].max(at);
+        self.ahead[r] = Some(self.ahead[r].map_or(column, |a| a.max(column)));
+    }
+
     /// Forget what is held (the translator stops, having counted [`held`](Self::held) lost).
     pub fn discard(&mut self) {
         self.merged_held = 0;
@@ -352,5 +368,31 @@ mod tests {
         assert_eq!(s.merge(702 * ms, 702 * ms, 2, 4, MergeOp::Min, &col(&[3])), SketchOutcome::Merged);
         s.discard();
         assert_eq!(s.held(), 0);
+    }
+
+    #[test]
+    fn a_column_refused_before_merging_is_wanted_until_it_comes_or_is_given_up() {
+        let col = |v: u32| [v.to_be_bytes(), v.to_be_bytes()].concat();
+        let mut m = SketchMerger::new(2, 8, &[1], 4);
+        assert_eq!(m.merge(0, 0, 1, 0, MergeOp::Sum, &col(5)), SketchOutcome::Merged);
+        // Column 1 refused (the window full, say): wanted again, not lost.
+        m.defer(1, 1, 10);
+        assert_eq!(m.wanted(), 1);
+        // The next column is out of order: NACKed with the last merged (0).
+        assert_eq!(m.merge(20, 20, 1, 2, MergeOp::Sum, &col(7)), SketchOutcome::OutOfOrder { last: 0 });
+        assert_eq!(m.wanted(), 2);
+        // It comes again: merged, nothing wanted after the column after it comes too.
+        assert_eq!(m.merge(30, 30, 1, 1, MergeOp::Sum, &col(6)), SketchOutcome::Merged);
+        assert_eq!(m.merge(31, 31, 1, 2, MergeOp::Sum, &col(7)), SketchOutcome::Merged);
+        assert_eq!(m.wanted(), 0);
+        // A column behind the expected one, or of an unknown reporter, changes nothing.
+        m.defer(1, 0, 40);
+        m.defer(9, 5, 40);
+        assert_eq!(m.wanted(), 0);
+        // Refused and never sent again: given up once the reporter is silent, counted once.
+        m.defer(1, 3, 50);
+        assert_eq!(m.give_up(50 + SKETCH_GIVE_UP_NS - 1, SKETCH_GIVE_UP_NS), 0);
+        assert_eq!(m.give_up(50 + SKETCH_GIVE_UP_NS, SKETCH_GIVE_UP_NS), 1);
+        assert_eq!(m.wanted(), 0);
     }
 }

@@ -666,12 +666,16 @@ impl DtaTranslator {
                 };
                 let parked = park && self.park(r, dst, now);
                 lost = !parked;
-                if park && !parked {
-                    md.dest = Dest::Drop(self.drops.park_full);
-                } else if !parked {
-                    md.dest = Dest::Drop(dropped);
-                } else {
+                if parked {
                     md.dest = Dest::Consume;
+                } else if tracked && self.defer_sketch_column(r, now) {
+                    // Asked for again from its reporter: counted where its fate is known.
+                    lost = false;
+                    md.dest = Dest::Drop(self.drops.sketch_deferred);
+                } else if park {
+                    md.dest = Dest::Drop(self.drops.park_full);
+                } else {
+                    md.dest = Dest::Drop(dropped);
                 }
                 if self.notify_ok(src, src_port(pkt), now) {
                     let seqnum = r.seq.map_or(0, |s| s.seqnum);
@@ -687,6 +691,17 @@ impl DtaTranslator {
         if lost && tracked {
             self.stream_lost(src, sport);
         }
+    }
+
+    /// A tracked report refused before translation: if it is a sketch column, its merger wants
+    /// it again ([`SketchMerger::defer`]) and this says so. Out of line: a drop.
+    #[cold]
+    fn defer_sketch_column(&mut self, r: &DtaRepr<'_>, now: u64) -> bool {
+        let Primitive::SketchMerge { sketch_id, reporter_id, column, .. } = r.primitive else { return false };
+        let Some(&qi) = self.sketches.lookup(&sketch_id) else { return false };
+        let Store::Sketch { merger, .. } = &mut self.qps[qi].store else { return false };
+        merger.defer(reporter_id, column, now);
+        true
     }
 
     /// A report of `src`:`src_port`'s tracked stream was dropped here, counted under a reason
