@@ -119,6 +119,9 @@ pub struct ReportSummary {
     /// Of those, Key-Writes resent with a newer report's value of their key (never an older
     /// value over a newer one).
     pub resent_refreshed: u64,
+    /// Sketch-Merge columns skipped, never sent: the translator had them merged this round
+    /// from a previous incarnation of the reporter ID.
+    pub sketch_skipped: u64,
     /// NACKed reports no longer kept.
     pub unrecoverable: u64,
     /// Slow-down messages.
@@ -158,6 +161,13 @@ impl std::fmt::Display for ReportSummary {
             self.resent, self.resent_refreshed
         )?;
         writeln!(f, "unrecoverable {}", self.unrecoverable)?;
+        if self.sketch_skipped > 0 {
+            writeln!(
+                f,
+                "skipped       {} sketch columns (merged from a previous incarnation)",
+                self.sketch_skipped
+            )?;
+        }
         writeln!(f, "tail probes   {}", self.tail_probes)?;
         writeln!(f, "hellos        {} answered, {} unanswered", self.hellos.0, self.hellos.1)?;
         writeln!(f, "send errors   {}", self.send_errors)?;
@@ -283,6 +293,7 @@ pub fn run(r: &ReportRun) -> Result<ReportSummary, ReportError> {
         resent: st.resent,
         resent_refreshed: st.resent_refreshed,
         unrecoverable: st.unrecoverable,
+        sketch_skipped: st.sketch_skipped,
         slow_downs: st.slow_downs,
         send_errors: port_errors + dropped,
         tail_probes: st.tail_probes,

@@ -129,6 +129,9 @@ pub struct ReporterStats {
     pub resent_refreshed: u64,
     /// Sketch-Merge columns sent again after a sketch NACK rewound the stream.
     pub sketch_rewound: u64,
+    /// Sketch-Merge columns never sent: a sketch NACK moved the stream past them (a previous
+    /// incarnation of this reporter ID had them merged this round).
+    pub sketch_skipped: u64,
     /// NACKed reports no longer kept (lost for good).
     pub unrecoverable: u64,
     /// Slow-down messages.
@@ -233,6 +236,7 @@ impl ReporterAgent {
             resent: s.resent,
             resent_refreshed: s.resent_refreshed,
             sketch_rewound: self.gen_.rewound,
+            sketch_skipped: self.gen_.skipped,
             unrecoverable: s.unrecoverable,
             slow_downs: s.slow_downs,
             unconfirmed: self.gen_.produced
@@ -474,7 +478,7 @@ impl Agent for ReporterAgent {
         let mut report = [0u8; MAX_REPORT];
         let (n, c) = self.gen_.next_report(&mut report, self.cfg.collectors.len())?;
         let dst = *self.cfg.collectors.get(c)?;
-        self.stats.sent = self.gen_.produced;
+        self.stats.sent = self.gen_.produced - self.gen_.skipped;
         self.stats.first_ns.get_or_insert(now);
         self.stats.last_ns = now;
         self.frame(dst, &report[..n], buf)

@@ -74,12 +74,16 @@ pub struct LoadSpec {
 #[derive(Debug, Clone)]
 pub struct LoadGen {
     spec: LoadSpec,
-    /// Reports produced so far (first transmissions: the highest index sent, plus one).
+    /// The highest index sent or skipped, plus one: the first transmissions are this less
+    /// [`skipped`](Self::skipped).
     pub produced: u64,
     /// The index of the next report to send: below `produced` after a sketch rewind.
     at: u64,
     /// Sketch-Merge columns sent again after a rewind.
     pub rewound: u64,
+    /// Sketch-Merge columns never sent: skipped forward past them (a translator that had
+    /// merged them from a previous incarnation of this reporter ID).
+    pub skipped: u64,
     /// The last rewind: its target index and when, so the NACKs of one loss rewind once.
     last_rewind: Option<(u64, u64)>,
     /// The sender: sequence numbers, kept reports, NACK handling.
@@ -95,6 +99,7 @@ impl LoadGen {
             produced: 0,
             at: 0,
             rewound: 0,
+            skipped: 0,
             last_rewind: None,
             sender: ReportSender::new(keep, epoch),
         }
@@ -139,14 +144,23 @@ impl LoadGen {
         } else {
             let newest = self.produced - 1;
             let base = newest - newest % columns + u64::from(last);
-            let idx = if base <= newest { Some(base) } else { base.checked_sub(columns) };
-            idx.map_or(0, |i| i + 1)
+            // Ahead of the newest produced: the previous round's column, if there was a
+            // previous round; in the first round, the translator has merged further than this
+            // stream has gone — what a previous incarnation of this reporter ID sent — and the
+            // stream goes forward past it (rewinding to the start instead was a livelock: every
+            // column it then sent was behind, NACKed, and sent it back to the start).
+            let idx = if base <= newest { base } else { base.checked_sub(columns).unwrap_or(base) };
+            idx + 1
         };
         if target == self.at || self.last_rewind.is_some_and(|(t, w)| t == target && now < w + 1_000_000) {
             return false;
         }
         if target < self.at {
             self.last_rewind = Some((target, now));
+        }
+        if target > self.produced {
+            self.skipped += target - self.produced;
+            self.produced = target;
         }
         self.at = target;
         true
@@ -325,6 +339,27 @@ mod tests {
         assert_eq!(g.at(), 10);
         assert_eq!(column_of(&mut g).0, 2);
         assert_eq!(g.produced, 11, "index 10 was produced before");
+    }
+
+    /// A reporter restarted mid-round (a new incarnation of its reporter ID) hears that the
+    /// translator merged further than it has sent: it goes forward, once, and the columns it
+    /// skips are never produced.
+    #[test]
+    fn a_restarted_sketch_reporter_goes_forward_to_where_its_predecessor_stood() {
+        let kind =
+            LoadKind::SketchMerge { sketch_id: 3, reporter_id: 2, rows: 4, columns: 64, op: MergeOp::Sum };
+        let mut g = LoadGen::new(spec(kind), 128, 1);
+        let mut buf = [0u8; 64];
+        for _ in 0..3 {
+            g.next_report(&mut buf, 1).unwrap();
+        }
+        // Its predecessor's columns up to 40 were merged this round.
+        assert!(g.on_sketch_nack(3, 2, 40, 10));
+        assert_eq!(g.at(), 41);
+        assert!(!g.on_sketch_nack(3, 2, 40, 20), "the same NACK again moves nothing");
+        g.next_report(&mut buf, 1).unwrap();
+        assert_eq!((g.produced, g.skipped), (42, 38), "index 41 produced; 3..=40 skipped, never sent");
+        assert!(!g.done(64));
     }
 
     #[test]
