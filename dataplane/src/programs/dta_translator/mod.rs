@@ -33,7 +33,7 @@
 //!   allows; the reporter is told to slow down (a NACK with our slow-down bit). The same while a
 //!   store's QP is not connected (a collector restarting): high priority waits.
 //! * **Loss from reporters**: retransmittable reports are sequence-checked per reporter (source
-//!   address, port and epoch) over a 128-number window (`state::ReporterSeq`): a gap is NACKed
+//!   address, port and epoch) over a 128-number window (`seq::ReporterSeq`): a gap is NACKed
 //!   at once as a range (our NACK extension) and the reports after it are translated, a missing
 //!   report resent later is translated when it comes, duplicates are dropped. Missing runs are
 //!   asked for again in turn, paced, on arrivals and on a 1 ms timer (a stream's last holes),
@@ -63,10 +63,12 @@ mod build;
 mod config;
 mod control;
 pub mod decl;
+mod nack;
 mod p4;
 mod progress;
 mod qp;
 mod rdma;
+pub mod seq;
 mod sketch;
 pub mod state;
 mod translate;
@@ -107,8 +109,9 @@ pub fn drop_is_loss(name: &str) -> bool {
         )
 }
 use self::qp::{Phase, Qp, Store};
+use self::seq::ReporterSeq;
 use self::sketch::{SketchMerger, SketchOutcome};
-use self::state::{AppendBatcher, PostcardOutcome, PostcarderCache, ReporterSeq};
+use self::state::{AppendBatcher, PostcardOutcome, PostcarderCache};
 use super::l2l3::{L2l3, NoNextHop};
 use super::{BuildCtx, FromConfig};
 use crate::buf::Frame;
