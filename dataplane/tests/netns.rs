@@ -27,9 +27,14 @@ fn udp_exchange(lab: &Lab, server: usize, client: usize, server_ip: &str) {
     let mut server_proc =
         Command::new("ip").args(["netns", "exec", &lab.ns[server], "python3", "-c", srv]).spawn().unwrap();
     std::thread::sleep(Duration::from_millis(300));
+    // The client sends again every half second (up to 10 s) until the echo comes: a server
+    // whose Python starts slower than the 300 ms above (a loaded CI machine) has not bound its
+    // port when the first datagram arrives, and one datagram sent once was then lost.
     let cli = format!(
-        "import socket,sys\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\ns.settimeout(5)\n\
-         s.sendto(b'softfabric {client}->{server}',('{server_ip}',9000))\nd,_=s.recvfrom(2048)\nprint(d.decode())\n"
+        "import socket,sys\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\ns.settimeout(0.5)\n\
+         for _ in range(20):\n    s.sendto(b'softfabric {client}->{server}',('{server_ip}',9000))\n    \
+         try:\n        d,_=s.recvfrom(2048)\n        break\n    except socket.timeout:\n        pass\n\
+         else:\n    sys.exit('no echo in 10 s')\nprint(d.decode())\n"
     );
     let out = lab.exec(client, &["python3", "-c", &cli]);
     let _ = server_proc.wait();

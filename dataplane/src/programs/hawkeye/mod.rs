@@ -280,7 +280,8 @@ impl Hawkeye {
             res,
             "hawkeye_last_event",
             ports,
-            &[param("event", 16), param("at_ns", 64)],
+            // The tag the egress stores is 32 bits (`hk_tag`; a 16-bit cell did not unify in p4c).
+            &[param("event", 32), param("at_ns", 64)],
             None,
         );
         decl::declare(res);

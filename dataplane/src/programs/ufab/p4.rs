@@ -283,10 +283,10 @@ if (meta.uf_gap == 1) {{
 uf_tx_last.write((bit<32>)meta.egress_port, meta.uf_txb);
 #endif
 if (hdr.ufab.isValid()) {{
-    if (hdr.ufab.type_ == 2 || hdr.ufab.type_ == 4) {{
+    if (hdr.ufab.type == 2 || hdr.ufab.type == 4) {{
         // Responses and failure notifications pass untouched.
         uf_estats.count({responses});
-    }} else if (hdr.ufab.type_ != 1 && hdr.ufab.type_ != 3 && hdr.ufab.type_ != 5) {{
+    }} else if (hdr.ufab.type != 1 && hdr.ufab.type != 3 && hdr.ufab.type != 5) {{
         uf_estats.count({unknown_type});
         SF_EGRESS_DROP();
         exit;
@@ -297,9 +297,9 @@ if (hdr.ufab.isValid()) {{
         SF_EGRESS_DROP();
         exit;
     }} else {{
-        meta.uf_finish = hdr.ufab.type_ == 3 ? 1w1 : 1w0;
+        meta.uf_finish = hdr.ufab.type == 3 ? 1w1 : 1w0;
         // A look reads the link without the pair and writes nothing.
-        meta.uf_look = hdr.ufab.type_ == 5 ? 1w1 : 1w0;
+        meta.uf_look = hdr.ufab.type == 5 ? 1w1 : 1w0;
         meta.uf_phi = (bit<32>)hdr.ufab.phi_pair;
         meta.uf_w = (bit<32>)hdr.ufab_slot.window << 8;
         // The (VM-pair, link) key's two hashes: CRC-32 of its fields, and of them in another order.
@@ -511,13 +511,13 @@ if (hdr.mpls.isValid()) {{
         exit;
     }} else if (meta.uf_sr_kind == 2) {{
         // The link is failed: a probe or finish goes back to its sender as a failure notification.
-        if (hdr.ufab.isValid() && (hdr.ufab.type_ == 1 || hdr.ufab.type_ == 3 || hdr.ufab.type_ == 5)) {{{invalidate}
+        if (hdr.ufab.isValid() && (hdr.ufab.type == 1 || hdr.ufab.type == 3 || hdr.ufab.type == 5)) {{{invalidate}
             hdr.ethernet.ether_type = 0x0800;
             bit<32> src = hdr.ipv4.src_addr;
             hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
             hdr.ipv4.dst_addr = src;
             hdr.udp.checksum = 0;
-            hdr.ufab.type_ = 4;
+            hdr.ufab.type = 4;
             meta.uf_deliver = 1;
             uf_stats.count({failure_notifications});
         }} else {{

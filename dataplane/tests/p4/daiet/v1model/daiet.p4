@@ -100,7 +100,7 @@ header hpcc_int_shim_h {
     bit<1> reflected;
     bit<1> compact;
     bit<5> reserved;
-    bit<8> next_;
+    bit<8> next;
 }
 
 // hpcc_int_hop (16 B), from wire's `hpcc_int_hop` specification.
@@ -130,7 +130,7 @@ header daiet_h {
 
 // daiet_entry (20 B), from wire's `daiet_entry` specification.
 header daiet_entry_h {
-    bit<128> key_;
+    bit<128> key;
     bit<32> value;
 }
 
@@ -718,7 +718,7 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta, inout standard_met
         size = 3;
     }
 
-    // hash daiet_key_hash: Crc32IsoHdlc (poly 0x04c11db7, init 0xffffffff, reflected, xorout 0xffffffff) of (hdr.daiet_entry[0].key_)
+    // hash daiet_key_hash: Crc32IsoHdlc (poly 0x04c11db7, init 0xffffffff, reflected, xorout 0xffffffff) of (hdr.daiet_entry[0].key)
     register<bit<128>>(36864) daiet_keys_key;
     register<bit<32>>(36864) daiet_values_value;
     register<bit<1>>(36864) daiet_valid_bit;

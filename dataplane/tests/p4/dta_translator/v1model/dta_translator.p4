@@ -98,7 +98,7 @@ header hpcc_int_shim_h {
     bit<1> reflected;
     bit<1> compact;
     bit<5> reserved;
-    bit<8> next_;
+    bit<8> next;
 }
 
 // hpcc_int_hop (16 B), from wire's `hpcc_int_hop` specification.
@@ -125,14 +125,14 @@ header dta_base_h {
     bit<8> seqnum;
     bit<1> immediate;
     bit<1> retransmittable;
-    bit<2> priority_;
+    bit<2> priority;
     bit<4> epoch;
 }
 
 // dta_keywrite (9 B), from wire's `dta_keywrite` specification.
 header dta_keywrite_h {
     bit<8> redundancy;
-    bit<32> key_;
+    bit<32> key;
     bit<32> data;
 }
 
@@ -145,13 +145,13 @@ header dta_append_h {
 // dta_keyincrement (13 B), from wire's `dta_keyincrement` specification.
 header dta_keyincrement_h {
     bit<8> redundancy;
-    bit<32> key_;
+    bit<32> key;
     bit<64> counter;
 }
 
 // dta_postcarder (9 B), from wire's `dta_postcarder` specification.
 header dta_postcarder_h {
-    bit<32> key_;
+    bit<32> key;
     bit<8> hop;
     bit<32> data;
 }

@@ -100,7 +100,7 @@ header hpcc_int_shim_h {
     bit<1> reflected;
     bit<1> compact;
     bit<5> reserved;
-    bit<8> next_;
+    bit<8> next;
 }
 
 // hpcc_int_hop (16 B), from wire's `hpcc_int_hop` specification.
@@ -800,7 +800,7 @@ control SfEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
     register<bit<32>>(64) hawkeye_port_meter_epoch_id;
     register<bit<64>>(64) hawkeye_port_meter_bytes;
     // hash hawkeye_flow_hash: Crc32IsoHdlc (poly 0x04c11db7, init 0xffffffff, reflected, xorout 0xffffffff) of (hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol, meta.l4_src_port, meta.l4_dst_port)
-    register<bit<16>>(3) hawkeye_last_event_event;
+    register<bit<32>>(3) hawkeye_last_event_event;
     register<bit<64>>(3) hawkeye_last_event_at_ns;
     action hk_port_quantum_set(bit<8> shift) {
         meta.hk_qshift = shift;

@@ -91,7 +91,7 @@ header hpcc_int_shim_h {
     bit<1> reflected;
     bit<1> compact;
     bit<5> reserved;
-    bit<8> next_;
+    bit<8> next;
 }
 
 // hpcc_int_hop (16 B), from wire's `hpcc_int_hop` specification.

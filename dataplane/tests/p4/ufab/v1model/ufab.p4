@@ -91,7 +91,7 @@ header hpcc_int_shim_h {
     bit<1> reflected;
     bit<1> compact;
     bit<5> reserved;
-    bit<8> next_;
+    bit<8> next;
 }
 
 // hpcc_int_hop (16 B), from wire's `hpcc_int_hop` specification.
@@ -122,7 +122,7 @@ header mpls_h {
 
 // ufab (4 B), from wire's `ufab` specification.
 header ufab_h {
-    bit<4> type_;
+    bit<4> type;
     bit<4> n_hop;
     bit<24> phi_pair;
 }
@@ -651,7 +651,7 @@ parser SfParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout s
     }
 
     state parse_ufab_end {
-        transition select(hdr.ufab.type_) {
+        transition select(hdr.ufab.type) {
             0x1: parse_ufab_slot;
             0x3: parse_ufab_slot;
             0x5: parse_ufab_slot;
@@ -874,7 +874,7 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta, inout standard_met
                 exit;
             } else if (meta.uf_sr_kind == 2) {
                 // The link is failed: a probe or finish goes back to its sender as a failure notification.
-                if (hdr.ufab.isValid() && (hdr.ufab.type_ == 1 || hdr.ufab.type_ == 3 || hdr.ufab.type_ == 5)) {
+                if (hdr.ufab.isValid() && (hdr.ufab.type == 1 || hdr.ufab.type == 3 || hdr.ufab.type == 5)) {
                     hdr.mpls.setInvalid();
                     hdr.mpls_1.setInvalid();
                     hdr.mpls_2.setInvalid();
@@ -888,7 +888,7 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta, inout standard_met
                     hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
                     hdr.ipv4.dst_addr = src;
                     hdr.udp.checksum = 0;
-                    hdr.ufab.type_ = 4;
+                    hdr.ufab.type = 4;
                     meta.uf_deliver = 1;
                     uf_stats.count(3);
                 } else {
@@ -1235,10 +1235,10 @@ control SfEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
         uf_tx_last.write((bit<32>)meta.egress_port, meta.uf_txb);
         #endif
         if (hdr.ufab.isValid()) {
-            if (hdr.ufab.type_ == 2 || hdr.ufab.type_ == 4) {
+            if (hdr.ufab.type == 2 || hdr.ufab.type == 4) {
                 // Responses and failure notifications pass untouched.
                 uf_estats.count(3);
-            } else if (hdr.ufab.type_ != 1 && hdr.ufab.type_ != 3 && hdr.ufab.type_ != 5) {
+            } else if (hdr.ufab.type != 1 && hdr.ufab.type != 3 && hdr.ufab.type != 5) {
                 uf_estats.count(4);
                 SF_EGRESS_DROP();
                 exit;
@@ -1249,9 +1249,9 @@ control SfEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
                 SF_EGRESS_DROP();
                 exit;
             } else {
-                meta.uf_finish = hdr.ufab.type_ == 3 ? 1w1 : 1w0;
+                meta.uf_finish = hdr.ufab.type == 3 ? 1w1 : 1w0;
                 // A look reads the link without the pair and writes nothing.
-                meta.uf_look = hdr.ufab.type_ == 5 ? 1w1 : 1w0;
+                meta.uf_look = hdr.ufab.type == 5 ? 1w1 : 1w0;
                 meta.uf_phi = (bit<32>)hdr.ufab.phi_pair;
                 meta.uf_w = (bit<32>)hdr.ufab_slot.window << 8;
                 // The (VM-pair, link) key's two hashes: CRC-32 of its fields, and of them in another order.
