@@ -80,7 +80,7 @@ fn every_primitive_under_iptables_loss_counts_everything() {
             );
             // What is lost for good is counted, whatever the machine's load; how much depends
             // on it (the kernel drops too when the translator is starved: rx_missed). At 10 k
-            // reports/s a report has 12.8 ms to be recovered, and never more is lost than the
+            // reports/s a report has 9.6 ms to be recovered, and never more is lost than the
             // network lost. At 100 k/s on a loaded machine it can be more (open, issue 54: 362
             // lost against 207 rule drops for Append in one CI run; 0–43 against 331–1,571
             // on a quiet one).
