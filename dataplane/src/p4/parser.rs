@@ -1,0 +1,143 @@
+//! The parser states and the deparser, from the program's parser declaration.
+
+use std::fmt::Write as _;
+
+use super::decls::field_expr;
+use super::{ProgramP4, Target};
+use crate::model::Resources;
+use crate::model::decl::{FieldRef, Instance, Next, StateDecl};
+
+/// Split a transition's concatenated value and mask over the selected fields.
+pub(super) fn select_case(select: &[FieldRef], value: u64, mask: u64) -> String {
+    let mut parts = Vec::new();
+    let mut shift: u32 = select.iter().map(|f| u32::from(f.width())).sum();
+    for f in select {
+        let w = u32::from(f.width());
+        shift -= w;
+        let m = if w >= 64 { u64::MAX } else { (1u64 << w) - 1 };
+        let v = (value >> shift) & m;
+        let k = (mask >> shift) & m;
+        parts.push(if k == m { format!("{v:#x}") } else { format!("{v:#x} &&& {k:#x}") });
+    }
+    if parts.len() == 1 { parts.remove(0) } else { format!("({})", parts.join(", ")) }
+}
+
+pub(super) fn next_name(n: &Next) -> String {
+    match n {
+        Next::State(s) => format!("parse_{s}"),
+        Next::Accept => "accept".into(),
+        Next::Reject => "reject".into(),
+    }
+}
+
+/// The parser states, rendered: `parse_<name>` per declared state. A header stack is unrolled
+/// into one state per copy (no parser loop, no counter: both targets take it as is); a state's
+/// `advance` (IPv4 options) is rendered as "deeper parsing only when it skips nothing".
+pub(super) fn parser_states(res: &Resources, target: Target, limits: &mut Vec<String>) -> String {
+    let mut s = String::new();
+    for st in &res.parser().states {
+        render_state(&mut s, st, res, target, limits);
+    }
+    s
+}
+
+pub(super) fn render_state(
+    s: &mut String,
+    st: &StateDecl,
+    res: &Resources,
+    target: Target,
+    limits: &mut Vec<String>,
+) {
+    let name = format!("parse_{}", st.name);
+    let mut body = String::new();
+    let mut stack: Option<(&Instance, FieldRef, usize)> = None;
+    for i in &st.extract {
+        match i.stack {
+            None => {
+                let _ = writeln!(body, "        pkt.extract(hdr.{});", i.name);
+                if i.name == "ipv4" && target == Target::Tna {
+                    let _ = writeln!(body, "        ipv4_csum.add(hdr.ipv4);");
+                    let _ = writeln!(body, "        meta.checksum_err = ipv4_csum.verify();");
+                }
+            }
+            Some((count, max)) => stack = Some((i, count, max)),
+        }
+    }
+    // What follows the headers: metadata, then the select.
+    let mut tail = String::new();
+    for (m, from) in &st.set {
+        let _ = writeln!(tail, "        meta.{} = {};", m.name, field_expr(from, res));
+    }
+    let select = render_select(st, res);
+    let select = match &st.advance {
+        None => select,
+        Some((field, scale, minus)) => {
+            let zero = u64::from(*minus / (*scale).max(1));
+            limits.push(format!(
+                "parser state {}: the Rust parser skips {} × {scale} − {minus} bytes ({} options); the P4 parses \
+                 deeper only when that is 0 ({} = {zero}) and accepts the packet there otherwise (no varbit \
+                 extract, which Tofino parsers limit)",
+                st.name, field, st.name, field
+            ));
+            let _ = writeln!(s, "    state {name}_body {{\n{select}    }}\n");
+            format!(
+                "        transition select({}) {{\n            {zero:#x}: {name}_body;\n            default: accept;\n        }}\n",
+                field_expr(field, res)
+            )
+        }
+    };
+    match stack {
+        None => {
+            let _ = writeln!(s, "    state {name} {{\n{body}{tail}{select}    }}\n");
+        }
+        Some((inst, count, max)) => {
+            // parse_X: how many copies; parse_X_<k>: copy k; parse_X_end: the state's tail.
+            let c = field_expr(&count, res);
+            let _ = writeln!(s, "    state {name} {{\n{body}        transition select({c}) {{");
+            let _ = writeln!(s, "            0: {name}_end;");
+            for n in 1..=max {
+                let _ = writeln!(s, "            {n}: {name}_0;");
+            }
+            let _ = writeln!(s, "            default: reject;\n        }}\n    }}\n");
+            for k in 0..max {
+                let _ = writeln!(s, "    state {name}_{k} {{\n        pkt.extract(hdr.{}[{k}]);", inst.name);
+                if k + 1 < max {
+                    let _ = writeln!(
+                        s,
+                        "        transition select({c}) {{\n            {}: {name}_end;\n            default: {name}_{};\n        }}\n    }}\n",
+                        k + 1,
+                        k + 1
+                    );
+                } else {
+                    let _ = writeln!(s, "        transition {name}_end;\n    }}\n");
+                }
+            }
+            let _ = writeln!(s, "    state {name}_end {{\n{tail}{select}    }}\n");
+        }
+    }
+}
+
+pub(super) fn render_select(st: &StateDecl, res: &Resources) -> String {
+    if st.select.is_empty() {
+        return format!("        transition {};\n", next_name(&st.default));
+    }
+    let fields: Vec<String> = st.select.iter().map(|f| field_expr(f, res)).collect();
+    let mut s = format!("        transition select({}) {{\n", fields.join(", "));
+    for t in &st.transitions {
+        let _ =
+            writeln!(s, "            {}: {};", select_case(&st.select, t.value, t.mask), next_name(&t.next));
+    }
+    let _ = writeln!(s, "            default: {};\n        }}", next_name(&st.default));
+    s
+}
+
+pub(super) fn deparser_emits(res: &Resources, p: &ProgramP4) -> String {
+    let mut s = String::new();
+    for i in res.parser().instances() {
+        let _ = writeln!(s, "        pkt.emit(hdr.{});", i.name);
+    }
+    for e in &p.extra_headers {
+        let _ = writeln!(s, "        pkt.emit(hdr.{});", e.instance);
+    }
+    s
+}
