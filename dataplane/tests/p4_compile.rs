@@ -21,21 +21,7 @@ use dataplane::p4::Target;
 use dataplane::programs;
 
 /// Compilations known to fail today, with why (issue 55): each is removed when fixed.
-const NOT_YET: &[(&str, &str, &str, &str)] = &[
-    (
-        "dta_translator",
-        "v1model",
-        "p4c-bm2-ss",
-        "BMv2 refuses table dta_local_ip applied twice (multiple successors)",
-    ),
-    (
-        "hawkeye",
-        "v1model",
-        "p4c-bm2-ss",
-        "standard_metadata.qid needs V1MODEL_VERSION 20200408, whose typed register and counter \
-         indices the exporter does not write yet",
-    ),
-];
+const NOT_YET: &[(&str, &str, &str, &str)] = &[];
 
 /// How to run one p4c tool.
 enum P4c {

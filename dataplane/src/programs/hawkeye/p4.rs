@@ -195,6 +195,10 @@ if (hdr.pfc.isValid()) {{
                  it leaves before that. The Rust switch reads the TM: the packet waited on PFC or its port is \
                  paused now."
             ),
+            "egress queue: the queue a packet left is `eg_intr_md.egress_qid` on Tofino; v1model declares no \
+             queue id in `standard_metadata` (p4c 1.2.5.16), so on BMv2 it is `std.priority`, the queue ingress \
+             chose (with `--priority-queues`)."
+                .to_string(),
             "sums: the declared 64-bit queue-depth sums, meter bytes and event times are 32-bit registers on \
              TNA (`hk_*32`), wrapping beyond 2^32; queue depth is Tofino's 80-byte cells times 80, BMv2's packets \
              times the packet's length."
@@ -320,7 +324,8 @@ meta.hk_paused = (meta.hk_until > meta.hk_now) ? 1w1 : 1w0;
 #ifdef SF_TNA
 bit<8> hk_qid = (bit<8>)eg_intr_md.egress_qid;
 #else
-bit<8> hk_qid = (bit<8>)std.qid;
+// v1model declares no egress queue id; the queue is the priority ingress set (SF_SET_QUEUE).
+bit<8> hk_qid = (bit<8>)std.priority;
 #endif
 "
         );

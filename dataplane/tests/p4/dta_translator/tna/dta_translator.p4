@@ -2100,15 +2100,18 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta,
         // DTA: a report (UDP 40040) to a collector or to the switch is translated here; the rest
         // runs l2l3's steps below.
         meta.dta_go = 0;
-        if (hdr.dta_base.isValid() && hdr.ipv4.isValid()) {
+        // One application of the local-address table for both branches (BMv2 refuses a table applied
+        // at two places: multiple successors).
+        if (hdr.ipv4.isValid() && (hdr.dta_base.isValid() || hdr.roce_bth.isValid())) {
             dta_local_ip.apply();
+        }
+        if (hdr.dta_base.isValid() && hdr.ipv4.isValid()) {
             dta_collectors.apply();
             if (meta.dta_known == 1 || meta.dta_local == 1) {
                 meta.dta_go = 1;
             }
         } else if (hdr.roce_bth.isValid() && hdr.ipv4.isValid()) {
             // A collector's ACK, NAK or CM MAD to the switch: the control plane's.
-            dta_local_ip.apply();
             if (meta.dta_local == 1) {
                 meta.dta_go = 1;
                 meta.dta_punt = 1;

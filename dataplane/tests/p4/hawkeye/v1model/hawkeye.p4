@@ -1051,7 +1051,8 @@ control SfEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
         #ifdef SF_TNA
         bit<8> hk_qid = (bit<8>)eg_intr_md.egress_qid;
         #else
-        bit<8> hk_qid = (bit<8>)std.qid;
+        // v1model declares no egress queue id; the queue is the priority ingress set (SF_SET_QUEUE).
+        bit<8> hk_qid = (bit<8>)std.priority;
         #endif
         if (hdr.polling.isValid()) {
             // The current epoch's cell of this port, and the meter from the packet's in-port.
