@@ -770,7 +770,7 @@ fn the_p4_check_captures_are_this_translators_output() {
             src.to_bits(),
             dst.to_bits(),
         ));
-        runtime.push_str(&format!("register_write SfEgress.dta_qp_psn {qi} {psn:#x}\n"));
+        runtime.push_str(&format!("register_write SfEgress.dta_qp_psn {qi} {psn}\n"));
     }
     let pcap = |frames: &[Vec<u8>]| {
         let mut w = PcapWriter::with_header(

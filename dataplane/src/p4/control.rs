@@ -87,6 +87,10 @@ pub(super) fn control_decls(
             }
             DeclKind::Register { cell, .. } => {
                 for f in cell {
+                    // One cell field left out (`"register.field"` in `not_emitted`).
+                    if p.not_emitted.iter().any(|(n, _)| n.split_once('.') == Some((d.name, f.name))) {
+                        continue;
+                    }
                     let w = u32::from(f.width);
                     match target {
                         Target::V1model => {
@@ -129,7 +133,7 @@ pub(super) fn control_decls(
                     Target::Tna => writeln!(s, "    Meter<bit<32>>({}, {t}) {};", d.size, d.name),
                 };
             }
-            DeclKind::Table(t) => s.push_str(&table(res, p, target, t)?),
+            DeclKind::Table(t) => s.push_str(&table(res, p, target, t, limits)?),
             DeclKind::Multicast | DeclKind::Digest { .. } => {}
         }
     }
@@ -164,6 +168,7 @@ pub(super) fn table(
     p: &ProgramP4,
     target: Target,
     t: &TableDecl,
+    limits: &mut Vec<String>,
 ) -> Result<String, ExportError> {
     let mut s = String::new();
     let mut names = Vec::new();
@@ -220,13 +225,97 @@ pub(super) fn table(
         implementation = format!("        implementation = {}_selector;\n", t.name);
     }
     let acts: Vec<String> = names.iter().map(|n| format!("            {n};")).collect();
+    // BMv2 runs no default action on a table with an action selector (p4c-bm2-ss warns that
+    // it ignores it): on v1model the program's own steps run it on a miss, which the export
+    // checks, and the warning is explained in the summary.
+    if t.selector.is_some() && target == Target::V1model {
+        let apply = if p.egress_tables.contains(&t.name) { &p.egress_apply } else { &p.ingress_apply };
+        let on_miss = format!("if (!{}.apply().hit) {{ {default}();", t.name);
+        let squeeze = |x: &str| x.split_whitespace().collect::<String>();
+        if !squeeze(apply).contains(&squeeze(&on_miss)) {
+            return Err(ExportError::Unsupported(format!(
+                "table {}: BMv2 runs no default action on a table with an action selector; the program's steps \
+                 must apply it as `{on_miss} }}`",
+                t.name
+            )));
+        }
+        limits.push(format!(
+            "p4c-bm2-ss warns `Target does not support default_action for {}.{} (due to action profiles)`: \
+             BMv2 runs no default action on a table with an action selector, so the program's steps run \
+             `{default}()` on a miss themselves (`if (!{}.apply().hit)`); the declared default is Tofino's.",
+            if p.egress_tables.contains(&t.name) { "SfEgress" } else { "SfIngress" },
+            t.name,
+            t.name
+        ));
+    }
+    let default_line = format!("        default_action = {default}();\n");
     let _ = writeln!(
         s,
-        "    table {} {{\n        key = {{\n{}\n        }}\n        actions = {{\n{}\n        }}\n        default_action = {default}();\n{implementation}        size = {};\n    }}\n",
+        "    table {} {{\n        key = {{\n{}\n        }}\n        actions = {{\n{}\n        }}\n{default_line}{implementation}        size = {};\n    }}\n",
         t.name,
         keys.iter().map(|k| format!("            {k};")).collect::<Vec<_>>().join("\n"),
         acts.join("\n"),
         t.size
     );
     Ok(s)
+}
+
+/// A function tabulated in an exact table (a CRC of a key byte, say): one action setting
+/// metadata from its parameters, one entry per key value. The entries never change but are
+/// installed by the control plane at start (`entries.txt`, `bfrt_setup.py`), not written as
+/// `const entries`: p4c's front end takes time quadratic in a table's constant entries (the
+/// DTA translator's 5,120 took it 230 of 267 s; `dataplane/tests/p4_compile.rs`).
+pub struct TabulatedFn {
+    /// Table name; its action is `<name>_set`.
+    pub name: &'static str,
+    /// Keys: P4 expression, `@name` (also the key's name in the entries), width.
+    pub keys: Vec<(String, &'static str, u16)>,
+    /// Action parameters: name, width.
+    pub params: Vec<(&'static str, u16)>,
+    /// The action's body.
+    pub body: String,
+    /// Entries: key values, parameter values.
+    pub rows: Vec<(Vec<u128>, Vec<u128>)>,
+}
+
+impl TabulatedFn {
+    /// The P4 declarations (indented for a control in `pipe`); the entries go to `entries`.
+    pub fn render(&self, pipe: Pipe, entries: &mut Vec<super::Entry>) -> String {
+        let n = self.name;
+        let params: Vec<String> = self.params.iter().map(|(p, w)| format!("bit<{w}> {p}")).collect();
+        let zeros: Vec<&str> = self.params.iter().map(|_| "0").collect();
+        let mut s = format!("    action {n}_set({}) {{\n", params.join(", "));
+        for l in self.body.lines() {
+            let _ = writeln!(s, "        {l}");
+        }
+        s.push_str("    }\n");
+        let _ = write!(s, "    table {n} {{\n        key = {{\n");
+        for (e, k, _) in &self.keys {
+            let _ = writeln!(s, "            {e}: exact @name(\"{k}\");");
+        }
+        let _ = writeln!(
+            s,
+            "        }}\n        actions = {{\n            {n}_set;\n        }}\n        const default_action = {n}_set({});\n        size = {};\n    }}",
+            zeros.join(", "),
+            self.rows.len().max(1)
+        );
+        for (k, a) in &self.rows {
+            entries.push(super::Entry::Table {
+                pipe,
+                table: n,
+                keys: k
+                    .iter()
+                    .zip(&self.keys)
+                    .map(|(v, (_, name, _))| (name.to_string(), super::KeyVal::Exact(*v)))
+                    .collect(),
+                action: "set",
+                args: a
+                    .iter()
+                    .zip(&self.params)
+                    .map(|(v, (name, _))| super::Arg { name, value: *v })
+                    .collect(),
+            });
+        }
+        s
+    }
 }

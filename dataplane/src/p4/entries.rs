@@ -216,7 +216,8 @@ pub fn v1model_cli(entries: &[Entry]) -> String {
                 );
             }
             Entry::Register { name, index, value } => {
-                let _ = writeln!(s, "register_write SfIngress.{name} {index} {}", hex(*value));
+                // simple_switch_CLI's register_write takes a decimal value (it refuses `0x…`).
+                let _ = writeln!(s, "register_write SfIngress.{name} {index} {value}");
             }
         }
     }

@@ -39,8 +39,8 @@ use wire::spec::Header;
 use crate::model::decl::{DeclKind, MatchKind};
 use crate::model::{Param, Resources};
 
-pub use control::tna_register_action;
 use control::*;
+pub use control::{TabulatedFn, tna_register_action};
 use decls::*;
 pub use decls::{field_expr, header_decl, header_type, header_types, invalidate_parsed_except};
 pub use entries::{Arg, Entry, KeyVal};
@@ -115,7 +115,8 @@ pub struct ProgramP4 {
     pub meta: Vec<Param>,
     /// Declared tables that live in egress (the rest are in ingress).
     pub egress_tables: Vec<&'static str>,
-    /// Declared resources the P4 does not emit as such, and why.
+    /// Declared resources the P4 does not emit as such, and why; `"register.field"` leaves out one
+    /// field of a register's cell.
     pub not_emitted: Vec<(&'static str, String)>,
     /// P4-only resources the rendering adds, and why.
     pub added: Vec<(&'static str, String)>,
@@ -142,6 +143,9 @@ pub struct ProgramP4 {
     pub extra_headers: Vec<ExtraHeader>,
     /// Egress clones (`SF_CLONE_E2E`): TNA's egress deparser gets a mirror (with `bridge`).
     pub egress_mirror: bool,
+    /// v1model: P4 statements run on a packet the parser refused, before ingress drops it (the
+    /// program counting it under its own reason).
+    pub on_parser_error: String,
 }
 
 /// A header instance the P4 builds and the parser never extracts.
@@ -293,7 +297,7 @@ pub fn export(
                 out,
                 "control SfIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t std) {{\n{digests}{ing}{}\n    apply {{\n{}\n    }}\n}}\n",
                 p.ingress_decls,
-                indent(&p.ingress_apply, 8)
+                indent(&format!("{}{}", v1model_parser_error_drop(&p.on_parser_error), p.ingress_apply), 8)
             );
             let _ = writeln!(
                 out,
@@ -413,11 +417,15 @@ pub fn export(
                 for b in &p.bridge {
                     let _ = writeln!(t, "        meta.{0} = hdr.bridge.{0};", b.name);
                 }
-                let clone = if p.tna_clone_parser.is_some() { "parse_clone" } else { "parse_start" };
-                let _ = writeln!(
-                    t,
-                    "        transition select(hdr.bridge.kind) {{\n            1: {clone};\n            default: parse_start;\n        }}"
-                );
+                // A clone goes its own way only where the program parses clones apart.
+                if p.tna_clone_parser.is_some() {
+                    let _ = writeln!(
+                        t,
+                        "        transition select(hdr.bridge.kind) {{\n            1: parse_clone;\n            default: parse_start;\n        }}"
+                    );
+                } else {
+                    t.push_str("        transition parse_start;\n");
+                }
                 t
             } else {
                 "        transition parse_start;\n".to_string()
@@ -494,6 +502,9 @@ fn summary(program: &str, res: &Resources, p: &ProgramP4, target: Target, limits
         sram += sr;
         tcam += tc;
         let _ = writeln!(s, "| {} | {} | {pipe} | {n} | {k} | {v} | {sr} | {tc} |", d.name, d.kind.name());
+    }
+    for (name, why) in p.not_emitted.iter().filter(|(n, _)| n.contains('.')) {
+        let _ = writeln!(s, "| {name} | register field | — | | | | not emitted: {why} | |");
     }
     for (name, why) in &p.added {
         let _ = writeln!(s, "| {name} | P4 only | | | | | {why} | |");

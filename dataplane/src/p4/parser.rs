@@ -22,12 +22,41 @@ pub(super) fn select_case(select: &[FieldRef], value: u64, mask: u64) -> String 
     if parts.len() == 1 { parts.remove(0) } else { format!("({})", parts.join(", ")) }
 }
 
-pub(super) fn next_name(n: &Next) -> String {
+/// Where a transition goes. On v1model a rejected packet goes to `sf_reject` (see
+/// [`V1MODEL_REJECT`]): BMv2 supports no explicit `transition reject`.
+pub(super) fn next_name(n: &Next, target: Target) -> String {
     match n {
         Next::State(s) => format!("parse_{s}"),
         Next::Accept => "accept".into(),
+        Next::Reject if target == Target::V1model => "sf_reject".into(),
         Next::Reject => "reject".into(),
     }
+}
+
+/// v1model's reject: p4c-bm2-ss warns that BMv2 does not support an explicit `transition
+/// reject` (the packet would go on with the headers parsed so far), so a rejected packet ends
+/// parsing through `verify`, which BMv2 supports: `parser_error` is set, and the ingress drops
+/// every packet with a parser error (a truncated one too) first, as the Rust switch drops what
+/// its parser refuses.
+pub(super) const V1MODEL_REJECT: &str = "    state sf_reject {
+        // BMv2 has no explicit reject: verify sets parser_error, which ingress drops.
+        verify(false, error.NoMatch);
+        transition accept;
+    }
+";
+
+/// The first step of v1model's ingress: drop what the parser refused (see [`V1MODEL_REJECT`]),
+/// after the program's own `hook` (counting it under its reason).
+pub(super) fn v1model_parser_error_drop(hook: &str) -> String {
+    let hook: String = hook.lines().map(|l| format!("    {l}\n")).collect();
+    format!(
+        "// The parser refused the packet (no match, or truncated): dropped, as the Rust switch does.
+if (std.parser_error != error.NoError) {{
+{hook}    mark_to_drop(std);
+    exit;
+}}
+"
+    )
 }
 
 /// The parser states, rendered: `parse_<name>` per declared state. A header stack is unrolled
@@ -37,6 +66,10 @@ pub(super) fn parser_states(res: &Resources, target: Target, limits: &mut Vec<St
     let mut s = String::new();
     for st in &res.parser().states {
         render_state(&mut s, st, res, target, limits);
+    }
+    if s.contains("sf_reject") {
+        s.push_str(V1MODEL_REJECT);
+        s.push('\n');
     }
     s
 }
@@ -68,7 +101,7 @@ pub(super) fn render_state(
     for (m, from) in &st.set {
         let _ = writeln!(tail, "        meta.{} = {};", m.name, field_expr(from, res));
     }
-    let select = render_select(st, res);
+    let select = render_select(st, res, target);
     let select = match &st.advance {
         None => select,
         Some((field, scale, minus)) => {
@@ -98,7 +131,11 @@ pub(super) fn render_state(
             for n in 1..=max {
                 let _ = writeln!(s, "            {n}: {name}_0;");
             }
-            let _ = writeln!(s, "            default: reject;\n        }}\n    }}\n");
+            let _ = writeln!(
+                s,
+                "            default: {};\n        }}\n    }}\n",
+                next_name(&Next::Reject, target)
+            );
             for k in 0..max {
                 let _ = writeln!(s, "    state {name}_{k} {{\n        pkt.extract(hdr.{}[{k}]);", inst.name);
                 if k + 1 < max {
@@ -117,17 +154,21 @@ pub(super) fn render_state(
     }
 }
 
-pub(super) fn render_select(st: &StateDecl, res: &Resources) -> String {
+pub(super) fn render_select(st: &StateDecl, res: &Resources, target: Target) -> String {
     if st.select.is_empty() {
-        return format!("        transition {};\n", next_name(&st.default));
+        return format!("        transition {};\n", next_name(&st.default, target));
     }
     let fields: Vec<String> = st.select.iter().map(|f| field_expr(f, res)).collect();
     let mut s = format!("        transition select({}) {{\n", fields.join(", "));
     for t in &st.transitions {
-        let _ =
-            writeln!(s, "            {}: {};", select_case(&st.select, t.value, t.mask), next_name(&t.next));
+        let _ = writeln!(
+            s,
+            "            {}: {};",
+            select_case(&st.select, t.value, t.mask),
+            next_name(&t.next, target)
+        );
     }
-    let _ = writeln!(s, "            default: {};\n        }}", next_name(&st.default));
+    let _ = writeln!(s, "            default: {};\n        }}", next_name(&st.default, target));
     s
 }
 

@@ -4,7 +4,7 @@
 //! Step by step (Rust → P4):
 //! - the flow's CRC-32 over the 5-tuple → the declared hash unit `dta_reporter_flow_key`;
 //! - [`wire::dta::flow_key`] (four byte tables) → four P4-only exact tables
-//!   `dta_key_b0..b3` with constant entries, which also give the four parts of the key's
+//!   `dta_key_b0..b3` with fixed entries the control plane installs at start, which also give the four parts of the key's
 //!   collector hash (CRC-32C of a tabulated key is the XOR of each table's CRC-32C image: the
 //!   CRC is affine), so neither target needs a custom CRC;
 //! - `trigger = "change"`: the `dta_reporter_flows` cell read, compared and written → two
@@ -28,7 +28,7 @@ use wire::udp::port::DTA_NACK;
 use super::{DtaReporter, ReportKind, Trigger};
 use crate::config::Config;
 use crate::model::param;
-use crate::p4::{Arg, Entry, ExportError, ExtraHeader, KeyVal, Pipe, ProgramP4};
+use crate::p4::{Arg, Entry, ExportError, ExtraHeader, KeyVal, Pipe, ProgramP4, TabulatedFn};
 
 /// Reporter counter indices (`dta_reporter_stats`): the Rust program's [`super::ReporterStats`].
 const STATS: [&str; 4] = ["observed", "reports", "unroutable", "nacks"];
@@ -107,7 +107,8 @@ impl DtaReporter {
             self.l2l3.ingress_apply(&|port| format!("meta.dta_fwd = 1;\nmeta.dta_fwd_port = {port};"));
         let local = self.local_nack_check();
         p.ingress_apply = format!("{local}{}\n{}", p.ingress_apply, self.observe_p4(scale));
-        p.ingress_decls.push_str(&self.ingress_decls());
+        let decls = self.ingress_decls(&mut p.entries);
+        p.ingress_decls.push_str(&decls);
         p.egress_apply = self.egress_p4(&p, report_len, frame_len, pad, opcode, prim.name);
         p.egress_decls.push_str(&self.egress_decls());
         p.egress_tables.push("dta_report_dest");
@@ -119,7 +120,7 @@ impl DtaReporter {
                 .into(),
         ));
         p.added.extend([
-            ("dta_key_b0..b3", "exact on one byte of the flow CRC, 256 constant entries each: the flow key's and its collector hash's parts".into()),
+            ("dta_key_b0..b3", "exact on one byte of the flow CRC, 256 entries each (installed at start): the flow key's and its collector hash's parts".into()),
             ("dta_collector", "range on the collector hash: the clone session and collector index".into()),
             ("dta_local_ip", "exact on IPv4 destination: the switch's own addresses (a NACK to it)".into()),
             ("dta_reporter_seqnum", "register, 8 bits, one cell: the next sequence number".into()),
@@ -270,7 +271,7 @@ if (meta.dta_fwd == 1 && hdr.ipv4.isValid() && !(hdr.udp.isValid() && (hdr.udp.d
         s
     }
 
-    fn ingress_decls(&self) -> String {
+    fn ingress_decls(&self, entries: &mut Vec<Entry>) -> String {
         let mut s = String::from(LOCAL_IP_TABLE);
         s.push_str(
             "#ifdef SF_TNA
@@ -298,12 +299,16 @@ if (meta.dta_fwd == 1 && hdr.ipv4.isValid() && !(hdr.udp.isValid() && (hdr.udp.d
     }
 ",
         );
-        // The flow key's byte tables, with their constant entries.
+        // The flow key's byte tables (their entries installed at start).
         for (i, t) in dta::FLOW_KEY_TABLES.iter().enumerate() {
             s.push_str(
-                &ConstTable {
-                    name: format!("dta_key_b{i}"),
-                    keys: vec![(format!("meta.dta_crc[{}:{}]", i * 8 + 7, i * 8), format!("crc_byte{i}"), 8)],
+                &TabulatedFn {
+                    name: ["dta_key_b0", "dta_key_b1", "dta_key_b2", "dta_key_b3"][i],
+                    keys: vec![(
+                        format!("meta.dta_crc[{}:{}]", i * 8 + 7, i * 8),
+                        ["crc_byte0", "crc_byte1", "crc_byte2", "crc_byte3"][i],
+                        8,
+                    )],
                     params: vec![("key", 32), ("chash", 32)],
                     body: format!("meta.dta_k{i} = key;\nmeta.dta_c{i} = chash;"),
                     rows: t
@@ -314,7 +319,7 @@ if (meta.dta_fwd == 1 && hdr.ipv4.isValid() && !(hdr.udp.isValid() && (hdr.udp.d
                         })
                         .collect(),
                 }
-                .render(),
+                .render(Pipe::Ingress, entries),
             );
         }
         if self.retransmittable {
@@ -614,55 +619,6 @@ pub(crate) fn local_ip_entries(port_ips: &[Option<Ipv4Addr>]) -> Vec<Entry> {
 pub(crate) fn mac_value(m: wire::EthernetAddress) -> u128 {
     let b = m.0;
     u128::from(u64::from_be_bytes([0, 0, b[0], b[1], b[2], b[3], b[4], b[5]]))
-}
-
-/// An exact table whose entries are constant (a function tabulated: they never change), one
-/// action setting metadata from its parameters.
-pub(crate) struct ConstTable {
-    /// Table name; its action is `<name>_set`.
-    pub name: String,
-    /// Keys: P4 expression, `@name`, width.
-    pub keys: Vec<(String, String, u16)>,
-    /// Action parameters: name, width.
-    pub params: Vec<(&'static str, u16)>,
-    /// The action's body.
-    pub body: String,
-    /// Entries: key values, parameter values.
-    pub rows: Vec<(Vec<u128>, Vec<u128>)>,
-}
-
-impl ConstTable {
-    /// The P4 declarations (indented for a control).
-    pub fn render(&self) -> String {
-        let n = &self.name;
-        let params: Vec<String> = self.params.iter().map(|(p, w)| format!("bit<{w}> {p}")).collect();
-        let zeros: Vec<&str> = self.params.iter().map(|_| "0").collect();
-        let mut s = format!("    action {n}_set({}) {{\n", params.join(", "));
-        for l in self.body.lines() {
-            let _ = writeln!(s, "        {l}");
-        }
-        s.push_str("    }\n");
-        let _ = write!(s, "    table {n} {{\n        key = {{\n");
-        for (e, k, _) in &self.keys {
-            let _ = writeln!(s, "            {e}: exact @name(\"{k}\");");
-        }
-        let _ = write!(
-            s,
-            "        }}\n        actions = {{\n            {n}_set;\n        }}\n        const default_action = {n}_set({});\n        size = {};\n        const entries = {{\n",
-            zeros.join(", "),
-            self.rows.len().max(1)
-        );
-        for (k, a) in &self.rows {
-            let ks: Vec<String> =
-                k.iter().zip(&self.keys).map(|(v, (_, _, w))| format!("{w}w{v:#x}")).collect();
-            let av: Vec<String> =
-                a.iter().zip(&self.params).map(|(v, (_, w))| format!("{w}w{v:#x}")).collect();
-            let key = if ks.len() == 1 { ks[0].clone() } else { format!("({})", ks.join(", ")) };
-            let _ = writeln!(s, "            {key}: {n}_set({});", av.join(", "));
-        }
-        s.push_str("        }\n    }\n");
-        s
-    }
 }
 
 /// Four byte tables whose parts, XORed, give `f(k)` for an `f` affine over GF(2) (a CRC of the

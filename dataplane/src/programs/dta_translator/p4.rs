@@ -33,8 +33,9 @@ use super::DtaTranslator;
 use super::qp::Store;
 use crate::config::Config;
 use crate::model::param;
+use crate::p4::TabulatedFn;
 use crate::p4::{Arg, Entry, ExportError, ExtraHeader, KeyVal, Pipe, ProgramP4};
-use crate::programs::dta_reporter::p4::{ConstTable, LOCAL_IP_TABLE, affine_parts, local_ip_entries};
+use crate::programs::dta_reporter::p4::{LOCAL_IP_TABLE, affine_parts, local_ip_entries};
 
 /// Drop and punt counter indices (`dta_translator_stats`).
 const STATS: [&str; 10] = [
@@ -137,9 +138,11 @@ impl DtaTranslator {
             self.ingress_p4(),
             l2l3.trim_end().replace('\n', "\n    ")
         );
-        p.ingress_decls.push_str(&self.ingress_decls());
+        let decls = self.ingress_decls(&mut p.entries);
+        p.ingress_decls.push_str(&decls);
         let l2l3_egress = std::mem::take(&mut p.egress_apply);
-        p.egress_decls.push_str(&self.egress_decls(slot_len)?);
+        let decls = self.egress_decls(slot_len, &mut p.entries)?;
+        p.egress_decls.push_str(&decls);
         p.egress_apply = self.egress_p4(&l2l3_egress, data_len, slot_len);
         p.egress_tables.extend(["dta_collector_meters", "dta_qp_state"]);
         p.not_emitted.extend([
@@ -176,7 +179,7 @@ impl DtaTranslator {
         }
         p.added.extend([
             ("dta_local_ip", "exact on IPv4 destination: the switch's own addresses".to_string()),
-            ("dta_kb0..kb3", "exact on a key byte, 256 constant entries each: the key's CRC-32C, in parts".into()),
+            ("dta_kb0..kb3", "exact on a key byte, 256 entries each (installed at start): the key's CRC-32C, in parts".into()),
             ("dta_key_collector", "range on the key's CRC-32C and the primitive: the collector of a report to the switch".into()),
             ("dta_store", "exact on collector and primitive: the Key-Write or Key-Increment store's QP".into()),
             ("dta_qp_info", "exact on the QP: its collector, replica groups, metering and Key-Increment N".into()),
@@ -188,7 +191,7 @@ impl DtaTranslator {
             ("dta_append_head (egress)", "register, 32 bits per QP: an Append ring's next entry".into()),
             (
                 "dta_sb0..sb3 (egress)",
-                format!("exact on (copy, key byte), {} constant entries each: the copy's slot hash and the checksum, in parts", usize::from(max_n) * 256),
+                format!("exact on (copy, key byte), {} entries each (installed at start): the copy's slot hash and the checksum, in parts", usize::from(max_n) * 256),
             ),
         ]);
         let mut chain = vec![vec!["dta_local_ip", "dta_collectors", "dta_kb0..kb3", "router_mac"]];
@@ -350,7 +353,7 @@ if (meta.dta_punt == 1) {{
         )
     }
 
-    fn ingress_decls(&self) -> String {
+    fn ingress_decls(&self, entries: &mut Vec<Entry>) -> String {
         let mut s = String::from(LOCAL_IP_TABLE);
         let _ = write!(
             s,
@@ -444,9 +447,13 @@ if (meta.dta_punt == 1) {{
         let kb = affine_parts(dta::keywrite_collector_hash);
         for (i, t) in kb.iter().enumerate() {
             s.push_str(
-                &ConstTable {
-                    name: format!("dta_kb{i}"),
-                    keys: vec![(format!("meta.dta_key[{}:{}]", i * 8 + 7, i * 8), format!("key_byte{i}"), 8)],
+                &TabulatedFn {
+                    name: ["dta_kb0", "dta_kb1", "dta_kb2", "dta_kb3"][i],
+                    keys: vec![(
+                        format!("meta.dta_key[{}:{}]", i * 8 + 7, i * 8),
+                        ["key_byte0", "key_byte1", "key_byte2", "key_byte3"][i],
+                        8,
+                    )],
                     params: vec![("chash", 32)],
                     body: format!("meta.dta_c{i} = chash;"),
                     rows: t
@@ -455,13 +462,13 @@ if (meta.dta_punt == 1) {{
                         .map(|(b, &v)| (vec![b as u128], vec![u128::from(v)]))
                         .collect(),
                 }
-                .render(),
+                .render(Pipe::Ingress, entries),
             );
         }
         s
     }
 
-    fn egress_decls(&self, slot_len: usize) -> Result<String, ExportError> {
+    fn egress_decls(&self, slot_len: usize, entries: &mut Vec<Entry>) -> Result<String, ExportError> {
         let max_n = self.s.max_redundancy;
         let mut s = format!(
             "    action dta_qp_state_set(bit<24> dst_qpn, bit<32> rkey, bit<64> va, bit<32> mask, bit<32> last, bit<48> src_mac, bit<48> dst_mac, bit<32> src_ip, bit<32> dst_ip, bit<16> src_port) {{
@@ -541,17 +548,21 @@ if (meta.dta_punt == 1) {{
                 }
             }
             s.push_str(
-                &ConstTable {
-                    name: format!("dta_sb{i}"),
+                &TabulatedFn {
+                    name: ["dta_sb0", "dta_sb1", "dta_sb2", "dta_sb3"][i],
                     keys: vec![
-                        ("meta.dta_copy".into(), "copy".into(), 8),
-                        (format!("meta.dta_key[{}:{}]", i * 8 + 7, i * 8), format!("key_byte{i}"), 8),
+                        ("meta.dta_copy".into(), "copy", 8),
+                        (
+                            format!("meta.dta_key[{}:{}]", i * 8 + 7, i * 8),
+                            ["key_byte0", "key_byte1", "key_byte2", "key_byte3"][i],
+                            8,
+                        ),
                     ],
                     params: vec![("slot", 32), ("csum", 32)],
                     body: format!("meta.dta_s{i} = slot;\nmeta.dta_x{i} = csum;"),
                     rows,
                 }
-                .render(),
+                .render(Pipe::Egress, entries),
             );
         }
         if !slot_len.is_power_of_two() {

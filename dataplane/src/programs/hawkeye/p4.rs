@@ -210,8 +210,8 @@ if (hdr.pfc.isValid()) {{
              `l2l3_drops` (the routing tables drop it first)."
                 .into(),
             "flow slots: the declared CRC-32 of the 5-tuple (`hawkeye_flow_hash`), masked; a packet of a flow whose \
-             slot another flow holds this epoch is not merged (v1model compares addresses, ports and protocol; TNA \
-             addresses and ports), but no target counts it: the Rust switch's `collisions` counter has no P4 \
+             slot another flow holds this epoch is not merged (both compare addresses, ports and protocol), but no \
+             target counts it: the Rust switch's `collisions` counter has no P4 \
              counterpart here."
                 .into(),
         ]);
@@ -458,7 +458,8 @@ bit<8> hk_qid = (bit<8>)std.priority;
         bit<1> d1 = hk_flow_src_cmp.execute(meta.hk_idx);
         bit<1> d2 = hk_flow_dst_cmp.execute(meta.hk_idx);
         bit<1> d3 = hk_flow_ports_cmp.execute(meta.hk_idx);
-        meta.hk_collide = d1 | d2 | d3;
+        bit<1> d4 = hk_flow_proto_cmp.execute(meta.hk_idx);
+        meta.hk_collide = d1 | d2 | d3 | d4;
         if (meta.hk_collide == 0) {{
             hk_flow_port_set.execute(meta.hk_idx);
             hk_flow_pkts_add.execute(meta.hk_idx);
@@ -529,11 +530,12 @@ fn tna_register_actions() -> String {
         )
     };
     // A tuple field: written in a fresh epoch; else 1 when it differs (a collision).
-    let cmp = |name: &str, reg: &str, new: &str| {
+    let cmp_w = |name: &str, reg: &str, new: &str, w: u32| {
         format!(
-            "    RegisterAction<bit<32>, bit<32>, bit<1>>({reg}) {name} = {{\n        void apply(inout bit<32> v, out bit<1> rv) {{\n            if (meta.hk_ffresh == 1) {{\n                v = {new};\n                rv = 0;\n            }} else if (v != {new}) {{\n                rv = 1;\n            }} else {{\n                rv = 0;\n            }}\n        }}\n    }};\n"
+            "    RegisterAction<bit<{w}>, bit<32>, bit<1>>({reg}) {name} = {{\n        void apply(inout bit<{w}> v, out bit<1> rv) {{\n            if (meta.hk_ffresh == 1) {{\n                v = {new};\n                rv = 0;\n            }} else if (v != {new}) {{\n                rv = 1;\n            }} else {{\n                rv = 0;\n            }}\n        }}\n    }};\n"
         )
     };
+    let cmp = |name: &str, reg: &str, new: &str| cmp_w(name, reg, new, 32);
     let set = |name: &str, reg: &str, val: &str, w: u32| {
         format!(
             "    RegisterAction<bit<{w}>, bit<32>, bit<{w}>>({reg}) {name} = {{\n        void apply(inout bit<{w}> v) {{\n            v = {val};\n        }}\n    }};\n"
@@ -566,6 +568,7 @@ fn tna_register_actions() -> String {
     s.push_str(&cmp("hk_flow_src_cmp", "hawkeye_flows_src_addr", "hdr.ipv4.src_addr"));
     s.push_str(&cmp("hk_flow_dst_cmp", "hawkeye_flows_dst_addr", "hdr.ipv4.dst_addr"));
     s.push_str(&cmp("hk_flow_ports_cmp", "hawkeye_flows_ports", "meta.hk_ports_word"));
+    s.push_str(&cmp_w("hk_flow_proto_cmp", "hawkeye_flows_protocol", "hdr.ipv4.protocol", 8));
     s.push_str(&set("hk_flow_port_set", "hawkeye_flows_egress_port", "(bit<16>)SF_EGRESS_PORT", 16));
     s.push_str(&add("hk_flow_pkts_add", "hawkeye_flows_pkts", "meta.hk_ffresh", "1"));
     s.push_str(&add(

@@ -231,7 +231,10 @@ if (!done && hdr.ipv4.isValid() && meta.port_mac != 0 && {to_router}) {{
     }} else {{
         ipv4_lpm.apply();
         if (meta.route_kind == 2) {{
-            ecmp_groups.apply();
+            // The default action on a miss is run here: BMv2 runs none for a selector table.
+            if (!ecmp_groups.apply().hit) {{
+                ecmp_groups_no_route();
+            }}
         }}
         if (meta.route_kind == 0) {{
             {no_route}

@@ -779,7 +779,6 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta,
     Register<bit<32>, bit<32>>(36864, 0) daiet_index_stack_index;
     Register<bit<32>, bit<32>>(3, 0) daiet_tree_state_remaining;
     Register<bit<32>, bit<32>>(3, 0) daiet_tree_state_top;
-    Register<bit<8>, bit<32>>(3, 0) daiet_tree_state_spill;
 #ifdef SF_TNA
     Counter<bit<32>, bit<8>>(8, CounterType_t.PACKETS) l2l3_drops;
 #else
@@ -979,7 +978,8 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta,
         #ifdef SF_TNA
             bad = ig_prsr_md.parser_err != 0;
         #else
-            bad = std.parser_error != error.NoError;
+            // v1model: a parser error was counted and dropped first (`on_parser_error`).
+            bad = false;
         #endif
             bad = bad || (hdr.daiet.frame_type != 1 && hdr.daiet.number_of_entries > 10);
             if (bad) {
@@ -1358,7 +1358,10 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta,
                 } else {
                     ipv4_lpm.apply();
                     if (meta.route_kind == 2) {
-                        ecmp_groups.apply();
+                        // The default action on a miss is run here: BMv2 runs none for a selector table.
+                        if (!ecmp_groups.apply().hit) {
+                            ecmp_groups_no_route();
+                        }
                     }
                     if (meta.route_kind == 0) {
                         l2l3_drops.count(3);
@@ -1509,10 +1512,7 @@ parser SfEgressParser(packet_in pkt, out headers_t hdr, out metadata_t meta, out
         pkt.extract(hdr.bridge);
         meta.bridge_kind = hdr.bridge.kind;
         meta.dt_emit = hdr.bridge.dt_emit;
-        transition select(hdr.bridge.kind) {
-            1: parse_start;
-            default: parse_start;
-        }
+        transition parse_start;
     }
 
     state parse_start {

@@ -276,7 +276,7 @@ parser SfParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout s
             6: parse_int_full_0;
             7: parse_int_full_0;
             8: parse_int_full_0;
-            default: reject;
+            default: sf_reject;
         }
     }
 
@@ -356,7 +356,7 @@ parser SfParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout s
             6: parse_int_compact_0;
             7: parse_int_compact_0;
             8: parse_int_compact_0;
-            default: reject;
+            default: sf_reject;
         }
     }
 
@@ -446,7 +446,7 @@ parser SfParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout s
             8: parse_daiet_entries_0;
             9: parse_daiet_entries_0;
             10: parse_daiet_entries_0;
-            default: reject;
+            default: sf_reject;
         }
     }
 
@@ -528,6 +528,12 @@ parser SfParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout s
     }
 
     state parse_daiet_entries_end {
+        transition accept;
+    }
+
+    state sf_reject {
+        // BMv2 has no explicit reject: verify sets parser_error, which ingress drops.
+        verify(false, error.NoMatch);
         transition accept;
     }
 
@@ -725,7 +731,6 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta, inout standard_met
     register<bit<32>>(36864) daiet_index_stack_index;
     register<bit<32>>(3) daiet_tree_state_remaining;
     register<bit<32>>(3) daiet_tree_state_top;
-    register<bit<8>>(3) daiet_tree_state_spill;
 #ifdef SF_TNA
     Counter<bit<32>, bit<8>>(8, CounterType_t.PACKETS) l2l3_drops;
 #else
@@ -913,6 +918,14 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta, inout standard_met
 #endif
 
     apply {
+        // The parser refused the packet (no match, or truncated): dropped, as the Rust switch does.
+        if (std.parser_error != error.NoError) {
+            if (hdr.daiet.isValid()) {
+                dt_stats.count(0);
+            }
+            mark_to_drop(std);
+            exit;
+        }
         meta.dt_route = 0;
         meta.dt_skip = 0;
         meta.dt_recirc = 0;
@@ -923,7 +936,8 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta, inout standard_met
         #ifdef SF_TNA
             bad = ig_prsr_md.parser_err != 0;
         #else
-            bad = std.parser_error != error.NoError;
+            // v1model: a parser error was counted and dropped first (`on_parser_error`).
+            bad = false;
         #endif
             bad = bad || (hdr.daiet.frame_type != 1 && hdr.daiet.number_of_entries > 10);
             if (bad) {
@@ -1302,7 +1316,10 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta, inout standard_met
                 } else {
                     ipv4_lpm.apply();
                     if (meta.route_kind == 2) {
-                        ecmp_groups.apply();
+                        // The default action on a miss is run here: BMv2 runs none for a selector table.
+                        if (!ecmp_groups.apply().hit) {
+                            ecmp_groups_no_route();
+                        }
                     }
                     if (meta.route_kind == 0) {
                         l2l3_drops.count(3);

@@ -766,7 +766,10 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta,
                 } else {
                     ipv4_lpm.apply();
                     if (meta.route_kind == 2) {
-                        ecmp_groups.apply();
+                        // The default action on a miss is run here: BMv2 runs none for a selector table.
+                        if (!ecmp_groups.apply().hit) {
+                            ecmp_groups_no_route();
+                        }
                     }
                     if (meta.route_kind == 0) {
                         l2l3_drops.count(3);
@@ -924,10 +927,7 @@ parser SfEgressParser(packet_in pkt, out headers_t hdr, out metadata_t meta, out
         meta.bridge_kind = hdr.bridge.kind;
         meta.hk_pfc = hdr.bridge.hk_pfc;
         meta.ingress_port = hdr.bridge.ingress_port;
-        transition select(hdr.bridge.kind) {
-            1: parse_start;
-            default: parse_start;
-        }
+        transition parse_start;
     }
 
     state parse_start {
@@ -1357,6 +1357,18 @@ control SfEgress(inout headers_t hdr, inout metadata_t meta,
             }
         }
     };
+    RegisterAction<bit<8>, bit<32>, bit<1>>(hawkeye_flows_protocol) hk_flow_proto_cmp = {
+        void apply(inout bit<8> v, out bit<1> rv) {
+            if (meta.hk_ffresh == 1) {
+                v = hdr.ipv4.protocol;
+                rv = 0;
+            } else if (v != hdr.ipv4.protocol) {
+                rv = 1;
+            } else {
+                rv = 0;
+            }
+        }
+    };
     RegisterAction<bit<16>, bit<32>, bit<16>>(hawkeye_flows_egress_port) hk_flow_port_set = {
         void apply(inout bit<16> v) {
             v = (bit<16>)SF_EGRESS_PORT;
@@ -1554,7 +1566,8 @@ control SfEgress(inout headers_t hdr, inout metadata_t meta,
                 bit<1> d1 = hk_flow_src_cmp.execute(meta.hk_idx);
                 bit<1> d2 = hk_flow_dst_cmp.execute(meta.hk_idx);
                 bit<1> d3 = hk_flow_ports_cmp.execute(meta.hk_idx);
-                meta.hk_collide = d1 | d2 | d3;
+                bit<1> d4 = hk_flow_proto_cmp.execute(meta.hk_idx);
+                meta.hk_collide = d1 | d2 | d3 | d4;
                 if (meta.hk_collide == 0) {
                     hk_flow_port_set.execute(meta.hk_idx);
                     hk_flow_pkts_add.execute(meta.hk_idx);

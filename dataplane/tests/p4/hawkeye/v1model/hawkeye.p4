@@ -295,7 +295,7 @@ parser SfParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout s
             6: parse_int_full_0;
             7: parse_int_full_0;
             8: parse_int_full_0;
-            default: reject;
+            default: sf_reject;
         }
     }
 
@@ -375,7 +375,7 @@ parser SfParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout s
             6: parse_int_compact_0;
             7: parse_int_compact_0;
             8: parse_int_compact_0;
-            default: reject;
+            default: sf_reject;
         }
     }
 
@@ -451,6 +451,12 @@ parser SfParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout s
 
     state parse_pfc {
         pkt.extract(hdr.pfc);
+        transition accept;
+    }
+
+    state sf_reject {
+        // BMv2 has no explicit reject: verify sets parser_error, which ingress drops.
+        verify(false, error.NoMatch);
         transition accept;
     }
 
@@ -630,6 +636,11 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta, inout standard_met
 #endif
 
     apply {
+        // The parser refused the packet (no match, or truncated): dropped, as the Rust switch does.
+        if (std.parser_error != error.NoError) {
+            mark_to_drop(std);
+            exit;
+        }
         meta.hk_poll = 0;
         meta.hk_found = 0;
         if (hdr.pfc.isValid()) {
@@ -710,7 +721,10 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta, inout standard_met
                 } else {
                     ipv4_lpm.apply();
                     if (meta.route_kind == 2) {
-                        ecmp_groups.apply();
+                        // The default action on a miss is run here: BMv2 runs none for a selector table.
+                        if (!ecmp_groups.apply().hit) {
+                            ecmp_groups_no_route();
+                        }
                     }
                     if (meta.route_kind == 0) {
                         l2l3_drops.count(3);
@@ -967,6 +981,18 @@ control SfEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
             }
         }
     };
+    RegisterAction<bit<8>, bit<32>, bit<1>>(hawkeye_flows_protocol) hk_flow_proto_cmp = {
+        void apply(inout bit<8> v, out bit<1> rv) {
+            if (meta.hk_ffresh == 1) {
+                v = hdr.ipv4.protocol;
+                rv = 0;
+            } else if (v != hdr.ipv4.protocol) {
+                rv = 1;
+            } else {
+                rv = 0;
+            }
+        }
+    };
     RegisterAction<bit<16>, bit<32>, bit<16>>(hawkeye_flows_egress_port) hk_flow_port_set = {
         void apply(inout bit<16> v) {
             v = (bit<16>)SF_EGRESS_PORT;
@@ -1164,7 +1190,8 @@ control SfEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
                 bit<1> d1 = hk_flow_src_cmp.execute(meta.hk_idx);
                 bit<1> d2 = hk_flow_dst_cmp.execute(meta.hk_idx);
                 bit<1> d3 = hk_flow_ports_cmp.execute(meta.hk_idx);
-                meta.hk_collide = d1 | d2 | d3;
+                bit<1> d4 = hk_flow_proto_cmp.execute(meta.hk_idx);
+                meta.hk_collide = d1 | d2 | d3 | d4;
                 if (meta.hk_collide == 0) {
                     hk_flow_port_set.execute(meta.hk_idx);
                     hk_flow_pkts_add.execute(meta.hk_idx);

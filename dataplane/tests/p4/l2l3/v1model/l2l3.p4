@@ -230,7 +230,7 @@ parser SfParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout s
             6: parse_int_full_0;
             7: parse_int_full_0;
             8: parse_int_full_0;
-            default: reject;
+            default: sf_reject;
         }
     }
 
@@ -310,7 +310,7 @@ parser SfParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout s
             6: parse_int_compact_0;
             7: parse_int_compact_0;
             8: parse_int_compact_0;
-            default: reject;
+            default: sf_reject;
         }
     }
 
@@ -376,6 +376,12 @@ parser SfParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout s
     }
 
     state parse_int_compact_end {
+        transition accept;
+    }
+
+    state sf_reject {
+        // BMv2 has no explicit reject: verify sets parser_error, which ingress drops.
+        verify(false, error.NoMatch);
         transition accept;
     }
 
@@ -550,6 +556,11 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta, inout standard_met
 #endif
 
     apply {
+        // The parser refused the packet (no match, or truncated): dropped, as the Rust switch does.
+        if (std.parser_error != error.NoError) {
+            mark_to_drop(std);
+            exit;
+        }
         meta.ingress_port = SF_INGRESS_PORT;
         if (!hdr.ethernet.isValid()) {
             l2l3_drops.count(0);
@@ -600,7 +611,10 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta, inout standard_met
             } else {
                 ipv4_lpm.apply();
                 if (meta.route_kind == 2) {
-                    ecmp_groups.apply();
+                    // The default action on a miss is run here: BMv2 runs none for a selector table.
+                    if (!ecmp_groups.apply().hit) {
+                        ecmp_groups_no_route();
+                    }
                 }
                 if (meta.route_kind == 0) {
                     l2l3_drops.count(3);

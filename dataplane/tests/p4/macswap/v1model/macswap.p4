@@ -56,6 +56,11 @@ control SfVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
 control SfIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t std) {
 
     apply {
+        // The parser refused the packet (no match, or truncated): dropped, as the Rust switch does.
+        if (std.parser_error != error.NoError) {
+            mark_to_drop(std);
+            exit;
+        }
         // A frame too short for an Ethernet header is not parsed (the Rust program drops it as malformed).
         if (!hdr.ethernet.isValid() || SF_INGRESS_PORT >= 2) {
             SF_DROP();

@@ -1019,7 +1019,10 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta,
                 } else {
                     ipv4_lpm.apply();
                     if (meta.route_kind == 2) {
-                        ecmp_groups.apply();
+                        // The default action on a miss is run here: BMv2 runs none for a selector table.
+                        if (!ecmp_groups.apply().hit) {
+                            ecmp_groups_no_route();
+                        }
                     }
                     if (meta.route_kind == 0) {
                         l2l3_drops.count(3);

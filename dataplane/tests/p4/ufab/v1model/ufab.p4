@@ -297,7 +297,7 @@ parser SfParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout s
             6: parse_int_full_0;
             7: parse_int_full_0;
             8: parse_int_full_0;
-            default: reject;
+            default: sf_reject;
         }
     }
 
@@ -377,7 +377,7 @@ parser SfParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout s
             6: parse_int_compact_0;
             7: parse_int_compact_0;
             8: parse_int_compact_0;
-            default: reject;
+            default: sf_reject;
         }
     }
 
@@ -529,7 +529,7 @@ parser SfParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout s
             13: parse_ufab_0;
             14: parse_ufab_0;
             15: parse_ufab_0;
-            default: reject;
+            default: sf_reject;
         }
     }
 
@@ -661,6 +661,12 @@ parser SfParser(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout s
 
     state parse_ufab_slot {
         pkt.extract(hdr.ufab_slot);
+        transition accept;
+    }
+
+    state sf_reject {
+        // BMv2 has no explicit reject: verify sets parser_error, which ingress drops.
+        verify(false, error.NoMatch);
         transition accept;
     }
 
@@ -863,6 +869,11 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta, inout standard_met
     }
 
     apply {
+        // The parser refused the packet (no match, or truncated): dropped, as the Rust switch does.
+        if (std.parser_error != error.NoError) {
+            mark_to_drop(std);
+            exit;
+        }
         meta.uf_deliver = 0;
         meta.uf_done = 0;
         if (hdr.mpls.isValid()) {
@@ -968,7 +979,10 @@ control SfIngress(inout headers_t hdr, inout metadata_t meta, inout standard_met
                 } else {
                     ipv4_lpm.apply();
                     if (meta.route_kind == 2) {
-                        ecmp_groups.apply();
+                        // The default action on a miss is run here: BMv2 runs none for a selector table.
+                        if (!ecmp_groups.apply().hit) {
+                            ecmp_groups_no_route();
+                        }
                     }
                     if (meta.route_kind == 0) {
                         l2l3_drops.count(3);
