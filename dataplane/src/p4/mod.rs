@@ -262,7 +262,7 @@ pub fn export(
     let states = parser_states(res, target, &mut limits);
     let ing = control_decls(res, p, target, Pipe::Ingress, &mut limits)?;
     let eg = control_decls(res, p, target, Pipe::Egress, &mut limits)?;
-    let emits = deparser_emits(res, p);
+    let emits = deparser_emits(res, p, &mut limits);
     match target {
         Target::V1model => {
             let _ = writeln!(

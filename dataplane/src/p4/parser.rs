@@ -172,9 +172,84 @@ pub(super) fn render_select(st: &StateDecl, res: &Resources, target: Target) -> 
     s
 }
 
-pub(super) fn deparser_emits(res: &Resources, p: &ProgramP4) -> String {
+/// The parsed instances in the order they lie on the wire, which the deparser must follow:
+/// every instance after every one some parser path extracts before it (a topological order of
+/// "extracted before", ties in declaration order). Declaration order is not it: a program
+/// declares MPLS after IPv4 and UDP though labels come first (BMv2 put a kept label after the
+/// UDP header). Where two paths disagree no order serves both: declaration order is kept for
+/// those, and said in `limits`.
+pub(super) fn wire_order(res: &Resources, limits: &mut Vec<String>) -> Vec<Instance> {
+    let parser = res.parser();
+    let decl = parser.instances();
+    let n = decl.len();
+    let at = |name: &str| decl.iter().position(|i| i.name == name);
+    let mut before = vec![vec![false; n]; n];
+    // Every path from the start state (the parser is a DAG; a bounded walk either way).
+    fn walk(
+        parser: &crate::model::decl::ParserDecl,
+        state: &StateDecl,
+        path: &mut Vec<usize>,
+        before: &mut [Vec<bool>],
+        at: &dyn Fn(&str) -> Option<usize>,
+        budget: &mut u32,
+    ) {
+        if *budget == 0 || path.len() > 64 {
+            return;
+        }
+        *budget -= 1;
+        let mark = path.len();
+        for i in &state.extract {
+            if let Some(k) = at(i.name) {
+                for &p in path.iter() {
+                    before[p][k] = true;
+                }
+                path.push(k);
+            }
+        }
+        let nexts = state.transitions.iter().map(|t| &t.next).chain(std::iter::once(&state.default));
+        let mut seen: Vec<&str> = Vec::new();
+        for next in nexts {
+            if let Next::State(name) = next
+                && !seen.contains(name)
+            {
+                seen.push(name);
+                if let Some(st) = parser.state(name) {
+                    walk(parser, st, path, before, at, budget);
+                }
+            }
+        }
+        path.truncate(mark);
+    }
+    if let Some(start) = parser.states.first() {
+        let mut budget = 100_000;
+        walk(parser, start, &mut Vec::new(), &mut before, &at, &mut budget);
+    }
+    // Kahn's algorithm, the lowest declaration index first.
+    let mut done = vec![false; n];
+    let mut order = Vec::with_capacity(n);
+    let mut cyclic = false;
+    for _ in 0..n {
+        let ready = (0..n).find(|&k| !done[k] && (0..n).all(|p| done[p] || p == k || !before[p][k]));
+        let k = ready.unwrap_or_else(|| {
+            cyclic = true;
+            (0..n).find(|&k| !done[k]).expect("one left")
+        });
+        done[k] = true;
+        order.push(decl[k]);
+    }
+    if cyclic {
+        limits.push(
+            "deparser: two parser paths extract some headers in opposite orders, so no one emit order \
+             serves both; those are emitted in declaration order"
+                .into(),
+        );
+    }
+    order
+}
+
+pub(super) fn deparser_emits(res: &Resources, p: &ProgramP4, limits: &mut Vec<String>) -> String {
     let mut s = String::new();
-    for i in res.parser().instances() {
+    for i in wire_order(res, limits) {
         let _ = writeln!(s, "        pkt.emit(hdr.{});", i.name);
     }
     for e in &p.extra_headers {

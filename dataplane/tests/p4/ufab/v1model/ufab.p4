@@ -1449,12 +1449,6 @@ control SfDeparser(packet_out pkt, in headers_t hdr) {
         pkt.emit(hdr.ethernet);
         pkt.emit(hdr.vlan);
         pkt.emit(hdr.arp);
-        pkt.emit(hdr.ipv4);
-        pkt.emit(hdr.tcp);
-        pkt.emit(hdr.udp);
-        pkt.emit(hdr.int_shim);
-        pkt.emit(hdr.int_hop);
-        pkt.emit(hdr.int_hop_compact);
         pkt.emit(hdr.mpls);
         pkt.emit(hdr.mpls_1);
         pkt.emit(hdr.mpls_2);
@@ -1463,6 +1457,12 @@ control SfDeparser(packet_out pkt, in headers_t hdr) {
         pkt.emit(hdr.mpls_5);
         pkt.emit(hdr.mpls_6);
         pkt.emit(hdr.mpls_7);
+        pkt.emit(hdr.ipv4);
+        pkt.emit(hdr.tcp);
+        pkt.emit(hdr.udp);
+        pkt.emit(hdr.int_shim);
+        pkt.emit(hdr.int_hop);
+        pkt.emit(hdr.int_hop_compact);
         pkt.emit(hdr.ufab);
         pkt.emit(hdr.ufab_hop);
         pkt.emit(hdr.ufab_slot);
