@@ -259,6 +259,11 @@ fn the_ufab_check_captures_are_the_switchs_output() {
     check_captures("ufab", &["in_p0.pcap"], 3);
 }
 
+#[test]
+fn the_daiet_check_captures_are_the_switchs_output() {
+    check_captures("daiet", &["in_p0.pcap", "in_p1.pcap"], 4);
+}
+
 /// The command: a bad target is refused with exit code 2 and the expected values; a good one
 /// writes the program, its entries and the summary, the same files the library exports.
 #[test]
