@@ -43,10 +43,13 @@ enum Difference {
     DaietPacking,
 }
 
+/// A DAIET frame's (addresses, ports, TTL), its pairs (tree, key, value) and its ENDs' trees.
+type DaietContent = (Vec<u8>, Vec<(u32, Vec<u8>, u32)>, Vec<u32>);
+
 /// What a port's DAIET frames carry, to compare as [`Difference::DaietPacking`] does: each
 /// frame's (addresses, ports, TTL) and, sorted, every pair (tree, key, value) and every END's
 /// tree; `None` for a frame that is not DAIET.
-fn daiet_content(f: &[u8]) -> Option<(Vec<u8>, Vec<(u32, Vec<u8>, u32)>, Vec<u32>)> {
+fn daiet_content(f: &[u8]) -> Option<DaietContent> {
     if f.len() < 42 + 5 || f[12..14] != [0x08, 0x00] || f[23] != 17 || f[36..38] != 10_000u16.to_be_bytes() {
         return None;
     }
@@ -394,7 +397,10 @@ fn run(case: &Case, p4c: &Path, bmv2: &Path, thrift: u16) -> Result<String, Stri
                     pairs.extend(c.1);
                     ends.extend(c.2);
                 }
-                (heads.sort(), heads.dedup(), pairs.sort(), ends.sort());
+                heads.sort();
+                heads.dedup();
+                pairs.sort();
+                ends.sort();
                 (heads, pairs, ends)
             };
             let (ours, theirs) = (content(&w), content(&got));
