@@ -16,8 +16,13 @@
 //! each port from `p<i>_in.pcap` after `--use-files` seconds, long enough to load the entries
 //! first — the test fails, saying so, if loading took longer.
 
+#[path = "support/p4_tools.rs"]
+mod p4_tools;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use p4_tools::{P4c, bmv2, p4c};
 use std::time::{Duration, Instant};
 
 /// How a frame BMv2 sent may differ from ours, each named where the program documents it.
@@ -223,15 +228,6 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// A tool script: `SOFTFABRIC_<VAR>`, else `../shared/tools/<script>` beside the workspace.
-fn tool(var: &str, script: &str) -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os(var) {
-        return Some(PathBuf::from(p));
-    }
-    let p = root().join("../shared/tools").join(script);
-    p.exists().then_some(p)
-}
-
 /// The frames of a pcap file (none for a missing or header-less file: BMv2 leaves a port that
 /// sent nothing at 0 bytes). Read by hand: BMv2 writes snaplen 0, which `pcap-file` takes for
 /// a limit every record breaks; a record cut short (BMv2 writing) ends the list.
@@ -263,7 +259,7 @@ fn empty_pcap(path: &Path) {
 }
 
 /// Runs one case; `Err` says what differs.
-fn run(case: &Case, p4c: &Path, bmv2: &Path, thrift: u16) -> Result<String, String> {
+fn run(case: &Case, p4c: &P4c, bmv2: &Path, thrift: u16) -> Result<String, String> {
     let src = root().join(case.dir);
     let work = std::env::temp_dir().join(format!("softfabric-bmv2-{}-{}", case.program, std::process::id()));
     let _ = std::fs::remove_dir_all(&work);
@@ -279,9 +275,8 @@ fn run(case: &Case, p4c: &Path, bmv2: &Path, thrift: u16) -> Result<String, Stri
         return Err(format!("export: {}", String::from_utf8_lossy(&o.stderr)));
     }
     let json = work.join("prog.json");
-    let o = Command::new("bash")
-        .arg(p4c)
-        .arg("p4c-bm2-ss")
+    let o = p4c
+        .command("p4c-bm2-ss", false)
         .arg(work.join(format!("{}.p4", case.program)))
         .arg("-o")
         .arg(&json)
@@ -502,8 +497,7 @@ fn run(case: &Case, p4c: &Path, bmv2: &Path, thrift: u16) -> Result<String, Stri
 
 #[test]
 fn every_program_with_check_captures_behaves_on_bmv2_as_on_our_switch() {
-    let (Some(p4c), Some(bmv2)) = (tool("SOFTFABRIC_P4C", "p4c.sh"), tool("SOFTFABRIC_BMV2", "bmv2.sh"))
-    else {
+    let (Some(p4c), Some(bmv2)) = (p4c(), bmv2()) else {
         assert!(
             std::env::var("SOFTFABRIC_REQUIRE_P4C").as_deref() != Ok("1"),
             "SOFTFABRIC_REQUIRE_P4C=1 and no p4c.sh or bmv2.sh (../shared/tools, or SOFTFABRIC_P4C / SOFTFABRIC_BMV2)"

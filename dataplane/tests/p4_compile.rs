@@ -17,8 +17,12 @@
 //! program's `SUMMARY.md` (the exporter's limitations), else the test fails. The test prints
 //! the whole table, with each compilation's time and warnings.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+#[path = "support/p4_tools.rs"]
+mod p4_tools;
+
+use std::path::Path;
+
+use p4_tools::{P4c, p4c};
 
 use dataplane::config::Config;
 use dataplane::p4::Target;
@@ -26,22 +30,6 @@ use dataplane::programs;
 
 /// Compilations known to fail today, with why (issue 55): each is removed when fixed.
 const NOT_YET: &[(&str, &str, &str, &str)] = &[];
-
-/// How to run one p4c tool.
-enum P4c {
-    /// `p4c.sh TOOL [--tna] FILE …`.
-    Script(PathBuf),
-    /// A folder holding `p4test` and `p4c-bm2-ss` (TNA needs the script's includes).
-    Bin(PathBuf),
-}
-
-fn p4c() -> Option<P4c> {
-    if let Some(p) = std::env::var_os("SOFTFABRIC_P4C").map(PathBuf::from) {
-        return Some(if p.is_dir() { P4c::Bin(p) } else { P4c::Script(p) });
-    }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tools/p4c.sh");
-    script.exists().then_some(P4c::Script(script))
-}
 
 /// What one compilation gave: the first error lines if it failed, its warnings (the message
 /// after `warning: `), and how long it took.
@@ -54,17 +42,7 @@ struct Outcome {
 
 /// Run `tool` on `file` for `target`.
 fn compile(p4c: &P4c, tool: &str, target: Target, file: &Path, out: &Path) -> Outcome {
-    let mut cmd = match p4c {
-        P4c::Script(s) => {
-            let mut c = Command::new("bash");
-            c.arg(s).arg(tool);
-            if target == Target::Tna {
-                c.arg("--tna");
-            }
-            c
-        }
-        P4c::Bin(dir) => Command::new(dir.join(tool)),
-    };
+    let mut cmd = p4c.command(tool, target == Target::Tna);
     cmd.arg(file);
     if tool == "p4c-bm2-ss" {
         cmd.arg("-o").arg(out.join("bmv2.json"));
