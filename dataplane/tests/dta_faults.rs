@@ -249,7 +249,7 @@ impl Reporter {
                 continue;
             }
             let mut resend = Vec::new();
-            self.sender.on_nack(&nack, |b| resend.push(b.to_vec()));
+            self.sender.on_nack(&nack, 0, |b| resend.push(b.to_vec()));
             for b in resend {
                 lab.report_bytes(REPORTER, C0, &b);
             }

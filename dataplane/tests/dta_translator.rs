@@ -301,7 +301,7 @@ fn loss_from_reporters_is_recovered_by_nack() {
         }
         for (_, nack) in lab.nacks() {
             let mut resend = Vec::new();
-            sender.on_nack(&nack, |b| resend.push(b.to_vec()));
+            sender.on_nack(&nack, 0, |b| resend.push(b.to_vec()));
             for b in resend {
                 lab.report_bytes(REPORTER, C0, &b);
             }
@@ -323,7 +323,7 @@ fn loss_from_reporters_is_recovered_by_nack() {
         lab.report_bytes(REPORTER, C0, &b[..len]);
         for (_, nack) in lab.nacks() {
             let mut resend = Vec::new();
-            sender.on_nack(&nack, |b| resend.push(b.to_vec()));
+            sender.on_nack(&nack, 0, |b| resend.push(b.to_vec()));
             for b in resend {
                 lab.report_bytes(REPORTER, C0, &b);
             }
@@ -610,14 +610,14 @@ fn the_timer_asks_again_for_the_last_holes_and_gives_up_on_silent_reporters() {
     let first = lab.nacks();
     assert_eq!(first.len(), 1, "{first:?}");
     let mut resend = Vec::new();
-    sender.on_nack(&first[0].1, |b| resend.push(b.to_vec()));
+    sender.on_nack(&first[0].1, 0, |b| resend.push(b.to_vec()));
     assert_eq!(resend.len(), 1, "report 8 resent, and lost");
     // No more reports: the timer asks again within a few milliseconds.
     lab.run(3000);
     let again = lab.nacks();
     assert!(!again.is_empty(), "the timer NACKed the last hole again");
     let mut resend = Vec::new();
-    sender.on_nack(&again[0].1, |b| resend.push(b.to_vec()));
+    sender.on_nack(&again[0].1, 0, |b| resend.push(b.to_vec()));
     for b in resend {
         lab.report_bytes(REPORTER, C0, &b);
     }

@@ -182,6 +182,11 @@ fn tail_probe_at(last: u64, k: u32) -> u64 {
 /// resumes from there).
 pub const CATCH_UP_BURSTS: u64 = 4;
 
+/// However far slow-downs cut a reporter's rate, it still sends a burst at least this often
+/// (unless its own rate is lower): the rate recovers per burst, and a burst every few seconds
+/// would leave it stalled long after the congestion cleared.
+pub const MIN_BURSTS_PER_SEC: f64 = 100.0;
+
 fn pace_burst(rate: u64) -> u64 {
     (rate / 20_000).clamp(1, 32)
 }
@@ -191,7 +196,8 @@ fn pace_burst(rate: u64) -> u64 {
 pub struct ReporterAgent {
     cfg: ReporterConfig,
     gen_: LoadGen,
-    burst: u64,
+    /// Reports left in the current pacing burst.
+    left: u64,
     /// When the next burst may go, ns.
     due: u64,
     /// `rate` 0 (as fast as it can): the rate it reached when first slowed down, the nominal
@@ -217,7 +223,7 @@ impl ReporterAgent {
         });
         let gen_ = LoadGen::new(cfg.spec, cfg.keep, cfg.epoch);
         Self {
-            burst: pace_burst(cfg.rate),
+            left: 0,
             due: cfg.start_ns,
             reached: None,
             gen_,
@@ -412,7 +418,7 @@ impl Agent for ReporterAgent {
             return;
         }
         let Self { gen_, resend, cfg, .. } = self;
-        gen_.sender.on_nack(&nack, |b| {
+        gen_.sender.on_nack(&nack, now, |b| {
             let Ok(rep) = DtaRepr::parse(b, Format::default()) else { return };
             if let Some(dst) = destination(&rep, &cfg.collectors) {
                 let mut k = [0u8; MAX_REPORT];
@@ -451,10 +457,12 @@ impl Agent for ReporterAgent {
         }
         // Paced in bursts of about 50 µs: each burst is due burst / (rate × the share
         // slow-down messages allow) after the last.
-        // Unpaced (`rate` 0) until a slow-down: then paced at the share it allows of the rate
-        // reached so far, like any other setting.
+        // Unpaced (`rate` 0) until the first slow-down: from then on paced at the share
+        // slow-downs allow of the rate reached so far, like any other setting (recovered to the
+        // full share, it is paced at the rate it reached: unpaced again, it would find the
+        // congestion again at line rate, faster than slow-downs can bring it back).
         let rate = match (self.cfg.rate, self.reached) {
-            (0, _) if !self.gen_.sender.slowed() => 0,
+            (0, None) if !self.gen_.sender.slowed() => 0,
             (0, Some(r)) => r,
             (0, None) => {
                 let r = self.stats.first_ns.map_or(0, |f| {
@@ -462,21 +470,27 @@ impl Agent for ReporterAgent {
                     if secs > 0.0 { (self.gen_.produced as f64 / secs) as u64 } else { 0 }
                 });
                 self.reached = (r > 0).then_some(r);
-                self.burst = pace_burst(r);
                 r
             }
             (r, _) => r,
         };
-        if rate > 0 && self.gen_.at().is_multiple_of(self.burst) {
+        if rate > 0 && self.left == 0 {
             if now < self.due {
                 return None;
             }
-            let scale = self.gen_.sender.rate_scale();
-            let step = (self.burst as f64 * 1e9 / (rate as f64 * scale)) as u64;
+            // The burst follows the rate slow-downs leave (a reporter cut to 5 k/s sends one
+            // at a time, not 32 back to back every 6 ms), and a burst goes at least
+            // MIN_BURSTS_PER_SEC times a second (unless the rate itself is lower).
+            let r = rate as f64 * self.gen_.sender.rate_scale(now);
+            let burst = pace_burst(r as u64);
+            let r = r.max((burst as f64 * MIN_BURSTS_PER_SEC).min(rate as f64));
+            let step = (burst as f64 * 1e9 / r) as u64;
             self.due = self.due.max(now.saturating_sub(CATCH_UP_BURSTS * step)) + step;
+            self.left = burst;
         }
         let mut report = [0u8; MAX_REPORT];
         let (n, c) = self.gen_.next_report(&mut report, self.cfg.collectors.len())?;
+        self.left = self.left.saturating_sub(1);
         let dst = *self.cfg.collectors.get(c)?;
         self.stats.sent = self.gen_.produced - self.gen_.skipped;
         self.stats.first_ns.get_or_insert(now);

@@ -285,7 +285,7 @@ mod tests {
             assert_eq!(g.produced, 20);
             // A NACK of 15 brings back 16..=19, all kept.
             let mut back = Vec::new();
-            g.sender.on_nack(&NackRepr::plain(15, true, false), |b| back.push(b[1]));
+            g.sender.on_nack(&NackRepr::plain(15, true, false), 0, |b| back.push(b[1]));
             assert_eq!(back, [16, 17, 18, 19]);
         }
     }

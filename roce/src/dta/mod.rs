@@ -12,9 +12,14 @@
 //! [`ReporterAgent`] (`agent`) sends it as a host does: framed, paced, answering NACKs.
 
 mod agent;
+mod backoff;
 mod load;
 
 pub use agent::{HELLO_TRIES, HELLO_WAIT_NS, ReporterAgent, ReporterConfig, ReporterStats, TAIL_PROBES};
+pub use backoff::{
+    Backoff, MIN_RATE_SCALE, PROBE_DOUBLING_NS, PROBE_DOUBLING_REPORTS, RATE_DOUBLING_NS,
+    RATE_DOUBLING_REPORTS, SLOW_DOWN_EVERY, SLOWEST_DOUBLING_NS,
+};
 pub use load::{LoadGen, LoadKind, LoadSpec};
 
 use std::collections::VecDeque;
@@ -66,22 +71,8 @@ pub struct ReportSender {
     pub slow_downs: u64,
     /// NACKs for another epoch of this reporter (a previous run's), ignored.
     pub foreign_nacks: u64,
-    rate_scale: f64,
-    /// Reports numbered since the rate was last halved.
-    since_cut: u32,
+    backoff: Backoff,
 }
-
-/// A slow-down message halves the reporter's rate at most once per this many reports sent:
-/// the translator paces its messages per reporter (`nack_interval_us`), and a congested
-/// collector QP keeps asking for as long as it recovers — halving at every message took a
-/// 100 k reports/s reporter to 1/1024 of its rate in a millisecond and left it there for tens
-/// of seconds. One halving per [`SLOW_DOWN_EVERY`] reports is DCQCN's "once per window" rule
-/// in report numbers (the reporter has no clock of its own here).
-pub const SLOW_DOWN_EVERY: u32 = 32;
-
-/// How much of its nominal rate a slowed reporter gets back per pacing burst (additive): from
-/// half to full in 128 bursts, a few milliseconds at the rates DTA reporters send.
-pub const RATE_RECOVERY_STEP: f64 = 1.0 / 256.0;
 
 impl ReportSender {
     /// A sender of epoch `epoch` (taken into 1..=15) keeping the last `keep` retransmittable
@@ -99,8 +90,7 @@ impl ReportSender {
             unrecoverable: 0,
             slow_downs: 0,
             foreign_nacks: 0,
-            rate_scale: 1.0,
-            since_cut: SLOW_DOWN_EVERY,
+            backoff: Backoff::default(),
         }
     }
 
@@ -112,12 +102,12 @@ impl ReportSender {
     /// The sequence fields of the next report: retransmittable ones (high priority by default)
     /// take the next number; the others carry 0 and are not tracked.
     pub fn sequence(&mut self, retransmittable: bool, priority: Priority) -> Sequence {
+        self.backoff.on_report();
         if !retransmittable {
             return Sequence { seqnum: 0, retransmittable: false, priority, epoch: 0 };
         }
         let s = self.next;
         self.next = s.wrapping_add(1);
-        self.since_cut = self.since_cut.saturating_add(1);
         self.counted[usize::from(s / 64)] &= !(1 << (s % 64));
         Sequence { seqnum: s, retransmittable: true, priority, epoch: self.epoch }
     }
@@ -147,14 +137,12 @@ impl ReportSender {
         self.kept.back().map(|(_, b, n)| &b[..usize::from(*n)])
     }
 
-    /// Handle a NACK or slow-down message; the reports to resend, oldest first, go to `resend`.
-    pub fn on_nack(&mut self, n: &NackRepr, mut resend: impl FnMut(&[u8])) {
+    /// Handle a NACK or slow-down message received at `now` (ns); the reports to resend,
+    /// oldest first, go to `resend`.
+    pub fn on_nack(&mut self, n: &NackRepr, now: u64, mut resend: impl FnMut(&[u8])) {
         if n.slow_down {
             self.slow_downs += 1;
-            if self.since_cut >= SLOW_DOWN_EVERY {
-                self.since_cut = 0;
-                self.rate_scale = (self.rate_scale / 2.0).max(1.0 / 1024.0);
-            }
+            self.backoff.on_slow_down(now);
         }
         if !n.nack {
             return;
@@ -232,15 +220,13 @@ impl ReportSender {
 
     /// Whether slow-down messages hold the rate below nominal now.
     pub fn slowed(&self) -> bool {
-        self.rate_scale < 1.0
+        self.backoff.slowed()
     }
 
-    /// The share (0, 1] of its nominal rate the reporter should use now; each call recovers
-    /// [`RATE_RECOVERY_STEP`] (additive increase, per pacing burst).
-    pub fn rate_scale(&mut self) -> f64 {
-        let s = self.rate_scale;
-        self.rate_scale = (s + RATE_RECOVERY_STEP).min(1.0);
-        s
+    /// The share (0, 1] of its nominal rate the reporter should use at `now` (ns)
+    /// ([`Backoff::scale`]).
+    pub fn rate_scale(&mut self, now: u64) -> f64 {
+        self.backoff.scale(now)
     }
 }
 
@@ -345,7 +331,7 @@ mod tests {
             s.emit(&DtaRepr { immediate: false, seq: Some(seq), primitive }, &mut buf).unwrap();
         }
         let mut got = Vec::new();
-        s.on_nack(&NackRepr::plain(255, true, false), |b| {
+        s.on_nack(&NackRepr::plain(255, true, false), 0, |b| {
             let r = DtaRepr::parse(b, Format::default()).unwrap();
             let v = match r.primitive {
                 Primitive::KeyWrite { key, data, .. } => {
@@ -373,30 +359,29 @@ mod tests {
     fn nack_resends_what_follows_in_order() {
         let mut s = sender_after(4, 1, 6);
         let mut got = Vec::new();
-        s.on_nack(&NackRepr::plain(2, true, false), |b| {
+        s.on_nack(&NackRepr::plain(2, true, false), 0, |b| {
             let r = DtaRepr::parse(b, Format::default()).unwrap();
             got.push(r.seq.unwrap().seqnum);
         });
         assert_eq!(got, [3, 4, 5]);
         // Too old: 0 and 1 are no longer kept.
         got.clear();
-        s.on_nack(&NackRepr::plain(255, true, false), |b| got.push(b[1]));
+        s.on_nack(&NackRepr::plain(255, true, false), 0, |b| got.push(b[1]));
         assert_eq!(got, [2, 3, 4, 5]);
         assert_eq!(s.unrecoverable, 2);
         // Asked again, the same two are not counted twice.
-        s.on_nack(&NackRepr::plain(255, true, false), |_| {});
+        s.on_nack(&NackRepr::plain(255, true, false), 0, |_| {});
         assert_eq!(s.unrecoverable, 2);
         // Slow down halves, once per SLOW_DOWN_EVERY reports however many come, then recovers.
-        s.on_nack(&NackRepr::plain(0, false, true), |_| unreachable!());
-        s.on_nack(&NackRepr::plain(0, false, true), |_| unreachable!());
+        s.on_nack(&NackRepr::plain(0, false, true), 0, |_| unreachable!());
+        s.on_nack(&NackRepr::plain(0, false, true), 0, |_| unreachable!());
         assert_eq!(s.slow_downs, 2);
-        assert_eq!(s.rate_scale(), 0.5);
-        assert!(s.rate_scale() > 0.5);
+        assert_eq!(s.rate_scale(0), 0.5);
         for _ in 0..SLOW_DOWN_EVERY {
             s.sequence(true, Priority::High);
         }
-        s.on_nack(&NackRepr::plain(0, false, true), |_| unreachable!());
-        assert!(s.rate_scale() < 0.5);
+        s.on_nack(&NackRepr::plain(0, false, true), 0, |_| unreachable!());
+        assert!(s.rate_scale(1000) < 0.5);
         // Untracked reports carry 0 and do not advance.
         assert_eq!(s.sequence(false, Priority::Low).seqnum, 0);
         assert_eq!(s.sequence(true, Priority::High).seqnum, 6 + SLOW_DOWN_EVERY as u8);
@@ -412,18 +397,18 @@ mod tests {
             ext: Some(NackExt::Reports { count, epoch }),
         };
         let mut got = Vec::new();
-        s.on_nack(&range(4, 2, 7), |b| got.push(b[1]));
+        s.on_nack(&range(4, 2, 7), 0, |b| got.push(b[1]));
         assert_eq!(got, [4, 5]);
         // Another epoch's NACK (a previous run of this reporter) is not ours.
-        s.on_nack(&range(4, 2, 3), |_| unreachable!());
+        s.on_nack(&range(4, 2, 3), 0, |_| unreachable!());
         assert_eq!(s.foreign_nacks, 1);
         // 0 and 1 are no longer kept (8 kept): lost, counted once; 2 comes back.
         got.clear();
-        s.on_nack(&range(0, 3, 7), |b| got.push(b[1]));
-        s.on_nack(&range(0, 3, 7), |_| {});
+        s.on_nack(&range(0, 3, 7), 0, |b| got.push(b[1]));
+        s.on_nack(&range(0, 3, 7), 0, |_| {});
         assert_eq!((got.as_slice(), s.unrecoverable), (&[2u8][..], 2));
         // Numbers not sent yet are never asked for.
-        s.on_nack(&range(10, 5, 7), |_| unreachable!());
+        s.on_nack(&range(10, 5, 7), 0, |_| unreachable!());
         assert_eq!(s.unrecoverable, 2);
         assert_eq!(epoch_of(0), 15);
         assert_eq!(epoch_of(16), 1);

@@ -130,6 +130,9 @@ impl LabAgent for ReporterAgent {
             ("unrecoverable", s.unrecoverable),
             ("slow_downs", s.slow_downs),
             ("too_long", s.too_long),
+            // When its first and last first-transmissions went, ns (0: none).
+            ("first_ns", s.first_ns.unwrap_or(0)),
+            ("last_ns", s.last_ns),
         ]
         .map(named)
         .into()

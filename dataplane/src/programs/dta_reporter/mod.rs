@@ -354,7 +354,7 @@ impl DtaReporter {
             }
         };
         // After a slow-down, all but high priority is thinned to the rate the sender allows.
-        let share = self.sender.rate_scale();
+        let share = self.sender.rate_scale(now);
         if self.priority != Priority::High && share < 1.0 {
             let r = (self.next_random() >> 11) as f64 / (1u64 << 53) as f64;
             if r >= share {
@@ -418,7 +418,7 @@ impl DtaReporter {
     fn on_nack<F: Frame>(&mut self, n: &NackRepr, now: u64, out: &mut Emitter<'_, F>) {
         self.stats.nacks += 1;
         let mut resend: Vec<([u8; MAX_REPORT], usize)> = Vec::new();
-        self.sender.on_nack(n, |b| {
+        self.sender.on_nack(n, now, |b| {
             let mut c = [0u8; MAX_REPORT];
             c[..b.len()].copy_from_slice(b);
             resend.push((c, b.len()));

@@ -469,6 +469,7 @@ impl DtaTranslator {
             meters,
             parked: std::collections::VecDeque::with_capacity(park_cap),
             park_cap,
+            park_len: 0,
             drops,
             stats: DtaStats::default(),
             sketch_buf: Vec::with_capacity(roce::requester::MAX_INLINE),

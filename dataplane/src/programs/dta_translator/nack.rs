@@ -119,13 +119,29 @@ impl DtaTranslator {
 
     /// Whether a message to reporter `src`:`src_port` may go now (paced per reporter).
     pub(super) fn notify_ok(&mut self, src: Ipv4Addr, src_port: u16, now: u64) -> bool {
+        self.pace(src, src_port, now, ReporterSeq::may_notify)
+    }
+
+    /// Whether a slow-down message for a refused report may go to `src`:`src_port` now
+    /// ([`ReporterSeq::may_slow_down`]).
+    pub(super) fn slow_down_ok(&mut self, src: Ipv4Addr, src_port: u16, now: u64) -> bool {
+        self.pace(src, src_port, now, ReporterSeq::may_slow_down)
+    }
+
+    fn pace(
+        &mut self,
+        src: Ipv4Addr,
+        src_port: u16,
+        now: u64,
+        may: fn(&mut ReporterSeq, u64, u64) -> bool,
+    ) -> bool {
         let key = reporter_key(src, src_port);
         let interval = self.s.nack_interval_ns;
         match self.reporters.lookup_mut(&key) {
-            Some(t) => t.may_notify(now, interval),
+            Some(t) => may(t, now, interval),
             None => {
                 let mut t = self.new_reporter(now);
-                let ok = t.may_notify(now, interval);
+                let ok = may(&mut t, now, interval);
                 let _ = self.reporters.insert(key, t);
                 ok
             }

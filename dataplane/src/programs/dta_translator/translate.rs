@@ -568,7 +568,9 @@ impl DtaTranslator {
                 } else {
                     md.dest = Dest::Drop(dropped);
                 }
-                if self.notify_ok(src, src_port(pkt), now) {
+                // A parked report slows its reporter down as the held queue grows (RED); a
+                // dropped one always does.
+                if (!parked || self.mark_parked()) && self.slow_down_ok(src, src_port(pkt), now) {
                     let seqnum = r.seq.map_or(0, |s| s.seqnum);
                     // The report's buffer (copied already if parked) tells the reporter; a
                     // dropped report is still counted under its reason.
@@ -669,6 +671,23 @@ impl DtaTranslator {
         self.parked.push_back(p);
         self.stats.parked += 1;
         true
+    }
+
+    /// Whether a report just parked should slow its reporter down: when the held queue holds
+    /// more than a sixteenth of its room and did not shrink since the report parked before
+    /// this one (reports came at least as fast as the collector took them). Slowing down at
+    /// every parked report instead held the rate where the queue stood, whatever its length:
+    /// a reporter at line rate settled with the queue full, each of its bursts dropping what
+    /// the queue had no room for (`dta_park_full`, 2,000 a second in the lab). By length
+    /// alone, it went on while a long queue drained after the reporter had already slowed
+    /// below what the collector takes, and cut it to a trickle; by growth over a tick, a
+    /// reporter slower than one report a tick was never slowed and the queue filled. A full
+    /// queue's drops always slow the reporter down.
+    fn mark_parked(&mut self) -> bool {
+        let len = self.parked.len();
+        let not_shrunk = len > self.park_len;
+        self.park_len = len;
+        len > self.park_cap / 16 && not_shrunk
     }
 
     /// Translate parked reports while the rate allows.
