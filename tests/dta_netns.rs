@@ -43,7 +43,7 @@ fn every_primitive_under_iptables_loss_counts_everything() {
     }
     let mut k = 0;
     for kind in KINDS {
-        for (count, rate, p) in [(5_000u64, 10_000u64, 0.02), (20_000, 100_000, 0.04)] {
+        for (count, rate, p) in [(5_000u64, 10_000u64, 0.02), (20_000, 100_000, 0.04), (20_000, 0, 0.02)] {
             k += 1;
             let net = network(&format!("l{k}"));
             let collector = start_collector(&net);
@@ -80,21 +80,29 @@ fn every_primitive_under_iptables_loss_counts_everything() {
                 r.sent,
                 a.unknown
             );
-            // What is lost for good is counted, whatever the machine's load; how much depends
-            // on it (the kernel drops too when the translator is starved: rx_missed; and the
-            // reporter's own socket refuses sends: its send errors). At 10 k reports/s a report
-            // has 9.6 ms to be recovered, and never more is lost than the network lost. At 100 k/s
-            // under `stress-ng --cpu 4` it can be more (open, issue 54): on 2026-12-03 Append lost
-            // 758 against 238 rule drops and 913 reporter send errors (seq_unrecoverable), and
-            // Key-Write 6,997–12,699 to `dta_park_full` (the held queue full while the starved
-            // collector drains it) against ~1,000 — counted, but the back-off did not converge.
-            if rate <= 10_000 {
-                assert!(
-                    a.lost <= by_rules + missed,
-                    "{kind:?}: {} lost, more than the network lost ({by_rules} + {missed})",
-                    a.lost
-                );
-            }
+            // What is lost for good is counted, whatever the machine's load, and it is never
+            // more than the network lost: the rules' drops (the reporter's own OUTPUT rule shows
+            // as its send errors), and the kernel's at the translator when it is starved. The
+            // back-off keeps the held queue from turning a few drops into many: before it
+            // converged, under `stress-ng --cpu 4` at 100 k reports/s, Key-Write lost 6,997 to
+            // 12,699 to `dta_park_full` against ~1,000 dropped by the rules (2026-12-03); after,
+            // 29 against 2,998, and Append 601 against 1,034 (its NACKs, late under the load,
+            // came after the reporter's 96-report resend window: `dta_seq_unrecoverable`).
+            // `--rate 0` (as fast as the socket takes them) obeys slow-downs too, and quiet it
+            // meets the same bound (0 to 160 lost against 600 to 1,200); but a translator or a
+            // collector starved for tens of milliseconds (`stress-ng`) finds that many
+            // milliseconds of a line-rate reporter waiting at once, more than the held queue's
+            // 4,096 — counted (`dta_park_full`: 677 and 6,517 of 20,000 Key-Increments, whose
+            // atomics drain slowest), a stall and not the network, so not held to this bound.
+            // Every setting converging without loss is `tests/dta_backoff.rs`, in virtual time.
+            let network = by_rules + missed + r.send_errors;
+            assert!(
+                rate == 0 || a.lost <= network,
+                "{kind:?} at {rate}/s: {} lost, more than the network lost ({by_rules} by the rules, {} refused \
+                 sends at the reporter, {missed} by the kernel at the translator)",
+                a.lost,
+                r.send_errors
+            );
             let _ = rt.stop();
             collector.stop();
         }
