@@ -4,7 +4,8 @@
 //! `../shared/tools/bmv2.sh`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 
 /// How to run one p4c tool.
 pub enum P4c {
@@ -37,16 +38,37 @@ fn shared(script: &str) -> Option<PathBuf> {
     p.exists().then_some(p)
 }
 
+/// Run `script path` once per test process, before any parallel use: the shared tools unpack
+/// themselves into a cache folder on first use, and two first uses at once raced (one ran
+/// `p4c-bm2-ss` while the other was still writing it: "Text file busy", seen on a fresh CI
+/// machine). Whatever this prints or fails with, the tests' own calls report.
+fn unpacked(script: PathBuf, done: &'static OnceLock<()>) -> PathBuf {
+    done.get_or_init(|| {
+        let _ = Command::new("bash")
+            .arg(&script)
+            .arg("path")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    });
+    script
+}
+
 /// p4c, if found.
 pub fn p4c() -> Option<P4c> {
+    static DONE: OnceLock<()> = OnceLock::new();
     if let Some(p) = std::env::var_os("SOFTFABRIC_P4C").map(PathBuf::from) {
-        return Some(if p.is_dir() { P4c::Bin(p) } else { P4c::Script(p) });
+        return Some(if p.is_dir() { P4c::Bin(p) } else { P4c::Script(unpacked(p, &DONE)) });
     }
-    shared("p4c.sh").map(P4c::Script)
+    shared("p4c.sh").map(|s| P4c::Script(unpacked(s, &DONE)))
 }
 
 /// BMv2's `bmv2.sh`, if found.
 #[allow(dead_code)] // p4_compile.rs needs no BMv2
 pub fn bmv2() -> Option<PathBuf> {
-    std::env::var_os("SOFTFABRIC_BMV2").map(PathBuf::from).or_else(|| shared("bmv2.sh"))
+    static DONE: OnceLock<()> = OnceLock::new();
+    std::env::var_os("SOFTFABRIC_BMV2")
+        .map(PathBuf::from)
+        .or_else(|| shared("bmv2.sh"))
+        .map(|s| unpacked(s, &DONE))
 }
