@@ -12,14 +12,18 @@
 //!   the victim 5-tuple, as that flow is forwarded — and 11 and 10 to every other port (11 with
 //!   the victim port marked, 10 without); the packet records the port it came in on. Polling
 //!   packets travel in `polling_queue`, a priority PFC never pauses.
-//! * At egress ([`rules::survive`]): a copy survives on the victim port (as 11 if that port is
-//!   paused, else 01), or on another port as 10 only if the port is paused and its meter shows
-//!   bytes from the polling packet's in-port this epoch; other copies are dropped
-//!   (`hawkeye_pruned`). A port passes each event once per `dedup_ns` (`hawkeye_duplicate`;
-//!   default 0.5 ms, the reference simulator's), so a trace around a dependency cycle ends; an event is the event ID and the victim's source
-//!   (agents polling in the same millisecond share an event ID).
+//! * At egress ([`rules::survive`]): a copy survives on the victim port (as 11 if the victim
+//!   flow is paused — its paused packets this epoch or the last, or the port paused now; the
+//!   port's counts if the tables hold no entry of the flow — else 01), or on another port as 10
+//!   only if the port is paused (paused packets this epoch or the last, or paused now) and its
+//!   meter shows bytes from the polling packet's in-port in a kept epoch (a port paused since
+//!   before the epoch began sends, so counts, nothing in it); other copies are dropped
+//!   (`hawkeye_pruned`). A port passes each event of each victim flow once per `dedup_ns`
+//!   (`hawkeye_duplicate`; default 0.5 ms, the reference simulator's), so a trace around a
+//!   dependency cycle ends; an event is the event ID and the victim 5-tuple's hash (agents
+//!   polling in the same millisecond share an event ID).
 //! * **Control side** (the program's tick: the slow path, never per packet): each surviving copy
-//!   queues a snapshot of the current and previous epochs for its port — the port's cell, the
+//!   queues a snapshot of every kept epoch for its port — the port's cell, the
 //!   meter from every port to it, every flow that left by it, zero entries dropped — sent as
 //!   telemetry reports ([`wire::hawkeye::report`], at most one MTU each) over UDP to `analyzer`,
 //!   and/or as DTA Append reports (one word each, `wire::hawkeye::report::words`) to a DTA
@@ -384,22 +388,38 @@ impl Hawkeye {
         };
         let (flag, victim, inp, event) =
             (view.flag(), view.egress_port(), view.ingress_port(), view.event_id());
-        let cell = self.tel.port(now, port);
+        let victim_flow = view.victim();
+        let on_victim_port = victim == port;
+        // Paused now: the TM holds the port (a pause that began before this epoch counted
+        // nothing in it — packets it holds are counted when they leave).
+        let paused_now = md.deq.paused_mask != 0;
+        // On the victim port, §3.4's test is the victim flow's: "if the victim flow is PFC
+        // paused" (its paused packets this epoch or the last); the port's if the tables hold no
+        // entry of it there. Elsewhere, the port's.
+        let paused = paused_now
+            || if on_victim_port {
+                self.tel
+                    .flow_paused_recently(now, &victim_flow)
+                    .unwrap_or_else(|| self.tel.paused_recently(now, port))
+            } else {
+                self.tel.paused_recently(now, port)
+            };
         let c = CopyView {
             flag,
-            on_victim_port: victim == port,
-            port_paused: cell.paused > 0 || md.deq.paused_mask != 0,
-            traffic_from_in_port: self.tel.meter(now, inp, port) > 0,
+            on_victim_port,
+            port_paused: paused,
+            traffic_from_in_port: !on_victim_port && self.tel.meter_recent(now, inp, port) > 0,
         };
         let Some(flag) = rules::survive(c) else {
             md.drop = Some(self.drops.pruned);
             return;
         };
-        // One event of one victim: the 8-bit event ID (milliseconds mod 256 at the agent) is
-        // shared by every host polling in that millisecond, so the victim's source address
-        // tells their polls apart.
-        let src = view.victim().src_ip.to_bits();
-        let tag = (1 << 31) | ((src & 0x7f_ffff) << 8) | u32::from(event);
+        // One event of one victim flow (§3.4: "drops polling packets with the same 5-tuple
+        // within a certain time interval"): the 8-bit event ID (milliseconds mod 256 at the
+        // agent) is shared by every host polling in that millisecond, so 23 bits of the victim
+        // 5-tuple's hash tell their polls apart.
+        let h = self.tel.flow_hash(&telemetry::key(&victim_flow));
+        let tag = (1 << 31) | ((h & 0x7f_ffff) << 8) | u32::from(event);
         let (last, at) = self.last_event.read(usize::from(port));
         if last == tag && now.saturating_sub(at) < self.dedup_ns {
             md.drop = Some(self.drops.duplicate);
@@ -650,6 +670,7 @@ impl Program for Hawkeye {
 
     fn tick<F: Frame>(&mut self, now: u64, out: &mut Emitter<'_, F>) {
         self.control_side(now, out);
+        self.tel.prune_evicted(now);
         self.l2l3.tick(now, out);
     }
 
@@ -660,7 +681,7 @@ impl Program for Hawkeye {
                 Ok(format!(
                     "hawkeye: switch {} analyzer {:?} dta {:?}\npolling {} survived {} snapshots {} snapshots_dropped {} \
                      reports {} report_bytes {} entries {} reports_unsent {} dta_reports {} dta_words {} \
-                     dta_words_unsent {} collisions {}\n",
+                     dta_words_unsent {} collisions {} evicted_lost {}\n",
                     self.switch_id,
                     self.analyzer,
                     self.dta,
@@ -675,7 +696,8 @@ impl Program for Hawkeye {
                     s.dta_reports,
                     s.dta_words,
                     s.dta_words_unsent,
-                    self.tel.collisions
+                    self.tel.collisions,
+                    self.tel.evicted_lost
                 ))
             }
             Command::Snapshot(event_id) => {

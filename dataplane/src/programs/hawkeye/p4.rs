@@ -210,9 +210,15 @@ if (hdr.pfc.isValid()) {{
              `l2l3_drops` (the routing tables drop it first)."
                 .into(),
             "flow slots: the declared CRC-32 of the 5-tuple (`hawkeye_flow_hash`), masked; a packet of a flow whose \
-             slot another flow holds this epoch is not merged (both compare addresses, ports and protocol), but no \
-             target counts it: the Rust switch's `collisions` counter has no P4 \
-             counterpart here."
+             slot another flow holds this epoch is not merged (both compare addresses, ports and protocol) and the \
+             older entry stays: the Rust switch evicts it to its control side (§3.3) and counts `collisions`, but an \
+             egress pipeline cannot hand a register's old contents to the CPU per packet (TNA's digests are \
+             ingress-only), so a target keeps the first flow and loses the newer one's counts."
+                .into(),
+            "tracing lookback: the survival rules read this epoch's port cell and meter and the pause state now; \
+             the Rust switch also reads the previous epoch's pause counts, every kept epoch's meter and, on the \
+             victim port, the victim flow's own paused count (one register read per packet per array on TNA: \
+             reading other banks needs an array per epoch)."
                 .into(),
         ]);
         Ok(p)
@@ -251,6 +257,8 @@ if (hdr.pfc.isValid()) {{
     Register<bit<32>, bit<32>>({mcells}, 0) hk_meter_bytes32;
     Register<bit<32>, bit<32>>({fcells}, 0) hk_flow_qsum32;
     Register<bit<32>, bit<32>>({ports}, 0) hk_last_at32;
+    // The victim 5-tuple's CRC-32 for the de-duplication tag (one call per Hash instance).
+    Hash<bit<32>>(HashAlgorithm_t.CRC32) hk_victim_hash;
 {ras}#else
     counter({n}, CounterType.packets) hk_estats;
     register<bit<32>>({ports}) hk_pause_until;
@@ -379,8 +387,14 @@ bit<8> hk_qid = (bit<8>)std.priority;
         SF_EGRESS_DROP();
         exit;
     }}
-    // One event of one victim per port per window.
-    meta.hk_tag = 32w0x80000000 | (hdr.polling.src_ip & 0x7fffff) << 8 | (bit<32>)hdr.polling.event_id;
+    // One event of one victim flow per port per window: 23 bits of the victim 5-tuple's CRC-32.
+    bit<32> vh;
+#ifdef SF_TNA
+    vh = hk_victim_hash.get({{ hdr.polling.src_ip, hdr.polling.dst_ip, hdr.polling.protocol, hdr.polling.src_port, hdr.polling.dst_port }});
+#else
+    hash(vh, HashAlgorithm.crc32, 32w0, {{ hdr.polling.src_ip, hdr.polling.dst_ip, hdr.polling.protocol, hdr.polling.src_port, hdr.polling.dst_port }}, 64w0x100000000);
+#endif
+    meta.hk_tag = 32w0x80000000 | (vh & 0x7fffff) << 8 | (bit<32>)hdr.polling.event_id;
     bit<32> last_tag;
     bit<32> last_at;
 #ifdef SF_TNA
@@ -438,7 +452,7 @@ bit<8> hk_qid = (bit<8>)std.priority;
         hawkeye_ports_paused.read(c, meta.hk_idx);
         hawkeye_ports_paused.write(meta.hk_idx, (fresh ? 32w0 : c) + (bit<32>)meta.hk_paused);
         hawkeye_ports_qdepth_sum.read(c64, meta.hk_idx);
-        hawkeye_ports_qdepth_sum.write(meta.hk_idx, (fresh ? 64w0 : c64) + (bit<64>)meta.hk_q);
+        hawkeye_ports_qdepth_sum.write(meta.hk_idx, (fresh ? 64w0 : c64) + (bit<64>)meta.hk_qdepth);
         hawkeye_port_meter_epoch_id.read(e, midx);
         fresh = e != meta.hk_epoch;
         hawkeye_port_meter_epoch_id.write(midx, meta.hk_epoch);
@@ -561,7 +575,7 @@ fn tna_register_actions() -> String {
         "meta.hk_fresh",
         "(bit<32>)meta.hk_paused",
     ));
-    s.push_str(&add("hk_port_qsum_add", "hk_port_qsum32", "meta.hk_fresh", "meta.hk_q"));
+    s.push_str(&add("hk_port_qsum_add", "hk_port_qsum32", "meta.hk_fresh", "meta.hk_qdepth"));
     s.push_str(&epoch_set("hk_meter_epoch_set", "hawkeye_port_meter_epoch_id"));
     s.push_str(&add("hk_meter_bytes_add", "hk_meter_bytes32", "meta.hk_mfresh", "SF_PKT_LEN"));
     s.push_str(&epoch_set("hk_flow_epoch_set", "hawkeye_flows_epoch_id"));

@@ -10,8 +10,23 @@
 //!
 //! Flow slots: `CRC-32(5-tuple) mod flow_slots` (RoCEv2's UDP ports: the 5-tuple is the IPv4
 //! header's and the L4 header's, whatever the protocol, not TCP's fields read as UDP's). The
-//! tuple is kept and compared: a packet of another flow in a slot already used this epoch is
-//! counted in [`Telemetry::collisions`] and not merged.
+//! tuple is kept and compared (§3.3's XOR check): a packet of another flow in a slot already
+//! used this epoch evicts the older entry to the control side, as the paper does ("the existing
+//! entry will be evicted and stored at the controller"), and takes the slot. The control side
+//! keeps at most [`EVICTED_CAP`] evicted entries of the kept epochs; one more is counted in
+//! [`Telemetry::evicted_lost`]. Snapshots carry the evicted entries with the live ones, a flow
+//! evicted and back in its slot again merged into one entry.
+//!
+//! Queue depth (§3.3, §3.5.1): the port cell sums every packet's depth at enqueue (the paper's
+//! `qdepth[P_j]`, a mean over the port's N packets: a port paused downstream still shows its
+//! queue); the flow cell sums unpaused packets' only (the port → flow edges exclude paused
+//! packets, §3.5.1, as the reference analyzer's `enqQdepth / (packetNum − paused)` does).
+//!
+//! Lookback: a snapshot carries every kept epoch (`epochs` laps, the current one included), so a
+//! deadlock polled several epochs after it froze still shows the contention that started it; the
+//! tracing rules read the current and previous epochs' pause counts and every kept epoch's meter
+//! ([`Telemetry::paused_recently`], [`Telemetry::meter_recent`]): a port paused since before the
+//! epoch began sends nothing, so counts nothing in it.
 
 use wire::hawkeye::FiveTuple;
 use wire::hawkeye::report::Entry;
@@ -41,6 +56,9 @@ pub struct FlowCell {
     pub qdepth_sum: u64,
 }
 
+/// The most evicted flow entries the control side keeps (those of the kept epochs).
+pub const EVICTED_CAP: usize = 4096;
+
 /// A port's cell in one epoch.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PortCell {
@@ -50,7 +68,7 @@ pub struct PortCell {
     pub pkts: u32,
     /// Paused packets.
     pub paused: u32,
-    /// Queue depth at enqueue over unpaused packets, bytes.
+    /// Queue depth at enqueue over every packet, bytes.
     pub qdepth_sum: u64,
 }
 
@@ -128,8 +146,14 @@ pub struct Telemetry {
     /// The declared hash, tabulated per key byte (CRC is affine: the XOR of one entry per byte
     /// is the CRC of the 13 bytes), so a slot is 13 independent loads, not 13 dependent steps.
     byte_tables: Box<[[u32; 256]; 13]>,
-    /// Packets of a flow whose slot another flow held in the same epoch (not merged).
+    /// Flow entries evicted by another flow taking their slot in the same epoch (each kept
+    /// by the control side, or counted in `evicted_lost`).
     pub collisions: u64,
+    /// Evicted entries the control side had no room for ([`EVICTED_CAP`]): their counts are
+    /// missing from snapshots.
+    pub evicted_lost: u64,
+    /// The evicted entries of the kept epochs (preallocated: the hot path never allocates).
+    evicted: Vec<FlowCell>,
 }
 
 impl Telemetry {
@@ -166,6 +190,8 @@ impl Telemetry {
             hash,
             byte_tables,
             collisions: 0,
+            evicted_lost: 0,
+            evicted: Vec::with_capacity(EVICTED_CAP),
         }
     }
 
@@ -240,8 +266,8 @@ impl Telemetry {
     pub fn record_key(&mut self, now: u64, s: &Sample, k: Option<&[u8; 13]>) {
         let id = self.epoch_id(now);
         let bank = self.bank(id);
+        self.count_port(id, bank, s.in_port, s.out_port, s.bytes, s.paused, s.enq_qdepth);
         let q = if s.paused { 0 } else { s.enq_qdepth };
-        self.count_port(id, bank, s.in_port, s.out_port, s.bytes, s.paused, q);
         let Some(k) = k else { return };
         let word = |at: usize| u32::from_be_bytes([k[at], k[at + 1], k[at + 2], k[at + 3]]);
         let f = FlowWords { src: word(0), dst: word(4), ports: word(9), proto: k[8] };
@@ -290,8 +316,8 @@ impl Telemetry {
         };
         let id = self.epoch_id(now);
         let bank = self.bank(id);
+        self.count_port(id, bank, in_port, out_port, data.len() as u32, paused, enq_qdepth);
         let q = if paused { 0 } else { enq_qdepth };
-        self.count_port(id, bank, in_port, out_port, data.len() as u32, paused, q);
         self.count_flow(id, bank, x, f, out_port, paused, q);
         true
     }
@@ -344,7 +370,7 @@ impl Telemetry {
     }
 
     /// The flow's cell in slot `hash mod slots`: taken if fresh, counted if the flow holds
-    /// it, else a collision (counted, not merged).
+    /// it, else the older entry is evicted to the control side and the flow takes the slot.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn count_flow(&mut self, id: u32, bank: usize, hash: u32, f: FlowWords, out: u16, paused: bool, q: u64) {
@@ -362,7 +388,19 @@ impl Telemetry {
         } else if (c.src ^ f.src) | (c.dst ^ f.dst) | (c.ports ^ f.ports) | u32::from(c.proto ^ f.proto) != 0
         {
             self.collisions += 1;
-            return;
+            if self.evicted.len() < EVICTED_CAP {
+                self.evicted.push(*c);
+            } else {
+                self.evicted_lost += 1;
+            }
+            *c = FlowCell {
+                epoch_id: id,
+                src: f.src,
+                dst: f.dst,
+                ports: f.ports,
+                proto: f.proto,
+                ..FlowCell::default()
+            };
         }
         c.port = out;
         c.pkts = c.pkts.wrapping_add(1);
@@ -409,17 +447,115 @@ impl Telemetry {
             .then_some(c)
     }
 
-    /// What concerns a polling copy leaving by `out`, in the current and previous epochs, as
-    /// report entries, zero entries dropped: the port's cell, the meter from every port to it,
-    /// and every flow that left by it. The control side's work (it scans the flow banks).
-    pub fn snapshot(&self, now: u64, out: u16, entries: &mut Vec<Entry>) {
+    /// The laps a snapshot or a lookback of `back` epochs at `now` covers, oldest first: the
+    /// current lap and up to `back - 1` before it (none before lap 0).
+    fn laps(&self, now: u64, back: usize) -> impl Iterator<Item = u32> {
         let cur = self.epoch_id(now);
-        let laps = [cur.wrapping_sub(1), cur];
+        let n = (back as u32).min(cur.saturating_add(1));
+        (0..n).rev().map(move |b| cur - b)
+    }
+
+    /// Whether `port` counted paused packets in the current or the previous epoch (a pause
+    /// that began before the epoch and holds the port now counts nothing in it: the caller
+    /// asks the traffic manager for that).
+    pub fn paused_recently(&self, now: u64, port: u16) -> bool {
+        let o = usize::from(port);
+        o < self.ports
+            && self.laps(now, 2).any(|id| {
+                let p = self.port_cells.read(RegisterArray::<PortCell>::epoch_index(
+                    self.bank(id),
+                    self.stride,
+                    o,
+                ));
+                p.epoch_id == id && p.paused > 0
+            })
+    }
+
+    /// Bytes from `inp` to `out` over every kept epoch.
+    pub fn meter_recent(&self, now: u64, inp: u16, out: u16) -> u64 {
+        let (inp, out) = (usize::from(inp), usize::from(out));
+        if inp >= self.ports || out >= self.ports {
+            return 0;
+        }
+        self.laps(now, self.epochs)
+            .map(|id| {
+                let m = self.meter.read(RegisterArray::<MeterCell>::epoch_index(
+                    self.bank(id),
+                    self.stride * self.stride,
+                    inp * self.stride + out,
+                ));
+                if m.epoch_id == id { m.bytes } else { 0 }
+            })
+            .fold(0, u64::wrapping_add)
+    }
+
+    /// Whether flow `f` was paused in the current or the previous epoch: `Some` if it has an
+    /// entry there (in its slot or evicted), `None` if the tables hold none.
+    pub fn flow_paused_recently(&self, now: u64, f: &FiveTuple) -> Option<bool> {
+        let ports = (u32::from(f.src_port) << 16) | u32::from(f.dst_port);
+        let is_f = |c: &FlowCell| {
+            c.pkts > 0
+                && (c.src, c.dst, c.ports, c.proto)
+                    == (f.src_ip.to_bits(), f.dst_ip.to_bits(), ports, f.protocol)
+        };
+        let mut found = None;
+        for id in self.laps(now, 2) {
+            let c = self.flows.read(RegisterArray::<FlowCell>::epoch_index(
+                self.bank(id),
+                self.slots,
+                self.slot(f),
+            ));
+            for c in std::iter::once(&c).chain(self.evicted.iter()) {
+                if c.epoch_id == id && is_f(c) {
+                    found = Some(found.unwrap_or(false) || c.paused > 0);
+                }
+            }
+        }
+        found
+    }
+
+    /// The control side forgets evicted entries older than the kept epochs.
+    pub fn prune_evicted(&mut self, now: u64) {
+        let oldest = self.laps(now, self.epochs).next().unwrap_or(0);
+        self.evicted.retain(|c| c.epoch_id >= oldest);
+    }
+
+    /// Evicted entries the control side holds.
+    pub fn evicted(&self) -> &[FlowCell] {
+        &self.evicted
+    }
+
+    /// What concerns a polling copy leaving by `out`, in every kept epoch (oldest first), as
+    /// report entries, zero entries dropped: the port's cell, the meter from every port to it,
+    /// and every flow that left by it, evicted entries merged with their flow's live one. The
+    /// control side's work (it scans the flow banks).
+    pub fn snapshot(&self, now: u64, out: u16, entries: &mut Vec<Entry>) {
         let o = usize::from(out);
         if o >= self.ports {
             return;
         }
-        for id in laps.into_iter().filter(|&id| id <= cur) {
+        let flow_entry = |id: u32, c: &FlowCell| Entry::Flow {
+            port: out,
+            epoch_id: id,
+            flow: FiveTuple {
+                src_ip: c.src.into(),
+                dst_ip: c.dst.into(),
+                protocol: c.proto,
+                src_port: (c.ports >> 16) as u16,
+                dst_port: c.ports as u16,
+            },
+            pkts: c.pkts,
+            paused: c.paused,
+            qdepth_sum: c.qdepth_sum,
+        };
+        let same =
+            |a: &FlowCell, b: &FlowCell| (a.src, a.dst, a.ports, a.proto) == (b.src, b.dst, b.ports, b.proto);
+        let add = |a: &mut FlowCell, b: &FlowCell| {
+            a.pkts = a.pkts.wrapping_add(b.pkts);
+            a.paused = a.paused.wrapping_add(b.paused);
+            a.qdepth_sum = a.qdepth_sum.wrapping_add(b.qdepth_sum);
+        };
+        for id in self.laps(now, self.epochs) {
             let bank = self.bank(id);
             let p = self.port_cells.read(RegisterArray::<PortCell>::epoch_index(bank, self.stride, o));
             if p.epoch_id == id && p.pkts > 0 {
@@ -446,25 +582,25 @@ impl Telemetry {
                     });
                 }
             }
-            for s in 0..self.slots {
-                let c = self.flows.read(RegisterArray::<FlowCell>::epoch_index(bank, self.slots, s));
-                if c.epoch_id == id && c.pkts > 0 && c.port == out {
-                    entries.push(Entry::Flow {
-                        port: out,
-                        epoch_id: id,
-                        flow: FiveTuple {
-                            src_ip: c.src.into(),
-                            dst_ip: c.dst.into(),
-                            protocol: c.proto,
-                            src_port: (c.ports >> 16) as u16,
-                            dst_port: c.ports as u16,
-                        },
-                        pkts: c.pkts,
-                        paused: c.paused,
-                        qdepth_sum: c.qdepth_sum,
-                    });
+            // This lap's evicted entries by this port, merged per flow (usually none).
+            let mut gone: Vec<(FlowCell, bool)> = Vec::new();
+            for c in self.evicted.iter().filter(|c| c.epoch_id == id && c.port == out && c.pkts > 0) {
+                match gone.iter_mut().find(|g| same(&g.0, c)) {
+                    Some(g) => add(&mut g.0, c),
+                    None => gone.push((*c, false)),
                 }
             }
+            for s in 0..self.slots {
+                let mut c = self.flows.read(RegisterArray::<FlowCell>::epoch_index(bank, self.slots, s));
+                if c.epoch_id == id && c.pkts > 0 && c.port == out {
+                    if let Some(g) = gone.iter_mut().find(|g| same(&g.0, &c)) {
+                        add(&mut c, &g.0);
+                        g.1 = true;
+                    }
+                    entries.push(flow_entry(id, &c));
+                }
+            }
+            entries.extend(gone.iter().filter(|g| !g.1).map(|g| flow_entry(id, &g.0)));
         }
     }
 }

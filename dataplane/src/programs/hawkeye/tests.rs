@@ -44,20 +44,61 @@ proptest! {
                 let c = t.port(now, p);
                 prop_assert_eq!(c.pkts as usize, this.len());
                 prop_assert_eq!(c.paused as usize, this.iter().filter(|e| e.2).count());
-                prop_assert_eq!(c.qdepth_sum, 1000 * this.iter().filter(|e| !e.2).count() as u64);
+                // The port sums every packet's depth, paused ones included (§3.5.1's qdepth[P_j]).
+                prop_assert_eq!(c.qdepth_sum, 1000 * this.len() as u64);
                 prop_assert_eq!(t.meter(now, 0, p), 100 * this.len() as u64);
             }
             let all_now: Vec<_> = log.iter().filter(|(at, _, _)| at >> 20 == lap).collect();
-            let cell = t.flow(now, &f).map(|c| c.pkts as usize).unwrap_or(0);
-            prop_assert_eq!(cell, all_now.len());
+            let cell = t.flow(now, &f);
+            prop_assert_eq!(cell.map(|c| c.pkts as usize).unwrap_or(0), all_now.len());
+            // The flow sums unpaused packets' depth only (its port → flow edges exclude them).
+            let unpaused = all_now.iter().filter(|e| !e.2).count() as u64;
+            prop_assert_eq!(cell.map(|c| c.qdepth_sum).unwrap_or(0), 1000 * unpaused);
         }
     }
 }
 
-/// Two flows in one slot: the first keeps it, the second's packets are counted as collisions
-/// and not merged; in the next epoch the slot is the first comer's again.
+/// The tracing's lookback: a pause counted in the previous epoch still counts (a port paused
+/// since before the epoch began sends, so counts, nothing in it), the meter reads every kept
+/// epoch, and the victim flow's own pause is its own — another flow's paused packets on the
+/// same port do not make it paused.
 #[test]
-fn collisions_are_counted_not_merged() {
+fn the_tracing_looks_back_over_the_kept_epochs() {
+    let mut res = Resources::default();
+    let mut t = Telemetry::new(&mut res, 4, 20, 64, 3);
+    let (v, o) = (tuple([10, 0, 0, 1], [10, 0, 1, 1], 1), tuple([10, 0, 0, 2], [10, 0, 1, 1], 2));
+    t.record(10, &sample(o, 0, 1, true));
+    t.record(20, &sample(v, 2, 1, false));
+    let next = 1 << 20;
+    assert_eq!(t.port(next, 1).paused, 0, "nothing counted this epoch");
+    assert!(t.paused_recently(next, 1), "the previous epoch's pause");
+    assert!(!t.paused_recently(2 << 20, 1), "two epochs on: no longer");
+    assert_eq!(t.meter(3 << 20, 0, 1), 0);
+    assert_eq!(t.meter_recent(3 << 20, 0, 1), 100, "three epochs back is kept");
+    assert_eq!(t.meter_recent(4 << 20, 0, 1), 0, "four is not");
+    assert_eq!(t.flow_paused_recently(next, &v), Some(false), "the victim was not paused");
+    assert_eq!(t.flow_paused_recently(next, &o), Some(true));
+    assert_eq!(t.flow_paused_recently(next, &tuple([10, 0, 0, 3], [10, 0, 1, 1], 3)), None);
+    // A snapshot carries every kept epoch's entries.
+    t.record((3 << 20) + 5, &sample(v, 2, 1, false));
+    let mut e = Vec::new();
+    t.snapshot((3 << 20) + 10, 1, &mut e);
+    let laps: std::collections::BTreeSet<u32> = e
+        .iter()
+        .map(|x| match x {
+            Entry::Port { epoch_id, .. } | Entry::Meter { epoch_id, .. } | Entry::Flow { epoch_id, .. } => {
+                *epoch_id
+            }
+        })
+        .collect();
+    assert_eq!(laps.into_iter().collect::<Vec<_>>(), vec![0, 3]);
+}
+
+/// Two flows in one slot (§3.3): the newer evicts the older entry to the control side and
+/// takes the slot; a snapshot reports both, and the older one back in the same epoch merged
+/// with what was evicted of it; evicted entries older than the kept epochs are forgotten.
+#[test]
+fn a_collision_evicts_the_older_entry_to_the_control_side() {
     let mut res = Resources::default();
     let mut t = Telemetry::new(&mut res, 4, 20, 1, 2);
     let (a, b) = (tuple([10, 0, 0, 1], [10, 0, 1, 1], 1), tuple([10, 0, 0, 2], [10, 0, 1, 1], 2));
@@ -67,17 +108,35 @@ fn collisions_are_counted_not_merged() {
     for _ in 0..2 {
         t.record(20, &sample(b, 0, 1, true));
     }
-    assert_eq!(t.collisions, 2);
-    let c = t.flow(30, &a).unwrap();
-    assert_eq!((c.pkts, c.paused, c.qdepth_sum), (3, 0, 3000));
-    assert_eq!(t.flow(30, &b), None);
+    assert_eq!((t.collisions, t.evicted_lost), (1, 0));
+    assert_eq!(t.flow(30, &a), None, "a's slot is b's now");
+    let c = t.flow(30, &b).unwrap();
+    assert_eq!((c.pkts, c.paused, c.qdepth_sum), (2, 2, 0));
+    assert_eq!(t.flow_paused_recently(30, &b), Some(true));
+    assert_eq!(t.flow_paused_recently(30, &a), Some(false), "found among the evicted");
     // Ports and meters count every packet, whichever flow.
-    assert_eq!(t.port(30, 1).pkts, 5);
-    assert_eq!(t.port(30, 1).paused, 2);
-    // Next epoch: b comes first and takes the slot.
-    t.record(1 << 20, &sample(b, 0, 1, false));
-    assert_eq!(t.flow(1 << 20, &b).unwrap().pkts, 1);
+    assert_eq!((t.port(30, 1).pkts, t.port(30, 1).paused), (5, 2));
+    let flows = |t: &Telemetry, now: u64| {
+        let mut e = Vec::new();
+        t.snapshot(now, 1, &mut e);
+        let mut f: Vec<(u16, u32, u32)> = e
+            .iter()
+            .filter_map(|x| match x {
+                Entry::Flow { flow, pkts, paused, .. } => Some((flow.src_port, *pkts, *paused)),
+                _ => None,
+            })
+            .collect();
+        f.sort_unstable();
+        f
+    };
+    assert_eq!(flows(&t, 30), vec![(1, 3, 0), (2, 2, 2)]);
+    // a again, same epoch: it evicts b and its entry is merged with what was evicted of it.
+    t.record(40, &sample(a, 0, 1, false));
     assert_eq!(t.collisions, 2);
+    assert_eq!(flows(&t, 50), vec![(1, 4, 0), (2, 2, 2)]);
+    // Four epochs on, the evicted entries are outside the kept epochs: forgotten.
+    t.prune_evicted(4 << 20);
+    assert!(t.evicted().is_empty());
 }
 
 const CFG: &str = r#"
@@ -188,6 +247,9 @@ fn a_victims_poll_reports_the_paused_port_its_meter_and_flows() {
     let tel = sw.program().telemetry();
     let p1 = tel.port(t0 + 10_000, 1);
     assert_eq!((p1.pkts, p1.paused), (4, 2));
+    // The port sums every packet's depth, the flow unpaused packets' only.
+    let f1 = tel.flow(t0 + 10_000, &tuple([10, 0, 0, 2], [10, 0, 1, 2], 5000)).unwrap();
+    assert!(f1.qdepth_sum <= p1.qdepth_sum);
     assert_eq!(tel.meter(t0 + 10_000, 0, 1), 400);
 
     // The victim's agent polls; it arrives on h0 and goes to h1, the victim's port.
@@ -200,11 +262,19 @@ fn a_victims_poll_reports_the_paused_port_its_meter_and_flows() {
     sw.receive(t0 + 21_000, 0, polling_frame(&mut pool, PollingFlag::VictimPath, 42, 5000), &mut pool);
     assert!(drain(&mut sw, &mut pool, 1, t0 + 21_100).is_empty());
     assert_eq!(sw.program().stats().survived, 1);
+    // The same event for another flow of the same host is another victim (§3.4: one poll per
+    // 5-tuple); it never crossed h1, so its copy goes on as 01 — and it is reported too.
+    sw.receive(t0 + 22_000, 0, polling_frame(&mut pool, PollingFlag::VictimPath, 42, 5001), &mut pool);
+    let out = drain(&mut sw, &mut pool, 1, t0 + 22_100);
+    assert_eq!(out.len(), 1, "not a duplicate");
+    assert_eq!(sw.program().stats().survived, 2);
+    // Its report goes out with the first one's at the tick; the test below reads the first.
+    sw.tick(t0 + 25_000, &mut pool);
+    let early = drain(&mut sw, &mut pool, 2, t0 + 25_100);
+    assert_eq!(early.len(), 2);
 
-    // The control side runs at the tick and reports to the analyzer behind h2.
-    sw.tick(t0 + 30_000, &mut pool);
-    let reports = drain(&mut sw, &mut pool, 2, t0 + 30_100);
-    assert_eq!(reports.len(), 1);
+    // The control side ran at the tick and reported to the analyzer behind h2.
+    let reports = early;
     let f = &reports[0];
     assert_eq!(&f[0..6], &[2, 0, 0, 0, 2, 0x64]);
     assert_eq!(u16::from_be_bytes([f[36], f[37]]), 9999);
@@ -224,13 +294,13 @@ fn a_victims_poll_reports_the_paused_port_its_meter_and_flows() {
                 flow: tuple([10, 0, 0, 2], [10, 0, 1, 2], 5000),
                 pkts: 4,
                 paused: 2,
-                qdepth_sum: p1.qdepth_sum,
+                qdepth_sum: f1.qdepth_sum,
             },
         ]
     );
     let s = sw.program().stats();
-    assert_eq!((s.snapshots, s.reports, s.entries, s.reports_unsent), (1, 1, 3, 0));
-    assert_eq!(s.report_bytes, 20 + 3 * 40);
+    assert_eq!((s.snapshots, s.reports, s.entries, s.reports_unsent), (2, 2, 6, 0));
+    assert_eq!(s.report_bytes, 2 * (20 + 3 * 40));
 }
 
 /// Full polling (the paper's baseline): `hawkeye snapshot EVENT` reports every port with

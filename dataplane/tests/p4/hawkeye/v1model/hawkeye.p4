@@ -847,6 +847,8 @@ control SfEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
     Register<bit<32>, bit<32>>(64, 0) hk_meter_bytes32;
     Register<bit<32>, bit<32>>(16384, 0) hk_flow_qsum32;
     Register<bit<32>, bit<32>>(3, 0) hk_last_at32;
+    // The victim 5-tuple's CRC-32 for the de-duplication tag (one call per Hash instance).
+    Hash<bit<32>>(HashAlgorithm_t.CRC32) hk_victim_hash;
     RegisterAction<bit<32>, bit<32>, bit<32>>(hawkeye_ports_epoch_id) hk_port_epoch_get = {
         void apply(inout bit<32> v, out bit<32> rv) {
             rv = v;
@@ -910,9 +912,9 @@ control SfEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
     RegisterAction<bit<32>, bit<32>, bit<32>>(hk_port_qsum32) hk_port_qsum_add = {
         void apply(inout bit<32> v) {
             if (meta.hk_fresh == 1) {
-                v = meta.hk_q;
+                v = meta.hk_qdepth;
             } else {
-                v = v + meta.hk_q;
+                v = v + meta.hk_qdepth;
             }
         }
     };
@@ -1117,8 +1119,14 @@ control SfEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
                 SF_EGRESS_DROP();
                 exit;
             }
-            // One event of one victim per port per window.
-            meta.hk_tag = 32w0x80000000 | (hdr.polling.src_ip & 0x7fffff) << 8 | (bit<32>)hdr.polling.event_id;
+            // One event of one victim flow per port per window: 23 bits of the victim 5-tuple's CRC-32.
+            bit<32> vh;
+        #ifdef SF_TNA
+            vh = hk_victim_hash.get({ hdr.polling.src_ip, hdr.polling.dst_ip, hdr.polling.protocol, hdr.polling.src_port, hdr.polling.dst_port });
+        #else
+            hash(vh, HashAlgorithm.crc32, 32w0, { hdr.polling.src_ip, hdr.polling.dst_ip, hdr.polling.protocol, hdr.polling.src_port, hdr.polling.dst_port }, 64w0x100000000);
+        #endif
+            meta.hk_tag = 32w0x80000000 | (vh & 0x7fffff) << 8 | (bit<32>)hdr.polling.event_id;
             bit<32> last_tag;
             bit<32> last_at;
         #ifdef SF_TNA
@@ -1170,7 +1178,7 @@ control SfEgress(inout headers_t hdr, inout metadata_t meta, inout standard_meta
                 hawkeye_ports_paused.read(c, meta.hk_idx);
                 hawkeye_ports_paused.write(meta.hk_idx, (fresh ? 32w0 : c) + (bit<32>)meta.hk_paused);
                 hawkeye_ports_qdepth_sum.read(c64, meta.hk_idx);
-                hawkeye_ports_qdepth_sum.write(meta.hk_idx, (fresh ? 64w0 : c64) + (bit<64>)meta.hk_q);
+                hawkeye_ports_qdepth_sum.write(meta.hk_idx, (fresh ? 64w0 : c64) + (bit<64>)meta.hk_qdepth);
                 hawkeye_port_meter_epoch_id.read(e, midx);
                 fresh = e != meta.hk_epoch;
                 hawkeye_port_meter_epoch_id.write(midx, meta.hk_epoch);
