@@ -6,8 +6,12 @@
 //! Sans-IO: [`Detector::on_rtt`] takes samples, [`Detector::poll_transmit`] writes the polling
 //! frames; [`crate::host::RcHost`] feeds it from its senders and sends what it writes.
 //!
-//! Choices the paper and prototype leave open, made here: the base RTT is configured, or else
-//! the smallest RTT the flow has shown (the DOCA agent's template has a fixed 13 µs); the event
+//! Choices the paper and prototype leave open, made here: the base RTT is each flow's own, the
+//! smallest RTT it has shown (§3.1's trigger compares a flow's RTT with its normal RTT: a fixed
+//! fabric-wide base missed every burst that finished within 3 × 25 µs on shorter paths); a
+//! configured base stands in before the flow's first sample (a flow paused from its first packet
+//! has none) and caps it after (a flow whose first samples were already queued would set its
+//! base too high); the DOCA agent's template has a fixed 13 µs. The event
 //! ID is the time in milliseconds mod 256, as the reference agent sets it; a flow's RTT is one
 //! sample per round trip (one PSN timed at a time, Karn's rule: never a resent one), and a timed
 //! packet still unacknowledged past the threshold counts as an RTT of at least its age (the
@@ -26,7 +30,8 @@ pub const ETHERTYPE_POLLING: u16 = 0x6888;
 pub struct DetectorConfig {
     /// A flow is a victim when its RTT exceeds this many times its base RTT (default 3).
     pub rtt_factor: f64,
-    /// The base RTT, ns (`None`: each flow's smallest sample).
+    /// The base RTT before a flow's first sample, and the most its base may be after, ns
+    /// (`None`: each flow's smallest sample alone).
     pub base_rtt_ns: Option<u64>,
     /// At most one polling packet per flow in this long, ns (default 3 ms).
     pub min_interval_ns: u64,
@@ -117,9 +122,14 @@ impl Detector {
         self.check(now, flow, victim, age_ns);
     }
 
-    /// The threshold of `flow`, ns: `rtt_factor` × its base RTT, once known.
+    /// The threshold of `flow`, ns: `rtt_factor` × its base RTT (its smallest sample, at most
+    /// the configured base; the configured base before its first sample), once known.
     pub fn threshold(&self, flow: u64) -> Option<u64> {
-        let base = self.cfg.base_rtt_ns.or_else(|| self.flows.get(&flow).and_then(|s| s.min_rtt))?;
+        let measured = self.flows.get(&flow).and_then(|s| s.min_rtt);
+        let base = match (measured, self.cfg.base_rtt_ns) {
+            (Some(m), Some(c)) => m.min(c),
+            (m, c) => m.or(c)?,
+        };
         Some((base as f64 * self.cfg.rtt_factor) as u64)
     }
 
@@ -243,10 +253,30 @@ mod tests {
         assert_eq!(d.stats().polls, 1);
         assert_eq!(d.next_check(3, 100_000), Some(130_001 + 3_000_000));
         assert_eq!(d.stats().samples, 1, "an overdue packet is not an RTT sample");
-        // A configured base RTT is used instead of the flow's smallest sample.
+        // A configured base RTT stands in before the flow's first sample and caps its base
+        // after: a first sample already queued does not raise it.
         let mut d = Detector::new(DetectorConfig { base_rtt_ns: Some(1_000), ..DetectorConfig::default() });
+        assert_eq!(d.threshold(1), Some(3_000));
         d.on_rtt(0, 1, v, 3_500);
         assert_eq!(d.stats().polls, 1);
+        assert_eq!(d.threshold(1), Some(3_000));
+    }
+
+    /// Each flow's base is its own smallest RTT under the configured one: a flow on a short
+    /// path (8 µs) polls at 3 × 8 µs, where a fabric-wide 25 µs base waited for 75 µs — a
+    /// burst over within that is never polled; a flow on a long path keeps the configured cap.
+    #[test]
+    fn the_base_rtt_is_the_flows_own() {
+        let v = victim();
+        let mut d = Detector::new(DetectorConfig { base_rtt_ns: Some(25_000), ..DetectorConfig::default() });
+        d.on_rtt(0, 1, v, 8_000);
+        d.on_rtt(0, 2, v, 40_000);
+        assert_eq!(d.threshold(1), Some(24_000));
+        assert_eq!(d.threshold(2), Some(75_000));
+        d.on_rtt(10_000, 1, v, 30_000);
+        assert_eq!(d.stats().polls, 1, "30 µs is over 3 × 8 µs");
+        d.on_rtt(10_000, 2, v, 70_000);
+        assert_eq!(d.stats().polls, 1, "70 µs is under 3 × 25 µs");
     }
 }
 

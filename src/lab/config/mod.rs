@@ -118,7 +118,7 @@
 //!
 //! [hawkeye]                  # optional: Hawkeye's detection agent on every RC host
 //! detect = true              # poll for a flow whose RTT exceeds rtt_factor × its base RTT
-//! rtt_factor = 3.0           #   (base_rtt_ns, default: the flow's smallest sample), at most
+//! rtt_factor = 3.0           #   (base: the flow's smallest RTT sample, at most base_rtt_ns, which stands in before its first), at most
 //! min_interval_us = 3000     #   once per min_interval_us; switches run program "hawkeye"
 //!                            #   ([switches] program) to trace and report
 //! full_polling = false       # also snapshot every port of every switch at each poll (reports
