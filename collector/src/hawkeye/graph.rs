@@ -36,8 +36,8 @@
 //!
 //! Choices the paper leaves open, made here:
 //! * The telemetry of all the epochs an incident's reports carry is summed for the port and
-//!   flow nodes, the port → port and the flow → port edges (the control side reports the epochs
-//!   the polling packet concerns: the current one and the one before). The port → flow
+//!   flow nodes, the port → port and the flow → port edges (the control side reports every
+//!   epoch the switch keeps). The port → flow
 //!   contributions are computed for the waiting packets epoch by epoch, as the reference
 //!   analyzer weighs `epoch_now` and `epoch_last` each on its own, and then summed: replaying
 //!   two epochs' sums as one queue spreads a quiet epoch's flows over the next epoch's burst.
@@ -49,9 +49,9 @@
 //!   found paused adds the edge `U → P` even when the meters are empty (a pause that holds
 //!   everything leaves them so); its weight is the formula's with the whole share of the meter.
 //! * A downstream port is "congested" when it was paused itself or its mean depth at enqueue
-//!   was at least [`Params::congested_bytes`]. A port whose packets were all paused has no
-//!   unpaused depth: its incoming port → port edge exists with the weight the formula gives
-//!   (possibly 0) — a deadlock's loop is a loop of such ports.
+//!   was at least [`Params::congested_bytes`]. Its depth is over all its packets, paused ones
+//!   included (§3.5.1's `qdepth[P_j]`): a port paused downstream still shows the queue the pause
+//!   built, so a deadlock's loop of paused ports keeps its port → port weights.
 //! * `Replay::Even` over more than [`Params::replay_max`] packets at one port scales every
 //!   flow's count down in proportion (the weights are per packet, so the scale cancels but for
 //!   rounding). `Replay::QueueOrder` is computed in closed form (no packet-level replay).
@@ -90,11 +90,21 @@ pub struct Params {
     pub replay_max: u64,
     /// How the packets ahead of a waiting packet are drawn (default [`Replay::QueueOrder`]).
     pub replay: Replay,
+    /// The victims' paused share on their path below which PFC backpressure by contention is
+    /// congestion, no anomaly ([`super::diagnose::NO_ANOMALY_RULE`]; default 0.05: one packet in
+    /// 20).
+    pub min_victim_paused: f64,
 }
 
 impl Default for Params {
     fn default() -> Self {
-        Self { congested_bytes: 1500.0, contributor: 0.05, replay_max: 20_000, replay: Replay::QueueOrder }
+        Self {
+            congested_bytes: 1500.0,
+            contributor: 0.05,
+            replay_max: 20_000,
+            replay: Replay::QueueOrder,
+            min_victim_paused: 0.05,
+        }
     }
 }
 
@@ -133,7 +143,7 @@ pub struct PortStats {
     pub pkts: u64,
     /// Paused packets.
     pub paused: u64,
-    /// Queue depth at enqueue, bytes, summed over unpaused packets.
+    /// Queue depth at enqueue, bytes, summed over all its packets.
     pub qdepth_sum: u64,
     /// Bytes that left by it (the switch's meters into it).
     pub bytes: u64,
@@ -151,10 +161,11 @@ impl PortStats {
 }
 
 impl PortStats {
-    /// Mean depth at enqueue over its unpaused packets, bytes (0 if none).
+    /// Mean depth at enqueue over its packets, bytes (0 if none): §3.5.1's `qdepth[P_j]`,
+    /// `1/N · Σ qdepth(pkt_k)` over the port's N packets, paused ones included (the switch's
+    /// port cell sums every packet's depth; its flow cells, unpaused packets' only).
     pub fn qdepth(&self) -> f64 {
-        let n = self.pkts.saturating_sub(self.paused);
-        if n == 0 { 0.0 } else { self.qdepth_sum as f64 / n as f64 }
+        if self.pkts == 0 { 0.0 } else { self.qdepth_sum as f64 / self.pkts as f64 }
     }
 }
 

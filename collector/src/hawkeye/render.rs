@@ -11,6 +11,7 @@
 //!              | {"kind": "host", "port": "S3.P4", "host": 5 | null, "ip": "10.0.5.2" | null} | null,
 //!  "pfc_path": ["S1.P1", "S2.P3", "S3.P2"], "loop": [...],
 //!  "undiagnosed": null | "why",
+//!  "no_anomaly": null | "what was seen (congestion that is no anomaly)",
 //!  "summary": "…",
 //!  "graph": {"ports": [{"id": "S1.P1", "pkts", "paused", "qdepth"}], "flows": ["10.0.1.2:1000->10.0.4.2:4791/17"],
 //!            "port_port": [["S1.P1", "S2.P3", w]], "flow_port": [[flow, "S1.P1", paused]], "port_flow": [["S3.P2", flow, w]]}}
@@ -70,6 +71,7 @@ pub fn json(inc: &Incident, g: &Graph, d: &Diagnosis) -> Value {
         "pfc_path": d.pfc_path.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
         "loop": d.deadlock_loop.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
         "undiagnosed": d.undiagnosed,
+        "no_anomaly": d.no_anomaly,
         "summary": summary(d),
         "graph": {
             "ports": g.ports.iter().map(|(p, s)| json!({"id": p.to_string(), "pkts": s.pkts, "paused": s.paused,
@@ -86,6 +88,9 @@ pub fn json(inc: &Incident, g: &Graph, d: &Diagnosis) -> Value {
 pub fn summary(d: &Diagnosis) -> String {
     let victim =
         d.victim.as_ref().map_or("the victim flow".to_string(), |v| format!("flow {}", flow_label(v)));
+    if let Some(what) = &d.no_anomaly {
+        return format!("No anomaly for {victim}: {what}.");
+    }
     let Some(a) = d.anomaly else {
         return format!(
             "Undiagnosed for {victim}: {}.",

@@ -116,6 +116,47 @@ fn a_paused_end_with_no_contention_is_a_pfc_storm_from_the_host_across() {
     );
 }
 
+/// A walk that ends at a host port where nothing contends and no pause was ever seen (one busy
+/// flow into the host) names no host: a host is a PFC source only where it paused its port.
+#[test]
+fn an_unpaused_host_port_without_contention_names_no_host() {
+    let mut inc = incident(false);
+    // S2.P2 queued (a mean depth of 3000 bytes) with the victim alone, never paused.
+    let victim = flow(0, 2, 1000);
+    inc.reports[1].entries = vec![meter(0, 2, 20_000), port(2, 20, 0, 60_000), fl(2, victim, 20, 0, 60_000)];
+    let (_, ds) = analyze(&inc, &two_switches(), &Params::default());
+    assert!(ds.iter().all(|d| !matches!(d.root_cause, Some(RootCause::Host { .. }))), "{ds:?}");
+    let why = ds[0].undiagnosed.as_deref().unwrap_or_default();
+    assert!(why.contains("S2.P2") && why.contains("no pause"), "{ds:?}");
+}
+
+/// [`NO_ANOMALY_RULE`](crate::hawkeye::diagnose::NO_ANOMALY_RULE): the same burst behind a
+/// paused link is no anomaly when the victim was paused for under 5 % of its packets on its
+/// path (PFC touched it, did not stop it), and an incast again when paused for more; plain
+/// contention by one flow alone is no anomaly.
+#[test]
+fn congestion_that_is_no_anomaly_says_so() {
+    let topo = two_switches();
+    let victim = flow(0, 2, 1000);
+    // 3 of 200 packets paused at S1.P1: 1.5 %.
+    let mut inc = incident(true);
+    inc.reports[0].entries = vec![port(1, 200, 3, 2000), fl(1, victim, 200, 3, 2000), meter(0, 1, 100_000)];
+    let (_, ds) = analyze(&inc, &topo, &Params::default());
+    assert!(ds.iter().all(|d| d.anomaly.is_none()), "{ds:?}");
+    let why = ds[0].no_anomaly.as_deref().unwrap_or_default();
+    assert!(why.contains("3 of their") && why.contains("S2.P2"), "{ds:?}");
+    assert!(render::summary(&ds[0]).starts_with("No anomaly"));
+    // The threshold is a parameter: at 1 % the same incident is an incast.
+    let (_, ds) = analyze(&inc, &topo, &Params { min_victim_paused: 0.01, ..Params::default() });
+    assert_eq!(ds[0].anomaly, Some(Anomaly::MicroBurstIncast), "{ds:?}");
+    // No PFC anywhere, one flow queued at S2.P2 (the victim, alone).
+    let mut inc = incident(true);
+    inc.reports[0].entries = vec![port(1, 100, 0, 0), fl(1, victim, 100, 0, 0), meter(0, 1, 100_000)];
+    inc.reports[1].entries = vec![meter(0, 2, 20_000), port(2, 20, 0, 60_000), fl(2, victim, 20, 0, 60_000)];
+    let (_, ds) = analyze(&inc, &topo, &Params::default());
+    assert!(ds.iter().all(|d| d.anomaly.is_none()), "{ds:?}");
+}
+
 /// Four switches in a square, each pausing the next: the loop S1.P1 → S2.P1 → S3.P1 → S4.P1 →
 /// S1.P1, with contention at S3.P1 (in-loop) or a branch S2.P2 → a host pausing it.
 fn square(branch: bool) -> (Topology, Incident) {
@@ -430,7 +471,9 @@ mod props {
             let (g, ds) = analyze(&inc, &t, &Params::default());
             prop_assert!(!ds.is_empty());
             for d in &ds {
-                prop_assert!(d.anomaly.is_some() != d.undiagnosed.is_some());
+                // Exactly one outcome: an anomaly, undiagnosed, or no anomaly.
+                let outcomes = [d.anomaly.is_some(), d.undiagnosed.is_some(), d.no_anomaly.is_some()];
+                prop_assert_eq!(outcomes.iter().filter(|x| **x).count(), 1);
                 let _ = render::json(&inc, &g, d).to_string();
                 let _ = render::summary(d);
                 let _ = render::dot(&g, d);
