@@ -64,6 +64,19 @@ pub enum HawkeyeCmd {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Write COUNT generated scenarios into DIR, scenario i drawn from seed SEED + i alone (class
+    /// (SEED + i) mod 7; topology family, sizes, buffers, loads and epoch drawn): develop on seeds
+    /// below 10^6, report from 10^9 up.
+    Generate {
+        /// Where the scenario files and their base labs go (created if needed).
+        dir: PathBuf,
+        /// The first scenario's seed (at most 2^62 - COUNT).
+        #[arg(long)]
+        seed: u64,
+        /// Scenarios (1 to 10 000).
+        #[arg(long, default_value_t = 7)]
+        count: u64,
+    },
     /// Write trace N of a scenario as a lab file (to run and inspect with `softfabric lab run`).
     Trace {
         /// The scenario file.
@@ -110,6 +123,20 @@ fn rtt_factor(s: &str) -> Result<f64, String> {
 /// `softfabric hawkeye …`: exit 2 for bad arguments or scenarios, 1 for a failed run.
 pub fn run(cmd: HawkeyeCmd) -> ExitCode {
     match cmd {
+        HawkeyeCmd::Generate { dir, seed, count } => {
+            match softfabric::hawkeye_eval::generate::generate(&dir, seed, count) {
+                Ok(paths) => {
+                    for p in &paths {
+                        println!("{}", p.display());
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         HawkeyeCmd::Trace { scenario, n } => {
             match softfabric::hawkeye_eval::Scenario::load(&scenario).and_then(|s| s.trace(n)) {
                 Ok(t) => {
@@ -206,6 +233,7 @@ pub fn run(cmd: HawkeyeCmd) -> ExitCode {
                 ["results.csv", "results.md"],
                 |r| {
                     let (csv, md) = softfabric::hawkeye_eval::tables(r);
+                    let md = format!("{md}\n{}", softfabric::hawkeye_eval::class_summary(r));
                     let done = format!(
                         "{} scenario(s) × {traces} trace(s) in {:.1} s",
                         r.len(),

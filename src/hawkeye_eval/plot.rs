@@ -27,8 +27,7 @@ fn classes(results: &Results) -> Vec<String> {
     results
         .iter()
         .map(|(s, _)| {
-            s.class
-                .name()
+            s.class_name()
                 .replace("out_of_loop_deadlock_", "ool_")
                 .replace("in_loop_deadlock", "in_loop")
                 .replace("microburst_incast", "incast")
