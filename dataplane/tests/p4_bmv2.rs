@@ -516,7 +516,19 @@ fn every_program_with_check_captures_behaves_on_bmv2_as_on_our_switch() {
                     let Some(case) = CASES.get(i) else { break };
                     // A thrift port per case and process (cases run two at a time).
                     let thrift = 20_000 + (std::process::id() % 2_000) as u16 * 8 + i as u16;
-                    let r = run(case, &p4c, &bmv2, thrift);
+                    let mut r = run(case, &p4c, &bmv2, thrift);
+                    // DAIET's flush recirculates; under host load BMv2 lets the next input
+                    // frame (the END) overtake the recirculating one and flushes a pair
+                    // unmerged (seen only with the machine busy: 5 pairs for our 4). The same
+                    // captures are run again, at most three times in all; a difference in every
+                    // run still fails, and a pass after a retry says so.
+                    let mut runs = 1;
+                    while runs < 3 && r.as_ref().is_err_and(|e| e.contains("DAIET content differs")) {
+                        runs += 1;
+                        r = run(case, &p4c, &bmv2, thrift).map(|l| {
+                            format!("{l} (passed on run {runs}: BMv2's recirculation raced under load)")
+                        });
+                    }
                     results.lock().unwrap().push((i, r));
                 }
             });
