@@ -8,10 +8,14 @@
 //!
 //! * the topology: a k = 4 fat tree (16 hosts, 20 switches) or a leaf-spine of 3–4 leaves,
 //!   2–3 spines and 2–4 hosts per leaf; 100 Gb/s links of 1 or 2 µs; buffers of 2, 4 or 8 MB
-//!   (32 MB for flow contention: bursts queue without reaching PFC); epochs of 2^17 to 2^20 ns;
+//!   (2 or 4 MB for an incast, which must pause before DCQCN slows it; 32 MB for flow
+//!   contention: bursts queue without reaching PFC; 4 MB for a deadlock, where its construction
+//!   freezes the loop by its trigger and not before); epochs of 2^17 to 2^20 ns (1 ms for a
+//!   deadlock, whose history from before the freeze must stay kept);
 //! * the background: three websearch loads, each within a class's range (`no_anomaly`: one of
 //!   0.3, 0.6 and 0.8 per scenario, in turn over consecutive seeds of the class);
-//! * the anomaly: incast senders (3–8) and sizes (0.2–2 MB), pinned or drawn per trace; storm
+//! * the anomaly: incast senders (5–8 for an incast, as many as the fabric has off the
+//!   receiver's switch; 3–8 for contention) and sizes, pinned or drawn per trace; storm
 //!   windows and PAUSE intervals; deadlocks as a cyclic buffer dependency over two lower and two
 //!   upper switches (a fat tree's pod, turned per trace; a leaf-spine's drawn leaves and
 //!   spines), with the class's initiator: contention in the loop (line-rate flows without
@@ -162,7 +166,18 @@ pub fn scenario(seed: u64) -> (String, String, String) {
         Family::LeafSpine { leaves, spines, per_leaf }
     };
     let hosts = family.hosts();
-    let buffer = if class == "flow_contention" { 32 << 20 } else { d.pick(&[2u64 << 20, 4 << 20, 8 << 20]) };
+    let buffer = match class {
+        "flow_contention" => 32 << 20,
+        // An incast reaches PFC before DCQCN slows it only when it fills the queue fast: many
+        // senders into a buffer that is not too deep (3 senders into 8 MB queued without a
+        // pause on the development seeds).
+        "microburst_incast" => d.pick(&[2u64 << 20, 4 << 20]),
+        // The loop construction realizes its class at the bundled 4 MB: with 2 MB the loop
+        // flows froze it by themselves before any trigger, with 8 MB a storm of 300 µs did not
+        // freeze it (development seeds 12 and 19).
+        c if c.contains("deadlock") => 4 << 20,
+        _ => d.pick(&[2u64 << 20, 4 << 20, 8 << 20]),
+    };
     let epoch_ns = 1u64 << d.int(17, 20);
     let delay_ns = d.pick(&[1000u64, 2000]);
     let loads: Vec<f64> = match class {
@@ -186,7 +201,10 @@ pub fn scenario(seed: u64) -> (String, String, String) {
     let mut duration_us = 1500;
     match class {
         "microburst_incast" | "flow_contention" => {
-            let senders = d.int(3, (hosts as u64 / 2).clamp(3, 8));
+            let senders = match class {
+                "microburst_incast" => d.int(5, 8),
+                _ => d.int(3, (hosts as u64 / 2).clamp(3, 8)),
+            };
             // An incast that causes PFC backpressure sends at least 1.5 × the buffer in all
             // (the switch pauses well before its buffer is full); plain contention at most
             // 4 MB into 32 MB buffers, which queue it without reaching PFC.

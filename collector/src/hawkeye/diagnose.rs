@@ -110,13 +110,15 @@ impl Anomaly {
 ///    does not hold — PFC touched the victim, it did not stop it. (A victim that is one of the
 ///    contending flows is slowed by the burst it is part of, not by PFC: the rule says nothing
 ///    about it.)
-/// 2. Plain flow contention is no anomaly when one flow alone contributes at the port: a lone
-///    flow queuing behind its own link's rate is not flows contending.
+/// 2. Plain flow contention is no anomaly when one flow alone crossed the port in the epochs
+///    reported: a lone flow queuing behind its own link's rate is not flows contending. (Not
+///    "one contributor": flows of equal weight cancel in the port → flow formula, and a burst of
+///    three equal flows names one.)
 ///
 /// Deadlocks, storms and host injection are never no anomaly: a loop of pauses or a host
 /// sending PAUSE is wrong at any share.
 pub const NO_ANOMALY_RULE: &str = "a PFC walk ending in contention with the victims paused for fewer than \
-     Params::min_victim_paused of their packets on the victim path, or plain contention by one flow alone";
+     Params::min_victim_paused of their packets on the victim path, or plain contention at a port one flow alone crossed";
 
 /// What caused it.
 #[derive(Debug, Clone, PartialEq)]
@@ -205,8 +207,12 @@ pub fn diagnose(
                     params.min_victim_paused * 100.0
                 )
             }
-            (Some(Anomaly::FlowContention), Some(RootCause::Flows { port, flows })) if flows.len() < 2 => {
-                format!("one flow alone queued at {port} (no contention)")
+            (Some(Anomaly::FlowContention), Some(RootCause::Flows { port, .. }))
+                if g.port_index(*port).is_some_and(|p| {
+                    g.flow_stats.iter().filter(|((_, q), st)| *q == p && st.pkts > 0).count() < 2
+                }) =>
+            {
+                format!("one flow alone crossed {port} (no contention)")
             }
             _ => continue,
         };
