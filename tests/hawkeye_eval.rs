@@ -95,8 +95,8 @@ fn the_bundled_scenarios_are_diagnosed() {
 fn generated_scenarios_cover_every_class_and_are_reproducible() {
     let base = std::env::temp_dir().join(format!("softfabric-hk-gen-{}", std::process::id()));
     let (a, b) = (base.join("a"), base.join("b"));
-    let pa = hawkeye_eval::generate::generate(&a, 1_000, 14).unwrap();
-    let pb = hawkeye_eval::generate::generate(&b, 1_000, 14).unwrap();
+    let pa = hawkeye_eval::generate::generate(&a, 1_000, 21).unwrap();
+    let pb = hawkeye_eval::generate::generate(&b, 1_000, 21).unwrap();
     for (x, y) in pa.iter().zip(&pb) {
         assert_eq!(std::fs::read(x).unwrap(), std::fs::read(y).unwrap(), "{}", x.display());
     }

@@ -201,10 +201,13 @@ pub fn scenario(seed: u64) -> (String, String, String) {
     let mut duration_us = 1500;
     match class {
         "microburst_incast" | "flow_contention" => {
+            // At most the hosts off the receiver's switch (the trace draws them there; a
+            // scenario may name no more senders than its base has hosts but one).
             let senders = match class {
                 "microburst_incast" => d.int(5, 8),
                 _ => d.int(3, (hosts as u64 / 2).clamp(3, 8)),
-            };
+            }
+            .min(hosts as u64 - 1);
             // An incast that causes PFC backpressure sends at least 1.5 × the buffer in all
             // (the switch pauses well before its buffer is full); plain contention at most
             // 4 MB into 32 MB buffers, which queue it without reaching PFC.
@@ -233,7 +236,7 @@ pub fn scenario(seed: u64) -> (String, String, String) {
                 s,
                 "window_us = 1000\nduration_us = {duration_us}\n\n[anomaly]\nkind = \"pfc_storm\"\nsenders = {}\nsize = {}\n\
                  start_us = {start}\nstop_us = {stop}\ninterval_us = {}\n",
-                d.int(2, 6),
+                d.int(2, 6).min(hosts as u64 - 1),
                 d.int(2, 10) * 100_000,
                 d.pick(&[5u64, 10, 20]),
             );
