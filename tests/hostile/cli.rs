@@ -73,6 +73,7 @@ const BASES: &[Base] = &[
         &[1],
     ),
     b("softfabric", &["hawkeye", "trace"], &["{w}/hk/incast.toml", "0"], Batch(20), &[]),
+    b("softfabric", &["hawkeye", "generate"], &["{s}/gen", "--seed", "1", "--count", "7"], Batch(30), &[]),
     b("softfabric", &["daiet", "lab"], &["{w}/daiet.toml", "--out", "{s}/out"], Batch(90), &[]),
     b(
         "softfabric",
