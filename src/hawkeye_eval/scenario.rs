@@ -464,12 +464,7 @@ impl Scenario {
         poisson.insert("load".into(), toml::Value::Float(load));
         push(&mut v, "poisson", poisson);
         if let Some(f) = &a.victim {
-            let mut t = toml::Table::new();
-            t.insert("src".into(), (f.src as i64).into());
-            t.insert("dst".into(), (f.dst as i64).into());
-            t.insert("size".into(), (f.size as i64).into());
-            t.insert("start_ns".into(), (f.start_us as i64 * 1000).into());
-            push(&mut v, "flow", t);
+            push_flow(&mut v, f);
         }
         if a.kind == NONE {
             let text = toml::to_string(&v).map_err(|e| e.to_string())?;
@@ -503,15 +498,7 @@ impl Scenario {
         }
         push(&mut v, "incast", incast);
         let injected = if a.kind == "pfc_storm" {
-            let mut h = toml::Table::new();
-            h.insert("ids".into(), toml::Value::Array(vec![(target as i64).into()]));
-            h.insert("agent".into(), "pfc_storm".into());
-            h.insert("start_ns".into(), (start_ns as i64).into());
-            h.insert("stop_ns".into(), (a.stop_us.unwrap_or(0) as i64 * 1000).into());
-            if let Some(iv) = a.interval_us {
-                h.insert("interval_ns".into(), (iv as i64 * 1000).into());
-            }
-            push(&mut v, "host", h);
+            push_storm(&mut v, target, start_ns, a.stop_us.unwrap_or(0) * 1000, a.interval_us);
             Injected::Host(target)
         } else {
             Injected::Flows(senders.iter().map(|&s| (s, target)).collect())
@@ -572,12 +559,7 @@ impl Scenario {
         }
         let mut injected = Vec::new();
         for f in &a.flows {
-            let mut t = toml::Table::new();
-            t.insert("src".into(), (f.src as i64).into());
-            t.insert("dst".into(), (f.dst as i64).into());
-            t.insert("size".into(), (f.size as i64).into());
-            t.insert("start_ns".into(), (f.start_us as i64 * 1000).into());
-            push(&mut v, "flow", t);
+            push_flow(&mut v, f);
             injected.push((f.src, f.dst));
         }
         if let Some(dst) = a.burst_dst
@@ -605,15 +587,7 @@ impl Scenario {
             bursts.extend(a.flows.iter().filter(|f| f.dst == dst).map(|f| (f.src, f.dst)));
         }
         if let Some(h) = a.storm_host {
-            let mut t = toml::Table::new();
-            t.insert("ids".into(), toml::Value::Array(vec![(h as i64).into()]));
-            t.insert("agent".into(), "pfc_storm".into());
-            t.insert("start_ns".into(), (start_ns as i64).into());
-            t.insert("stop_ns".into(), (a.stop_us.unwrap_or(a.start_us + 500) as i64 * 1000).into());
-            if let Some(iv) = a.interval_us {
-                t.insert("interval_ns".into(), (iv as i64 * 1000).into());
-            }
-            push(&mut v, "host", t);
+            push_storm(&mut v, h, start_ns, a.stop_us.unwrap_or(a.start_us + 500) * 1000, a.interval_us);
         }
         // The root cause the class names: the injecting host, the contending flows outside the
         // loop, or (in the loop) every flow contending on it.
@@ -655,4 +629,28 @@ fn push(v: &mut toml::Table, key: &str, t: toml::Table) {
     if let Some(a) = arr.as_array_mut() {
         a.push(toml::Value::Table(t));
     }
+}
+
+/// A `[[flow]]` of the lab file: `f` from its start.
+fn push_flow(v: &mut toml::Table, f: &RawFlow) {
+    let mut t = toml::Table::new();
+    t.insert("src".into(), (f.src as i64).into());
+    t.insert("dst".into(), (f.dst as i64).into());
+    t.insert("size".into(), (f.size as i64).into());
+    t.insert("start_ns".into(), (f.start_us as i64 * 1000).into());
+    push(v, "flow", t);
+}
+
+/// A `[[host]]` of the lab file: `host` injecting PAUSE from `start_ns` to `stop_ns`, every
+/// `interval_us` if given (else the agent's default).
+fn push_storm(v: &mut toml::Table, host: usize, start_ns: u64, stop_ns: u64, interval_us: Option<u64>) {
+    let mut t = toml::Table::new();
+    t.insert("ids".into(), toml::Value::Array(vec![(host as i64).into()]));
+    t.insert("agent".into(), "pfc_storm".into());
+    t.insert("start_ns".into(), (start_ns as i64).into());
+    t.insert("stop_ns".into(), (stop_ns as i64).into());
+    if let Some(iv) = interval_us {
+        t.insert("interval_ns".into(), (iv as i64 * 1000).into());
+    }
+    push(v, "host", t);
 }

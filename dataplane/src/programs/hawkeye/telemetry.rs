@@ -376,23 +376,18 @@ impl Telemetry {
     fn count_flow(&mut self, id: u32, bank: usize, hash: u32, f: FlowWords, out: u16, paused: bool, q: u64) {
         let i = RegisterArray::<FlowCell>::epoch_index(bank, self.slots, hash as usize & (self.slots - 1));
         let Some(c) = self.flows.get_mut(i) else { return };
-        if c.epoch_id != id || c.pkts == 0 {
-            *c = FlowCell {
-                epoch_id: id,
-                src: f.src,
-                dst: f.dst,
-                ports: f.ports,
-                proto: f.proto,
-                ..FlowCell::default()
-            };
-        } else if (c.src ^ f.src) | (c.dst ^ f.dst) | (c.ports ^ f.ports) | u32::from(c.proto ^ f.proto) != 0
-        {
+        let fresh = c.epoch_id != id || c.pkts == 0;
+        let other =
+            (c.src ^ f.src) | (c.dst ^ f.dst) | (c.ports ^ f.ports) | u32::from(c.proto ^ f.proto) != 0;
+        if !fresh && other {
             self.collisions += 1;
             if self.evicted.len() < EVICTED_CAP {
                 self.evicted.push(*c);
             } else {
                 self.evicted_lost += 1;
             }
+        }
+        if fresh || other {
             *c = FlowCell {
                 epoch_id: id,
                 src: f.src,
